@@ -1,0 +1,20 @@
+# The CUDA toolkit supplies headers (cuda.h for the Driver API types) and NVRTC. Neither is linked:
+# libcuda.so.1 and libnvrtc.so are opened with dlopen at run time, so librudnn.so loads on machines
+# that have no driver. CUDA_HOME (environment or cache) wins over the default location.
+set(RUDNN_CUDA_HOME "$ENV{CUDA_HOME}" CACHE PATH "CUDA toolkit root")
+if(NOT RUDNN_CUDA_HOME)
+  set(RUDNN_CUDA_HOME "$ENV{CUDA_PATH}")
+endif()
+if(NOT RUDNN_CUDA_HOME)
+  find_program(_rudnn_nvcc nvcc)
+  if(_rudnn_nvcc)
+    get_filename_component(RUDNN_CUDA_HOME "${_rudnn_nvcc}" DIRECTORY)
+    get_filename_component(RUDNN_CUDA_HOME "${RUDNN_CUDA_HOME}" DIRECTORY)
+  else()
+    set(RUDNN_CUDA_HOME /usr/local/cuda)
+  endif()
+endif()
+find_path(RUDNN_CUDA_INCLUDE_DIR cuda.h nvrtc.h HINTS "${RUDNN_CUDA_HOME}/include" REQUIRED NO_DEFAULT_PATH)
+message(STATUS "rudnn: CUDA toolkit at ${RUDNN_CUDA_HOME}")
+add_library(rudnn_cuda_headers INTERFACE)
+target_include_directories(rudnn_cuda_headers SYSTEM INTERFACE "${RUDNN_CUDA_INCLUDE_DIR}")

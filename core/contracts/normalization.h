@@ -1,0 +1,35 @@
+#pragma once
+// The contract of SPEC §2, written once over plain shapes and dtypes. The public entries
+// (ops/normalization.cpp) and the dialect verifiers (dialect/IR) both call it.
+#include <optional>
+
+#include "rudnn/dtype.h"
+#include "rudnn/error.h"
+#include "rudnn/tensor.h"
+
+namespace rudnn::contracts {
+
+enum class NormKind { LayerNorm, RmsNorm, Softmax };
+std::string_view norm_op_name(NormKind kind);  // "layer_norm", "rms_norm", "softmax_last_axis"
+
+// Only what the contract looks at. Dynamic extents (MLIR `?`) are kDynamic and pass the checks
+// that need a value; the runtime entry always has concrete extents.
+struct NormOperand {
+  Shape shape;
+  DType dtype = DType::F32;
+  int device = 0;  // an identity for "same device": equal numbers are the same device
+};
+inline constexpr std::int64_t kDynamic = -1;
+
+struct NormSignature {
+  NormKind kind = NormKind::LayerNorm;
+  NormOperand input;                    // `logits` for softmax
+  std::optional<NormOperand> gamma;     // layer_norm, rms_norm
+  std::optional<NormOperand> beta;      // layer_norm only, optional
+  double epsilon = 1e-5;                // layer_norm, rms_norm
+};
+
+// The first violated contract line, or nothing.
+std::optional<NormalizationError> check_normalization(const NormSignature& sig);
+
+}  // namespace rudnn::contracts

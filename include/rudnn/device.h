@@ -1,0 +1,86 @@
+#pragma once
+// Devices and queues. A Device is a CUDA GPU or the host emulation device (which runs the very same
+// kernel templates on the CPU); a Queue is an ordered execution queue on one device.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "rudnn/error.h"
+
+namespace rudnn {
+
+namespace runtime {
+class DeviceBackend;
+class QueueImpl;
+}  // namespace runtime
+
+enum class DeviceKind { Host, Cuda };
+
+// Static facts of a device that kernel selection and contracts read.
+struct DeviceInfo {
+  std::string name;                  // "NVIDIA H200", "rudnn host emulation device"
+  std::string arch;                  // "sm_90a", "sm_80"; the emulator reports a Hopper-like "sm_90a"
+  int compute_capability = 0;        // 90, 80, ...
+  int warp_size = 32;
+  int max_threads_per_block = 1024;
+  int max_grid_x = 2147483647;
+  int max_grid_yz = 65535;
+  std::size_t shared_memory_per_block = 48 * 1024;        // without opt-in
+  std::size_t shared_memory_per_block_optin = 227 * 1024;
+  int registers_per_sm = 65536;
+  int multiprocessors = 132;
+  std::size_t l2_bytes = 50 * 1024 * 1024;
+  int driver_version = 0;            // CUDA driver version, 0 on the host device
+};
+
+class RUDNN_API Device {
+ public:
+  // The host emulation device. Always available.
+  static Device host();
+  // CUDA GPU `ordinal`; NoDevice when there is no driver or no such GPU.
+  static Result<Device, RuntimeError> cuda(int ordinal);
+  // RUDNN_DEVICE=host|cuda:N if set (an unusable value falls back to host with a log line),
+  // else the first CUDA GPU, else host.
+  static Device default_device();
+  // Parses "host" or "cuda:N".
+  static Result<Device, RuntimeError> parse(const std::string& spec);
+  // Number of CUDA GPUs visible (0 without a driver).
+  static int cuda_device_count();
+
+  DeviceKind kind() const { return kind_; }
+  int ordinal() const { return ordinal_; }
+  std::string to_string() const;  // "host", "cuda:0"
+  const DeviceInfo& info() const;
+  bool operator==(const Device& o) const { return kind_ == o.kind_ && ordinal_ == o.ordinal_; }
+
+  runtime::DeviceBackend& backend() const { return *backend_; }
+
+ private:
+  Device(DeviceKind kind, int ordinal, runtime::DeviceBackend* backend)
+      : kind_(kind), ordinal_(ordinal), backend_(backend) {}
+  DeviceKind kind_;
+  int ordinal_;
+  runtime::DeviceBackend* backend_;  // process-lifetime singleton per device
+};
+
+class RUDNN_API Queue {
+ public:
+  // The device's default queue (the CUDA stream rudnn creates for it; one per device).
+  static Queue default_queue(const Device& device);
+  // A new ordered queue on `device` (a new CUDA stream).
+  static Result<Queue, RuntimeError> create(const Device& device);
+
+  const Device& device() const;
+  Status<RuntimeError> synchronize() const;
+  std::uint64_t id() const;  // unique per queue in this process
+  bool operator==(const Queue& o) const { return impl_ == o.impl_; }
+
+  runtime::QueueImpl& impl() const { return *impl_; }
+
+ private:
+  explicit Queue(std::shared_ptr<runtime::QueueImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<runtime::QueueImpl> impl_;
+  friend class runtime::QueueImpl;
+};
+
+}  // namespace rudnn

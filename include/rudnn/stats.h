@@ -1,0 +1,24 @@
+#pragma once
+// Process-wide counters, so an engine can assert that serving triggered no compile (SPEC §11).
+#include <cstdint>
+#include <string>
+
+#include "rudnn/export.h"
+
+namespace rudnn {
+
+struct Stats {
+  std::uint64_t jit_compiles = 0;       // NVRTC or host compiler runs
+  std::uint64_t disk_cache_hits = 0;    // kernels loaded from the disk cache
+  std::uint64_t disk_cache_misses = 0;
+  std::uint64_t disk_cache_rebuilds = 0;  // corrupt or truncated entries detected and rebuilt
+  std::uint64_t plan_cache_hits = 0;    // warm calls
+  std::uint64_t plan_cache_misses = 0;  // cold calls (MLIR + compile or cache load)
+  std::uint64_t autotune_runs = 0;
+  std::uint64_t kernel_launches = 0;
+};
+
+RUDNN_API Stats stats();
+RUDNN_API std::string stats_to_string(const Stats& s);
+
+}  // namespace rudnn

@@ -1,0 +1,72 @@
+#pragma once
+// Tensors: device storage + shape + strides + dtype + queue. Tensors made by rudnn are contiguous
+// (row-major); the storage is shared between copies of a Tensor handle.
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "rudnn/device.h"
+#include "rudnn/dtype.h"
+#include "rudnn/error.h"
+
+namespace rudnn {
+
+using Shape = std::vector<std::int64_t>;
+RUDNN_API std::string shape_to_string(const Shape& shape);  // "[2, 3]"
+RUDNN_API std::int64_t element_count(const Shape& shape);
+
+namespace runtime {
+class Buffer;
+}
+
+// Host data with shape and dtype: what `to_host` returns and what `Tensor::upload` takes.
+struct RUDNN_API HostData {
+  Shape shape;
+  DType dtype = DType::F32;
+  std::vector<std::byte> bytes;
+
+  std::int64_t numel() const { return element_count(shape); }
+  // Values converted to double (any dtype); for tests, tools and readback.
+  std::vector<double> to_f64() const;
+  // Builds data of `dtype` from doubles, rounding as the dtype does.
+  static HostData from_f64(const Shape& shape, DType dtype, std::span<const double> values);
+};
+
+class RUDNN_API Tensor {
+ public:
+  // Uninitialized storage of shape/dtype on `queue`'s device, owned by the tensor.
+  static Result<Tensor, RuntimeError> empty(const Shape& shape, DType dtype, const Queue& queue);
+  static Result<Tensor, RuntimeError> empty(const Shape& shape, DType dtype, const Device& device);
+  // Copies host data to a new tensor (ordered on `queue`).
+  static Result<Tensor, RuntimeError> upload(const HostData& data, const Queue& queue);
+  static Result<Tensor, RuntimeError> upload(const HostData& data, const Device& device);
+
+  const Shape& shape() const { return shape_; }
+  const Shape& strides() const { return strides_; }  // in elements
+  std::int64_t rank() const { return static_cast<std::int64_t>(shape_.size()); }
+  std::int64_t dim(std::int64_t i) const { return shape_[static_cast<std::size_t>(i)]; }
+  std::int64_t numel() const { return element_count(shape_); }
+  std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype_); }
+  DType dtype() const { return dtype_; }
+  const Queue& queue() const { return queue_; }
+  const Device& device() const { return queue_.device(); }
+  bool is_contiguous() const;
+  // Device address of the first element (a host pointer on the host device).
+  void* data() const;
+  // Fills the storage with a NaN/garbage pattern (tests: "every element written").
+  Status<RuntimeError> poison() const;
+
+ private:
+  Tensor(std::shared_ptr<runtime::Buffer> buffer, Shape shape, DType dtype, Queue queue);
+  std::shared_ptr<runtime::Buffer> buffer_;
+  Shape shape_, strides_;
+  DType dtype_;
+  Queue queue_;
+};
+
+// Waits for the tensor's queue and returns its contents (the guide's into_data_sync).
+RUDNN_API Result<HostData, RuntimeError> to_host(const Tensor& tensor);
+
+}  // namespace rudnn

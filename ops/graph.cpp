@@ -1,0 +1,163 @@
+// Runs the func.func @main of a `rudnn` module op by op through the public entries.
+#include "rudnn/graph.h"
+
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+#include <mlir/Dialect/Func/IR/FuncOps.h>
+#include <mlir/IR/BuiltinOps.h>
+#include <mlir/IR/Diagnostics.h>
+#include <mlir/IR/MLIRContext.h>
+#include <mlir/Parser/Parser.h>
+#include <llvm/Support/SourceMgr.h>
+
+#include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
+#include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
+#include "rudnn/normalization.h"
+
+namespace rudnn::graph {
+
+namespace {
+
+std::optional<DType> to_dtype(mlir::Type t) {
+  if (t.isF32()) return DType::F32;
+  if (t.isF16()) return DType::F16;
+  if (t.isBF16()) return DType::BF16;
+  if (t.isInteger(32)) return t.isUnsignedInteger() ? DType::U32 : DType::I32;
+  if (t.isInteger(64)) return DType::I64;
+  if (llvm::isa<mlir::Float8E4M3FNType>(t)) return DType::FP8E4M3;
+  return std::nullopt;
+}
+
+Result<Value, RuntimeError> describe(mlir::Type type, std::string name) {
+  auto ranked = llvm::dyn_cast<mlir::RankedTensorType>(type);
+  if (!ranked) return RuntimeError(ErrorKind::Unsupported, name, "a ranked tensor", "another type");
+  auto dtype = to_dtype(ranked.getElementType());
+  if (!dtype) return RuntimeError(ErrorKind::UnsupportedDType, name, "f32/f16/bf16/ui32/i32/i64/f8E4M3FN", "other");
+  Value v{std::move(name), {}, *dtype};
+  for (auto d : ranked.getShape()) v.shape.push_back(mlir::ShapedType::isDynamic(d) ? -1 : d);
+  return v;
+}
+
+RuntimeError wrap(const Error& e, mlir::Operation* op) {
+  return RuntimeError(e.kind(), e.argument(), e.expected(), e.actual(),
+                      fmt::format("in {}", op->getName().getStringRef().str()));
+}
+
+}  // namespace
+
+struct Graph::Impl {
+  mlir::MLIRContext context;
+  mlir::OwningOpRef<mlir::ModuleOp> module;
+  mlir::func::FuncOp main;
+  std::vector<Value> inputs, outputs;
+  Impl() : context(mlir::MLIRContext::Threading::DISABLED) {
+    mlir::DialectRegistry registry;
+    registry.insert<mlir::func::FuncDialect, rudnn::dialect::RudnnDialect>();
+    context.appendDialectRegistry(registry);
+    context.loadAllAvailableDialects();
+  }
+  mutable std::mutex run_mutex;  // one run at a time per graph (the MLIR objects are not shared)
+};
+
+Graph::Graph(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Graph::~Graph() = default;
+Graph::Graph(Graph&&) noexcept = default;
+Graph& Graph::operator=(Graph&&) noexcept = default;
+const std::vector<Value>& Graph::inputs() const { return impl_->inputs; }
+const std::vector<Value>& Graph::outputs() const { return impl_->outputs; }
+
+Result<Graph, RuntimeError> Graph::parse(const std::string& text, const std::string& source_name) {
+  auto impl = std::make_unique<Impl>();
+  std::string diagnostics;
+  llvm::raw_string_ostream os(diagnostics);
+  llvm::SourceMgr sm;
+  sm.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, source_name), llvm::SMLoc());
+  mlir::SourceMgrDiagnosticHandler handler(sm, &impl->context, os);
+  impl->module = mlir::parseSourceFile<mlir::ModuleOp>(sm, mlir::ParserConfig(&impl->context));
+  if (!impl->module)
+    return RuntimeError(ErrorKind::InvalidValue, source_name, "a valid module of rudnn ops", "errors",
+                        os.str());
+  impl->main = impl->module->lookupSymbol<mlir::func::FuncOp>("main");
+  if (!impl->main || impl->main.isExternal())
+    return RuntimeError(ErrorKind::InvalidValue, source_name, "a func.func @main with a body", "none");
+  auto fn_type = impl->main.getFunctionType();
+  for (unsigned i = 0; i < fn_type.getNumInputs(); ++i) {
+    std::string name = fmt::format("arg{}", i);
+    if (auto n = impl->main.getArgAttrOfType<mlir::StringAttr>(i, "rudnn.name")) name = n.str();
+    auto v = describe(fn_type.getInput(i), name);
+    if (!v.ok()) return v.error();
+    impl->inputs.push_back(v.value());
+  }
+  for (unsigned i = 0; i < fn_type.getNumResults(); ++i) {
+    std::string name = fmt::format("result{}", i);
+    if (auto n = impl->main.getResultAttrOfType<mlir::StringAttr>(i, "rudnn.name")) name = n.str();
+    auto v = describe(fn_type.getResult(i), name);
+    if (!v.ok()) return v.error();
+    impl->outputs.push_back(v.value());
+  }
+  for (mlir::Operation& op : impl->main.getBody().front()) {
+    if (llvm::isa<mlir::func::ReturnOp, dialect::LayerNormOp, dialect::RmsNormOp, dialect::SoftmaxLastAxisOp>(op))
+      continue;
+    return RuntimeError(ErrorKind::Unsupported, op.getName().getStringRef().str(),
+                        "rudnn ops that rudnn-run can execute", "an op it cannot");
+  }
+  return Graph(std::move(impl));
+}
+
+Result<Graph, RuntimeError> Graph::parse_file(const std::string& path) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) return RuntimeError(ErrorKind::IoFailure, path, "a readable file", buffer.getError().message());
+  return parse((*buffer)->getBuffer().str(), path);
+}
+
+Result<std::vector<Tensor>, RuntimeError> Graph::run(const std::vector<Tensor>& inputs) const {
+  std::lock_guard lock(impl_->run_mutex);
+  if (inputs.size() != impl_->inputs.size())
+    return RuntimeError(ErrorKind::ShapeMismatch, "inputs", fmt::format("{} tensors", impl_->inputs.size()),
+                        std::to_string(inputs.size()));
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    const Value& want = impl_->inputs[i];
+    const Tensor& t = inputs[i];
+    bool shape_ok = t.rank() == static_cast<std::int64_t>(want.shape.size());
+    for (std::size_t d = 0; shape_ok && d < want.shape.size(); ++d)
+      shape_ok = want.shape[d] < 0 || want.shape[d] == t.shape()[d];
+    if (!shape_ok)
+      return RuntimeError(ErrorKind::ShapeMismatch, want.name, shape_to_string(want.shape), shape_to_string(t.shape()));
+    if (t.dtype() != want.dtype)
+      return RuntimeError(ErrorKind::UnsupportedDType, want.name, std::string(dtype_name(want.dtype)),
+                          std::string(dtype_name(t.dtype())));
+  }
+  llvm::DenseMap<mlir::Value, Tensor*> env;
+  std::vector<std::unique_ptr<Tensor>> storage;
+  auto& block = impl_->main.getBody().front();
+  for (unsigned i = 0; i < block.getNumArguments(); ++i)
+    env[block.getArgument(i)] = storage.emplace_back(std::make_unique<Tensor>(inputs[i])).get();
+  auto bind = [&](mlir::Value v, Result<Tensor, NormalizationError> r, mlir::Operation* op) -> std::optional<RuntimeError> {
+    if (!r.ok()) return wrap(r.error(), op);
+    env[v] = storage.emplace_back(std::make_unique<Tensor>(std::move(r.value()))).get();
+    return std::nullopt;
+  };
+  std::vector<Tensor> results;
+  for (mlir::Operation& op : block) {
+    std::optional<RuntimeError> err;
+    if (auto ln = llvm::dyn_cast<dialect::LayerNormOp>(op)) {
+      std::optional<Tensor> beta;
+      if (ln.getBeta()) beta = *env[ln.getBeta()];
+      err = bind(ln.getOutput(), normalization::layer_norm(*env[ln.getInput()], *env[ln.getGamma()], beta,
+                                                           ln.getEpsilon().convertToFloat()), &op);
+    } else if (auto rn = llvm::dyn_cast<dialect::RmsNormOp>(op)) {
+      err = bind(rn.getOutput(), normalization::rms_norm(*env[rn.getInput()], *env[rn.getGamma()],
+                                                         rn.getEpsilon().convertToFloat()), &op);
+    } else if (auto sm = llvm::dyn_cast<dialect::SoftmaxLastAxisOp>(op)) {
+      err = bind(sm.getOutput(), normalization::softmax_last_axis(*env[sm.getInput()]), &op);
+    } else if (auto ret = llvm::dyn_cast<mlir::func::ReturnOp>(op)) {
+      for (mlir::Value v : ret.getOperands()) results.push_back(*env[v]);
+    }
+    if (err) return *err;
+  }
+  return results;
+}
+
+}  // namespace rudnn::graph

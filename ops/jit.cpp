@@ -1,0 +1,231 @@
+#include "jit.h"
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "backends/host/host_backend.h"
+#include "backends/nvrtc/nvrtc_backend.h"
+#include "cache/kernel_cache.h"
+#include "embedded.h"
+#include "log.h"
+#include "queue_impl.h"
+#include "stats_counters.h"
+
+namespace rudnn::ops {
+
+namespace {
+
+bool jit_disabled() {
+  const char* v = std::getenv("RUDNN_DISABLE_JIT");
+  return v && std::strcmp(v, "1") == 0;
+}
+
+std::string library_version() {
+  return fmt::format("rudnn {} templates {}", RUDNN_LIBRARY_VERSION, templates::content_hash());
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (auto& x : v) s += x + " ";
+  return s;
+}
+
+// Builds the cache key and compiles on a miss.
+Result<runtime::KernelBinary, RuntimeError> compile_for(const Device& device, const compiler::KernelLaunch& launch,
+                                                        runtime::KernelCacheKey& key) {
+  runtime::KernelBinary binary;
+  if (device.kind() == DeviceKind::Host) {
+    auto out = compiler::host_cc::compile(launch.source, launch.entry, runtime::KernelCache::instance().directory());
+    if (!out.ok()) return out.error();
+    binary.image = std::move(out.value());
+  } else {
+    auto out = compiler::nvrtc::compile(launch.source, launch.entry, key.arch, {});
+    if (!out.ok()) return out.error();
+    binary.image = std::move(out->cubin);
+    binary.ptx = std::move(out->ptx);
+  }
+  return binary;
+}
+
+Result<runtime::KernelCacheKey, RuntimeError> cache_key(const Device& device, const compiler::KernelLaunch& launch) {
+  runtime::KernelCacheKey key;
+  key.source = launch.source;
+  key.arch = device.backend().compile_arch();
+  key.library_version = library_version();
+  if (device.kind() == DeviceKind::Host) {
+    auto v = compiler::host_cc::compiler_version();
+    if (!v.ok()) return v.error();
+    key.compiler_version = v.value();
+    key.options = join(compiler::host_cc::options());
+  } else {
+    auto v = compiler::nvrtc::version();
+    if (!v.ok()) return v.error();
+    key.compiler_version = "nvrtc " + v.value();
+    key.options = "nvrtc";
+  }
+  return key;
+}
+
+}  // namespace
+
+namespace {
+std::atomic<bool>& poison_flag() {
+  static std::atomic<bool> flag = [] {
+    const char* v = std::getenv("RUDNN_POISON_OUTPUTS");
+    return v && std::strcmp(v, "1") == 0;
+  }();
+  return flag;
+}
+}  // namespace
+
+bool poison_outputs() { return poison_flag().load(std::memory_order_relaxed); }
+void set_poison_outputs(bool on) { poison_flag() = on; }
+
+compiler::Target target_for(const Device& device) {
+  compiler::Target t;
+  t.arch = device.info().arch;
+  t.host_emulation = device.kind() == DeviceKind::Host;
+  t.limits = device.info();
+  return t;
+}
+
+Result<runtime::KernelBinary, RuntimeError> kernel_binary(const Device& device, const compiler::KernelLaunch& launch,
+                                                          const std::string& op_name) {
+  auto key = cache_key(device, launch);
+  if (!key.ok()) return key.error();
+  const std::string digest = key->digest();
+  auto& cache = runtime::KernelCache::instance();
+  auto& stats = runtime::counters();
+  if (auto payload = cache.load(digest)) {
+    runtime::KernelBinary binary;
+    if (runtime::KernelBinary::deserialize(*payload, binary)) {
+      stats.disk_cache_hits++;
+      runtime::log_debug("disk cache hit {} ({})", launch.entry, digest.substr(0, 12));
+      return binary;
+    }
+  }
+  stats.disk_cache_misses++;
+  if (jit_disabled())
+    return RuntimeError(ErrorKind::JitDisabled, op_name,
+                        fmt::format("kernel {} for {} in the kernel cache or a pack", launch.entry, key->arch),
+                        "a miss while RUDNN_DISABLE_JIT=1",
+                        fmt::format("config {}", launch.config.to_string()));
+  runtime::log_info("compiling {} for {} ({})", launch.entry, key->arch, launch.config.to_string());
+  auto binary = compile_for(device, launch, *key);
+  if (!binary.ok()) return binary.error();
+  stats.jit_compiles++;
+  if (auto s = cache.store(digest, binary->serialize()); !s.ok())
+    runtime::log_info("kernel cache not written: {}", s.error().message());  // still usable this run
+  return binary;
+}
+
+Result<std::shared_ptr<const Plan>, RuntimeError> build_plan(const Device& device, const compiler::LoweredOp& lowered) {
+  // Loaded kernels are shared between plans that instantiate the same source (e.g. two epsilons).
+  static std::mutex mutex;
+  static std::map<std::pair<std::string, std::string>, std::shared_ptr<runtime::LoadedKernel>> loaded;
+  auto plan = std::make_shared<Plan>();
+  plan->op_name = lowered.op_name;
+  for (const auto& launch : lowered.launches) {
+    std::shared_ptr<runtime::LoadedKernel> kernel;
+    const auto module_key = std::make_pair(device.to_string(), launch.source);
+    {
+      std::lock_guard lock(mutex);
+      if (auto it = loaded.find(module_key); it != loaded.end()) kernel = it->second;
+    }
+    if (!kernel) {
+      auto binary = kernel_binary(device, launch, lowered.op_name);
+      if (!binary.ok()) return binary.error();
+      auto k = device.backend().load_kernel(binary.value(), launch.entry);
+      if (!k.ok()) return k.error();
+      kernel = k.value();
+      std::lock_guard lock(mutex);
+      loaded.emplace(module_key, kernel);
+    }
+    PreparedKernel prepared{kernel, launch};
+    prepared.launch.source.clear();
+    plan->kernels.push_back(std::move(prepared));
+  }
+  return std::shared_ptr<const Plan>(std::move(plan));
+}
+
+namespace {
+
+std::int64_t size_value(const compiler::SizeRef& ref, std::span<const OperandView> operands) {
+  using K = compiler::SizeRef::Kind;
+  switch (ref.kind) {
+    case K::Const: return ref.value;
+    case K::Rows: {
+      const Shape& s = *operands[static_cast<std::size_t>(ref.operand)].shape;
+      std::int64_t n = 1;
+      for (std::size_t i = 0; i + 1 < s.size(); ++i) n *= s[i];
+      return n;
+    }
+    case K::Dim: return (*operands[static_cast<std::size_t>(ref.operand)].shape)[static_cast<std::size_t>(ref.dim)];
+  }
+  return 0;
+}
+
+std::int64_t evaluate(const compiler::SizeExpr& e, std::span<const OperandView> operands) {
+  std::int64_t n = 1;
+  for (const auto& f : e.factors) n *= size_value(f, operands);
+  return (n + e.divisor - 1) / e.divisor;
+}
+
+}  // namespace
+
+Status<RuntimeError> run_plan(const Plan& plan, const Queue& queue, std::span<const OperandView> operands) {
+  const Device& device = queue.device();
+  const DeviceInfo& info = device.info();
+  for (const auto& pk : plan.kernels) {
+    const auto& l = pk.launch;
+    runtime::LaunchGeometry g;
+    bool empty = false;
+    for (int i = 0; i < 3; ++i) {
+      std::int64_t n = evaluate(l.grid[i], operands);
+      if (n <= 0) empty = true;
+      // Templates stride over the grid, so a grid larger than the device allows is clamped.
+      const std::int64_t limit = i == 0 ? info.max_grid_x : info.max_grid_yz;
+      g.grid[i] = static_cast<std::uint32_t>(std::min(n, limit));
+      g.block[i] = static_cast<std::uint32_t>(l.block[i]);
+    }
+    if (empty) continue;  // nothing to do (e.g. zero rows)
+    g.dynamic_shared_bytes = static_cast<std::uint32_t>(l.dynamic_shared_bytes);
+
+    // Argument storage without heap allocation: one 8-byte slot per parameter.
+    constexpr std::size_t kMaxParams = 32;
+    if (l.params.size() > kMaxParams)
+      return RuntimeError(ErrorKind::Internal, "kernel " + l.entry, "at most 32 parameters",
+                          std::to_string(l.params.size()));
+    alignas(8) std::array<std::uint64_t, kMaxParams> slots{};
+    std::array<void*, kMaxParams> args{};
+    for (std::size_t i = 0; i < l.params.size(); ++i) {
+      const auto& p = l.params[i];
+      using K = compiler::KernelParam::Kind;
+      switch (p.kind) {
+        case K::Buffer: {
+          void* ptr = operands[static_cast<std::size_t>(p.operand)].data;
+          std::memcpy(&slots[i], &ptr, sizeof(ptr));
+          break;
+        }
+        case K::NullBuffer: slots[i] = 0; break;
+        case K::Size: {
+          const long long v = evaluate(p.size, operands);
+          std::memcpy(&slots[i], &v, sizeof(v));
+          break;
+        }
+        case K::F32: std::memcpy(&slots[i], &p.f32, sizeof(float)); break;
+      }
+      args[i] = &slots[i];
+    }
+    runtime::counters().kernel_launches++;
+    if (auto s = device.backend().launch(queue.impl().stream(), *pk.kernel, g, args.data()); !s.ok()) return s;
+  }
+  return {};
+}
+
+}  // namespace rudnn::ops

@@ -1,0 +1,35 @@
+#include "plan_cache.h"
+
+#include <mutex>
+
+#include "stats_counters.h"
+
+namespace rudnn::ops {
+
+PlanCache& PlanCache::instance() {
+  static PlanCache cache;
+  return cache;
+}
+
+std::shared_ptr<const Plan> PlanCache::find(const PlanKey& key) const {
+  std::shared_lock lock(mutex_);
+  auto it = plans_.find(key);
+  if (it == plans_.end()) {
+    runtime::counters().plan_cache_misses++;
+    return nullptr;
+  }
+  runtime::counters().plan_cache_hits++;
+  return it->second;
+}
+
+void PlanCache::insert(const PlanKey& key, std::shared_ptr<const Plan> plan) {
+  std::unique_lock lock(mutex_);
+  plans_.emplace(key, std::move(plan));
+}
+
+void PlanCache::clear() {
+  std::unique_lock lock(mutex_);
+  plans_.clear();
+}
+
+}  // namespace rudnn::ops

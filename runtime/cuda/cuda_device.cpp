@@ -1,0 +1,213 @@
+// A CUDA GPU through the Driver API: the primary context, streams as queues, cubin modules.
+#include "cuda/cuda_device.h"
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cuda/driver_api.h"
+#include "log.h"
+
+namespace rudnn::runtime::cuda {
+
+namespace {
+
+RuntimeError driver_error(ErrorKind kind, const std::string& what, CUresult r) {
+  return RuntimeError(kind, what, "CUDA_SUCCESS", error_string(r));
+}
+
+class CudaKernel final : public LoadedKernel {
+ public:
+  CudaKernel(std::string entry, CUmodule module, CUfunction fn) : LoadedKernel(std::move(entry)), module_(module), fn_(fn) {}
+  ~CudaKernel() override {
+    if (auto* d = driver()) d->cuModuleUnload(module_);
+  }
+  CUfunction fn() const { return fn_; }
+  int configured_shared = 48 * 1024;  // dynamic shared bytes the function is opted in for
+
+ private:
+  CUmodule module_;
+  CUfunction fn_;
+};
+
+class CudaDevice final : public DeviceBackend {
+ public:
+  CudaDevice(int ordinal, CUdevice dev, CUcontext ctx, DeviceInfo info)
+      : ordinal_(ordinal), dev_(dev), ctx_(ctx), info_(std::move(info)) {}
+
+  const DeviceInfo& info() const override { return info_; }
+  std::string compile_arch() const override { return info_.arch; }
+
+  Result<void*, RuntimeError> allocate(std::size_t bytes) override {
+    if (bytes == 0) return static_cast<void*>(nullptr);
+    bind_context();
+    CUdeviceptr p = 0;
+    if (CUresult r = d().cuMemAlloc(&p, bytes); r != CUDA_SUCCESS)
+      return driver_error(r == CUDA_ERROR_OUT_OF_MEMORY ? ErrorKind::OutOfMemory : ErrorKind::DriverFailure,
+                          fmt::format("cuMemAlloc({} bytes)", bytes), r);
+    return reinterpret_cast<void*>(p);
+  }
+  void release(void* ptr) override {
+    if (!ptr) return;
+    bind_context();
+    d().cuMemFree(reinterpret_cast<CUdeviceptr>(ptr));
+  }
+
+  Result<void*, RuntimeError> create_stream() override {
+    bind_context();
+    CUstream s = nullptr;
+    if (CUresult r = d().cuStreamCreate(&s, CU_STREAM_NON_BLOCKING); r != CUDA_SUCCESS)
+      return driver_error(ErrorKind::DriverFailure, "cuStreamCreate", r);
+    return static_cast<void*>(s);
+  }
+  void destroy_stream(void* s) override {
+    bind_context();
+    d().cuStreamDestroy(static_cast<CUstream>(s));
+  }
+  Status<RuntimeError> synchronize(void* s) override {
+    bind_context();
+    if (CUresult r = d().cuStreamSynchronize(static_cast<CUstream>(s)); r != CUDA_SUCCESS)
+      return driver_error(ErrorKind::DriverFailure, "cuStreamSynchronize", r);
+    return {};
+  }
+
+  Status<RuntimeError> copy_to_device(void* s, void* dst, const void* src, std::size_t n) override {
+    bind_context();
+    if (CUresult r = d().cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), src, n, static_cast<CUstream>(s));
+        r != CUDA_SUCCESS)
+      return driver_error(ErrorKind::DriverFailure, "cuMemcpyHtoDAsync", r);
+    return {};
+  }
+  Status<RuntimeError> copy_to_host(void* s, void* dst, const void* src, std::size_t n) override {
+    bind_context();
+    if (CUresult r = d().cuMemcpyDtoHAsync(dst, reinterpret_cast<CUdeviceptr>(src), n, static_cast<CUstream>(s));
+        r != CUDA_SUCCESS)
+      return driver_error(ErrorKind::DriverFailure, "cuMemcpyDtoHAsync", r);
+    return {};
+  }
+  Status<RuntimeError> fill_bytes(void* s, void* dst, std::uint8_t v, std::size_t n) override {
+    bind_context();
+    if (CUresult r = d().cuMemsetD8Async(reinterpret_cast<CUdeviceptr>(dst), v, n, static_cast<CUstream>(s));
+        r != CUDA_SUCCESS)
+      return driver_error(ErrorKind::DriverFailure, "cuMemsetD8Async", r);
+    return {};
+  }
+
+  Result<std::shared_ptr<LoadedKernel>, RuntimeError> load_kernel(const KernelBinary& binary,
+                                                                  const std::string& entry) override {
+    bind_context();
+    CUmodule module = nullptr;
+    CUresult r = d().cuModuleLoadData(&module, binary.image.data());
+    if (r != CUDA_SUCCESS && !binary.ptx.empty()) {
+      // A cubin for another arch: let the driver JIT the PTX instead.
+      log_info("cubin of {} did not load ({}); loading its PTX", entry, error_string(r));
+      r = d().cuModuleLoadData(&module, binary.ptx.c_str());
+    }
+    if (r != CUDA_SUCCESS) return driver_error(ErrorKind::LaunchFailure, "cuModuleLoadData(" + entry + ")", r);
+    CUfunction fn = nullptr;
+    if (r = d().cuModuleGetFunction(&fn, module, entry.c_str()); r != CUDA_SUCCESS) {
+      d().cuModuleUnload(module);
+      return driver_error(ErrorKind::LaunchFailure, "cuModuleGetFunction(" + entry + ")", r);
+    }
+    return std::shared_ptr<LoadedKernel>(std::make_shared<CudaKernel>(entry, module, fn));
+  }
+
+  Status<RuntimeError> launch(void* s, const LoadedKernel& kernel, const LaunchGeometry& g, void** args) override {
+    bind_context();
+    auto& k = const_cast<CudaKernel&>(static_cast<const CudaKernel&>(kernel));
+    if (static_cast<int>(g.dynamic_shared_bytes) > k.configured_shared) {
+      // Above 48 KiB a function must opt in to more dynamic shared memory.
+      CUresult r = d().cuFuncSetAttribute(k.fn(), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                          static_cast<int>(g.dynamic_shared_bytes));
+      if (r != CUDA_SUCCESS) return driver_error(ErrorKind::LaunchFailure, "cuFuncSetAttribute(" + k.entry() + ")", r);
+      k.configured_shared = static_cast<int>(g.dynamic_shared_bytes);
+    }
+    CUresult r = d().cuLaunchKernel(k.fn(), g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2],
+                                    g.dynamic_shared_bytes, static_cast<CUstream>(s), args, nullptr);
+    if (r != CUDA_SUCCESS) return driver_error(ErrorKind::LaunchFailure, "cuLaunchKernel(" + k.entry() + ")", r);
+    return {};
+  }
+
+ private:
+  const DriverApi& d() const { return *driver(); }
+  void bind_context() const { d().cuCtxSetCurrent(ctx_); }
+
+  int ordinal_;
+  CUdevice dev_;
+  CUcontext ctx_;
+  DeviceInfo info_;
+};
+
+int attribute(CUdevice dev, CUdevice_attribute a) {
+  int v = 0;
+  driver()->cuDeviceGetAttribute(&v, a, dev);
+  return v;
+}
+
+Result<std::unique_ptr<CudaDevice>, RuntimeError> open_device(int ordinal) {
+  const DriverApi& d = *driver();
+  CUdevice dev = 0;
+  if (CUresult r = d.cuDeviceGet(&dev, ordinal); r != CUDA_SUCCESS)
+    return driver_error(ErrorKind::NoDevice, fmt::format("cuda:{}", ordinal), r);
+  CUcontext ctx = nullptr;
+  if (CUresult r = d.cuDevicePrimaryCtxRetain(&ctx, dev); r != CUDA_SUCCESS)
+    return driver_error(ErrorKind::DriverFailure, "cuDevicePrimaryCtxRetain", r);
+  DeviceInfo info;
+  char name[256] = {};
+  d.cuDeviceGetName(name, sizeof(name) - 1, dev);
+  info.name = name;
+  const int major = attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  const int minor = attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  info.compute_capability = major * 10 + minor;
+  // Hopper's wgmma/TMA need the arch-specific target; everything else the plain one.
+  info.arch = fmt::format("sm_{}{}{}", major, minor, major == 9 ? "a" : "");
+  info.warp_size = attribute(dev, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+  info.max_threads_per_block = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  info.max_grid_x = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
+  info.max_grid_yz = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
+  info.shared_memory_per_block = static_cast<std::size_t>(attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK));
+  info.shared_memory_per_block_optin =
+      static_cast<std::size_t>(attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
+  info.registers_per_sm = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
+  info.multiprocessors = attribute(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  info.l2_bytes = static_cast<std::size_t>(attribute(dev, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE));
+  d.cuDriverGetVersion(&info.driver_version);
+  log_info("cuda:{} is {} ({}, {} SMs, driver {})", ordinal, info.name, info.arch, info.multiprocessors,
+           info.driver_version);
+  return std::make_unique<CudaDevice>(ordinal, dev, ctx, std::move(info));
+}
+
+}  // namespace
+
+int device_count() {
+  const DriverApi* d = driver();
+  if (!d) return 0;
+  int n = 0;
+  if (d->cuDeviceGetCount(&n) != CUDA_SUCCESS) return 0;
+  return n;
+}
+
+Result<DeviceBackend*, RuntimeError> device_backend(int ordinal) {
+  if (!driver())
+    return RuntimeError(ErrorKind::NoDevice, fmt::format("cuda:{}", ordinal), "a CUDA driver",
+                        driver_unavailable_reason());
+  const int count = device_count();
+  if (ordinal < 0 || ordinal >= count)
+    return RuntimeError(ErrorKind::NoDevice, "ordinal", fmt::format("0 <= ordinal < {}", count),
+                        std::to_string(ordinal));
+  static std::mutex mutex;
+  static std::vector<std::unique_ptr<CudaDevice>> devices;
+  std::lock_guard lock(mutex);
+  if (devices.empty()) devices.resize(static_cast<std::size_t>(count));
+  auto& slot = devices[static_cast<std::size_t>(ordinal)];
+  if (!slot) {
+    auto opened = open_device(ordinal);
+    if (!opened.ok()) return opened.error();
+    slot = std::move(opened.value());
+  }
+  return static_cast<DeviceBackend*>(slot.get());
+}
+
+}  // namespace rudnn::runtime::cuda

@@ -1,0 +1,65 @@
+#pragma once
+// The interface every device implements: memory, queues, module load and launch. The CUDA device
+// (runtime/cuda) drives the Driver API; the host device (runtime/host) runs kernels on the emulator.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "rudnn/device.h"
+#include "rudnn/error.h"
+
+namespace rudnn::runtime {
+
+// A compiled kernel as the caches store it: a cubin (+ PTX for newer GPUs) or a host shared object.
+struct KernelBinary {
+  std::string image;  // cubin bytes, or the ELF of a host .so
+  std::string ptx;    // empty for the host
+  std::string serialize() const;
+  static bool deserialize(std::string_view bytes, KernelBinary& out);
+};
+
+// A kernel loaded on one device, ready to launch.
+class LoadedKernel {
+ public:
+  virtual ~LoadedKernel() = default;
+  const std::string& entry() const { return entry_; }
+
+ protected:
+  explicit LoadedKernel(std::string entry) : entry_(std::move(entry)) {}
+  std::string entry_;
+};
+
+struct LaunchGeometry {
+  std::array<std::uint32_t, 3> grid{1, 1, 1};
+  std::array<std::uint32_t, 3> block{1, 1, 1};
+  std::uint32_t dynamic_shared_bytes = 0;
+};
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+  virtual const DeviceInfo& info() const = 0;
+  // The arch string kernels are compiled for: "sm_90a" on an H200, "host-<cpu>-<compiler>" on the host.
+  virtual std::string compile_arch() const = 0;
+
+  virtual Result<void*, RuntimeError> allocate(std::size_t bytes) = 0;
+  virtual void release(void* ptr) = 0;
+
+  // Queues: an opaque per-queue handle (a CUstream) made by the backend.
+  virtual Result<void*, RuntimeError> create_stream() = 0;
+  virtual void destroy_stream(void* stream) = 0;
+  virtual Status<RuntimeError> synchronize(void* stream) = 0;
+
+  virtual Status<RuntimeError> copy_to_device(void* stream, void* dst, const void* src, std::size_t n) = 0;
+  virtual Status<RuntimeError> copy_to_host(void* stream, void* dst, const void* src, std::size_t n) = 0;
+  virtual Status<RuntimeError> fill_bytes(void* stream, void* dst, std::uint8_t value, std::size_t n) = 0;
+
+  virtual Result<std::shared_ptr<LoadedKernel>, RuntimeError> load_kernel(const KernelBinary& binary,
+                                                                          const std::string& entry) = 0;
+  virtual Status<RuntimeError> launch(void* stream, const LoadedKernel& kernel, const LaunchGeometry& geometry,
+                                      void** args) = 0;
+};
+
+}  // namespace rudnn::runtime

@@ -1,0 +1,138 @@
+#include "host/host_device.h"
+
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "host/emulator.h"
+#include "log.h"
+
+namespace rudnn::runtime {
+
+namespace {
+
+using BindFn = void (*)(const rudnn_emu_api*);
+
+class HostKernel final : public LoadedKernel {
+ public:
+  HostKernel(std::string entry, void* handle, host::ThreadEntry fn)
+      : LoadedKernel(std::move(entry)), handle_(handle), fn_(fn) {}
+  ~HostKernel() override { dlclose(handle_); }
+  host::ThreadEntry fn() const { return fn_; }
+
+ private:
+  void* handle_;
+  host::ThreadEntry fn_;
+};
+
+class HostDevice final : public DeviceBackend {
+ public:
+  const DeviceInfo& info() const override { return host_device_info(); }
+
+  std::string compile_arch() const override {
+    // Host objects depend on the CPU architecture and the compiler that built them.
+#if defined(__x86_64__)
+    return "host-x86_64";
+#elif defined(__aarch64__)
+    return "host-aarch64";
+#else
+    return "host";
+#endif
+  }
+
+  Result<void*, RuntimeError> allocate(std::size_t bytes) override {
+    // 256-byte alignment like cudaMalloc, so vectorized kernels see the same alignment facts.
+    void* p = std::aligned_alloc(256, ((bytes + 255) / 256) * 256 + 256);
+    if (!p)
+      return RuntimeError(ErrorKind::OutOfMemory, "allocation", fmt::format("{} bytes of host memory", bytes),
+                          "allocation failure");
+    return p;
+  }
+  void release(void* ptr) override { std::free(ptr); }
+
+  Result<void*, RuntimeError> create_stream() override { return static_cast<void*>(nullptr); }
+  void destroy_stream(void*) override {}
+  Status<RuntimeError> synchronize(void*) override { return {}; }
+
+  Status<RuntimeError> copy_to_device(void*, void* dst, const void* src, std::size_t n) override {
+    std::memcpy(dst, src, n);
+    return {};
+  }
+  Status<RuntimeError> copy_to_host(void*, void* dst, const void* src, std::size_t n) override {
+    std::memcpy(dst, src, n);
+    return {};
+  }
+  Status<RuntimeError> fill_bytes(void*, void* dst, std::uint8_t value, std::size_t n) override {
+    std::memset(dst, value, n);
+    return {};
+  }
+
+  Result<std::shared_ptr<LoadedKernel>, RuntimeError> load_kernel(const KernelBinary& binary,
+                                                                  const std::string& entry) override {
+    // The shared object comes from the cache as bytes: load it from an anonymous memory file, so
+    // no second copy on disk can go stale.
+    int fd = memfd_create(entry.c_str(), MFD_CLOEXEC);
+    if (fd < 0) return RuntimeError(ErrorKind::IoFailure, "kernel", "an in-memory file", std::strerror(errno));
+    std::size_t off = 0;
+    while (off < binary.image.size()) {
+      ssize_t w = ::write(fd, binary.image.data() + off, binary.image.size() - off);
+      if (w <= 0) {
+        ::close(fd);
+        return RuntimeError(ErrorKind::IoFailure, "kernel", "a writable in-memory file", std::strerror(errno));
+      }
+      off += static_cast<std::size_t>(w);
+    }
+    const std::string path = fmt::format("/proc/self/fd/{}", fd);
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    ::close(fd);
+    if (!handle) {
+      const char* why = dlerror();
+      return RuntimeError(ErrorKind::LaunchFailure, "kernel " + entry, "a loadable host shared object",
+                          why ? why : "dlopen failed");
+    }
+    auto bind = reinterpret_cast<BindFn>(dlsym(handle, "rudnn_emu_bind"));
+    auto fn = reinterpret_cast<host::ThreadEntry>(dlsym(handle, (entry + "_host").c_str()));
+    if (!bind || !fn) {
+      dlclose(handle);
+      return RuntimeError(ErrorKind::LaunchFailure, "kernel " + entry, "symbols rudnn_emu_bind and " + entry + "_host",
+                          "missing");
+    }
+    bind(host::emulator_api());
+    return std::shared_ptr<LoadedKernel>(std::make_shared<HostKernel>(entry, handle, fn));
+  }
+
+  Status<RuntimeError> launch(void*, const LoadedKernel& kernel, const LaunchGeometry& g, void** args) override {
+    const auto& k = static_cast<const HostKernel&>(kernel);
+    host::Dim3 grid{g.grid[0], g.grid[1], g.grid[2]}, block{g.block[0], g.block[1], g.block[2]};
+    auto s = host::launch(k.fn(), args, grid, block, g.dynamic_shared_bytes, host::default_schedule());
+    if (!s.ok())
+      return RuntimeError(s.error().kind(), "kernel " + kernel.entry(), "a clean run on the host emulation device",
+                          s.error().message());
+    return {};
+  }
+};
+
+}  // namespace
+
+DeviceInfo& host_device_info() {
+  static DeviceInfo info = [] {
+    DeviceInfo i;
+    i.name = "rudnn host emulation device";
+    i.arch = "sm_90a";
+    i.compute_capability = 90;
+    return i;
+  }();
+  return info;
+}
+
+DeviceBackend& host_device_backend() {
+  static HostDevice device;
+  return device;
+}
+
+}  // namespace rudnn::runtime

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# rudnn-run as a user drives it: help, a good run, bad graphs and inputs (non-zero exit, error text,
+# no output file), .npy round trip, and four processes compiling into one empty cache.
+set -u
+RUN=$1; SRC=$2; WORK=$3
+EXAMPLES=$SRC/../../examples
+rm -rf "$WORK"; mkdir -p "$WORK"
+export RUDNN_CACHE_DIR=$WORK/cache RUDNN_DEVICE=host
+fails=0
+check() { if eval "$2"; then echo "ok   - $1"; else echo "FAIL - $1"; fails=$((fails+1)); fi; }
+
+"$RUN" --help > "$WORK/help.txt"; rc=$?
+check "--help exits 0" "[ $rc -eq 0 ]"
+check "--help shows an example" "grep -q 'example:' $WORK/help.txt"
+
+"$RUN" "$EXAMPLES/normalization.mlir" --random-inputs=7 --dynamic-dim 5 --output normed="$WORK/normed.npy" \
+  --output probs="$WORK/probs.npy" > "$WORK/good.txt" 2>&1; rc=$?
+check "a good graph runs" "[ $rc -eq 0 ]"
+check "outputs are written" "[ -s $WORK/normed.npy ] && [ -s $WORK/probs.npy ]"
+check "the output header names f4 and the shape" "head -c 128 $WORK/probs.npy | grep -aq \"'<f4'.*(5, 4096)\""
+
+# The written output feeds another run as an input (cast back to bf16).
+"$RUN" "$EXAMPLES/normalization.mlir" --random-inputs=8 --input x="$WORK/normed.npy" --quiet > /dev/null 2>&1; rc=$?
+check ".npy output is accepted as an input" "[ $rc -eq 0 ]"
+
+cat > "$WORK/bad_eps.mlir" <<'MLIR'
+func.func @main(%x: tensor<?x8xf32>, %g: tensor<8xf32>) -> tensor<?x8xf32> {
+  %0 = rudnn.rms_norm %x, %g {epsilon = 0.0 : f32} : tensor<?x8xf32>, tensor<8xf32>
+  return %0 : tensor<?x8xf32>
+}
+MLIR
+"$RUN" "$WORK/bad_eps.mlir" --random-inputs --output result0="$WORK/bad.npy" > "$WORK/bad.txt" 2>&1; rc=$?
+check "a bad graph exits non-zero" "[ $rc -ne 0 ]"
+check "the error names epsilon" "grep -q epsilon $WORK/bad.txt"
+check "a bad graph writes no output" "[ ! -e $WORK/bad.npy ]"
+
+"$RUN" "$EXAMPLES/normalization.mlir" --random-inputs --input ln_gamma="$WORK/normed.npy" \
+  --output normed="$WORK/bad2.npy" > "$WORK/bad2.txt" 2>&1; rc=$?
+check "an input of the wrong shape exits non-zero" "[ $rc -ne 0 ]"
+check "the error names the argument" "grep -q ln_gamma $WORK/bad2.txt"
+check "a bad input writes no output" "[ ! -e $WORK/bad2.npy ]"
+
+"$RUN" "$EXAMPLES/normalization.mlir" --output nosuch="$WORK/x.npy" --random-inputs > /dev/null 2>&1; rc=$?
+check "an unknown output name exits non-zero" "[ $rc -ne 0 ]"
+"$RUN" "$WORK/missing.mlir" > /dev/null 2>&1; rc=$?
+check "a missing file exits non-zero" "[ $rc -ne 0 ]"
+
+# Four processes compile the same kernels into one empty cache at once.
+export RUDNN_CACHE_DIR=$WORK/shared-cache
+pids=()
+for i in 1 2 3 4; do
+  "$RUN" "$EXAMPLES/odd_sizes.mlir" --random-inputs=$i --quiet > "$WORK/par$i.txt" 2>&1 & pids+=($!)
+done
+ok=1; for p in "${pids[@]}"; do wait "$p" || ok=0; done
+check "four concurrent compiles succeed" "[ $ok -eq 1 ]"
+entries=$(find "$WORK/shared-cache/kernels" -name '*.bin' | wc -l)
+temps=$(find "$WORK/shared-cache/kernels" -name '*.tmp.*' | wc -l)
+check "one entry per kernel (2), no temporaries ($entries, $temps)" "[ $entries -eq 2 ] && [ $temps -eq 0 ]"
+RUDNN_DISABLE_JIT=1 "$RUN" "$EXAMPLES/odd_sizes.mlir" --random-inputs --quiet > "$WORK/nojit.txt" 2>&1; rc=$?
+check "the entries are good: a run with JIT disabled loads them" "[ $rc -eq 0 ]"
+rm -rf "$WORK/empty-cache"
+RUDNN_CACHE_DIR=$WORK/empty-cache RUDNN_DISABLE_JIT=1 "$RUN" "$EXAMPLES/odd_sizes.mlir" --random-inputs \
+  > "$WORK/nojit2.txt" 2>&1; rc=$?
+check "JIT disabled + empty cache is a clear error" "[ $rc -ne 0 ] && grep -q RUDNN_DISABLE_JIT $WORK/nojit2.txt"
+
+echo "$fails failure(s)"
+[ $fails -eq 0 ]
