@@ -2,7 +2,7 @@
 # librudnn.so must run where no LLVM is installed (DESIGN §3), so every MLIR target we use is
 # rewired to LLVM's static archives, and the archives' symbols are hidden at link time.
 
-set(RUDNN_LLVM_STATIC_COMPONENTS LLVMSupport LLVMDemangle)
+set(RUDNN_LLVM_STATIC_COMPONENTS LLVMRemarks LLVMBitstreamReader LLVMSupport LLVMDemangle)  # link order
 
 add_library(rudnn_llvm_static INTERFACE)
 foreach(component IN LISTS RUDNN_LLVM_STATIC_COMPONENTS)

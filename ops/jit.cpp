@@ -11,7 +11,7 @@
 #include "backends/host/host_backend.h"
 #include "backends/nvrtc/nvrtc_backend.h"
 #include "cache/kernel_cache.h"
-#include "embedded.h"
+#include "templates/embedded.h"
 #include "log.h"
 #include "queue_impl.h"
 #include "stats_counters.h"
@@ -66,7 +66,7 @@ Result<runtime::KernelCacheKey, RuntimeError> cache_key(const Device& device, co
     auto v = compiler::nvrtc::version();
     if (!v.ok()) return v.error();
     key.compiler_version = "nvrtc " + v.value();
-    key.options = "nvrtc";
+    key.options = join(compiler::nvrtc::base_options(key.arch));
   }
   return key;
 }

@@ -44,8 +44,10 @@ class DeviceBackend {
   // The arch string kernels are compiled for: "sm_90a" on an H200, "host-<cpu>-<compiler>" on the host.
   virtual std::string compile_arch() const = 0;
 
-  virtual Result<void*, RuntimeError> allocate(std::size_t bytes) = 0;
-  virtual void release(void* ptr) = 0;
+  // Stream-ordered: the memory is usable by work queued on `stream` after this call, and is
+  // returned after the work queued on `stream` before release.
+  virtual Result<void*, RuntimeError> allocate(std::size_t bytes, void* stream) = 0;
+  virtual void release(void* ptr, void* stream) = 0;
 
   // Queues: an opaque per-queue handle (a CUstream) made by the backend.
   virtual Result<void*, RuntimeError> create_stream() = 0;

@@ -19,6 +19,7 @@ class QueueImpl {
   void* stream() const { return stream_; }
   std::uint64_t id() const { return id_; }
   static Queue wrap(std::shared_ptr<QueueImpl> impl) { return Queue(std::move(impl)); }
+  static const std::shared_ptr<QueueImpl>& unwrap(const Queue& q) { return q.impl_; }
 
  private:
   Device device_;
@@ -29,15 +30,16 @@ class QueueImpl {
 // Device storage owned by tensors.
 class Buffer {
  public:
-  Buffer(DeviceBackend& backend, void* ptr, std::size_t bytes) : backend_(backend), ptr_(ptr), bytes_(bytes) {}
-  ~Buffer() { backend_.release(ptr_); }
+  Buffer(std::shared_ptr<QueueImpl> queue, void* ptr, std::size_t bytes)
+      : queue_(std::move(queue)), ptr_(ptr), bytes_(bytes) {}
+  ~Buffer() { queue_->device().backend().release(ptr_, queue_->stream()); }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   void* data() const { return ptr_; }
   std::size_t bytes() const { return bytes_; }
 
  private:
-  DeviceBackend& backend_;
+  std::shared_ptr<QueueImpl> queue_;  // the queue it was allocated on outlives it
   void* ptr_;
   std::size_t bytes_;
 };

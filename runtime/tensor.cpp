@@ -33,10 +33,9 @@ Tensor::Tensor(std::shared_ptr<Buffer> buffer, Shape shape, DType dtype, Queue q
 Result<Tensor, RuntimeError> Tensor::empty(const Shape& shape, DType dtype, const Queue& queue) {
   if (auto e = check_shape(shape)) return *e;
   const std::size_t bytes = static_cast<std::size_t>(element_count(shape)) * dtype_size(dtype);
-  auto& backend = queue.device().backend();
-  auto ptr = backend.allocate(bytes);
+  auto ptr = queue.device().backend().allocate(bytes, queue.impl().stream());
   if (!ptr.ok()) return ptr.error();
-  return Tensor(std::make_shared<Buffer>(backend, ptr.value(), bytes), shape, dtype, queue);
+  return Tensor(std::make_shared<Buffer>(runtime::QueueImpl::unwrap(queue), ptr.value(), bytes), shape, dtype, queue);
 }
 
 Result<Tensor, RuntimeError> Tensor::empty(const Shape& shape, DType dtype, const Device& device) {

@@ -12,6 +12,7 @@
 #include <random>
 
 #include <fmt/format.h>
+#include <llvm/ADT/StringRef.h>
 #include <llvm/Support/SHA256.h>
 
 #include "log.h"

@@ -40,19 +40,21 @@ class CudaDevice final : public DeviceBackend {
   const DeviceInfo& info() const override { return info_; }
   std::string compile_arch() const override { return info_.arch; }
 
-  Result<void*, RuntimeError> allocate(std::size_t bytes) override {
+  // Stream-ordered allocation from the device's default pool, which keeps freed memory (release
+  // threshold raised at open): no device synchronization, and capturable in a CUDA graph.
+  Result<void*, RuntimeError> allocate(std::size_t bytes, void* stream) override {
     if (bytes == 0) return static_cast<void*>(nullptr);
     bind_context();
     CUdeviceptr p = 0;
-    if (CUresult r = d().cuMemAlloc(&p, bytes); r != CUDA_SUCCESS)
+    if (CUresult r = d().cuMemAllocAsync(&p, bytes, static_cast<CUstream>(stream)); r != CUDA_SUCCESS)
       return driver_error(r == CUDA_ERROR_OUT_OF_MEMORY ? ErrorKind::OutOfMemory : ErrorKind::DriverFailure,
-                          fmt::format("cuMemAlloc({} bytes)", bytes), r);
+                          fmt::format("cuMemAllocAsync({} bytes)", bytes), r);
     return reinterpret_cast<void*>(p);
   }
-  void release(void* ptr) override {
+  void release(void* ptr, void* stream) override {
     if (!ptr) return;
     bind_context();
-    d().cuMemFree(reinterpret_cast<CUdeviceptr>(ptr));
+    d().cuMemFreeAsync(reinterpret_cast<CUdeviceptr>(ptr), static_cast<CUstream>(stream));
   }
 
   Result<void*, RuntimeError> create_stream() override {
@@ -174,6 +176,12 @@ Result<std::unique_ptr<CudaDevice>, RuntimeError> open_device(int ordinal) {
   info.multiprocessors = attribute(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   info.l2_bytes = static_cast<std::size_t>(attribute(dev, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE));
   d.cuDriverGetVersion(&info.driver_version);
+  d.cuCtxSetCurrent(ctx);
+  CUmemoryPool pool = nullptr;
+  if (d.cuDeviceGetDefaultMemPool(&pool, dev) == CUDA_SUCCESS) {
+    cuuint64_t keep = ~cuuint64_t{0};
+    d.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
+  }
   log_info("cuda:{} is {} ({}, {} SMs, driver {})", ordinal, info.name, info.arch, info.multiprocessors,
            info.driver_version);
   return std::make_unique<CudaDevice>(ordinal, dev, ctx, std::move(info));

@@ -41,6 +41,10 @@ Loaded load() {
   bind(lib, a.cuCtxSetCurrent, "cuCtxSetCurrent", missing);
   bind(lib, a.cuMemAlloc, "cuMemAlloc_v2", missing);
   bind(lib, a.cuMemFree, "cuMemFree_v2", missing);
+  bind(lib, a.cuMemAllocAsync, "cuMemAllocAsync", missing);
+  bind(lib, a.cuMemFreeAsync, "cuMemFreeAsync", missing);
+  bind(lib, a.cuDeviceGetDefaultMemPool, "cuDeviceGetDefaultMemPool", missing);
+  bind(lib, a.cuMemPoolSetAttribute, "cuMemPoolSetAttribute", missing);
   bind(lib, a.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", missing);
   bind(lib, a.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", missing);
   bind(lib, a.cuMemsetD8Async, "cuMemsetD8Async", missing);

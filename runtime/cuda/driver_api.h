@@ -18,6 +18,10 @@ struct DriverApi {
   CUresult (*cuCtxSetCurrent)(CUcontext);
   CUresult (*cuMemAlloc)(CUdeviceptr*, size_t);
   CUresult (*cuMemFree)(CUdeviceptr);
+  CUresult (*cuMemAllocAsync)(CUdeviceptr*, size_t, CUstream);
+  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
+  CUresult (*cuDeviceGetDefaultMemPool)(CUmemoryPool*, CUdevice);
+  CUresult (*cuMemPoolSetAttribute)(CUmemoryPool, CUmemPool_attribute, void*);
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream);
   CUresult (*cuMemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream);
   CUresult (*cuMemsetD8Async)(CUdeviceptr, unsigned char, size_t, CUstream);

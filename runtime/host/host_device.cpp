@@ -20,13 +20,17 @@ using BindFn = void (*)(const rudnn_emu_api*);
 
 class HostKernel final : public LoadedKernel {
  public:
-  HostKernel(std::string entry, void* handle, host::ThreadEntry fn)
-      : LoadedKernel(std::move(entry)), handle_(handle), fn_(fn) {}
-  ~HostKernel() override { dlclose(handle_); }
+  HostKernel(std::string entry, void* handle, int fd, host::ThreadEntry fn)
+      : LoadedKernel(std::move(entry)), handle_(handle), fd_(fd), fn_(fn) {}
+  ~HostKernel() override {
+    dlclose(handle_);
+    ::close(fd_);
+  }
   host::ThreadEntry fn() const { return fn_; }
 
  private:
   void* handle_;
+  int fd_;  // open while loaded: dlopen knows the module by its /proc/self/fd path, which must stay unique
   host::ThreadEntry fn_;
 };
 
@@ -45,7 +49,7 @@ class HostDevice final : public DeviceBackend {
 #endif
   }
 
-  Result<void*, RuntimeError> allocate(std::size_t bytes) override {
+  Result<void*, RuntimeError> allocate(std::size_t bytes, void*) override {
     // 256-byte alignment like cudaMalloc, so vectorized kernels see the same alignment facts.
     void* p = std::aligned_alloc(256, ((bytes + 255) / 256) * 256 + 256);
     if (!p)
@@ -53,7 +57,7 @@ class HostDevice final : public DeviceBackend {
                           "allocation failure");
     return p;
   }
-  void release(void* ptr) override { std::free(ptr); }
+  void release(void* ptr, void*) override { std::free(ptr); }
 
   Result<void*, RuntimeError> create_stream() override { return static_cast<void*>(nullptr); }
   void destroy_stream(void*) override {}
@@ -89,21 +93,30 @@ class HostDevice final : public DeviceBackend {
     }
     const std::string path = fmt::format("/proc/self/fd/{}", fd);
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    ::close(fd);
     if (!handle) {
+      ::close(fd);
       const char* why = dlerror();
       return RuntimeError(ErrorKind::LaunchFailure, "kernel " + entry, "a loadable host shared object",
                           why ? why : "dlopen failed");
     }
-    auto bind = reinterpret_cast<BindFn>(dlsym(handle, "rudnn_emu_bind"));
+    auto bind = reinterpret_cast<BindFn>(dlsym(handle, RUDNN_EMU_BIND_SYMBOL));
+    auto abi = reinterpret_cast<rudnn_emu_module_abi_version_fn>(dlsym(handle, RUDNN_EMU_MODULE_ABI_VERSION_SYMBOL));
     auto fn = reinterpret_cast<host::ThreadEntry>(dlsym(handle, (entry + "_host").c_str()));
-    if (!bind || !fn) {
+    if (!bind || !fn || !abi) {
       dlclose(handle);
-      return RuntimeError(ErrorKind::LaunchFailure, "kernel " + entry, "symbols rudnn_emu_bind and " + entry + "_host",
-                          "missing");
+      ::close(fd);
+      return RuntimeError(ErrorKind::LaunchFailure, "kernel " + entry,
+                          "symbols rudnn_emu_bind, rudnn_emu_module_abi_version and " + entry + "_host", "missing");
+    }
+    // A module built against another emulator ABI would call the wrong slots: refuse it.
+    if (abi() != RUDNN_EMU_ABI_VERSION) {
+      dlclose(handle);
+      ::close(fd);
+      return RuntimeError(ErrorKind::LaunchFailure, "kernel " + entry,
+                          fmt::format("emulator ABI version {}", RUDNN_EMU_ABI_VERSION), fmt::format("{}", abi()));
     }
     bind(host::emulator_api());
-    return std::shared_ptr<LoadedKernel>(std::make_shared<HostKernel>(entry, handle, fn));
+    return std::shared_ptr<LoadedKernel>(std::make_shared<HostKernel>(entry, handle, fd, fn));
   }
 
   Status<RuntimeError> launch(void*, const LoadedKernel& kernel, const LaunchGeometry& g, void** args) override {

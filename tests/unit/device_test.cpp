@@ -1,6 +1,7 @@
 // Devices, queues and tensors through the public API (librudnn.so).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 
 #include "rudnn/device.h"

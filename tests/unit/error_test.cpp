@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "contracts/normalization.h"
 #include "rudnn/error.h"
 
@@ -84,7 +86,7 @@ TEST(NormContract, EachLineRejected) {
   s = valid(NormKind::LayerNorm);
   s.beta->device = 1;
   expect(s, ErrorKind::DeviceMismatch, "beta");
-  for (double eps : {0.0, -1.0, INFINITY, NAN}) {
+  for (double eps : {0.0, -1.0, double(INFINITY), double(NAN)}) {
     s = valid(NormKind::RmsNorm);
     s.epsilon = eps;
     expect(s, ErrorKind::InvalidValue, "epsilon");

@@ -54,7 +54,8 @@ Result<HostData, RuntimeError> read_npy(const std::string& path, DType dtype) {
   if (!std::regex_search(header, m, std::regex("'shape':\\s*\\(([^)]*)\\)"))) return bad(path, "a shape field", header);
   Shape shape;
   const std::string dims = m[1].str();
-  for (std::sregex_iterator it(dims.begin(), dims.end(), std::regex("\\d+")), end; it != end; ++it)
+  const std::regex number("\\d+");
+  for (std::sregex_iterator it(dims.begin(), dims.end(), number), end; it != end; ++it)
     shape.push_back(std::stoll(it->str()));
   const std::size_t n = static_cast<std::size_t>(element_count(shape));
   const char* data = bytes.data() + offset + header_len;

@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "embedded.h"
+#include "templates/embedded.h"
 
 extern char** environ;
 

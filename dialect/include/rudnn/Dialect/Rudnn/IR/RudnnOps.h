@@ -1,0 +1,35 @@
+#pragma once
+// The ops of the rudnn dialect, and a uniform view of the normalization family.
+#include <optional>
+
+#include "contracts/normalization.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "rudnn/Dialect/Rudnn/IR/RudnnAttrs.h"
+#include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
+
+#define GET_OP_CLASSES
+#include "rudnn/Dialect/Rudnn/IR/RudnnOps.h.inc"
+
+namespace rudnn::dialect {
+
+// What passes need from any normalization-family op, whichever of the three it is.
+struct NormOpView {
+  mlir::Operation* op = nullptr;
+  contracts::NormKind kind = contracts::NormKind::LayerNorm;
+  mlir::Value input, gamma, beta;  // gamma/beta null when the op has none
+  double epsilon = 0.0;            // 0 for softmax
+  mlir::DictionaryAttr kernelConfig;  // null until selected
+
+  mlir::RankedTensorType inputType() const { return mlir::cast<mlir::RankedTensorType>(input.getType()); }
+};
+std::optional<NormOpView> asNormOp(mlir::Operation* op);
+
+// Name of the discardable unit attribute that says "buffers may not be 16-byte aligned":
+// the kernel config must then use vector_width 1.
+inline constexpr const char* kUnalignedAttrName = "rudnn.unaligned";
+inline constexpr const char* kKernelConfigAttrName = "kernel_config";
+
+}  // namespace rudnn::dialect

@@ -1,0 +1,8 @@
+//===- RudnnOps.td - every rudnn op -------------------------*- tablegen -*-===//
+#ifndef RUDNN_DIALECT_RUDNN_OPS_TD
+#define RUDNN_DIALECT_RUDNN_OPS_TD
+
+include "rudnn/Dialect/Rudnn/IR/NormOps.td"
+include "rudnn/Dialect/Rudnn/IR/LaunchOps.td"
+
+#endif // RUDNN_DIALECT_RUDNN_OPS_TD

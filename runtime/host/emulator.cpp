@@ -1,0 +1,900 @@
+// The host emulation device (DESIGN §4): a block's threads are fibers on one OS thread, scheduled in
+// rounds. Each round resumes every ready thread once, in forward, reverse or seeded-random order,
+// until it reaches its next yield point (a block barrier or a warp collective) or exits. Yield points
+// are rendezvous: a barrier releases its threads when the last one arrives, a warp collective when
+// the last lane of its mask arrives; released threads run in the next round. A round with nobody
+// ready while threads remain is a deadlock. Kernel bugs are detected eagerly at the call that makes
+// them certain, recorded with the block, thread and call site, and the block is abandoned.
+#include "host/emulator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <new>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "host/fiber.h"
+#include "host/lane_maps.h"
+#include "host/warp_math.h"
+
+namespace rudnn::runtime::host {
+namespace {
+
+constexpr unsigned kMaxThreadsPerBlock = 1024;
+// Shared memory is filled with 0xFF bytes at block start: NaN as f64, f32, f16, bf16 and fp8, and -1
+// as an integer, so reading memory no thread wrote shows up in results.
+constexpr unsigned char kPoisonByte = 0xFF;
+// What a shuffle returns when it reads a lane outside its mask (NaN as f32 / f64).
+constexpr std::uint64_t kPoison32 = 0xFFBADBADull;
+constexpr std::uint64_t kPoison64 = 0xFFFBADBADBADBADull;
+
+struct Site {
+  const char* file = "?";
+  int line = 0;
+};
+bool same_site(Site a, Site b) {
+  return a.line == b.line && (a.file == b.file || std::strcmp(a.file, b.file) == 0);
+}
+std::string where(Site s) { return fmt::format("{}:{}", s.file ? s.file : "?", s.line); }
+std::string dim(const rudnn_emu_dim3& d) { return fmt::format("({},{},{})", d.x, d.y, d.z); }
+
+enum class Wait : std::uint8_t { None, Barrier, Warp };
+enum class Collective : std::uint8_t { SyncWarp, Shfl, Vote, Reduce, Mma, Ldmatrix };
+
+struct AsyncCopy {
+  void* dst;
+  const void* src;
+  unsigned cp_size, src_size;
+  std::uint64_t group;
+};
+
+struct Fault {
+  std::string what, expected, actual;
+  rudnn_emu_dim3 block{}, thread{};
+  Site site;
+};
+
+struct Thread {
+  rudnn_emu_thread_info info{};
+  unsigned linear = 0;
+  Fiber fiber;
+  bool ready = false, done = false;
+  Wait wait = Wait::None;
+  Site site;
+  // The pending collective and this lane's operands. mma/ldmatrix keep pointers into the lane's
+  // own stack, which stays intact while the lane is suspended.
+  Collective kind{};
+  int mode = 0;
+  unsigned mask = 0;
+  std::uint64_t value = 0;
+  int arg = 0, width = 32, predicate = 0;
+  const void* in0 = nullptr;
+  const void* in1 = nullptr;
+  const void* in2 = nullptr;
+  void* out = nullptr;
+  std::uint64_t result = 0;
+  // cp.async: copies not yet retired, in issue order; `committed` = groups closed so far.
+  std::vector<AsyncCopy> copies;
+  std::uint64_t committed = 0;
+};
+
+struct WarpOp {
+  Collective kind;
+  int mode;
+  unsigned mask, arrived;
+};
+struct Warp {
+  unsigned exists = 0, exited = 0;
+  std::vector<WarpOp> ops;  // pending collectives; several only when lanes diverged
+};
+
+std::string collective_name(Collective kind, int mode, unsigned mask) {
+  switch (kind) {
+    case Collective::SyncWarp: return fmt::format("__syncwarp(0x{:08x})", mask);
+    case Collective::Shfl: {
+      static const char* names[] = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync",
+                                    "__shfl_xor_sync"};
+      return fmt::format("{}(0x{:08x}, {}-byte value)", names[mode & 3], mask, mode >> 8);
+    }
+    case Collective::Vote: {
+      static const char* names[] = {"__ballot_sync", "__any_sync", "__all_sync"};
+      return fmt::format("{}(0x{:08x})", names[mode % 3], mask);
+    }
+    case Collective::Reduce: {
+      static const char* names[] = {"add", "min", "max", "and", "or", "xor"};
+      return fmt::format("__reduce_{}_sync(0x{:08x}, {})", names[(mode & 15) % 6], mask,
+                         (mode >> 4) ? "int" : "unsigned");
+    }
+    case Collective::Mma: return "mma.sync.m16n8k16";
+    case Collective::Ldmatrix:
+      return fmt::format("ldmatrix.x{}{}", mode & 15, (mode >> 4) ? ".trans" : "");
+  }
+  return "?";
+}
+
+struct LaunchState {
+  ThreadEntry entry = nullptr;
+  void** args = nullptr;
+  Dim3 grid, block;
+  unsigned threads_per_block = 0;
+  std::uint64_t blocks = 0;
+  std::size_t shared_bytes = 0;
+  ScheduleOptions schedule;
+  std::atomic<std::uint64_t> next_block{0};
+  // Lowest faulting block so far; blocks above it are not started (claims are in increasing
+  // order, so every block below it still runs and a lower fault can still replace this one).
+  std::atomic<std::uint64_t> fault_block{~std::uint64_t{0}};
+  std::mutex mutex;
+  std::optional<Fault> fault;
+  std::optional<RuntimeError> resource_error;
+};
+
+std::uint64_t splitmix64(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+class Worker;
+thread_local Worker* tl_worker = nullptr;
+
+class Worker {
+ public:
+  explicit Worker(LaunchState& launch) : launch_(launch) {}
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+  ~Worker() {
+    for (FiberStack* s : stacks_) StackPool::instance().give(s);
+    if (arena_ != nullptr) ::operator delete(arena_, std::align_val_t{16});
+  }
+
+  bool prepare();
+  void run();
+
+  Thread* current() const { return current_; }
+  int syncthreads(Thread& t, int op, int predicate, Site s);
+  // Joins the collective described by t's operand fields; returns once it completed.
+  void collective(Thread& t, Collective kind, int mode, unsigned mask, Site s);
+  void check_shared(Thread& t, const void* p, std::size_t bytes, std::size_t align, const char* what,
+                    Site s);
+  void retire_copies(Thread& t, std::uint64_t below_group);
+  void set_fault(const Thread& t, Site s, std::string what, std::string expected,
+                 std::string actual);
+  [[noreturn]] void abandon(Thread& t) { t.fiber.leave(false); }
+  static void thread_main(void* arg);
+
+ private:
+  bool run_block(std::uint64_t b);
+  void on_exit(Thread& t);
+  void complete(Warp& w, const WarpOp& op, unsigned base);
+  void report_deadlock();
+
+  LaunchState& launch_;
+  std::vector<Thread> threads_;
+  std::vector<FiberStack*> stacks_;
+  std::vector<Warp> warps_;
+  std::vector<unsigned> order_;
+  unsigned char* arena_ = nullptr;
+  FiberScheduler scheduler_;
+  Thread* current_ = nullptr;
+  rudnn_emu_dim3 block_idx_{};
+  std::optional<Fault> fault_;
+  unsigned done_ = 0;  // threads that exited
+  // the block barrier being gathered
+  unsigned bar_arrived_ = 0, bar_first_ = 0;
+  Site bar_site_;
+  int bar_op_ = 0, bar_count_ = 0, bar_and_ = 1, bar_or_ = 0;
+};
+
+bool Worker::prepare() {
+  const unsigned n = launch_.threads_per_block;
+  threads_ = std::vector<Thread>(n);
+  for (unsigned i = 0; i < n; ++i) {
+    FiberStack* s = StackPool::instance().take();
+    if (s == nullptr) return false;
+    stacks_.push_back(s);
+  }
+  warps_ = std::vector<Warp>((n + 31) / 32);
+  for (unsigned w = 0; w < warps_.size(); ++w) {
+    const unsigned lanes = std::min(32u, n - 32 * w);
+    warps_[w].exists = lanes == 32 ? ~0u : ((1u << lanes) - 1);
+  }
+  arena_ = static_cast<unsigned char*>(
+      ::operator new(launch_.shared_bytes, std::align_val_t{16}, std::nothrow));
+  return arena_ != nullptr;
+}
+
+void Worker::run() {
+  Worker* previous = tl_worker;
+  tl_worker = this;
+  for (;;) {
+    const std::uint64_t b = launch_.next_block.fetch_add(1);
+    if (b >= launch_.blocks || b > launch_.fault_block.load()) break;
+    if (run_block(b)) continue;
+    std::lock_guard lock(launch_.mutex);
+    if (b < launch_.fault_block.load()) {
+      launch_.fault = std::move(fault_);
+      launch_.fault_block.store(b);
+    }
+  }
+  tl_worker = previous;
+}
+
+bool Worker::run_block(std::uint64_t b) {
+  const Dim3 g = launch_.grid, bd = launch_.block;
+  block_idx_ = {static_cast<unsigned>(b % g.x), static_cast<unsigned>((b / g.x) % g.y),
+                static_cast<unsigned>(b / (std::uint64_t{g.x} * g.y))};
+  std::memset(arena_, kPoisonByte, launch_.shared_bytes);
+  fault_.reset();
+  done_ = bar_arrived_ = 0;
+  for (Warp& w : warps_) {
+    w.exited = 0;
+    w.ops.clear();
+  }
+  const unsigned n = launch_.threads_per_block;
+  for (unsigned i = 0; i < n; ++i) {
+    Thread& t = threads_[i];
+    t.info.thread_idx = {i % bd.x, (i / bd.x) % bd.y, i / (bd.x * bd.y)};
+    t.info.block_idx = block_idx_;
+    t.info.block_dim = {bd.x, bd.y, bd.z};
+    t.info.grid_dim = {g.x, g.y, g.z};
+    t.info.dynamic_shared = arena_;
+    t.info.dynamic_shared_bytes = launch_.shared_bytes;
+    t.linear = i;
+    t.ready = true;
+    t.done = false;
+    t.wait = Wait::None;
+    t.copies.clear();
+    t.committed = 0;
+    t.fiber.start(stacks_[i], &Worker::thread_main, &t);
+  }
+  // Per block, so that results do not depend on which worker runs which block.
+  std::uint64_t rng = launch_.schedule.seed ^ (b * 0xD1B54A32D192ED03ull);
+  for (;;) {
+    order_.clear();
+    for (unsigned i = 0; i < n; ++i)
+      if (threads_[i].ready) order_.push_back(i);
+    if (order_.empty()) {
+      if (done_ != n) report_deadlock();
+      break;
+    }
+    if (launch_.schedule.order == Schedule::Reverse) {
+      std::reverse(order_.begin(), order_.end());
+    } else if (launch_.schedule.order == Schedule::Random) {
+      for (std::size_t i = order_.size(); i > 1; --i)
+        std::swap(order_[i - 1], order_[splitmix64(rng) % i]);
+    }
+    for (unsigned i : order_) {
+      Thread& t = threads_[i];
+      t.ready = false;
+      current_ = &t;
+      t.fiber.resume(scheduler_);
+      current_ = nullptr;
+      if (fault_) break;
+    }
+    if (fault_) break;
+  }
+  if (!fault_) return true;
+  // Abandoned fibers: their stacks keep whatever state they had; reuse them from scratch.
+  for (unsigned i = 0; i < n; ++i)
+    if (!threads_[i].done) stacks_[i]->dirty = true;
+  return false;
+}
+
+void Worker::thread_main(void* arg) {
+  Thread& t = *static_cast<Thread*>(arg);
+  Worker& w = *tl_worker;
+  bool threw = false;
+  // An exception must not unwind into the fcontext trampoline: turn it into a fault.
+  try {
+    w.launch_.entry(w.launch_.args);
+  } catch (const std::exception& e) {
+    w.set_fault(t, {}, "kernel threw an exception", "no C++ exception to leave a thread",
+                fmt::format("an exception: {}", e.what()));
+    threw = true;
+  } catch (...) {
+    w.set_fault(t, {}, "kernel threw an exception", "no C++ exception to leave a thread",
+                "an exception of unknown type");
+    threw = true;
+  }
+  if (threw) w.abandon(t);
+  w.on_exit(t);
+}
+
+void Worker::on_exit(Thread& t) {
+  retire_copies(t, ~std::uint64_t{0});  // async copies complete eventually on hardware too
+  t.done = true;
+  ++done_;
+  if (bar_arrived_ > 0) {
+    const Thread& waiter = threads_[bar_first_];
+    set_fault(t, bar_site_, "thread exited while others wait at a barrier",
+              fmt::format("all {} threads of the block at the __syncthreads() at {}",
+                          launch_.threads_per_block, where(bar_site_)),
+              fmt::format("thread {} exited while {} thread(s) wait there (first: thread {})",
+                          dim(t.info.thread_idx), bar_arrived_, dim(waiter.info.thread_idx)));
+    abandon(t);
+  }
+  Warp& w = warps_[t.linear / 32];
+  const unsigned bit = 1u << (t.linear % 32);
+  w.exited |= bit;
+  for (const WarpOp& op : w.ops) {
+    if ((op.mask & bit) == 0) continue;
+    const Thread& waiter = threads_[(t.linear & ~31u) + __builtin_ctz(op.arrived)];
+    set_fault(t, waiter.site, "lane exited while its warp waits for it",
+              fmt::format("lane {} to join {} at {}", t.linear % 32,
+                          collective_name(op.kind, op.mode, op.mask), where(waiter.site)),
+              fmt::format("thread {} exited", dim(t.info.thread_idx)));
+    abandon(t);
+  }
+}
+
+void Worker::set_fault(const Thread& t, Site s, std::string what, std::string expected,
+                       std::string actual) {
+  if (fault_) return;
+  fault_ = Fault{std::move(what), std::move(expected), std::move(actual), block_idx_,
+                 t.info.thread_idx, s};
+}
+
+int Worker::syncthreads(Thread& t, int op, int predicate, Site s) {
+  if (done_ > 0) {
+    unsigned e = 0;
+    while (!threads_[e].done) ++e;
+    set_fault(t, s, "thread exited while others wait at a barrier",
+              fmt::format("all {} threads of the block at the __syncthreads() at {}",
+                          launch_.threads_per_block, where(s)),
+              fmt::format("thread {} has already exited, so the barrier can never complete",
+                          dim(threads_[e].info.thread_idx)));
+    abandon(t);
+  }
+  if (bar_arrived_ > 0 && (!same_site(bar_site_, s) || bar_op_ != op)) {
+    set_fault(t, s, "divergent barrier",
+              fmt::format("every thread of the block at the same barrier: {} thread(s) wait at the "
+                          "__syncthreads() at {} (first: thread {})",
+                          bar_arrived_, where(bar_site_), dim(threads_[bar_first_].info.thread_idx)),
+              fmt::format("thread {} at a different __syncthreads() at {}", dim(t.info.thread_idx),
+                          where(s)));
+    abandon(t);
+  }
+  if (bar_arrived_ == 0) {
+    bar_site_ = s;
+    bar_op_ = op;
+    bar_first_ = t.linear;
+    bar_count_ = 0;
+    bar_and_ = 1;
+    bar_or_ = 0;
+  }
+  bar_count_ += predicate != 0;
+  bar_and_ &= predicate != 0;
+  bar_or_ |= predicate != 0;
+  t.wait = Wait::Barrier;
+  t.site = s;
+  if (++bar_arrived_ == launch_.threads_per_block) {
+    const int r = op == RUDNN_EMU_BARRIER_COUNT ? bar_count_
+                  : op == RUDNN_EMU_BARRIER_AND ? bar_and_
+                  : op == RUDNN_EMU_BARRIER_OR  ? bar_or_
+                                                : 0;
+    for (Thread& x : threads_) {
+      x.result = static_cast<std::uint64_t>(r);
+      x.wait = Wait::None;
+      x.ready = true;
+    }
+    bar_arrived_ = 0;
+  }
+  t.fiber.yield();
+  return static_cast<int>(t.result);
+}
+
+void Worker::collective(Thread& t, Collective kind, int mode, unsigned mask, Site s) {
+  const unsigned lane = t.linear % 32, bit = 1u << lane;
+  Warp& w = warps_[t.linear / 32];
+  if ((mask & bit) == 0) {
+    set_fault(t, s, "lane not in its own mask",
+              fmt::format("the calling lane {} in the mask of {}", lane,
+                          collective_name(kind, mode, mask)),
+              fmt::format("mask 0x{:08x}", mask));
+    abandon(t);
+  }
+  if ((mask & ~w.exists) != 0) {
+    set_fault(t, s, "mask names lanes that do not exist",
+              fmt::format("a mask within the warp's existing lanes 0x{:08x} (block of {} threads)",
+                          w.exists, launch_.threads_per_block),
+              fmt::format("{}", collective_name(kind, mode, mask)));
+    abandon(t);
+  }
+  if ((mask & w.exited) != 0) {
+    set_fault(t, s, "mask names exited lanes",
+              fmt::format("every lane of the mask of {} still running",
+                          collective_name(kind, mode, mask)),
+              fmt::format("exited lanes 0x{:08x}", mask & w.exited));
+    abandon(t);
+  }
+  std::size_t k = 0;
+  while (k < w.ops.size() && w.ops[k].mask != mask) ++k;
+  if (k == w.ops.size()) {
+    w.ops.push_back({kind, mode, mask, 0});
+  } else if (w.ops[k].kind != kind || w.ops[k].mode != mode) {
+    const Thread& other = threads_[(t.linear & ~31u) + __builtin_ctz(w.ops[k].arrived)];
+    set_fault(t, s, "lanes of one mask execute different warp collectives",
+              fmt::format("{} (lane {} waits in it at {})",
+                          collective_name(w.ops[k].kind, w.ops[k].mode, mask), other.linear % 32,
+                          where(other.site)),
+              fmt::format("lane {} at {}", lane, collective_name(kind, mode, mask)));
+    abandon(t);
+  }
+  t.wait = Wait::Warp;
+  t.site = s;
+  t.kind = kind;
+  t.mode = mode;
+  t.mask = mask;
+  w.ops[k].arrived |= bit;
+  if (w.ops[k].arrived == mask) {
+    const WarpOp op = w.ops[k];
+    w.ops.erase(w.ops.begin() + static_cast<std::ptrdiff_t>(k));
+    complete(w, op, t.linear & ~31u);
+  }
+  t.fiber.yield();
+}
+
+void Worker::complete(Warp& w, const WarpOp& op, unsigned base) {
+  (void)w;
+  Thread* lanes = &threads_[base];
+  switch (op.kind) {
+    case Collective::SyncWarp: break;
+    case Collective::Shfl: {
+      const unsigned size = static_cast<unsigned>(op.mode >> 8);
+      for (unsigned l = 0; l < 32; ++l) {
+        if ((op.mask >> l & 1) == 0) continue;
+        const int src = lanes::shfl_source(op.mode & 3, static_cast<int>(l), lanes[l].arg,
+                                           lanes[l].width);
+        lanes[l].result = (op.mask >> src & 1) ? lanes[src].value : size == 8 ? kPoison64 : kPoison32;
+      }
+      break;
+    }
+    case Collective::Vote: {
+      unsigned ballot = 0;
+      for (unsigned l = 0; l < 32; ++l)
+        if ((op.mask >> l & 1) && lanes[l].predicate != 0) ballot |= 1u << l;
+      const std::uint64_t r = op.mode == RUDNN_EMU_VOTE_BALLOT ? ballot
+                              : op.mode == RUDNN_EMU_VOTE_ANY  ? (ballot != 0)
+                                                               : (ballot == op.mask);
+      for (unsigned l = 0; l < 32; ++l)
+        if (op.mask >> l & 1) lanes[l].result = r;
+      break;
+    }
+    case Collective::Reduce: {
+      const int rop = op.mode & 15;
+      const bool is_signed = (op.mode >> 4) != 0;
+      bool first = true;
+      std::uint32_t acc = 0;
+      for (unsigned l = 0; l < 32; ++l) {
+        if ((op.mask >> l & 1) == 0) continue;
+        const auto v = static_cast<std::uint32_t>(lanes[l].value);
+        if (first) {
+          acc = v;
+          first = false;
+          continue;
+        }
+        const bool less = is_signed ? static_cast<std::int32_t>(v) < static_cast<std::int32_t>(acc)
+                                    : v < acc;
+        switch (rop) {
+          case RUDNN_EMU_REDUCE_ADD: acc += v; break;  // wraps, as in hardware
+          case RUDNN_EMU_REDUCE_MIN: acc = less ? v : acc; break;
+          case RUDNN_EMU_REDUCE_MAX: acc = (!less && v != acc) ? v : acc; break;
+          case RUDNN_EMU_REDUCE_AND: acc &= v; break;
+          case RUDNN_EMU_REDUCE_OR: acc |= v; break;
+          default: acc ^= v; break;
+        }
+      }
+      for (unsigned l = 0; l < 32; ++l)
+        if (op.mask >> l & 1) lanes[l].result = acc;
+      break;
+    }
+    case Collective::Mma: {
+      const void* a[32];
+      const void* b[32];
+      const void* c[32];
+      void* d[32];
+      for (unsigned l = 0; l < 32; ++l) {
+        a[l] = lanes[l].in0;
+        b[l] = lanes[l].in1;
+        c[l] = lanes[l].in2;
+        d[l] = lanes[l].out;
+      }
+      warp_math::mma_m16n8k16(op.mode, a, b, c, d);
+      break;
+    }
+    case Collective::Ldmatrix: {
+      const void* rows[32];
+      void* regs[32];
+      for (unsigned l = 0; l < 32; ++l) {
+        rows[l] = lanes[l].in0;
+        regs[l] = lanes[l].out;
+      }
+      warp_math::ldmatrix(op.mode & 15, (op.mode >> 4) != 0, rows, regs);
+      break;
+    }
+  }
+  for (unsigned l = 0; l < 32; ++l) {
+    if ((op.mask >> l & 1) == 0) continue;
+    lanes[l].wait = Wait::None;
+    lanes[l].ready = true;
+  }
+}
+
+void Worker::report_deadlock() {
+  struct Group {
+    Wait wait;
+    Collective kind;
+    int mode;
+    unsigned mask;
+    Site site;
+    unsigned count, first;
+  };
+  std::vector<Group> groups;
+  const Thread* first = nullptr;
+  for (const Thread& t : threads_) {
+    if (t.done) continue;
+    if (first == nullptr) first = &t;
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const Group& g) {
+      return g.wait == t.wait && same_site(g.site, t.site) &&
+             (t.wait != Wait::Warp || (g.kind == t.kind && g.mode == t.mode && g.mask == t.mask));
+    });
+    if (it != groups.end()) {
+      ++it->count;
+    } else {
+      groups.push_back({t.wait, t.kind, t.mode, t.mask, t.site, 1, t.linear});
+    }
+  }
+  std::string actual;
+  for (const Group& g : groups) {
+    if (!actual.empty()) actual += "; ";
+    actual += fmt::format("{} thread(s) wait at {} at {} (first: thread {})", g.count,
+                          g.wait == Wait::Barrier ? std::string("__syncthreads()")
+                                                  : collective_name(g.kind, g.mode, g.mask),
+                          where(g.site), dim(threads_[g.first].info.thread_idx));
+  }
+  if (done_ > 0) actual += fmt::format("; {} thread(s) exited", done_);
+  set_fault(*first, first->site, "deadlock",
+            "every barrier reached by all threads of the block and every warp collective by all "
+            "lanes of its mask",
+            actual);
+}
+
+void Worker::check_shared(Thread& t, const void* p, std::size_t bytes, std::size_t align,
+                          const char* what, Site s) {
+  const auto* c = static_cast<const unsigned char*>(p);
+  const bool inside = c >= arena_ && c + bytes <= arena_ + launch_.shared_bytes;
+  if (inside && reinterpret_cast<std::uintptr_t>(p) % align == 0) return;
+  set_fault(t, s, inside ? "misaligned shared memory address" : "address outside shared memory",
+            fmt::format("{}: a {}-byte aligned address of {} bytes inside the block's {} bytes of "
+                        "dynamic shared memory",
+                        what, align, bytes, launch_.shared_bytes),
+            inside ? fmt::format("address {} (offset {} in shared memory)", p,
+                                 static_cast<long long>(c - arena_))
+                   : fmt::format("address {}, not in the block's shared memory", p));
+  abandon(t);
+}
+
+void Worker::retire_copies(Thread& t, std::uint64_t below_group) {
+  std::size_t kept = 0;
+  for (const AsyncCopy& c : t.copies) {
+    if (c.group < below_group) {
+      std::memcpy(c.dst, c.src, c.src_size);
+      std::memset(static_cast<char*>(c.dst) + c.src_size, 0, c.cp_size - c.src_size);
+    } else {
+      t.copies[kept++] = c;
+    }
+  }
+  t.copies.resize(kept);
+}
+
+// --------------------------------------------------------------------------------------------------
+// The ABI table. Every entry runs inside a fiber of the current OS thread's worker.
+
+Thread* current_thread() {
+  Worker* w = tl_worker;
+  return w != nullptr ? w->current() : nullptr;
+}
+
+const rudnn_emu_thread_info* api_thread_info() {
+  static const rudnn_emu_thread_info outside{};  // host code calling a device intrinsic
+  Thread* t = current_thread();
+  return t != nullptr ? &t->info : &outside;
+}
+
+int api_syncthreads(int op, int predicate, const char* file, int line) {
+  Thread* t = current_thread();
+  if (t == nullptr) return 0;
+  return tl_worker->syncthreads(*t, op, predicate, {file, line});
+}
+
+bool check_width(Thread& t, int width, Site s) {
+  if (lanes::valid_width(width)) return true;
+  tl_worker->set_fault(t, s, "invalid shuffle width", "a power of two in [1, 32]",
+                       fmt::format("width {}", width));
+  return false;
+}
+
+void api_syncwarp(unsigned mask, const char* file, int line) {
+  Thread* t = current_thread();
+  if (t == nullptr) return;
+  tl_worker->collective(*t, Collective::SyncWarp, 0, mask, {file, line});
+}
+
+std::uint64_t api_shfl(int mode, unsigned mask, std::uint64_t value, unsigned size, int lane_arg,
+                       int width, const char* file, int line) {
+  Thread* t = current_thread();
+  if (t == nullptr) return value;
+  if (!check_width(*t, width, {file, line})) tl_worker->abandon(*t);
+  t->value = value;
+  t->arg = lane_arg;
+  t->width = width;
+  tl_worker->collective(*t, Collective::Shfl, (mode & 3) | static_cast<int>(size << 8), mask,
+                        {file, line});
+  return t->result;
+}
+
+unsigned api_vote(int mode, unsigned mask, int predicate, const char* file, int line) {
+  Thread* t = current_thread();
+  if (t == nullptr) return 0;
+  t->predicate = predicate;
+  tl_worker->collective(*t, Collective::Vote, mode, mask, {file, line});
+  return static_cast<unsigned>(t->result);
+}
+
+std::uint32_t api_reduce(int op, int is_signed, unsigned mask, std::uint32_t value,
+                         const char* file, int line) {
+  Thread* t = current_thread();
+  if (t == nullptr) return value;
+  if (op < RUDNN_EMU_REDUCE_ADD || op > RUDNN_EMU_REDUCE_XOR) {
+    tl_worker->set_fault(*t, {file, line}, "invalid warp reduction", "add, min, max, and, or, xor",
+                         fmt::format("operation {}", op));
+    tl_worker->abandon(*t);
+  }
+  t->value = value;
+  tl_worker->collective(*t, Collective::Reduce, op | (is_signed != 0 ? 16 : 0), mask, {file, line});
+  return static_cast<std::uint32_t>(t->result);
+}
+
+void api_threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+
+void api_trap(const char* message, const char* file, int line) {
+  Thread* t = current_thread();
+  if (t == nullptr) return;
+  tl_worker->set_fault(*t, {file, line}, "trap", "no trap",
+                       fmt::format("{}", message != nullptr ? message : "trap"));
+  tl_worker->abandon(*t);
+}
+
+void api_mma(int type, float* d, const std::uint32_t* a, const std::uint32_t* b, const float* c,
+             const char* file, int line) {
+  Thread* t = current_thread();
+  if (t == nullptr) return;
+  t->in0 = a;
+  t->in1 = b;
+  t->in2 = c;
+  t->out = d;
+  tl_worker->collective(*t, Collective::Mma, type, ~0u, {file, line});
+}
+
+void api_ldmatrix(int count, int trans, std::uint32_t* regs, const void* row, const char* file,
+                  int line) {
+  Thread* t = current_thread();
+  if (t == nullptr) return;
+  const Site s{file, line};
+  if (count != 1 && count != 2 && count != 4) {
+    tl_worker->set_fault(*t, s, "invalid ldmatrix", "x1, x2 or x4", fmt::format("x{}", count));
+    tl_worker->abandon(*t);
+  }
+  // Only lanes 0..8*count-1 supply row addresses; the others' are ignored, as in hardware.
+  if (t->linear % 32 < 8u * static_cast<unsigned>(count))
+    tl_worker->check_shared(*t, row, 16, 16, "ldmatrix row", s);
+  t->in0 = row;
+  t->out = regs;
+  tl_worker->collective(*t, Collective::Ldmatrix, count | (trans != 0 ? 16 : 0), ~0u, s);
+}
+
+void api_cp_async(void* dst, const void* src, unsigned cp_size, unsigned src_size,
+                  const char* file, int line) {
+  Thread* t = current_thread();
+  if (t == nullptr) return;
+  const Site s{file, line};
+  if ((cp_size != 4 && cp_size != 8 && cp_size != 16) || src_size > cp_size) {
+    tl_worker->set_fault(*t, s, "invalid cp.async", "cp-size 4, 8 or 16 and src-size <= cp-size",
+                         fmt::format("cp-size {}, src-size {}", cp_size, src_size));
+    tl_worker->abandon(*t);
+  }
+  tl_worker->check_shared(*t, dst, cp_size, cp_size, "cp.async destination", s);
+  if (src_size > 0 && reinterpret_cast<std::uintptr_t>(src) % cp_size != 0) {
+    tl_worker->set_fault(*t, s, "misaligned cp.async source",
+                         fmt::format("a {}-byte aligned global address", cp_size),
+                         fmt::format("address {}", src));
+    tl_worker->abandon(*t);
+  }
+  // Until a wait_group retires the copy, readers see poison, as they might see stale data on a GPU.
+  std::memset(dst, kPoisonByte, cp_size);
+  t->copies.push_back({dst, src, cp_size, src_size, t->committed});
+}
+
+void api_cp_async_commit(const char*, int) {
+  Thread* t = current_thread();
+  if (t != nullptr) ++t->committed;
+}
+
+void api_cp_async_wait(int pending, const char* file, int line) {
+  Thread* t = current_thread();
+  if (t == nullptr) return;
+  if (pending < 0) {
+    tl_worker->set_fault(*t, {file, line}, "invalid cp.async.wait_group", "N >= 0",
+                         fmt::format("{}", pending));
+    tl_worker->abandon(*t);
+  }
+  const auto n = static_cast<std::uint64_t>(pending);
+  tl_worker->retire_copies(*t, t->committed > n ? t->committed - n : 0);
+}
+
+const rudnn_emu_api kApi = {
+    RUDNN_EMU_ABI_VERSION, sizeof(rudnn_emu_api), api_thread_info, api_syncthreads, api_syncwarp,
+    api_shfl, api_vote, api_threadfence, api_trap, api_mma, api_ldmatrix, api_cp_async,
+    api_cp_async_commit, api_cp_async_wait, api_reduce,
+};
+
+// --------------------------------------------------------------------------------------------------
+// Settings
+
+std::mutex g_settings_mutex;
+std::optional<ScheduleOptions> g_schedule;  // guarded by g_settings_mutex
+std::atomic<std::size_t> g_shared_limit{kDefaultSharedMemoryLimit};
+std::atomic<unsigned> g_worker_threads{0};
+
+unsigned env_worker_threads() {
+  static const unsigned n = [] {
+    unsigned v = 0;
+    if (const char* e = std::getenv("RUDNN_EMU_THREADS")) {
+      const std::string_view s(e);
+      std::from_chars(s.data(), s.data() + s.size(), v);
+    }
+    if (v == 0) v = std::thread::hardware_concurrency();
+    return std::max(v, 1u);
+  }();
+  return n;
+}
+
+RuntimeError launch_error(std::string argument, std::string expected, std::string actual,
+                          std::string detail) {
+  return RuntimeError(ErrorKind::EmulatorFault, std::move(argument), std::move(expected),
+                      std::move(actual), std::move(detail));
+}
+
+}  // namespace
+
+const rudnn_emu_api* emulator_api() { return &kApi; }
+
+std::optional<ScheduleOptions> parse_schedule(std::string_view text) {
+  if (text == "forward") return ScheduleOptions{Schedule::Forward, 0};
+  if (text == "reverse") return ScheduleOptions{Schedule::Reverse, 0};
+  if (text == "random") return ScheduleOptions{Schedule::Random, 0};
+  if (text.substr(0, 7) == "random:" && text.size() > 7) {
+    std::uint64_t seed = 0;
+    const auto [p, ec] = std::from_chars(text.data() + 7, text.data() + text.size(), seed);
+    if (ec == std::errc() && p == text.data() + text.size())
+      return ScheduleOptions{Schedule::Random, seed};
+  }
+  return std::nullopt;
+}
+
+ScheduleOptions default_schedule() {
+  std::lock_guard lock(g_settings_mutex);
+  if (!g_schedule) {
+    g_schedule = ScheduleOptions{};
+    if (const char* e = std::getenv("RUDNN_EMU_SCHEDULE")) {
+      if (auto parsed = parse_schedule(e)) {
+        g_schedule = *parsed;
+      } else {
+        std::fprintf(stderr,
+                     "rudnn: ignoring RUDNN_EMU_SCHEDULE=%s (expected forward, reverse, random or "
+                     "random:SEED)\n",
+                     e);
+      }
+    }
+  }
+  return *g_schedule;
+}
+
+void set_default_schedule(const ScheduleOptions& schedule) {
+  std::lock_guard lock(g_settings_mutex);
+  g_schedule = schedule;
+}
+
+void set_shared_memory_limit(std::size_t bytes) { g_shared_limit.store(bytes); }
+std::size_t shared_memory_limit() { return g_shared_limit.load(); }
+
+void set_worker_threads(unsigned n) { g_worker_threads.store(n); }
+unsigned worker_threads() {
+  const unsigned n = g_worker_threads.load();
+  return n != 0 ? n : env_worker_threads();
+}
+
+Status<RuntimeError> launch(ThreadEntry entry, void** args, Dim3 grid, Dim3 block,
+                            std::size_t dynamic_shared_bytes, const ScheduleOptions& schedule) {
+  const auto dims = [](Dim3 d) { return fmt::format("({},{},{})", d.x, d.y, d.z); };
+  if (entry == nullptr) return launch_error("entry", "a kernel entry", "null", "launch");
+  const std::uint64_t threads = std::uint64_t{block.x} * block.y * block.z;
+  if (block.x == 0 || block.y == 0 || block.z == 0 || block.x > 1024 || block.y > 1024 ||
+      block.z > 64 || threads > kMaxThreadsPerBlock) {
+    return launch_error("block",
+                        "1 to 1024 threads per block (x, y <= 1024, z <= 64)",
+                        fmt::format("{} = {} threads", dims(block), threads),
+                        "invalid block size");
+  }
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 2147483647u || grid.y > 65535 ||
+      grid.z > 65535) {
+    return launch_error("grid", "x in [1, 2^31-1], y and z in [1, 65535]", dims(grid),
+                        "invalid grid size");
+  }
+  const std::size_t limit = shared_memory_limit();
+  if (dynamic_shared_bytes > limit) {
+    return launch_error("dynamic_shared_bytes",
+                        fmt::format("at most {} bytes of shared memory per block", limit),
+                        fmt::format("{} bytes", dynamic_shared_bytes), "shared memory over the limit");
+  }
+
+  LaunchState state;
+  state.entry = entry;
+  state.args = args;
+  state.grid = grid;
+  state.block = block;
+  state.threads_per_block = static_cast<unsigned>(threads);
+  state.blocks = std::uint64_t{grid.x} * grid.y * grid.z;
+  state.shared_bytes = dynamic_shared_bytes;
+  state.schedule = schedule;
+
+  auto work = [&state] {
+    Worker worker(state);
+    if (!worker.prepare()) {
+      std::lock_guard lock(state.mutex);
+      if (!state.resource_error) {
+        state.resource_error = RuntimeError(
+            ErrorKind::OutOfMemory, "launch", "fiber stacks and shared memory for one block",
+            "allocation failure", "host emulation device");
+      }
+      state.next_block.store(state.blocks);  // nobody starts another block
+      return;
+    }
+    worker.run();
+  };
+  const unsigned workers =
+      static_cast<unsigned>(std::min<std::uint64_t>(worker_threads(), state.blocks));
+  std::vector<std::thread> pool;
+  for (unsigned i = 1; i < workers; ++i) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // fewer OS threads only makes the launch slower
+    }
+  }
+  work();
+  for (std::thread& t : pool) t.join();
+
+  if (state.resource_error) return *state.resource_error;
+  if (state.fault) {
+    const Fault& f = *state.fault;
+    return launch_error(
+        fmt::format("block {} thread {}{}", dim(f.block), dim(f.thread),
+                    f.site.line > 0 ? " at " + where(f.site) : std::string()),
+        f.expected, f.actual, fmt::format("{} [host emulation device]", f.what));
+  }
+  return {};
+}
+
+}  // namespace rudnn::runtime::host

@@ -1,0 +1,22 @@
+#pragma once
+// The arithmetic of the warp-wide matrix instructions, on the 32 lanes' operands gathered by the
+// emulator's rendezvous. Separate from the scheduler so it can be read next to the PTX ISA tables.
+#include <cstdint>
+
+namespace rudnn::runtime::host::warp_math {
+
+float f16_to_float(std::uint16_t h);
+float bf16_to_float(std::uint16_t h);
+
+// mma.sync.aligned.m16n8k16.row.col.f32.{f16|bf16}: `type` is rudnn_emu_mma_type. Lane l's
+// operands: a[l] -> 4 x b32, b[l] -> 2 x b32, c[l] -> 4 x f32, d[l] -> 4 x f32 (may alias c[l]).
+// Gathers A (16x16), B (16x8), C (16x8) by the PTX fragment maps, computes D = A*B + C in FP32
+// (k in increasing order) and scatters D.
+void mma_m16n8k16(int type, const void* const a[32], const void* const b[32],
+                  const void* const c[32], void* const d[32]);
+
+// ldmatrix.sync.aligned.m8n8.x{count}{.trans}.shared.b16: rows[8*j + r] is row r of matrix j
+// (16 bytes, already checked); regs[l] receives `count` b32 registers.
+void ldmatrix(int count, bool trans, const void* const rows[32], void* const regs[32]);
+
+}  // namespace rudnn::runtime::host::warp_math
