@@ -3,6 +3,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 
@@ -45,7 +47,17 @@ Result<runtime::KernelBinary, RuntimeError> compile_for(const Device& device, co
     binary.image = std::move(out.value());
   } else {
     auto out = compiler::nvrtc::compile(launch.source, launch.entry, key.arch, {});
-    if (!out.ok()) return out.error();
+    if (!out.ok()) {
+      // Keep the generated source where the error can point to it.
+      const std::string path =
+          fmt::format("{}/src/{}.{}.cu", runtime::KernelCache::instance().directory(), launch.entry, key.arch);
+      std::error_code ec;
+      std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+      std::ofstream(path) << launch.source;
+      const auto& e = out.error();
+      return RuntimeError(e.kind(), e.argument(), e.expected(), e.actual(),
+                          fmt::format("generated source: {}\n{}", path, e.detail()));
+    }
     binary.image = std::move(out->cubin);
     binary.ptx = std::move(out->ptx);
   }

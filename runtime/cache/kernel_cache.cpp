@@ -77,9 +77,12 @@ std::string KernelCache::entry_path(const std::string& digest) const {
 
 std::optional<std::string> KernelCache::load(const std::string& digest) const {
   const std::string path = entry_path(digest);
-  std::ifstream in(path, std::ios::binary);
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return std::nullopt;
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string bytes(static_cast<std::size_t>(in.tellg()), '\0');
+  in.seekg(0);
+  in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!in) bytes.clear();  // unreadable: treated as a bad entry below
   auto reject = [&](const char* why) -> std::optional<std::string> {
     log_info("kernel cache entry {} is bad ({}); rebuilding it", path, why);
     counters().disk_cache_rebuilds++;

@@ -3,12 +3,19 @@
 // threads_per_row, rows_per_block, vector_width), written the way the emitter writes them (it only
 // includes the template and instantiates it inside an extern "C" entry).
 //
-// All sources come from norm_variants(): when the compiler's registry
-// (rudnn::compiler::normalization_variants + lower_normalization) is linked into the tests, only
-// that function needs to change.
+// All sources come from norm_variants(). With RUDNN_TEST_USE_COMPILER (set by CMakeLists.txt when
+// the compiler is part of the build) they are the compiler's own: every config of its registry
+// (rudnn::compiler::normalization_variants) lowered by lower_normalization, i.e. exactly the
+// translation units the library would hand NVRTC. Otherwise the test instantiates the template
+// directly over the full geometry space.
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+#if defined(RUDNN_TEST_USE_COMPILER)
+#include "rudnn/compiler/pipeline.h"
+#endif
 
 namespace rudnn::test {
 
@@ -77,8 +84,49 @@ inline NormKernel norm_kernel(const NormConfig& c) {
   return k;
 }
 
-// Every registered variant: threads_per_row 32..1024, rows_per_block 1/2/4 within 1024 threads,
-// every vector width up to 16 bytes.
+#if defined(RUDNN_TEST_USE_COMPILER)
+inline constexpr bool kVariantsFromCompiler = true;
+
+// The compiler's registry at h = 4096 (every vector width is legal there), lowered one by one.
+inline std::vector<NormKernel> norm_variants() {
+  using rudnn::contracts::NormKind;
+  std::vector<NormKernel> out;
+  const std::int64_t h = 4096;
+  const std::pair<NormOp, NormKind> ops[] = {{NormOp::LayerNorm, NormKind::LayerNorm},
+                                             {NormOp::RmsNorm, NormKind::RmsNorm},
+                                             {NormOp::Softmax, NormKind::Softmax}};
+  const std::pair<NormType, rudnn::DType> types[] = {{NormType::F32, rudnn::DType::F32},
+                                                     {NormType::F16, rudnn::DType::F16},
+                                                     {NormType::BF16, rudnn::DType::BF16}};
+  for (auto [op, kind] : ops)
+    for (auto [type, dtype] : types)
+      for (const auto& config : rudnn::compiler::normalization_variants(kind, dtype, h)) {
+        rudnn::compiler::NormRequest r;
+        r.signature.kind = kind;
+        r.signature.input = {{3, h}, dtype, 0};
+        if (kind != NormKind::Softmax) r.signature.gamma = {{h}, rudnn::DType::F32, 0};
+        if (kind == NormKind::LayerNorm) r.signature.beta = {{h}, rudnn::DType::F32, 0};
+        r.config = config;
+        auto lowered = rudnn::compiler::lower_normalization(r, rudnn::compiler::Target{});
+        if (!lowered.ok() || lowered->launches.size() != 1)
+          throw std::runtime_error("lower_normalization(" + config.to_string() + "): " +
+                                   (lowered.ok() ? "not one launch" : lowered.error().message()));
+        const auto& launch = lowered->launches.front();
+        NormKernel k;
+        k.config = {op, type, static_cast<int>(config.get("threads_per_row")),
+                    static_cast<int>(config.get("rows_per_block")),
+                    static_cast<int>(config.get("vector_width"))};
+        k.entry = launch.entry;
+        k.source = launch.source;
+        out.push_back(std::move(k));
+      }
+  return out;
+}
+#else
+inline constexpr bool kVariantsFromCompiler = false;
+
+// Every variant: threads_per_row 32..1024, rows_per_block 1/2/4 within 1024 threads, every vector
+// width up to 16 bytes.
 inline std::vector<NormKernel> norm_variants() {
   std::vector<NormKernel> out;
   for (NormOp op : {NormOp::LayerNorm, NormOp::RmsNorm, NormOp::Softmax})
@@ -89,5 +137,6 @@ inline std::vector<NormKernel> norm_variants() {
             if (tpr * rpb <= 1024) out.push_back(norm_kernel({op, type, tpr, rpb, vw}));
   return out;
 }
+#endif
 
 }  // namespace rudnn::test

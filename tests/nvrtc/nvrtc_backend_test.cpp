@@ -44,6 +44,54 @@ TEST(NvrtcBackend, CompilesCubinAndPtxWithReport) {
   }
 }
 
+// Every tensor-core and async-copy wrapper of the CUDA prelude, so that ptxas checks their PTX
+// (an unused inline wrapper is never emitted, so row_norm alone would not).
+const char* const kWrapperKernel = R"(
+#include "rudnn/rudnn.cuh"
+RUDNN_KERNEL void RUDNN_LAUNCH_BOUNDS(32) wrappers(const rudnn::bf16* g, float* out) {
+  using rudnn::u32;
+  unsigned char* smem = rudnn::dynamic_shared<unsigned char>();
+  const unsigned lane = threadIdx.x;
+  rudnn::cp_async_ca<4>(smem + lane * 16, g + lane * 8, 4);
+  rudnn::cp_async_ca<8>(smem + 512 + lane * 16, g + lane * 8, 8);
+  rudnn::cp_async_ca<16>(smem + 1024 + lane * 16, g + lane * 8);
+  rudnn::cp_async_cg16(smem + 1536 + lane * 16, g + lane * 8, lane < 16 ? 16u : 0u);
+  rudnn::cp_async_commit();
+  rudnn::cp_async_wait<1>();
+  rudnn::cp_async_wait_all();
+  __syncthreads();
+  u32 a1[1], a2[2], a4[4], t1[1], t2[2], t4[4];
+  rudnn::ldmatrix_x1(a1, smem + (lane % 8) * 16);
+  rudnn::ldmatrix_x2(a2, smem + (lane % 16) * 16);
+  rudnn::ldmatrix_x4(a4, smem + lane * 16);
+  rudnn::ldmatrix_x1_trans(t1, smem + (lane % 8) * 16);
+  rudnn::ldmatrix_x2_trans(t2, smem + (lane % 16) * 16);
+  rudnn::ldmatrix_x4_trans(t4, smem + lane * 16);
+  const u32 b[2] = {a2[0] ^ t2[0] ^ a1[0], a2[1] ^ t2[1] ^ t1[0]};
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  rudnn::mma_m16n8k16_bf16_f32(acc, a4, b, acc);
+  rudnn::mma_m16n8k16_f16_f32(acc, t4, b, acc);
+  if (rudnn::is_nan(acc[0]) || rudnn::is_inf(acc[1])) rudnn::trap("non-finite");
+  for (int i = 0; i < 4; ++i) out[lane * 4 + i] = acc[i] + rudnn::warp_sum(acc[i]);
+}
+)";
+
+TEST(NvrtcBackend, PreludeWrappersCompile) {
+  REQUIRE_NVRTC();
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    auto k = nv::compile(kWrapperKernel, "wrappers", arch);
+    ASSERT_TRUE(k.ok()) << k.error().message();
+    for (const char* insn : {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+                             "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+                             "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+                             "ldmatrix.sync.aligned.m8n8.x1.shared.b16", "cp.async.cg.shared.global",
+                             "cp.async.ca.shared.global", "cp.async.wait_group 1",
+                             "cp.async.wait_all", "cp.async.commit_group"})
+      EXPECT_NE(k->ptx.find(insn), std::string::npos) << arch << ": " << insn;
+    EXPECT_EQ(k->report.spill_stores_bytes, 0);
+  }
+}
+
 TEST(NvrtcBackend, VirtualArchGivesPtxOnly) {
   REQUIRE_NVRTC();
   auto k = nv::compile(kSmallKernel, "small_kernel", "compute_90");

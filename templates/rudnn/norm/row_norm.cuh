@@ -9,7 +9,10 @@
 //   grid.x  = ceil_div(rows, kRowsPerBlock), or fewer: blocks stride over rows, so any grid works.
 //   dynamic shared memory = Policy::kSharedBytes
 //                         = kRowsPerBlock * max(1, kThreadsPerRow / 32) * 2 * sizeof(float).
-//   h >= 1, h % kVectorWidth == 0, and input/output/gamma/beta 16-byte aligned when kVectorWidth > 1.
+//   h >= 1, h % kVectorWidth == 0, sizeof(T) * kVectorWidth <= 16 (float: width <= 4), and
+//   input/output/gamma/beta 16-byte aligned when kVectorWidth > 1. gamma is read by layer_norm and
+//   rms_norm, beta (nullable) by layer_norm; softmax reads neither. output may equal input (every
+//   element is read by the thread that writes it, before it writes it).
 // Numerics: statistics and affine math in FP32, output converted to T (round to nearest even).
 //   layer_norm: two passes (mean, then mean of squared deviations: no E[x²] - E[x]² cancellation);
 //   rms_norm:   one pass (mean of squares); softmax: max, then sum of exp(x - max).
@@ -145,13 +148,10 @@ struct PassCombine<Op, 1> {
 // (so 4 x 8 bf16 per thread keep a whole row of 4096 resident at 128 threads per row), 8 narrower
 // ones (odd h). Every variant is compiled for RowPolicy::kMinBlocksPerSm, i.e. at most 64
 // registers per thread; these sizes are the largest that the ptxas reports of all variants show
-// without spills on sm_80 and sm_90a. A row longer than the resident capacity is streamed in
-// chunks half that size: the write pass also keeps gamma/beta in flight, and a kernel's register
-// count is that of its hungrier path.
+// without spills on sm_80 and sm_90a.
 template <class T, class P>
 struct RowShape {
   static constexpr int kChunkVectors = sizeof(T) * P::kVectorWidth >= 8 ? 4 : 8;
-  static constexpr int kStreamVectors = kChunkVectors / 2;
   static constexpr i64 kResidentVectors = static_cast<i64>(kChunkVectors) * P::kThreadsPerRow;
 };
 
@@ -179,53 +179,37 @@ struct RowChunk {
   }
 };
 
-// A thread's view of its row. Resident: loaded once, every pass reads registers. Streaming: every
-// pass walks the row again in chunks. `nvec` is 0 for a thread whose row is past the end: it walks
-// nothing but still joins every reduction (and so every barrier).
-template <class T, class P, bool kResident>
-class RowView;
-
+// A thread's view of its row, one chunk of registers. Resident (the row fits in the chunk): loaded
+// once, every pass reads registers. Streaming: every pass walks the row again, chunk by chunk.
+// One code path for both keeps the kernel small (NVRTC time grows with its size). `nvec` is 0
+// for a thread whose row is past the end: it walks nothing but still joins every reduction.
 template <class T, class P>
-class RowView<T, P, true> {
+class RowView {
  public:
-  RUDNN_DEVICE RowView(const T* row, i64 nvec, int lane) : nvec_(nvec), lane_(lane) {
-    chunk_.load(row, 0, nvec, lane);
+  RUDNN_DEVICE RowView(const T* row, i64 nvec, int lane, bool resident)
+      : row_(row), nvec_(nvec), lane_(lane), resident_(resident) {
+    if (resident_) chunk_.load(row_, 0, nvec_, lane_);
   }
   template <class F>
-  RUDNN_DEVICE void for_each(F&& f) const {
-    chunk_.visit(0, nvec_, lane_, f);
-  }
-
- private:
-  RowChunk<T, P, RowShape<T, P>::kChunkVectors> chunk_;
-  i64 nvec_;
-  int lane_;
-};
-
-template <class T, class P>
-class RowView<T, P, false> {
- public:
-  RUDNN_DEVICE RowView(const T* row, i64 nvec, int lane) : row_(row), nvec_(nvec), lane_(lane) {}
-  template <class F>
-  RUDNN_DEVICE void for_each(F&& f) const {
-    constexpr int kVectors = RowShape<T, P>::kStreamVectors;
-    constexpr i64 kStride = static_cast<i64>(kVectors) * P::kThreadsPerRow;
+  RUDNN_DEVICE void for_each(F&& f) {
     for (i64 first = 0; first < nvec_; first += kStride) {
-      RowChunk<T, P, kVectors> chunk;
-      chunk.load(row_, first, nvec_, lane_);
-      chunk.visit(first, nvec_, lane_, f);
+      if (!resident_) chunk_.load(row_, first, nvec_, lane_);
+      chunk_.visit(first, nvec_, lane_, f);
     }
   }
 
  private:
+  static constexpr i64 kStride = RowShape<T, P>::kResidentVectors;
+  RowChunk<T, P, RowShape<T, P>::kChunkVectors> chunk_;
   const T* row_;
   i64 nvec_;
   int lane_;
+  bool resident_;
 };
 
 // One statistic pass: every thread combines the terms of its elements, then the row reduces.
 template <class Op, int kPass, class P, class T, class Row, class Reducer>
-RUDNN_DEVICE void stat_pass(const Row& row, Reducer& reducer, i64 h, float eps, RowStats& s) {
+RUDNN_DEVICE void stat_pass(Row& row, Reducer& reducer, i64 h, float eps, RowStats& s) {
   using Combine = typename PassCombine<Op, kPass>::type;
   const RowStats known = s;
   float acc = Combine::identity();
@@ -254,7 +238,7 @@ RUDNN_DEVICE void load_affine(const float* gamma, const float* beta, i64 j, floa
 }
 
 template <class Op, class P, class T, class Row>
-RUDNN_DEVICE void write_row(const Row& row, const RowStats& s, const float* gamma,
+RUDNN_DEVICE void write_row(Row& row, const RowStats& s, const float* gamma,
                             const float* beta, T* out) {
   constexpr int kWidth = P::kVectorWidth;
   row.for_each([&](i64 j, const Vec<T, kWidth>& x) {
@@ -268,7 +252,7 @@ RUDNN_DEVICE void write_row(const Row& row, const RowStats& s, const float* gamm
   });
 }
 
-template <class Op, class T, class P, bool kResident>
+template <class Op, class T, class P>
 RUDNN_DEVICE void normalize_rows(const T* input, const float* gamma, const float* beta, T* output,
                                  i64 rows, i64 h, float epsilon) {
   const int lane = static_cast<int>(threadIdx.x) % P::kThreadsPerRow;
@@ -276,13 +260,15 @@ RUDNN_DEVICE void normalize_rows(const T* input, const float* gamma, const float
   GroupReducer<P::kWarpsPerRow> reducer(
       dynamic_shared<float>() + slot * GroupReducer<P::kWarpsPerRow>::kSharedFloats, lane);
   const i64 nvec = h / P::kVectorWidth;
+  // Depends on h only: uniform in the grid.
+  const bool resident = nvec <= RowShape<T, P>::kResidentVectors;
   const i64 row_step = static_cast<i64>(gridDim.x) * P::kRowsPerBlock;
   // The trip count depends only on blockIdx: uniform across the block, as the barriers need.
   for (i64 base = static_cast<i64>(blockIdx.x) * P::kRowsPerBlock; base < rows; base += row_step) {
     const i64 row = base + slot;
     const bool live = row < rows;
     const i64 offset = live ? row * h : 0;
-    const RowView<T, P, kResident> view(input + offset, live ? nvec : 0, lane);
+    RowView<T, P> view(input + offset, live ? nvec : 0, lane, resident);
     RowStats s;
     stat_pass<Op, 0, P, T>(view, reducer, h, epsilon, s);
     if constexpr (Op::kPasses > 1) stat_pass<Op, 1, P, T>(view, reducer, h, epsilon, s);
@@ -297,13 +283,7 @@ RUDNN_DEVICE void row_norm(const T* input, const float* gamma, const float* beta
                            i64 rows, i64 h, float epsilon) {
   static_assert(sizeof(T) * Policy::kVectorWidth <= 16,
                 "row_norm: a vector is at most 16 bytes (float: width <= 4; f16/bf16: <= 8)");
-  // Whether a row fits in registers depends on h only, so the branch is uniform in the grid.
-  const i64 nvec = h / Policy::kVectorWidth;
-  if (nvec <= detail::RowShape<T, Policy>::kResidentVectors) {
-    detail::normalize_rows<Op, T, Policy, true>(input, gamma, beta, output, rows, h, epsilon);
-  } else {
-    detail::normalize_rows<Op, T, Policy, false>(input, gamma, beta, output, rows, h, epsilon);
-  }
+  detail::normalize_rows<Op, T, Policy>(input, gamma, beta, output, rows, h, epsilon);
 }
 
 }  // namespace rudnn::norm

@@ -1,0 +1,53 @@
+// The host backend: a generated unit → a shared object; a rejected unit → CompileFailure carrying
+// the compiler log and the path of the kept source.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <random>
+
+#include "backends/host/host_backend.h"
+
+namespace rudnn::compiler {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path scratch() {
+  return fs::temp_directory_path() / ("rudnn-host-backend-" + std::to_string(std::random_device{}()));
+}
+
+TEST(HostBackend, CompilesAModuleAgainstTheEmbeddedPrelude) {
+  const fs::path dir = scratch();
+  const std::string source = R"(#include "rudnn/prelude.cuh"
+RUDNN_KERNEL void k(float* out) { out[threadIdx.x] = 1.0f; }
+extern "C" __attribute__((visibility("default"))) void k_host(void** a) { k(*static_cast<float**>(a[0])); }
+RUDNN_EMU_MODULE();
+)";
+  auto so = host_cc::compile(source, "k", dir.string());
+  ASSERT_TRUE(so.ok()) << so.error().message();
+  EXPECT_EQ(so->substr(0, 4), "\x7f" "ELF");
+  EXPECT_TRUE(fs::exists(dir / "src" / "k.cpp"));
+  fs::remove_all(dir);
+}
+
+TEST(HostBackend, CompileFailureCarriesLogAndSourcePath) {
+  const fs::path dir = scratch();
+  auto so = host_cc::compile("this is not C++;\n", "broken", dir.string());
+  ASSERT_FALSE(so.ok());
+  EXPECT_EQ(so.error().kind(), ErrorKind::CompileFailure);
+  const std::string m = so.error().message();
+  EXPECT_NE(m.find((dir / "src" / "broken.cpp").string()), std::string::npos) << m;
+  EXPECT_NE(m.find("error"), std::string::npos) << "the compiler log is in the message: " << m;
+  fs::remove_all(dir);
+}
+
+TEST(HostBackend, VersionAndOptionsAreStable) {
+  auto v = host_cc::compiler_version();
+  ASSERT_TRUE(v.ok()) << v.error().message();
+  EXPECT_FALSE(v->empty());
+  EXPECT_EQ(host_cc::compiler_version().value(), v.value());
+  EXPECT_FALSE(host_cc::options().empty());
+}
+
+}  // namespace
+}  // namespace rudnn::compiler
