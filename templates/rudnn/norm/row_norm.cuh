@@ -2,8 +2,9 @@
 // Row-wise normalizations along the last axis of a [rows, h] tensor: layer_norm, rms_norm and
 // softmax (SPEC §2). One kernel body; the op is a policy with fixed hooks, the geometry another.
 //
-// Launch contract (the emitter instantiates row_norm inside an extern "C" kernel declared
-// RUDNN_KERNEL void RUDNN_LAUNCH_BOUNDS_MIN(Policy::kBlockThreads, Policy::kMinBlocksPerSm)):
+// Launch contract (the emitter instantiates row_norm inside an extern "C" kernel declared with
+// RUDNN_LAUNCH_BOUNDS(Policy::kBlockThreads), or RUDNN_LAUNCH_BOUNDS_MIN(Policy::kBlockThreads,
+// Policy::kMinBlocksPerSm); every variant is free of spills under either):
 //   block   = Policy::kBlockThreads = kThreadsPerRow * kRowsPerBlock threads; a row is served by
 //             kThreadsPerRow consecutive threads (a power of two in 32..1024).
 //   grid.x  = ceil_div(rows, kRowsPerBlock), or fewer: blocks stride over rows, so any grid works.
@@ -41,9 +42,10 @@ struct RowPolicy {
   static constexpr int kBlockThreads = kThreadsPerRow * kRowsPerBlock;
   static_assert(kBlockThreads <= 1024, "RowPolicy: at most 1024 threads per block");
   static constexpr int kWarpsPerRow = kThreadsPerRow / 32;
-  // Compile for 1024 resident threads per SM (at most 64 registers per thread): a bandwidth-bound
-  // kernel wants many rows in flight more than it wants registers. The emitter passes it to
-  // RUDNN_LAUNCH_BOUNDS_MIN(kBlockThreads, kMinBlocksPerSm).
+  // For RUDNN_LAUNCH_BOUNDS_MIN: at least 1024 resident threads per SM (at most 64 registers per
+  // thread), since a bandwidth-bound kernel wants rows in flight more than registers. A bare
+  // RUDNN_LAUNCH_BOUNDS lets ptxas choose (CUDA 13 then aims at full occupancy, often 40-48
+  // registers here). Which is faster is for the GPU benchmark to say.
   static constexpr int kMinBlocksPerSm = 1024 / kBlockThreads > 32 ? 32 : 1024 / kBlockThreads;
   static constexpr int kSharedBytes =
       kRowsPerBlock * (kWarpsPerRow > 1 ? kWarpsPerRow : 1) * 2 * static_cast<int>(sizeof(float));
@@ -146,12 +148,14 @@ struct PassCombine<Op, 1> {
 
 // How much of a row one thread holds in registers: 4 vectors when they are 8 or 16 bytes wide
 // (so 4 x 8 bf16 per thread keep a whole row of 4096 resident at 128 threads per row), 8 narrower
-// ones (odd h). Every variant is compiled for RowPolicy::kMinBlocksPerSm, i.e. at most 64
-// registers per thread; these sizes are the largest that the ptxas reports of all variants show
-// without spills on sm_80 and sm_90a.
+// ones (odd h) except in 1024-thread blocks. These sizes are the largest that the ptxas reports of
+// all variants show without spills on sm_80 and sm_90a, both with RUDNN_LAUNCH_BOUNDS_MIN (at most
+// 64 registers) and with a bare __launch_bounds__(threads), under which ptxas aims at full
+// occupancy (32 registers at 1024 threads: hence the smaller chunk there).
 template <class T, class P>
 struct RowShape {
-  static constexpr int kChunkVectors = sizeof(T) * P::kVectorWidth >= 8 ? 4 : 8;
+  static constexpr int kChunkVectors =
+      sizeof(T) * P::kVectorWidth >= 8 || P::kBlockThreads >= 1024 ? 4 : 8;
   static constexpr i64 kResidentVectors = static_cast<i64>(kChunkVectors) * P::kThreadsPerRow;
 };
 
