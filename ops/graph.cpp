@@ -41,8 +41,9 @@ Result<Value, RuntimeError> describe(mlir::Type type, std::string name) {
 }
 
 RuntimeError wrap(const Error& e, mlir::Operation* op) {
+  const std::string where = fmt::format("in {}", op->getName().getStringRef().str());
   return RuntimeError(e.kind(), e.argument(), e.expected(), e.actual(),
-                      fmt::format("in {}", op->getName().getStringRef().str()));
+                      e.detail().empty() ? where : e.detail() + "; " + where);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "backends/host/host_backend.h"
 #include "backends/nvrtc/nvrtc_backend.h"
 #include "cache/kernel_cache.h"
+#include "cache/kernel_pack.h"
 #include "templates/embedded.h"
 #include "log.h"
 #include "queue_impl.h"
@@ -27,60 +28,46 @@ bool jit_disabled() {
   return v && std::strcmp(v, "1") == 0;
 }
 
-std::string library_version() {
-  return fmt::format("rudnn {} templates {}", RUDNN_LIBRARY_VERSION, templates::content_hash());
-}
-
 std::string join(const std::vector<std::string>& v) {
   std::string s;
   for (auto& x : v) s += x + " ";
   return s;
 }
 
-// Builds the cache key and compiles on a miss.
-Result<runtime::KernelBinary, RuntimeError> compile_for(const Device& device, const compiler::KernelLaunch& launch,
-                                                        runtime::KernelCacheKey& key) {
-  runtime::KernelBinary binary;
-  if (device.kind() == DeviceKind::Host) {
-    auto out = compiler::host_cc::compile(launch.source, launch.entry, runtime::KernelCache::instance().directory());
-    if (!out.ok()) return out.error();
-    binary.image = std::move(out.value());
-  } else {
-    auto out = compiler::nvrtc::compile(launch.source, launch.entry, key.arch, {});
-    if (!out.ok()) {
-      // Keep the generated source where the error can point to it.
-      const std::string path =
-          fmt::format("{}/src/{}.{}.cu", runtime::KernelCache::instance().directory(), launch.entry, key.arch);
-      std::error_code ec;
-      std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-      std::ofstream(path) << launch.source;
-      const auto& e = out.error();
-      return RuntimeError(e.kind(), e.argument(), e.expected(), e.actual(),
-                          fmt::format("generated source: {}\n{}", path, e.detail()));
-    }
-    binary.image = std::move(out->cubin);
-    binary.ptx = std::move(out->ptx);
+// Where a disabled JIT's error says the kernel was looked for, and why each pack could not help.
+std::string describe_sources(const runtime::KernelPackSet& packs, const std::string& arch) {
+  std::string s;
+  for (const auto& pack : packs.packs) {
+    s += "; pack " + pack->describe();
+    if (pack->library_version() != library_version())
+      s += fmt::format(" built for {}, this is {}", pack->library_version(), library_version());
+    else if (!pack->compiler_version(arch))
+      s += " has no kernels for " + arch;
   }
-  return binary;
+  if (packs.packs.empty()) s += "; no kernel pack (RUDNN_KERNEL_PACK is unset)";
+  return s + "; kernel cache " + runtime::KernelCache::instance().directory();
 }
 
-Result<runtime::KernelCacheKey, RuntimeError> cache_key(const Device& device, const compiler::KernelLaunch& launch) {
-  runtime::KernelCacheKey key;
-  key.source = launch.source;
-  key.arch = device.backend().compile_arch();
-  key.library_version = library_version();
-  if (device.kind() == DeviceKind::Host) {
-    auto v = compiler::host_cc::compiler_version();
-    if (!v.ok()) return v.error();
-    key.compiler_version = v.value();
-    key.options = join(compiler::host_cc::options());
-  } else {
-    auto v = compiler::nvrtc::version();
-    if (!v.ok()) return v.error();
-    key.compiler_version = "nvrtc " + v.value();
-    key.options = join(compiler::nvrtc::base_options(key.arch));
+// The kernel from the first pack that has it, or nothing. A pack built by another rudnn (library
+// version) cannot hold a matching digest, so it is not searched.
+std::optional<Result<runtime::KernelBinary, RuntimeError>> pack_lookup(const runtime::KernelPackSet& packs,
+                                                                        runtime::KernelCacheKey key,
+                                                                        const std::string& entry) {
+  for (const auto& pack : packs.packs) {
+    const std::string* compiler = pack->compiler_version(key.arch);
+    if (!compiler || pack->library_version() != key.library_version) continue;
+    key.compiler_version = *compiler;
+    const std::string digest = key.digest();
+    if (const runtime::KernelPackEntry* e = pack->find(digest)) {
+      auto binary = pack->binary(*e);
+      if (binary.ok()) {
+        runtime::counters().pack_hits++;
+        runtime::log_debug("kernel pack hit {} ({}) in {}", entry, digest.substr(0, 12), pack->path());
+      }
+      return binary;
+    }
   }
-  return key;
+  return std::nullopt;
 }
 
 }  // namespace
@@ -106,13 +93,83 @@ compiler::Target target_for(const Device& device) {
   return t;
 }
 
+std::string library_version() {
+  return fmt::format("rudnn {} templates {}", RUDNN_LIBRARY_VERSION, templates::content_hash());
+}
+
+bool is_host_arch(const std::string& arch) { return arch.rfind("host", 0) == 0; }
+
+runtime::KernelCacheKey kernel_cache_key(const compiler::KernelLaunch& launch, const std::string& arch,
+                                         const std::string& compiler_version) {
+  runtime::KernelCacheKey key;
+  key.source = launch.source;
+  key.arch = arch;
+  key.library_version = library_version();
+  key.compiler_version = compiler_version;
+  key.options = is_host_arch(arch) ? join(compiler::host_cc::options()) : join(compiler::nvrtc::base_options(arch));
+  return key;
+}
+
+Result<std::string, RuntimeError> local_compiler_version(const std::string& arch) {
+  if (is_host_arch(arch)) return compiler::host_cc::compiler_version();
+  auto v = compiler::nvrtc::version();
+  if (!v.ok()) return v.error();
+  return "nvrtc " + v.value();
+}
+
+Result<runtime::KernelBinary, RuntimeError> compile_kernel(const compiler::KernelLaunch& launch, const std::string& arch,
+                                                           const std::string& work_dir) {
+  runtime::KernelBinary binary;
+  if (is_host_arch(arch)) {
+    auto out = compiler::host_cc::compile(launch.source, launch.entry, work_dir);
+    if (!out.ok()) return out.error();
+    binary.image = std::move(out.value());
+    return binary;
+  }
+  auto out = compiler::nvrtc::compile(launch.source, launch.entry, arch, {});
+  if (!out.ok()) {
+    // Keep the generated source where the error can point to it.
+    const std::string path = fmt::format("{}/src/{}.{}.cu", work_dir, launch.entry, arch);
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+    std::ofstream(path) << launch.source;
+    const auto& e = out.error();
+    return RuntimeError(e.kind(), e.argument(), e.expected(), e.actual(),
+                        fmt::format("generated source: {}\n{}", path, e.detail()));
+  }
+  binary.image = std::move(out->cubin);
+  binary.ptx = std::move(out->ptx);
+  return binary;
+}
+
 Result<runtime::KernelBinary, RuntimeError> kernel_binary(const Device& device, const compiler::KernelLaunch& launch,
-                                                          const std::string& op_name) {
-  auto key = cache_key(device, launch);
-  if (!key.ok()) return key.error();
-  const std::string digest = key->digest();
-  auto& cache = runtime::KernelCache::instance();
+                                                          const std::string& op_name, const std::string& call) {
+  const std::string arch = device.backend().compile_arch();
   auto& stats = runtime::counters();
+  auto disabled_error = [&](const std::string& why) {
+    // The shapes go in `actual`, so wrappers that replace the detail still show them.
+    std::string sources = describe_sources(runtime::KernelPackSet::from_environment(), arch);
+    return RuntimeError(ErrorKind::JitDisabled, op_name,
+                        fmt::format("kernel {} (config {}) for {} in a kernel pack or the kernel cache", launch.entry,
+                                    launch.config.to_string(), arch),
+                        fmt::format("a miss for {} while RUDNN_DISABLE_JIT=1{}", call.empty() ? "this call" : call, why),
+                        sources.substr(2));
+  };
+
+  // Packs first: their digests use the compiler version each pack recorded, so no compiler is needed.
+  const auto& packs = runtime::KernelPackSet::from_environment();
+  if (packs.error) return *packs.error;  // a pack was asked for and is unusable: never silently ignored
+  runtime::KernelCacheKey key = kernel_cache_key(launch, arch, {});
+  if (auto hit = pack_lookup(packs, key, launch.entry)) return std::move(*hit);
+
+  auto compiler_version = local_compiler_version(arch);
+  if (!compiler_version.ok()) {
+    if (jit_disabled()) return disabled_error(" (and no compiler here: " + compiler_version.error().message() + ")");
+    return compiler_version.error();
+  }
+  key.compiler_version = compiler_version.value();
+  const std::string digest = key.digest();
+  auto& cache = runtime::KernelCache::instance();
   if (auto payload = cache.load(digest)) {
     runtime::KernelBinary binary;
     if (runtime::KernelBinary::deserialize(*payload, binary)) {
@@ -122,13 +179,9 @@ Result<runtime::KernelBinary, RuntimeError> kernel_binary(const Device& device, 
     }
   }
   stats.disk_cache_misses++;
-  if (jit_disabled())
-    return RuntimeError(ErrorKind::JitDisabled, op_name,
-                        fmt::format("kernel {} for {} in the kernel cache or a pack", launch.entry, key->arch),
-                        "a miss while RUDNN_DISABLE_JIT=1",
-                        fmt::format("config {}", launch.config.to_string()));
-  runtime::log_info("compiling {} for {} ({})", launch.entry, key->arch, launch.config.to_string());
-  auto binary = compile_for(device, launch, *key);
+  if (jit_disabled()) return disabled_error("");
+  runtime::log_info("compiling {} for {} ({})", launch.entry, arch, launch.config.to_string());
+  auto binary = compile_kernel(launch, arch, cache.directory());
   if (!binary.ok()) return binary.error();
   stats.jit_compiles++;
   if (auto s = cache.store(digest, binary->serialize()); !s.ok())
@@ -150,7 +203,7 @@ Result<std::shared_ptr<const Plan>, RuntimeError> build_plan(const Device& devic
       if (auto it = loaded.find(module_key); it != loaded.end()) kernel = it->second;
     }
     if (!kernel) {
-      auto binary = kernel_binary(device, launch, lowered.op_name);
+      auto binary = kernel_binary(device, launch, lowered.op_name, lowered.call);
       if (!binary.ok()) return binary.error();
       auto k = device.backend().load_kernel(binary.value(), launch.entry);
       if (!k.ok()) return k.error();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cache/kernel_cache.h"
 #include "device_backend.h"
 #include "rudnn/compiler/kernel_launch.h"
 #include "rudnn/compiler/pipeline.h"
@@ -44,8 +45,26 @@ void set_poison_outputs(bool on);
 // Launches the plan's kernels in order on `queue`.
 Status<RuntimeError> run_plan(const Plan& plan, const Queue& queue, std::span<const OperandView> operands);
 
-// The binary of one kernel for `device`: disk cache, else compile (unless RUDNN_DISABLE_JIT=1).
+// The binary of one kernel for `device`: the kernel packs of RUDNN_KERNEL_PACK (first), the disk
+// cache, else a compile. With RUDNN_DISABLE_JIT=1 a kernel in neither is a JitDisabled error that
+// names the op, `call` (its operands and shapes, LoweredOp::call), the arch and the kernel config.
 Result<runtime::KernelBinary, RuntimeError> kernel_binary(const Device& device, const compiler::KernelLaunch& launch,
-                                                          const std::string& op_name);
+                                                          const std::string& op_name, const std::string& call = {});
+
+// --- Keys and compiles shared with rudnn-precompile, so a pack holds exactly what the runtime
+// looks up. An arch is a GPU arch ("sm_90a") or the host device's compile arch ("host-x86_64").
+
+// rudnn's version and the embedded templates' hash: part of every key.
+std::string library_version();
+bool is_host_arch(const std::string& arch);
+// The key of `launch` compiled for `arch` by `compiler_version` (the options are the backend's own).
+runtime::KernelCacheKey kernel_cache_key(const compiler::KernelLaunch& launch, const std::string& arch,
+                                         const std::string& compiler_version);
+// The version of the compiler this process would use for `arch`: "nvrtc 13.0" or the host compiler's
+// (NoDevice when NVRTC is missing).
+Result<std::string, RuntimeError> local_compiler_version(const std::string& arch);
+// Compiles `launch` for `arch` with NVRTC or the host compiler (`work_dir` keeps generated sources).
+Result<runtime::KernelBinary, RuntimeError> compile_kernel(const compiler::KernelLaunch& launch, const std::string& arch,
+                                                           const std::string& work_dir);
 
 }  // namespace rudnn::ops

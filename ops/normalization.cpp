@@ -1,11 +1,23 @@
 // The public normalization entries: contract check → plan cache → (cold) compiler → launch.
+// With the autotune component, the cold path hands the compiler an autotune ConfigProvider (the
+// default Autotune strategy), and this file also tells autotune how to build and launch a
+// normalization candidate (NormTuningProblem).
 #include "rudnn/normalization.h"
 
 #include <bit>
 #include <cstring>
+#include <random>
+
+#include <fmt/format.h>
 
 #include "contracts/normalization.h"
+#include "log.h"
 #include "plan_cache.h"
+#if RUDNN_HAS_AUTOTUNE
+#include "rudnn/autotune.h"
+#include "rudnn/autotune/provider.h"
+#include "rudnn/autotune/tuner.h"
+#endif
 
 namespace rudnn::normalization {
 
@@ -26,6 +38,76 @@ std::optional<NormalizationError> check_layout(const Tensor& t, const char* name
 
 bool aligned16(const Tensor& t) { return (reinterpret_cast<std::uintptr_t>(t.data()) & 15u) == 0; }
 
+// A cached normalization plan and, with autotune, the variant it runs and where that came from.
+// Every plan this file inserts into the plan cache under its keys (word 0: the NormKind) is one.
+struct NormPlan : ops::Plan {
+#if RUDNN_HAS_AUTOTUNE
+  std::shared_ptr<const autotune::Choice> choice;
+#endif
+};
+
+// The operand slots as the lowering numbers them: input, [gamma, [beta]], output.
+std::size_t operand_views(NormKind kind, const Tensor& input, const Tensor* gamma, const Tensor* beta,
+                          const Tensor& output, std::array<ops::OperandView, 4>& views) {
+  std::size_t n = 0;
+  views[n++] = {input.data(), &input.shape()};
+  if (kind != NormKind::Softmax) {
+    views[n++] = {gamma->data(), &gamma->shape()};
+    if (kind == NormKind::LayerNorm) views[n++] = {beta ? beta->data() : nullptr, beta ? &beta->shape() : nullptr};
+  }
+  views[n++] = {output.data(), &output.shape()};
+  return n;
+}
+
+#if RUDNN_HAS_AUTOTUNE
+// Plan-key words of the Autotune strategy: the mode (0 when no provider is asked: off, or
+// misaligned buffers the heuristic handles with vector width 1) and the rows bucket, the only
+// runtime size a tuned normalization config depends on (autotune::normalization_search_space()).
+std::pair<std::int64_t, std::int64_t> strategy_words(const Shape& shape, bool aligned) {
+  const autotune::Mode mode = autotune::mode();
+  if (mode == autotune::Mode::Off || !aligned) return {0, 0};
+  std::int64_t rows = 1;
+  for (std::size_t i = 0; i + 1 < shape.size(); ++i) rows *= shape[i];
+  return {1 + static_cast<std::int64_t>(mode), autotune::anchor(rows)};
+}
+#endif
+
+// The cold path: lower (asking autotune unless it is off), build, and describe the choice.
+Result<std::shared_ptr<const NormPlan>, NormalizationError> make_plan(const contracts::NormSignature& sig,
+                                                                     const Device& device, bool aligned,
+                                                                     [[maybe_unused]] bool ask_autotune) {
+  compiler::NormRequest request{sig, aligned, std::nullopt};
+#if RUDNN_HAS_AUTOTUNE
+  std::optional<autotune::AutotuneProvider> provider;
+  if (ask_autotune) {
+    provider.emplace(device, autotune::mode());
+    request.provider = &*provider;
+  }
+#endif
+  auto lowered = compiler::lower_normalization(request, ops::target_for(device));
+  if (!lowered.ok()) return NormalizationError::from(lowered.error());
+  auto built = ops::build_plan(device, lowered.value());
+  if (!built.ok()) return NormalizationError::from(built.error());
+  auto plan = std::make_shared<NormPlan>();
+  static_cast<ops::Plan&>(*plan) = *built.value();
+  const auto& first = plan->kernels.front().launch;
+  std::string source = "heuristic", key;
+#if RUDNN_HAS_AUTOTUNE
+  auto choice = std::make_shared<autotune::Choice>();
+  choice->op = plan->op_name;
+  choice->kernel = first.entry;
+  choice->config = first.config.to_string();
+  if (provider && provider->answer()) choice->source = autotune::to_source(provider->answer()->source);
+  if (provider && provider->key()) choice->key = provider->key()->to_string();
+  source = autotune::source_name(choice->source);
+  key = choice->key;
+  plan->choice = std::move(choice);
+#endif
+  runtime::log_info("plan {} on {}: {} ({}; {})", key.empty() ? plan->op_name : key, device.to_string(), first.entry,
+                    first.config.to_string(), source);
+  return std::shared_ptr<const NormPlan>(std::move(plan));
+}
+
 Result<Tensor, NormalizationError> run(NormKind kind, const Tensor& input, const Tensor* gamma, const Tensor* beta,
                                        float epsilon) {
   contracts::NormSignature sig;
@@ -45,36 +127,34 @@ Result<Tensor, NormalizationError> run(NormKind kind, const Tensor& input, const
   const Device& device = input.device();
   bool aligned = aligned16(input) && (!gamma || aligned16(*gamma)) && (!beta || aligned16(*beta));
 
+  // Words 8 and 9: what changes the chosen config besides the signature (the autotune mode and
+  // the rows bucket); both 0 without the autotune component.
+  std::int64_t strategy = 0, bucket = 0;
+#if RUDNN_HAS_AUTOTUNE
+  std::tie(strategy, bucket) = strategy_words(input.shape(), aligned);
+#endif
   ops::PlanKey key;
   key.words = {static_cast<std::int64_t>(kind), static_cast<std::int64_t>(input.dtype()), input.shape().back(),
                beta != nullptr, static_cast<std::int64_t>(device.kind()), device.ordinal(), aligned,
-               static_cast<std::int64_t>(std::bit_cast<std::uint32_t>(epsilon)), 0, 0};
+               static_cast<std::int64_t>(std::bit_cast<std::uint32_t>(epsilon)), strategy, bucket};
   auto& cache = ops::PlanCache::instance();
   std::shared_ptr<const ops::Plan> plan = cache.find(key);
   if (!plan) {
-    compiler::NormRequest request{sig, aligned, std::nullopt};
-    auto lowered = compiler::lower_normalization(request, ops::target_for(device));
-    if (!lowered.ok()) return NormalizationError::from(lowered.error());
-    auto built = ops::build_plan(device, lowered.value());
-    if (!built.ok()) return NormalizationError::from(built.error());
-    plan = built.value();
+    auto made = make_plan(sig, device, aligned, strategy != 0);
+    if (!made.ok()) return made.error();
+    plan = made.value();
     cache.insert(key, plan);
   }
+#if RUDNN_HAS_AUTOTUNE
+  autotune::note_choice(static_cast<const NormPlan&>(*plan).choice);
+#endif
 
   auto output = Tensor::empty(input.shape(), input.dtype(), input.queue());
   if (!output.ok()) return NormalizationError::from(output.error());
   if (ops::poison_outputs())
     if (auto s = output->poison(); !s.ok()) return NormalizationError::from(s.error());
-  const Shape& shape = input.shape();
-  // Operand slots as the lowering numbers them: input, [gamma, [beta]], output.
   std::array<ops::OperandView, 4> views{};
-  std::size_t n = 0;
-  views[n++] = {input.data(), &shape};
-  if (kind != NormKind::Softmax) {
-    views[n++] = {gamma->data(), &gamma->shape()};
-    if (kind == NormKind::LayerNorm) views[n++] = {beta ? beta->data() : nullptr, beta ? &beta->shape() : nullptr};
-  }
-  views[n++] = {output->data(), &output->shape()};
+  const std::size_t n = operand_views(kind, input, gamma, beta, output.value(), views);
   if (auto s = ops::run_plan(*plan, input.queue(), std::span(views.data(), n)); !s.ok())
     return NormalizationError::from(s.error());
   return std::move(output.value());
@@ -94,5 +174,134 @@ Result<Tensor, NormalizationError> rms_norm(const Tensor& input, const Tensor& g
 Result<Tensor, NormalizationError> softmax_last_axis(const Tensor& logits) {
   return run(NormKind::Softmax, logits, nullptr, nullptr, 0.0f);
 }
+
+#if RUDNN_HAS_AUTOTUNE
+namespace {
+
+// How autotune builds and launches a normalization candidate: the key's signature with
+// rows = the bucket (the largest size the bucket serves), random inputs in `sets` copies,
+// plans from the same build_plan as real calls (so tuned kernels land in the disk cache).
+class NormTuningProblem final : public autotune::TuningProblem {
+ public:
+  static Result<std::unique_ptr<autotune::TuningProblem>, RuntimeError> make(const Device& device,
+                                                                            const autotune::TuningKey& key) {
+    std::optional<NormKind> kind;
+    for (NormKind k : {NormKind::LayerNorm, NormKind::RmsNorm, NormKind::Softmax})
+      if (key.op == "rudnn." + std::string(contracts::norm_op_name(k))) kind = k;
+    if (!kind) return RuntimeError(ErrorKind::InvalidValue, "op", "a normalization op", key.op);
+    const std::size_t operands = *kind == NormKind::Softmax ? 1 : *kind == NormKind::RmsNorm ? 2 : 0;
+    if ((operands && key.dtypes.size() != operands) || (!operands && key.dtypes.size() != 2 && key.dtypes.size() != 3))
+      return RuntimeError(ErrorKind::InvalidValue, "dtypes", fmt::format("one dtype per operand of {}", key.op),
+                          std::to_string(key.dtypes.size()));
+    if (key.static_dims.size() != 1 || key.buckets.size() != 1)
+      return RuntimeError(ErrorKind::InvalidValue, "key", "static dims {H} and buckets {rows}", key.to_string());
+    const std::int64_t h = key.static_dims[0], rows = key.buckets[0];
+    const int id = device.kind() == DeviceKind::Host ? -1 : device.ordinal();
+    contracts::NormSignature sig;
+    sig.kind = *kind;
+    sig.input = {{rows, h}, key.dtypes[0], id};
+    if (key.dtypes.size() > 1) sig.gamma = contracts::NormOperand{{h}, key.dtypes[1], id};
+    if (key.dtypes.size() > 2) sig.beta = contracts::NormOperand{{h}, key.dtypes[2], id};
+    if (auto e = contracts::check_normalization(sig))
+      return RuntimeError(e->kind(), e->argument(), e->expected(), e->actual(), e->detail());
+    auto queue = Queue::create(device);
+    if (!queue.ok()) return queue.error();
+    return std::unique_ptr<autotune::TuningProblem>(new NormTuningProblem(device, queue.value(), sig));
+  }
+
+  const Device& device() const override { return device_; }
+  const Queue& queue() const override { return queue_; }
+  compiler::Target target() const override { return ops::target_for(device_); }
+
+  Result<compiler::LoweredOp, RuntimeError> lower(const compiler::KernelConfig& config) const override {
+    return compiler::lower_normalization(compiler::NormRequest{sig_, true, config}, target());
+  }
+
+  Result<std::unique_ptr<autotune::TimedCandidate>, RuntimeError> prepare(const compiler::KernelConfig& config,
+                                                                          const compiler::LoweredOp& lowered) override {
+    auto plan = ops::build_plan(device_, lowered);
+    if (!plan.ok()) return plan.error();
+    return std::unique_ptr<autotune::TimedCandidate>(new Candidate(*this, plan.value(), config.to_string()));
+  }
+
+  std::size_t input_bytes() const override {
+    std::size_t bytes = static_cast<std::size_t>(element_count(sig_.input.shape)) * dtype_size(sig_.input.dtype);
+    for (const auto& o : {sig_.gamma, sig_.beta})
+      if (o) bytes += static_cast<std::size_t>(element_count(o->shape)) * dtype_size(o->dtype);
+    return bytes;
+  }
+
+  Status<RuntimeError> make_input_sets(int sets) override {
+    std::mt19937_64 rng(0x5eed);  // fixed: inputs do not change a normalization kernel's time
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    auto random = [&](const contracts::NormOperand& o) -> Result<Tensor, RuntimeError> {
+      std::vector<double> v(static_cast<std::size_t>(element_count(o.shape)));
+      for (double& x : v) x = u(rng);
+      return Tensor::upload(HostData::from_f64(o.shape, o.dtype, v), queue_);
+    };
+    for (int i = 0; i < sets; ++i) {
+      InputSet set;
+      auto x = random(sig_.input);
+      if (!x.ok()) return x.error();
+      set.input = std::move(x.value());
+      for (auto [operand, slot] : {std::pair{&sig_.gamma, &set.gamma}, std::pair{&sig_.beta, &set.beta}})
+        if (*operand) {
+          auto t = random(**operand);
+          if (!t.ok()) return t.error();
+          slot->emplace(std::move(t.value()));
+        }
+      sets_.push_back(std::move(set));
+    }
+    auto out = Tensor::empty(sig_.input.shape, sig_.input.dtype, queue_);
+    if (!out.ok()) return out.error();
+    output_.emplace(std::move(out.value()));
+    return queue_.synchronize();
+  }
+
+ private:
+  struct InputSet {
+    std::optional<Tensor> input, gamma, beta;
+  };
+
+  class Candidate final : public autotune::TimedCandidate {
+   public:
+    Candidate(NormTuningProblem& p, std::shared_ptr<const ops::Plan> plan, std::string name)
+        : p_(p), plan_(std::move(plan)), name_(std::move(name)) {}
+    const std::string& name() const override { return name_; }
+    // Normalization kernels write only their output, never an input: nothing to restore
+    // between launches (TimedCandidate::restore_outputs stays the default no-op).
+    Status<RuntimeError> launch(int input_set) override {
+      const InputSet& set = p_.sets_[static_cast<std::size_t>(input_set)];
+      std::array<ops::OperandView, 4> views{};
+      const std::size_t n = operand_views(p_.sig_.kind, *set.input, set.gamma ? &*set.gamma : nullptr,
+                                          set.beta ? &*set.beta : nullptr, *p_.output_, views);
+      return ops::run_plan(*plan_, p_.queue_, std::span(views.data(), n));
+    }
+
+   private:
+    NormTuningProblem& p_;
+    std::shared_ptr<const ops::Plan> plan_;
+    std::string name_;
+  };
+
+  NormTuningProblem(Device device, Queue queue, contracts::NormSignature sig)
+      : device_(std::move(device)), queue_(std::move(queue)), sig_(std::move(sig)) {}
+
+  Device device_;
+  Queue queue_;
+  contracts::NormSignature sig_;
+  std::vector<InputSet> sets_;
+  std::optional<Tensor> output_;
+};
+
+// Registered when librudnn.so (or any binary with these objects) loads.
+const bool kNormTuningRegistered = [] {
+  autotune::register_problem_factory(std::string(autotune::normalization_search_space()->family()),
+                                     &NormTuningProblem::make);
+  return true;
+}();
+
+}  // namespace
+#endif
 
 }  // namespace rudnn::normalization

@@ -62,6 +62,19 @@ class DeviceBackend {
                                                                           const std::string& entry) = 0;
   virtual Status<RuntimeError> launch(void* stream, const LoadedKernel& kernel, const LaunchGeometry& geometry,
                                       void** args) = 0;
+
+  // Timing events (autotune): an opaque handle recorded into a stream's order. elapsed_ms waits for
+  // `end` to complete and returns the time between the two records. Defaults say Unsupported, so a
+  // backend without events (a test fake) still builds.
+  virtual Result<void*, RuntimeError> create_event() { return no_events(); }
+  virtual Status<RuntimeError> record_event(void* /*event*/, void* /*stream*/) { return no_events(); }
+  virtual Result<float, RuntimeError> elapsed_ms(void* /*start*/, void* /*end*/) { return no_events(); }
+  virtual void destroy_event(void* /*event*/) {}
+
+ private:
+  RuntimeError no_events() const {
+    return RuntimeError(ErrorKind::Unsupported, "timing events", "a device backend with events", info().name);
+  }
 };
 
 }  // namespace rudnn::runtime

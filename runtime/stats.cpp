@@ -19,6 +19,7 @@ Stats stats() {
   s.disk_cache_hits = c.disk_cache_hits;
   s.disk_cache_misses = c.disk_cache_misses;
   s.disk_cache_rebuilds = c.disk_cache_rebuilds;
+  s.pack_hits = c.pack_hits;
   s.plan_cache_hits = c.plan_cache_hits;
   s.plan_cache_misses = c.plan_cache_misses;
   s.autotune_runs = c.autotune_runs;
@@ -28,9 +29,9 @@ Stats stats() {
 
 std::string stats_to_string(const Stats& s) {
   return fmt::format(
-      "jit_compiles={} disk_cache_hits={} disk_cache_misses={} disk_cache_rebuilds={} plan_cache_hits={} "
+      "jit_compiles={} disk_cache_hits={} disk_cache_misses={} disk_cache_rebuilds={} pack_hits={} plan_cache_hits={} "
       "plan_cache_misses={} autotune_runs={} kernel_launches={}",
-      s.jit_compiles, s.disk_cache_hits, s.disk_cache_misses, s.disk_cache_rebuilds, s.plan_cache_hits,
+      s.jit_compiles, s.disk_cache_hits, s.disk_cache_misses, s.disk_cache_rebuilds, s.pack_hits, s.plan_cache_hits,
       s.plan_cache_misses, s.autotune_runs, s.kernel_launches);
 }
 

@@ -1,9 +1,11 @@
-// lower_normalization: NormRequest → `func.func @main` with the one op → verify → select kernel
-// config → lower to launch → KernelLaunch (plain C++) per rudnn.launch, with its emitted source.
+// lower_normalization: NormRequest → `func.func @main` with the one op → verify → resolve strategy
+// (when a ConfigProvider is given) → select kernel config → lower to launch → KernelLaunch (plain
+// C++) per rudnn.launch, with its emitted source.
 #include <fmt/format.h>
 
 #include "Emitter/KernelSource.h"
 #include "Pipeline/Context.h"
+#include "Transforms/ResolveStrategy.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -189,6 +191,12 @@ Result<LoweredOp, RuntimeError> lower_normalization(const NormRequest& request, 
     return RuntimeError(ErrorKind::InvalidValue, opName, "a call its verifier accepts", diagnostics);
 
   PassManager pm(&ctx);
+  if (request.provider && !request.config) {
+    // The values of @main's dynamic extents (the input's leading dims) for this call.
+    std::vector<std::int64_t> dynamicValues;
+    if (!sig.input.shape.empty()) dynamicValues.assign(sig.input.shape.begin(), sig.input.shape.end() - 1);
+    pm.addPass(createResolveStrategyPass(request.provider, std::move(dynamicValues)));
+  }
   dialect::SelectKernelConfigPassOptions selectOptions;
   selectOptions.arch = target.arch;
   selectOptions.maxThreadsPerBlock = target.limits.max_threads_per_block;
@@ -207,6 +215,7 @@ Result<LoweredOp, RuntimeError> lower_normalization(const NormRequest& request, 
 
   LoweredOp lowered;
   lowered.op_name = opName;
+  lowered.call = contracts::describe_call(sig);
   WalkResult walk = main.walk([&](dialect::LaunchOp launch) {
     FailureOr<KernelLaunch> kernel = toKernelLaunch(launch, slots);
     if (failed(kernel)) return WalkResult::interrupt();

@@ -69,4 +69,14 @@ std::optional<NormalizationError> check_normalization(const NormSignature& sig) 
   return std::nullopt;
 }
 
+std::string describe_call(const NormSignature& sig) {
+  auto one = [](std::string_view name, const NormOperand& o) {
+    return std::string(name) + " " + shape_to_string(o.shape) + " " + std::string(dtype_name(o.dtype));
+  };
+  std::string s = one(sig.kind == NormKind::Softmax ? "logits" : "input", sig.input);
+  if (sig.gamma) s += ", " + one("gamma", *sig.gamma);
+  if (sig.beta) s += ", " + one("beta", *sig.beta);
+  return s;
+}
+
 }  // namespace rudnn::contracts

@@ -29,6 +29,10 @@ struct NormSignature {
   double epsilon = 1e-5;                // layer_norm, rms_norm
 };
 
+// The call in words, for errors that must name its shapes (e.g. JitDisabled):
+// "input [16, 4096] bf16, gamma [4096] f32, beta [4096] f32". A dynamic extent prints as -1.
+std::string describe_call(const NormSignature& sig);
+
 // The first violated contract line, or nothing.
 std::optional<NormalizationError> check_normalization(const NormSignature& sig);
 

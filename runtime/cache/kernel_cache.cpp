@@ -12,9 +12,8 @@
 #include <random>
 
 #include <fmt/format.h>
-#include <llvm/ADT/StringRef.h>
-#include <llvm/Support/SHA256.h>
 
+#include "cache/sha256.h"
 #include "log.h"
 #include "stats_counters.h"
 
@@ -27,19 +26,6 @@ namespace {
 constexpr char kMagic[8] = {'R', 'U', 'D', 'N', 'N', 'K', 'C', '1'};
 constexpr std::size_t kHeaderBytes = 8 + 8 + 32;  // magic, payload size, payload sha256
 
-std::array<std::uint8_t, 32> sha256(std::string_view data) {
-  llvm::SHA256 h;
-  h.update(llvm::StringRef(data.data(), data.size()));
-  return h.final();
-}
-
-std::string hex(const std::array<std::uint8_t, 32>& bytes) {
-  std::string s;
-  s.reserve(64);
-  for (auto b : bytes) s += fmt::format("{:02x}", b);
-  return s;
-}
-
 void append_field(std::string& out, std::string_view field) {
   out += fmt::format("{}:", field.size());
   out += field;
@@ -47,7 +33,7 @@ void append_field(std::string& out, std::string_view field) {
 
 }  // namespace
 
-std::string sha256_hex(std::string_view data) { return hex(sha256(data)); }
+std::string sha256_hex(std::string_view data) { return to_hex(sha256(data)); }
 
 std::string KernelCacheKey::digest() const {
   std::string all;

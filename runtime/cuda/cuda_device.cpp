@@ -132,6 +132,39 @@ class CudaDevice final : public DeviceBackend {
     return {};
   }
 
+  // Timing events for autotune (default flags: timing enabled; blocking sync is not needed since
+  // elapsed_ms synchronizes on the end event only).
+  Result<void*, RuntimeError> create_event() override {
+    if (!d().has_events)
+      return RuntimeError(ErrorKind::Unsupported, "timing events", "cuEvent* entries in libcuda.so.1", "missing");
+    bind_context();
+    CUevent e = nullptr;
+    if (CUresult r = d().cuEventCreate(&e, CU_EVENT_DEFAULT); r != CUDA_SUCCESS)
+      return driver_error(ErrorKind::DriverFailure, "cuEventCreate", r);
+    return static_cast<void*>(e);
+  }
+  Status<RuntimeError> record_event(void* event, void* s) override {
+    bind_context();
+    if (CUresult r = d().cuEventRecord(static_cast<CUevent>(event), static_cast<CUstream>(s)); r != CUDA_SUCCESS)
+      return driver_error(ErrorKind::DriverFailure, "cuEventRecord", r);
+    return {};
+  }
+  Result<float, RuntimeError> elapsed_ms(void* start, void* end) override {
+    bind_context();
+    if (CUresult r = d().cuEventSynchronize(static_cast<CUevent>(end)); r != CUDA_SUCCESS)
+      return driver_error(ErrorKind::DriverFailure, "cuEventSynchronize", r);
+    float ms = 0;
+    if (CUresult r = d().cuEventElapsedTime(&ms, static_cast<CUevent>(start), static_cast<CUevent>(end));
+        r != CUDA_SUCCESS)
+      return driver_error(ErrorKind::DriverFailure, "cuEventElapsedTime", r);
+    return ms;
+  }
+  void destroy_event(void* event) override {
+    if (!event) return;
+    bind_context();
+    d().cuEventDestroy(static_cast<CUevent>(event));
+  }
+
  private:
   const DriverApi& d() const { return *driver(); }
   void bind_context() const { d().cuCtxSetCurrent(ctx_); }

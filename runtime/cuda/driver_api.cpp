@@ -57,6 +57,19 @@ Loaded load() {
   bind(lib, a.cuFuncSetAttribute, "cuFuncSetAttribute", missing);
   bind(lib, a.cuLaunchKernel, "cuLaunchKernel", missing);
   bind(lib, a.cuGetErrorString, "cuGetErrorString", missing);
+  // Events only time autotuning: a driver without them still runs kernels (events() says why not).
+  std::string missing_events;
+  bind(lib, a.cuEventCreate, "cuEventCreate", missing_events);
+  bind(lib, a.cuEventRecord, "cuEventRecord", missing_events);
+  bind(lib, a.cuEventSynchronize, "cuEventSynchronize", missing_events);
+  bind(lib, a.cuEventDestroy, "cuEventDestroy_v2", missing_events);
+  // cuda.h maps cuEventElapsedTime to the _v2 entry (CUDA 12.8+); older drivers have only v1,
+  // whose signature is the same.
+  std::string missing_v2;
+  if (!bind(lib, a.cuEventElapsedTime, "cuEventElapsedTime_v2", missing_v2))
+    a.cuEventElapsedTime = reinterpret_cast<decltype(a.cuEventElapsedTime)>(dlsym(lib, "cuEventElapsedTime"));
+  if (!a.cuEventElapsedTime) missing_events += ", cuEventElapsedTime";
+  l.api.has_events = missing_events.empty();
   if (!missing.empty()) {
     l.reason = "libcuda.so.1 lacks " + missing;
     return l;

@@ -35,6 +35,13 @@ struct DriverApi {
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                              CUstream, void**, void**);
   CUresult (*cuGetErrorString)(CUresult, const char**);
+  // Timing events (autotune).
+  CUresult (*cuEventCreate)(CUevent*, unsigned int);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
+  CUresult (*cuEventDestroy)(CUevent);
+  bool has_events = false;  // all five event entries were found
 };
 
 // The driver, loaded and initialized once; nullptr when there is none (why() says why).

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 
@@ -128,6 +129,22 @@ class HostDevice final : public DeviceBackend {
                           s.error().message());
     return {};
   }
+
+  // Host queues run work at once, inside launch(): an event is the steady-clock time at which it
+  // was recorded, so the difference of two records is the host execution time between them.
+  Result<void*, RuntimeError> create_event() override {
+    return static_cast<void*>(new std::chrono::steady_clock::time_point());
+  }
+  Status<RuntimeError> record_event(void* event, void*) override {
+    *static_cast<std::chrono::steady_clock::time_point*>(event) = std::chrono::steady_clock::now();
+    return {};
+  }
+  Result<float, RuntimeError> elapsed_ms(void* start, void* end) override {
+    const auto& a = *static_cast<std::chrono::steady_clock::time_point*>(start);
+    const auto& b = *static_cast<std::chrono::steady_clock::time_point*>(end);
+    return std::chrono::duration<float, std::milli>(b - a).count();
+  }
+  void destroy_event(void* event) override { delete static_cast<std::chrono::steady_clock::time_point*>(event); }
 };
 
 }  // namespace

@@ -66,6 +66,7 @@ struct KernelLaunch {
 // The kernels of one op, in launch order on one queue.
 struct LoweredOp {
   std::string op_name;  // "rudnn.layer_norm"
+  std::string call;     // the call's operands with their shapes, for errors ("input [16, 4096] bf16, ...")
   std::vector<KernelLaunch> launches;
 };
 

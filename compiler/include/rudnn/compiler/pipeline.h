@@ -1,13 +1,14 @@
 #pragma once
 // The compiler's entry for the ops layer: one op call in, its lowered kernels out. Internally this
-// builds a tiny `rudnn` MLIR module (leading dims dynamic), runs the pass pipeline (verify → select
-// kernel config → lower to launch ops) and emits one CUDA C++ translation unit per launch. This
-// header has no MLIR in it.
+// builds a tiny `rudnn` MLIR module (leading dims dynamic), runs the pass pipeline (verify → resolve
+// strategy → select kernel config → lower to launch ops) and emits one CUDA C++ translation unit per
+// launch. This header has no MLIR in it.
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "contracts/normalization.h"
+#include "rudnn/compiler/config_provider.h"
 #include "rudnn/compiler/kernel_launch.h"
 #include "rudnn/device.h"
 #include "rudnn/error.h"
@@ -21,10 +22,19 @@ struct Target {
   DeviceInfo limits;
 };
 
+// The target of a GPU that need not be present (rudnn-precompile): its arch and the limits of the
+// arch's flagship part, equal to what the device reports in every field lowering reads. Known:
+// sm_80, sm_86, sm_89, sm_90, sm_90a; anything else is InvalidValue naming the known ones.
+Result<Target, RuntimeError> target_for_arch(const std::string& arch);
+std::vector<std::string> known_archs();
+
 struct NormRequest {
   contracts::NormSignature signature;  // concrete shapes; the pipeline makes leading dims dynamic
   bool aligned16 = true;               // every buffer's address is 16-byte aligned
   std::optional<KernelConfig> config;  // forced (autotune, tests); otherwise the heuristic picks
+  // Asked by rudnn-resolve-strategy when `config` is empty (the ops layer passes the autotune
+  // component's provider); null: the heuristic picks. Must outlive the call.
+  ConfigProvider* provider = nullptr;
 };
 
 Result<LoweredOp, RuntimeError> lower_normalization(const NormRequest& request, const Target& target);

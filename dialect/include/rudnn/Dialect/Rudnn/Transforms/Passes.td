@@ -21,6 +21,18 @@ def SelectKernelConfigPass : Pass<"rudnn-select-kernel-config", "mlir::ModuleOp"
   ];
 }
 
+def ResolveStrategyPass : Pass<"rudnn-resolve-strategy", "mlir::ModuleOp"> {
+  let summary = "Attach the kernel_config a ConfigProvider (autotune) chooses to every operator op that has none";
+  let description = [{
+    Runs before rudnn-select-kernel-config. For each operator op without a kernel_config it asks
+    the compiler::ConfigProvider given by the C++ factory (compiler/Transforms/ResolveStrategy.h)
+    for a config, with the op's dtypes, shapes and, when the caller knows them, the values of its
+    dynamic extents. The provider's answer is attached; no answer leaves the op to the heuristic.
+    Ops marked `rudnn.unaligned` are left to the heuristic (vector width 1). Built from the
+    registry (rudnn-opt), the pass has no provider and changes nothing.
+  }];
+}
+
 def LowerToLaunchPass : Pass<"rudnn-lower-to-launch", "mlir::ModuleOp"> {
   let summary = "Lower each configured operator op to rudnn.launch ops";
   let description = [{

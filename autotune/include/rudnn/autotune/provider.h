@@ -1,0 +1,67 @@
+#pragma once
+// The Autotune strategy as the compiler sees it: a compiler::ConfigProvider that answers from the
+// process's tuned results and the persistent cache, and tunes on a miss in `full` mode. The ops
+// layer makes one per cold call and hands it to rudnn-resolve-strategy through NormRequest.
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "rudnn/autotune.h"
+#include "rudnn/autotune/tuner.h"
+#include "rudnn/autotune/tuning_cache.h"
+#include "rudnn/compiler/config_provider.h"
+#include "rudnn/device.h"
+
+namespace rudnn::autotune {
+
+// The process-wide results: an in-memory table (everything tuned or read in this process) in
+// front of the persistent cache. Host records stay in memory (never written anywhere a GPU
+// could read); GPU records are also written to the file unless it is read-only. A file that
+// fails (corrupt, unknown schema, I/O) is reported once (log + cache_status()) and bypassed.
+class TuningStore {
+ public:
+  static TuningStore& instance();
+  std::optional<CacheRecord> find(const TuningKey& key, const DeviceFingerprint& device);
+  void remember(const CacheRecord& record);
+  std::string path();
+  void set_path(std::string path);  // "" = RUDNN_AUTOTUNE_CACHE, else the default
+  Status<RuntimeError> status();
+  void forget();  // tests: drop the in-memory results and close the file (re-read the environment)
+
+ private:
+  std::shared_ptr<TuningCache> file_for(CacheClass cls, bool for_writing);
+  void bypass(const RuntimeError& error);
+  std::mutex mutex_;
+  std::string override_path_;
+  std::map<std::string, CacheRecord> memory_;  // by key + device
+  std::shared_ptr<TuningCache> file_;
+  std::optional<CacheClass> file_class_;
+  std::optional<CacheClass> skipped_class_;  // the file is of the other class: not retried
+  std::optional<RuntimeError> failure_;
+  bool read_only_warned_ = false;
+};
+
+class AutotuneProvider final : public compiler::ConfigProvider {
+ public:
+  // Without `options`: default_policy(device), and as many parallel builds as the machine has cores.
+  AutotuneProvider(Device device, Mode mode, std::optional<TuneOptions> options = std::nullopt);
+  std::optional<compiler::ProvidedConfig> provide(const compiler::ConfigQuery& query) override;
+  // What the last provide() answered (nothing: the heuristic decided) and under which key.
+  const std::optional<compiler::ProvidedConfig>& answer() const { return answer_; }
+  const std::optional<TuningKey>& key() const { return key_; }
+
+ private:
+  Device device_;
+  Mode mode_;
+  TuneOptions options_;
+  std::optional<compiler::ProvidedConfig> answer_;
+  std::optional<TuningKey> key_;
+};
+
+Source to_source(compiler::ConfigSource source);
+// The ops layer: the plan a call ran (kept per thread for last_choice(); cheap when unchanged).
+void note_choice(const std::shared_ptr<const Choice>& choice);
+
+}  // namespace rudnn::autotune

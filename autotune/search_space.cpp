@@ -1,0 +1,148 @@
+// The search-space registry, shape anchoring and the built-in normalization space.
+#include "rudnn/autotune/search_space.h"
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "rudnn/compiler/pipeline.h"
+
+namespace rudnn::autotune {
+
+std::string TuningKey::to_string() const {
+  std::vector<std::string_view> names;
+  for (DType t : dtypes) names.push_back(dtype_name(t));
+  return fmt::format("{} {} [{}] buckets [{}]", op, fmt::join(names, ","), fmt::join(static_dims, ", "),
+                     fmt::join(buckets, ", "));
+}
+
+std::int64_t anchor(std::int64_t extent) {
+  if (extent <= 1) return 1;
+  const auto u = static_cast<std::uint64_t>(extent);
+  if (u > (std::uint64_t{1} << 62)) return std::int64_t{1} << 62;  // beyond any real extent
+  return static_cast<std::int64_t>(std::bit_ceil(u));
+}
+
+std::optional<TuningKey> SearchSpace::key(const compiler::ConfigQuery& query) const {
+  TuningKey k;
+  k.op = query.op_name;
+  k.dtypes = query.dtypes;
+  std::size_t next = 0;
+  for (const auto& shape : query.shapes)
+    for (std::int64_t d : shape) {
+      if (d >= 0) {
+        k.static_dims.push_back(d);
+        continue;
+      }
+      if (next >= query.dynamic_values.size()) return std::nullopt;
+      k.buckets.push_back(anchor(query.dynamic_values[next++]));
+    }
+  return k;
+}
+
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::vector<std::shared_ptr<const SearchSpace>> spaces;  // later entries win
+};
+
+Registry& registry() {
+  static Registry r;
+  static const bool builtins = [] {
+    r.spaces.push_back(normalization_search_space());
+    return true;
+  }();
+  (void)builtins;
+  return r;
+}
+
+std::optional<contracts::NormKind> norm_kind(std::string_view op) {
+  if (op == "rudnn.layer_norm") return contracts::NormKind::LayerNorm;
+  if (op == "rudnn.rms_norm") return contracts::NormKind::RmsNorm;
+  if (op == "rudnn.softmax_last_axis") return contracts::NormKind::Softmax;
+  return std::nullopt;
+}
+
+class NormalizationSpace final : public SearchSpace {
+ public:
+  std::string_view family() const override { return "normalization"; }
+  bool covers(std::string_view op) const override { return norm_kind(op).has_value(); }
+
+  // The kernel only sees rows (the product of the leading dims) and H: the key is the same for
+  // [B, T, H] and [B*T, H], and the rank is not part of it.
+  std::optional<TuningKey> key(const compiler::ConfigQuery& query) const override {
+    if (query.shapes.empty() || query.shapes.front().empty() || query.dtypes.size() != query.shapes.size())
+      return std::nullopt;
+    const auto& input = query.shapes.front();
+    const std::int64_t h = input.back();
+    if (h < 0) return std::nullopt;  // a dynamic H has no variants to choose between
+    std::int64_t rows = 1;
+    std::size_t next = 0;
+    for (std::size_t i = 0; i + 1 < input.size(); ++i) {
+      std::int64_t d = input[i];
+      if (d < 0) {
+        if (next >= query.dynamic_values.size()) return std::nullopt;
+        d = query.dynamic_values[next++];
+      }
+      rows *= d;
+    }
+    return TuningKey{query.op_name, query.dtypes, {h}, {anchor(rows)}};
+  }
+
+  std::vector<compiler::KernelConfig> candidates(const TuningKey& key) const override {
+    auto kind = norm_kind(key.op);
+    if (!kind || key.dtypes.empty() || key.static_dims.size() != 1) return {};
+    return compiler::normalization_variants(*kind, key.dtypes.front(), key.static_dims.front());
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const SearchSpace> normalization_search_space() {
+  static const auto space = std::make_shared<const NormalizationSpace>();
+  return space;
+}
+
+std::shared_ptr<const SearchSpace> search_space_for(std::string_view op_name) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  for (auto it = r.spaces.rbegin(); it != r.spaces.rend(); ++it)
+    if ((*it)->covers(op_name)) return *it;
+  return nullptr;
+}
+
+void register_search_space(std::shared_ptr<const SearchSpace> space) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  r.spaces.push_back(std::move(space));
+}
+
+void unregister_search_space(const SearchSpace* space) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  std::erase_if(r.spaces, [&](const auto& s) { return s.get() == space; });
+}
+
+std::optional<compiler::KernelConfig> parse_config(std::string_view text) {
+  compiler::KernelConfig config;
+  while (!text.empty()) {
+    const std::size_t comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    const std::size_t eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0) return std::nullopt;
+    std::int64_t value = 0;
+    const std::string_view number = item.substr(eq + 1);
+    auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (ec != std::errc() || ptr != number.data() + number.size() || number.empty()) return std::nullopt;
+    config.values.emplace_back(std::string(item.substr(0, eq)), value);
+  }
+  if (config.values.empty()) return std::nullopt;
+  return config;
+}
+
+}  // namespace rudnn::autotune

@@ -1,0 +1,122 @@
+// rudnn-resolve-strategy: for every operator op without a kernel_config, ask the ConfigProvider
+// (the autotune component, through the ops layer) and attach its answer. Strategy choice stays
+// separate from carrying it out: this pass only ever produces the kernel_config attribute that
+// rudnn-select-kernel-config would otherwise produce, and lowering reads it.
+#include "Transforms/ResolveStrategy.h"
+
+#include <map>
+
+#include "Emitter/KernelSource.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
+#include "rudnn/Dialect/Rudnn/IR/NormConfig.h"
+#include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
+#include "rudnn/Dialect/Rudnn/Transforms/Passes.h"
+
+namespace rudnn::dialect {
+#define GEN_PASS_DEF_RESOLVESTRATEGYPASS
+#include "rudnn/Dialect/Rudnn/Transforms/Passes.h.inc"
+}  // namespace rudnn::dialect
+
+using namespace mlir;
+
+namespace rudnn::compiler {
+
+std::string_view config_source_name(ConfigSource source) {
+  switch (source) {
+    case ConfigSource::Heuristic: return "heuristic";
+    case ConfigSource::Cache: return "cache";
+    case ConfigSource::Tuned: return "tuned";
+    case ConfigSource::Forced: return "forced";
+  }
+  return "?";
+}
+
+namespace {
+
+struct ResolveStrategy : dialect::impl::ResolveStrategyPassBase<ResolveStrategy> {
+  ResolveStrategy() = default;  // the registry's pass: no provider, a no-op
+  ResolveStrategy(ConfigProvider* provider, std::vector<std::int64_t> values)
+      : provider(provider), argumentDynamicValues(std::move(values)) {}
+
+  void runOnOperation() override {
+    if (!provider) return;
+    getOperation()->walk([&](func::FuncOp fn) { resolveIn(fn); });
+  }
+
+ private:
+  // (argument number, dim) → this call's value, for @main's dynamic argument extents.
+  std::map<std::pair<unsigned, std::size_t>, std::int64_t> bindArguments(func::FuncOp fn) const {
+    std::map<std::pair<unsigned, std::size_t>, std::int64_t> bound;
+    if (fn.getSymName() != "main") return bound;
+    std::size_t next = 0;
+    for (BlockArgument arg : fn.getArguments()) {
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (!type) continue;
+      for (std::size_t d = 0; d < static_cast<std::size_t>(type.getRank()); ++d) {
+        if (!ShapedType::isDynamic(type.getDimSize(static_cast<unsigned>(d)))) continue;
+        if (next >= argumentDynamicValues.size()) return {};  // fewer values than extents: unknown
+        bound[{arg.getArgNumber(), d}] = argumentDynamicValues[next++];
+      }
+    }
+    return bound;
+  }
+
+  void resolveIn(func::FuncOp fn) {
+    const auto bound = bindArguments(fn);
+    fn.walk([&](Operation* op) {
+      std::optional<dialect::NormOpView> norm = dialect::asNormOp(op);
+      if (!norm || norm->kernelConfig || op->hasAttr(dialect::kUnalignedAttrName)) return;
+      ConfigQuery query;
+      query.op_name = op->getName().getStringRef().str();
+      bool allKnown = true;
+      for (Value v : {norm->input, norm->gamma, norm->beta}) {
+        if (!v) continue;
+        auto type = cast<RankedTensorType>(v.getType());
+        query.dtypes.push_back(*dialect::toDType(type.getElementType()));  // the verifier accepted it
+        std::vector<std::int64_t> shape;
+        for (std::size_t d = 0; d < static_cast<std::size_t>(type.getRank()); ++d) {
+          const std::int64_t extent = type.getDimSize(static_cast<unsigned>(d));
+          if (!ShapedType::isDynamic(extent)) {
+            shape.push_back(extent);
+            continue;
+          }
+          shape.push_back(-1);
+          auto arg = dyn_cast<BlockArgument>(v);
+          auto it = arg ? bound.find({arg.getArgNumber(), d}) : bound.end();
+          if (it == bound.end()) allKnown = false;
+          else query.dynamic_values.push_back(it->second);
+        }
+        query.shapes.push_back(std::move(shape));
+      }
+      if (!allKnown) query.dynamic_values.clear();
+      std::optional<ProvidedConfig> answer = provider->provide(query);
+      if (!answer) return;
+      // A provider answers from a search space the verifier accepts; a config that is not (a
+      // stale cache entry, say) is dropped here rather than failing the whole lowering.
+      const DType dtype = query.dtypes.front();
+      const std::int64_t h = query.shapes.front().back();
+      dialect::norm_config::RowConfig row{answer->config.get(dialect::norm_config::kThreadsPerRow),
+                                          answer->config.get(dialect::norm_config::kRowsPerBlock),
+                                          answer->config.get(dialect::norm_config::kVectorWidth)};
+      if (auto why = dialect::norm_config::checkRowConfig(row, dtype, h)) {
+        op->emitWarning() << "rudnn-resolve-strategy: provided config " << answer->config.to_string()
+                          << " ignored: " << *why;
+        return;
+      }
+      op->setAttr(dialect::kKernelConfigAttrName, toDictionary(op->getContext(), answer->config));
+    });
+  }
+
+  ConfigProvider* provider = nullptr;
+  std::vector<std::int64_t> argumentDynamicValues;
+};
+
+}  // namespace
+
+std::unique_ptr<mlir::Pass> createResolveStrategyPass(ConfigProvider* provider,
+                                                      std::vector<std::int64_t> argumentDynamicValues) {
+  return std::make_unique<ResolveStrategy>(provider, std::move(argumentDynamicValues));
+}
+
+}  // namespace rudnn::compiler

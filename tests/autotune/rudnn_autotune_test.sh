@@ -1,0 +1,31 @@
+#!/bin/sh
+# rudnn-autotune on the host device: --help, a tuning, the refusal to write host timings where a
+# GPU could read them, two processes tuning into one cache at once, --merge, and rudnn-run reading
+# the cache in cached mode (the plan's log line says "cache").
+# usage: rudnn_autotune_test.sh RUDNN_AUTOTUNE RUDNN_RUN SOURCE_DIR
+set -eu
+tool=$1 run=$2 src=$3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+export RUDNN_CACHE_DIR="${RUDNN_CACHE_DIR:-$work/kernels}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$tool" --help | grep -q "example" || fail "--help shows no example"
+"$tool" "$src/softmax_h3.mlir" --device host --rows 4 -o "$work/t.sqlite" 2> "$work/refused.txt" && fail "host tuning written to a GPU-readable name"
+grep -q '.host.' "$work/refused.txt" || fail "refusal does not say why: $(cat "$work/refused.txt")"
+[ ! -e "$work/t.sqlite" ] || fail "refused output was created"
+"$tool" --rows 0 "$src/softmax_h3.mlir" -o x 2>&1 | grep -q -- '--rows: expected an integer >= 1, got "0"' || fail "bad --rows not named"
+
+# Two processes tuning into one cache at once (different buckets), then a third with both.
+"$tool" "$src/softmax_h3.mlir" --device host --rows 4 --jobs 1 --repeats 3 -o "$work/shared.host.sqlite" > "$work/a.txt" 2>&1 &
+pid=$!
+"$tool" "$src/softmax_h3.mlir" --device host --rows 100 --jobs 1 --repeats 3 -o "$work/shared.host.sqlite" > "$work/b.txt" 2>&1 || fail "second process: $(cat "$work/b.txt")"
+wait $pid || fail "first process: $(cat "$work/a.txt")"
+grep -q "rudnn.softmax_last_axis" "$work/a.txt" || fail "no summary table: $(cat "$work/a.txt")"
+"$tool" --merge "$work/shared.host.sqlite" -o "$work/merged.host.sqlite" | grep -q ": 2 records" || fail "both processes' records not in the cache"
+
+# The runtime reads it (cached mode never tunes): rows 4 → bucket 4 is in the cache.
+RUDNN_AUTOTUNE_CACHE="$work/merged.host.sqlite" RUDNN_AUTOTUNE=cached RUDNN_LOG=info \
+  "$run" "$src/softmax_h3.mlir" --device host --random-inputs --dynamic-dim 4 --quiet 2> "$work/run.txt" || fail "rudnn-run: $(cat "$work/run.txt")"
+grep -q "plan rudnn.softmax_last_axis f32 \[3\] buckets \[4\] on host: .*; cache)" "$work/run.txt" || fail "cached variant not used: $(cat "$work/run.txt")"
+echo PASS

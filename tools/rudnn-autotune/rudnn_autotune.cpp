@@ -1,0 +1,302 @@
+// rudnn-autotune: tunes every rudnn op of each file's @main for each anchored row count on one
+// device and writes the winners to an autotune cache (DESIGN §6); --merge combines caches.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/SourceMgr.h>
+#include <mlir/Dialect/Func/IR/FuncOps.h>
+#include <mlir/IR/BuiltinOps.h>
+#include <mlir/IR/Diagnostics.h>
+#include <mlir/IR/MLIRContext.h>
+#include <mlir/Parser/Parser.h>
+
+#include "common/progress.h"
+#include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
+#include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
+#include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
+#include "rudnn/autotune/tuner.h"
+#include "rudnn/autotune/tuning_cache.h"
+#include "rudnn/device.h"
+
+namespace {
+
+using namespace rudnn;
+
+constexpr const char* kUsage = R"(usage: rudnn-autotune FILE.mlir... --device cuda:N|host --rows R1,R2,... -o CACHE
+       rudnn-autotune --merge A.sqlite B.sqlite... -o OUT.sqlite
+
+Tunes every rudnn op of each file's func.func @main on one device, for each row count (anchored
+to its power-of-two bucket: 300 rows are tuned as 512), and writes the winners to an autotune
+cache (SQLite). Ship the cache with an application and point RUDNN_AUTOTUNE_CACHE at it.
+
+options:
+  --device cuda:N|host   the device to tune on (default: cuda:0)
+  --rows R1,R2,...       row counts (product of the leading dims) to tune (default 1,16,512,4096)
+  --jobs N               candidates lowered, NVRTC-checked and built at once (default: cores)
+  --repeats N            timed samples per candidate (default: 30 on a GPU, 5 on the host)
+  -o PATH                the cache to write (created, or merged into: the faster record of a key
+                         is kept). Host tunings (--device host) only go to a host cache, whose name
+                         must contain ".host." (e.g. tune.host.sqlite); a GPU never reads one.
+  --merge A B...         merge caches of one kind into -o (conflicts keep the faster record)
+  --quiet                no progress bar and no table
+
+example (on the deployment GPU):
+  rudnn-autotune examples/normalization.mlir --device cuda:0 --rows 1,16,512,4096 --jobs 8 \
+      -o build/autotune.sqlite
+  RUDNN_AUTOTUNE_CACHE=build/autotune.sqlite RUDNN_AUTOTUNE=cached ./my_inference_server
+)";
+
+struct Options {
+  std::vector<std::string> files;
+  std::string device = "cuda:0";
+  std::vector<std::int64_t> rows = {1, 16, 512, 4096};
+  int jobs = 0;
+  int repeats = 0;
+  std::string output;
+  bool merge = false;
+  bool quiet = false;
+};
+
+int fail(const std::string& text) {
+  std::fprintf(stderr, "rudnn-autotune: error: %s\n", text.c_str());
+  return 1;
+}
+
+std::optional<std::string> parse_int(const std::string& flag, const std::string& text, std::int64_t min,
+                                     std::int64_t& out) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end || errno || v < min)
+    return fmt::format("{}: expected an integer >= {}, got \"{}\"", flag, min, text);
+  out = v;
+  return std::nullopt;
+}
+
+std::optional<std::string> parse_args(int argc, char** argv, Options& o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::optional<std::string> {
+      if (i + 1 >= argc) return std::nullopt;
+      return std::string(argv[++i]);
+    };
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (a == "--device") {
+      auto v = value();
+      if (!v) return "--device: expected cuda:N or host, got nothing";
+      o.device = *v;
+    } else if (a == "--rows") {
+      auto v = value();
+      if (!v) return "--rows: expected a comma-separated list of row counts, got nothing";
+      o.rows.clear();
+      std::size_t start = 0;
+      while (start <= v->size()) {
+        const std::size_t comma = v->find(',', start);
+        std::int64_t r = 0;
+        if (auto e = parse_int("--rows", v->substr(start, comma - start), 1, r)) return e;
+        o.rows.push_back(r);
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+    } else if (a == "--jobs" || a == "--repeats") {
+      auto v = value();
+      std::int64_t n = 0;
+      if (!v) return a + ": expected an integer >= 1, got nothing";
+      if (auto e = parse_int(a, *v, 1, n)) return e;
+      (a == "--jobs" ? o.jobs : o.repeats) = static_cast<int>(n);
+    } else if (a == "-o" || a == "--output") {
+      auto v = value();
+      if (!v) return "-o: expected the output cache path, got nothing";
+      o.output = *v;
+    } else if (a == "--merge") {
+      o.merge = true;
+    } else if (a == "--quiet") {
+      o.quiet = true;
+    } else if (!a.empty() && a[0] == '-') {
+      return fmt::format("unknown option \"{}\" (see --help)", a);
+    } else {
+      o.files.push_back(a);
+    }
+  }
+  if (o.files.empty()) return o.merge ? "--merge: expected input caches, got none" : "expected FILE.mlir..., got none";
+  if (o.output.empty()) return "-o: expected the output cache path, got none";
+  return std::nullopt;
+}
+
+// One op of a file, as a query whose leading dims are all dynamic (the runtime lowers them so).
+struct OpToTune {
+  std::string where;  // "file.mlir: rudnn.rms_norm #2"
+  compiler::ConfigQuery query;
+};
+
+Result<std::vector<OpToTune>, RuntimeError> read_ops(const std::string& path, mlir::MLIRContext& context) {
+  auto buffer = llvm::MemoryBuffer::getFile(path);
+  if (!buffer) return RuntimeError(ErrorKind::IoFailure, path, "a readable .mlir file", buffer.getError().message());
+  std::string diagnostics;
+  llvm::raw_string_ostream os(diagnostics);
+  llvm::SourceMgr sm;
+  sm.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
+  mlir::SourceMgrDiagnosticHandler handler(sm, &context, os);
+  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceFile<mlir::ModuleOp>(sm, mlir::ParserConfig(&context));
+  if (!module) return RuntimeError(ErrorKind::InvalidValue, path, "a valid module of rudnn ops", "errors", os.str());
+  auto main = module->lookupSymbol<mlir::func::FuncOp>("main");
+  if (!main || main.isExternal())
+    return RuntimeError(ErrorKind::InvalidValue, path, "a func.func @main with a body", "none");
+  std::vector<OpToTune> ops;
+  int index = 0;
+  for (mlir::Operation& op : main.getBody().front()) {
+    std::optional<dialect::NormOpView> norm = dialect::asNormOp(&op);
+    if (!norm) continue;
+    OpToTune t;
+    t.where = fmt::format("{}: {} #{}", path, op.getName().getStringRef().str(), ++index);
+    t.query.op_name = op.getName().getStringRef().str();
+    bool first = true;
+    for (mlir::Value v : {norm->input, norm->gamma, norm->beta}) {
+      if (!v) continue;
+      auto type = mlir::cast<mlir::RankedTensorType>(v.getType());
+      t.query.dtypes.push_back(*dialect::toDType(type.getElementType()));
+      std::vector<std::int64_t> shape(type.getShape().begin(), type.getShape().end());
+      for (std::size_t d = 0; d < shape.size(); ++d) {
+        const bool leading = first && d + 1 < shape.size();
+        if (leading || mlir::ShapedType::isDynamic(shape[d])) shape[d] = -1;
+      }
+      t.query.shapes.push_back(shape);
+      first = false;
+    }
+    ops.push_back(std::move(t));
+  }
+  return ops;
+}
+
+// The dynamic values that make `rows` rows: 1 for every leading dim but the last.
+std::vector<std::int64_t> rows_as_dynamic_values(const compiler::ConfigQuery& q, std::int64_t rows) {
+  std::size_t dynamic = 0;
+  for (const auto& s : q.shapes)
+    for (auto d : s) dynamic += d < 0;
+  std::vector<std::int64_t> values(dynamic, 1);
+  if (!values.empty()) values[q.shapes.front().size() >= 2 ? q.shapes.front().size() - 2 : 0] = rows;
+  return values;
+}
+
+bool is_host_cache_name(const std::string& path) {
+  return std::filesystem::path(path).filename().string().find(".host.") != std::string::npos;
+}
+
+int merge(const Options& o) {
+  auto merged = autotune::merge_caches(o.files, o.output);
+  if (!merged.ok()) return fail(merged.error().message());
+  std::printf("merged %zu caches into %s: %zu records\n", o.files.size(), o.output.c_str(), merged.value());
+  return 0;
+}
+
+int tune_all(const Options& o) {
+  auto device = Device::parse(o.device);
+  if (!device.ok()) return fail(device.error().message());
+  const bool host = device->kind() == DeviceKind::Host;
+  const autotune::CacheClass cls = host ? autotune::CacheClass::Host : autotune::CacheClass::Gpu;
+  // Host timings only go where a GPU never reads: a host-class file with a name saying so.
+  if (host && !is_host_cache_name(o.output))
+    return fail(fmt::format("-o: expected a host cache name containing \".host.\" for --device host, got \"{}\" "
+                            "(host timings are never written to a cache a GPU would read)",
+                            o.output));
+  if (std::filesystem::exists(o.output)) {
+    auto existing = autotune::probe_cache_class(o.output);
+    if (!existing.ok()) return fail(existing.error().message());
+    if (existing.value() != cls)
+      return fail(fmt::format("-o: expected a {} cache for --device {}, got an existing {} cache {}",
+                              autotune::cache_class_name(cls), o.device, autotune::cache_class_name(existing.value()),
+                              o.output));
+  }
+  auto cache = autotune::TuningCache::open(o.output, {.read_only = false, .create = true, .expected = cls});
+  if (!cache.ok()) return fail(cache.error().message());
+
+  mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::func::FuncDialect, dialect::RudnnDialect>();
+  context.appendDialectRegistry(registry);
+  context.loadAllAvailableDialects();
+
+  // Every (op, bucket) once, in file order.
+  std::vector<std::pair<std::string, autotune::TuningKey>> work;
+  for (const std::string& file : o.files) {
+    auto ops = read_ops(file, context);
+    if (!ops.ok()) return fail(ops.error().message());
+    for (OpToTune& op : ops.value()) {
+      auto space = autotune::search_space_for(op.query.op_name);
+      if (!space) {
+        std::fprintf(stderr, "rudnn-autotune: %s has no search space; skipped\n", op.where.c_str());
+        continue;
+      }
+      for (std::int64_t rows : o.rows) {
+        op.query.dynamic_values = rows_as_dynamic_values(op.query, rows);
+        auto key = space->key(op.query);
+        if (!key) return fail(fmt::format("{}: no autotune key (dynamic last dim?)", op.where));
+        if (std::none_of(work.begin(), work.end(), [&](const auto& w) { return w.second == *key; }))
+          work.emplace_back(op.where, *key);
+      }
+    }
+  }
+  if (work.empty()) return fail("no rudnn op with a search space in the given files");
+
+  std::size_t units = 0;
+  for (const auto& w : work) units += autotune::progress_units(w.second);
+  std::optional<rudnn::tools::Progress> progress;
+  if (!o.quiet) progress.emplace(units, fmt::format("tuning {} keys on {}", work.size(), device->to_string()));
+  autotune::TuneOptions options;
+  options.policy = autotune::default_policy(device.value());
+  if (o.repeats) options.policy.repeats = o.repeats;
+  options.jobs = o.jobs ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (progress) options.on_progress = [&](const std::string& item) { progress->advance(1, item); };
+
+  std::vector<autotune::TuneReport> reports;
+  int failures = 0;
+  for (const auto& [where, key] : work) {
+    auto report = autotune::tune(device.value(), key, options);
+    if (!report.ok()) {
+      std::fprintf(stderr, "\nrudnn-autotune: %s (%s): %s\n", where.c_str(), key.to_string().c_str(),
+                   report.error().message().c_str());
+      failures++;
+      continue;
+    }
+    if (auto s = cache.value()->store(report->record()); !s.ok()) return fail(s.error().message());
+    reports.push_back(std::move(report.value()));
+  }
+  if (progress) progress->finish();
+  if (auto s = cache.value()->compact_for_shipping(); !s.ok())
+    std::fprintf(stderr, "rudnn-autotune: note: %s\n", s.error().message().c_str());
+
+  if (!o.quiet) {
+    std::printf("%-24s %-14s %-8s %-8s %-54s %12s %9s\n", "op", "dtypes", "H", "rows<=", "winner", "time (us)",
+                "runner-up");
+    for (const auto& r : reports) {
+      std::vector<std::string_view> names;
+      for (DType t : r.key.dtypes) names.push_back(dtype_name(t));
+      std::printf("%-24s %-14s %-8s %-8s %-54s %12.3f %8.3fx\n", r.key.op.c_str(),
+                  fmt::format("{}", fmt::join(names, ",")).c_str(),
+                  fmt::format("{}", fmt::join(r.key.static_dims, ",")).c_str(),
+                  fmt::format("{}", fmt::join(r.key.buckets, ",")).c_str(), r.winner.to_string().c_str(),
+                  r.time_ms * 1000.0, r.runner_up_ratio);
+    }
+    std::printf("%zu keys tuned, %d failed; %s cache %s\n", reports.size(), failures,
+                std::string(autotune::cache_class_name(cls)).c_str(), o.output.c_str());
+  }
+  return failures ? 2 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (auto e = parse_args(argc, argv, o)) return fail(*e);
+  return o.merge ? merge(o) : tune_all(o);
+}
