@@ -6,7 +6,12 @@
 #include <map>
 #include <random>
 
+#include <chrono>
+#include <thread>
+
+#include "device_backend.h"
 #include "rudnn/autotune/timing.h"
+#include "rudnn/device.h"
 
 namespace rudnn::autotune {
 namespace {
@@ -229,6 +234,24 @@ TEST(TimeCandidates, FailedCandidatesDropOutAndAllFailedIsAnError) {
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.error().kind(), ErrorKind::LaunchFailure);
   EXPECT_FALSE(time_candidates({}, timer, p).ok());
+}
+
+TEST(EventTimer, HostEventsMeasureTheWorkBetweenThem) {
+  // The host device runs work inside the enqueue, so its events bracket the work itself.
+  auto timer = EventTimer::create(Device::host().backend(), nullptr);
+  ASSERT_TRUE(timer.ok()) << timer.error().message();
+  auto ms = timer.value()->time_ms([]() -> Status<RuntimeError> {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    return {};
+  });
+  ASSERT_TRUE(ms.ok()) << ms.error().message();
+  EXPECT_GE(ms.value(), 3.0);
+  EXPECT_LT(ms.value(), 1000.0);
+  auto failing = timer.value()->time_ms([]() -> Status<RuntimeError> {
+    return RuntimeError(ErrorKind::LaunchFailure, "k", "a launch", "a failure");
+  });
+  ASSERT_FALSE(failing.ok());
+  EXPECT_EQ(failing.error().kind(), ErrorKind::LaunchFailure);
 }
 
 }  // namespace
