@@ -131,8 +131,11 @@ void run_case(const Case& c, const char* type) {
   std::mt19937_64 rng(c.seed);
   std::normal_distribution<double> normal(0.0, 1.0);
   const i64 n = c.rows * c.h;
-  // layer_norm gets an offset so that a naive E[x^2] - E[x]^2 would lose digits.
-  const double offset = c.op == Op::LayerNorm ? 4.0 : 0.0;
+  // layer_norm gets an offset so that a naive E[x^2] - E[x]^2 would lose digits. Not for short
+  // rows: a few samples can sit very close together, and then the FP32 rounding of the mean
+  // (~ulp(offset)) alone, which SPEC's FP32 statistics allow, exceeds the F32 bound relative to
+  // their tiny spread (a rare but real flake seen with h = 3).
+  const double offset = c.op == Op::LayerNorm && c.h >= 32 ? 4.0 : 0.0;
   const double scale = c.op == Op::Softmax ? 3.0 : 1.0;
   std::vector<T> x(static_cast<std::size_t>(n));
   std::vector<double> xd(x.size());
