@@ -10,10 +10,11 @@
 #include <mlir/IR/Diagnostics.h>
 #include <mlir/IR/MLIRContext.h>
 #include <mlir/Parser/Parser.h>
-#include <llvm/Support/SourceMgr.h>
+#include <llvm/Support/MemoryBuffer.h>
 
 #include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
+#include "rudnn/compiler/main_function.h"
 #include "rudnn/normalization.h"
 
 namespace rudnn::graph {
@@ -71,18 +72,10 @@ const std::vector<Value>& Graph::outputs() const { return impl_->outputs; }
 
 Result<Graph, RuntimeError> Graph::parse(const std::string& text, const std::string& source_name) {
   auto impl = std::make_unique<Impl>();
-  std::string diagnostics;
-  llvm::raw_string_ostream os(diagnostics);
-  llvm::SourceMgr sm;
-  sm.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBufferCopy(text, source_name), llvm::SMLoc());
-  mlir::SourceMgrDiagnosticHandler handler(sm, &impl->context, os);
-  impl->module = mlir::parseSourceFile<mlir::ModuleOp>(sm, mlir::ParserConfig(&impl->context));
-  if (!impl->module)
-    return RuntimeError(ErrorKind::InvalidValue, source_name, "a valid module of rudnn ops", "errors",
-                        os.str());
-  impl->main = impl->module->lookupSymbol<mlir::func::FuncOp>("main");
-  if (!impl->main || impl->main.isExternal())
-    return RuntimeError(ErrorKind::InvalidValue, source_name, "a func.func @main with a body", "none");
+  auto loaded = compiler::parse_main_function(text, source_name, impl->context);
+  if (!loaded.ok()) return loaded.error();
+  impl->module = std::move(loaded->module);
+  impl->main = loaded->main;
   auto fn_type = impl->main.getFunctionType();
   for (unsigned i = 0; i < fn_type.getNumInputs(); ++i) {
     std::string name = fmt::format("arg{}", i);
@@ -109,7 +102,7 @@ Result<Graph, RuntimeError> Graph::parse(const std::string& text, const std::str
 
 Result<Graph, RuntimeError> Graph::parse_file(const std::string& path) {
   auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer) return RuntimeError(ErrorKind::IoFailure, path, "a readable file", buffer.getError().message());
+  if (!buffer) return RuntimeError(ErrorKind::IoFailure, path, "a readable .mlir file", buffer.getError().message());
   return parse((*buffer)->getBuffer().str(), path);
 }
 

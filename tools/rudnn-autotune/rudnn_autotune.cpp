@@ -11,12 +11,9 @@
 
 #include <fmt/format.h>
 #include <llvm/Support/MemoryBuffer.h>
-#include <llvm/Support/SourceMgr.h>
 #include <mlir/Dialect/Func/IR/FuncOps.h>
 #include <mlir/IR/BuiltinOps.h>
-#include <mlir/IR/Diagnostics.h>
 #include <mlir/IR/MLIRContext.h>
-#include <mlir/Parser/Parser.h>
 
 #include "common/progress.h"
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
@@ -24,6 +21,7 @@
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
 #include "rudnn/autotune/tuner.h"
 #include "rudnn/autotune/tuning_cache.h"
+#include "rudnn/compiler/main_function.h"
 #include "rudnn/device.h"
 
 namespace {
@@ -140,18 +138,9 @@ struct OpToTune {
 };
 
 Result<std::vector<OpToTune>, RuntimeError> read_ops(const std::string& path, mlir::MLIRContext& context) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer) return RuntimeError(ErrorKind::IoFailure, path, "a readable .mlir file", buffer.getError().message());
-  std::string diagnostics;
-  llvm::raw_string_ostream os(diagnostics);
-  llvm::SourceMgr sm;
-  sm.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
-  mlir::SourceMgrDiagnosticHandler handler(sm, &context, os);
-  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceFile<mlir::ModuleOp>(sm, mlir::ParserConfig(&context));
-  if (!module) return RuntimeError(ErrorKind::InvalidValue, path, "a valid module of rudnn ops", "errors", os.str());
-  auto main = module->lookupSymbol<mlir::func::FuncOp>("main");
-  if (!main || main.isExternal())
-    return RuntimeError(ErrorKind::InvalidValue, path, "a func.func @main with a body", "none");
+  auto loaded = compiler::read_main_function(path, context);
+  if (!loaded.ok()) return loaded.error();
+  mlir::func::FuncOp main = loaded->main;
   std::vector<OpToTune> ops;
   int index = 0;
   for (mlir::Operation& op : main.getBody().front()) {

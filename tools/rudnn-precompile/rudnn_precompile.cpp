@@ -20,12 +20,9 @@
 
 #include <fmt/format.h>
 #include <llvm/Support/MemoryBuffer.h>
-#include <llvm/Support/SourceMgr.h>
 #include <mlir/Dialect/Func/IR/FuncOps.h>
 #include <mlir/IR/BuiltinOps.h>
-#include <mlir/IR/Diagnostics.h>
 #include <mlir/IR/MLIRContext.h>
-#include <mlir/Parser/Parser.h>
 
 #include "cache/kernel_pack.h"
 #include "common/progress.h"
@@ -35,6 +32,7 @@
 #include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
 #include "rudnn/compiler/pipeline.h"
+#include "rudnn/compiler/main_function.h"
 #include "rudnn/device.h"
 #include "device_backend.h"
 
@@ -187,18 +185,9 @@ Result<contracts::NormOperand, RuntimeError> operand_of(mlir::Value v, const std
 }
 
 Result<std::vector<OpCall>, RuntimeError> read_ops(const std::string& path, mlir::MLIRContext& context) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer) return RuntimeError(ErrorKind::IoFailure, path, "a readable .mlir file", buffer.getError().message());
-  std::string diagnostics;
-  llvm::raw_string_ostream os(diagnostics);
-  llvm::SourceMgr sm;
-  sm.AddNewSourceBuffer(std::move(*buffer), llvm::SMLoc());
-  mlir::SourceMgrDiagnosticHandler handler(sm, &context, os);
-  mlir::OwningOpRef<mlir::ModuleOp> module = mlir::parseSourceFile<mlir::ModuleOp>(sm, mlir::ParserConfig(&context));
-  if (!module) return RuntimeError(ErrorKind::InvalidValue, path, "a valid module of rudnn ops", "errors", os.str());
-  auto main = module->lookupSymbol<mlir::func::FuncOp>("main");
-  if (!main || main.isExternal())
-    return RuntimeError(ErrorKind::InvalidValue, path, "a func.func @main with a body", "none");
+  auto loaded = compiler::read_main_function(path, context);
+  if (!loaded.ok()) return loaded.error();
+  mlir::func::FuncOp main = loaded->main;
   std::vector<OpCall> calls;
   for (mlir::Operation& op : main.getBody().front()) {
     if (llvm::isa<mlir::func::ReturnOp>(op)) continue;
