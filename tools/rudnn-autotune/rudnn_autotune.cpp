@@ -37,7 +37,8 @@ cache (SQLite). Ship the cache with an application and point RUDNN_AUTOTUNE_CACH
 
 options:
   --device cuda:N|host   the device to tune on (default: cuda:0)
-  --rows R1,R2,...       row counts (product of the leading dims) to tune (default 1,16,512,4096)
+  --rows R1,R2,...       row counts (product of the leading dims) to tune (default 1,16,512,4096);
+                         --shapes is the same option (the dynamic dims of today's ops are rows)
   --jobs N               candidates lowered, NVRTC-checked and built at once (default: cores)
   --repeats N            timed samples per candidate (default: 30 on a GPU, 5 on the host)
   -o PATH                the cache to write (created, or merged into: the faster record of a key
@@ -93,7 +94,7 @@ std::optional<std::string> parse_args(int argc, char** argv, Options& o) {
       auto v = value();
       if (!v) return "--device: expected cuda:N or host, got nothing";
       o.device = *v;
-    } else if (a == "--rows") {
+    } else if (a == "--rows" || a == "--shapes") {  // --shapes: the name for the same list
       auto v = value();
       if (!v) return "--rows: expected a comma-separated list of row counts, got nothing";
       o.rows.clear();
