@@ -15,6 +15,7 @@
 #include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
 #include "rudnn/compiler/main_function.h"
+#include "rudnn/moe.h"
 #include "rudnn/normalization.h"
 
 namespace rudnn::graph {
@@ -92,7 +93,8 @@ Result<Graph, RuntimeError> Graph::parse(const std::string& text, const std::str
     impl->outputs.push_back(v.value());
   }
   for (mlir::Operation& op : impl->main.getBody().front()) {
-    if (llvm::isa<mlir::func::ReturnOp, dialect::LayerNormOp, dialect::RmsNormOp, dialect::SoftmaxLastAxisOp>(op))
+    if (llvm::isa<mlir::func::ReturnOp, dialect::LayerNormOp, dialect::RmsNormOp, dialect::SoftmaxLastAxisOp,
+                  dialect::RouteOp, dialect::RouteSigmoidGroupedOp>(op))
       continue;
     return RuntimeError(ErrorKind::Unsupported, op.getName().getStringRef().str(),
                         "rudnn ops that rudnn-run can execute", "an op it cannot");
@@ -133,6 +135,13 @@ Result<std::vector<Tensor>, RuntimeError> Graph::run(const std::vector<Tensor>& 
     env[v] = storage.emplace_back(std::make_unique<Tensor>(std::move(r.value()))).get();
     return std::nullopt;
   };
+  // Routing ops: results (indices, weights).
+  auto bind_routing = [&](mlir::Operation* op, Result<moe::RoutingPlan, MoeError> r) -> std::optional<RuntimeError> {
+    if (!r.ok()) return wrap(r.error(), op);
+    env[op->getResult(0)] = storage.emplace_back(std::make_unique<Tensor>(r->expert_indices())).get();
+    env[op->getResult(1)] = storage.emplace_back(std::make_unique<Tensor>(r->weights())).get();
+    return std::nullopt;
+  };
   std::vector<Tensor> results;
   for (mlir::Operation& op : block) {
     std::optional<RuntimeError> err;
@@ -146,6 +155,20 @@ Result<std::vector<Tensor>, RuntimeError> Graph::run(const std::vector<Tensor>& 
                                                          rn.getEpsilon().convertToFloat()), &op);
     } else if (auto sm = llvm::dyn_cast<dialect::SoftmaxLastAxisOp>(op)) {
       err = bind(sm.getOutput(), normalization::softmax_last_axis(*env[sm.getInput()]), &op);
+    } else if (auto ro = llvm::dyn_cast<dialect::RouteOp>(op)) {
+      err = bind_routing(&op, moe::route(*env[ro.getLogits()],
+                                         {static_cast<std::int64_t>(ro.getTopK()), ro.getRenormalize()}));
+    } else if (auto rg = llvm::dyn_cast<dialect::RouteSigmoidGroupedOp>(op)) {
+      std::optional<Tensor> bias;
+      if (rg.getBias()) bias = *env[rg.getBias()];
+      moe::GroupRoutingOptions o;
+      o.top_k = static_cast<std::int64_t>(rg.getTopK());
+      o.groups = static_cast<std::int64_t>(rg.getGroups());
+      o.selected_groups = static_cast<std::int64_t>(rg.getSelectedGroups());
+      o.group_top_two = rg.getGroupTopTwo();
+      o.renormalize = rg.getRenormalize();
+      o.scale = rg.getScale().convertToFloat();
+      err = bind_routing(&op, moe::route_sigmoid_grouped(*env[rg.getLogits()], bias, o));
     } else if (auto ret = llvm::dyn_cast<mlir::func::ReturnOp>(op)) {
       for (mlir::Value v : ret.getOperands()) results.push_back(*env[v]);
     }

@@ -5,6 +5,7 @@
 
 #include "Emitter/KernelSource.h"
 #include "Pipeline/Context.h"
+#include "Pipeline/LaunchExtraction.h"
 #include "Transforms/ResolveStrategy.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -22,9 +23,7 @@ using namespace mlir;
 
 namespace rudnn::compiler {
 
-namespace {
-
-using LowerResult = Result<LoweredOp, RuntimeError>;
+namespace pipeline_detail {
 
 // The request's operands as @main's arguments. Leading dims become dynamic so that one lowering
 // serves every batch/token count; the last dim (H) stays static, the kernel config depends on it.
@@ -40,24 +39,19 @@ RankedTensorType tensorType(MLIRContext* ctx, const contracts::NormOperand& oper
 
 // Maps the launch's numbering (its operands, then its results) onto the request's slots (the
 // op's operands in order, an absent optional one keeping its slot, then the op's results).
-struct SlotMap {
-  std::vector<int> argSlot;   // @main argument → slot
-  int numOperandSlots = 0;
-  mutable func::ReturnOp ret;  // mutable: op handles are not const-correct
-
-  FailureOr<int> slotOf(dialect::LaunchOp launch, std::int64_t index) const {
-    if (index < launch->getNumOperands()) {
-      auto arg = dyn_cast<BlockArgument>(launch->getOperand(index));
-      if (!arg) return failure();  // an intermediate tensor: no multi-kernel lowering exists yet
-      return argSlot[arg.getArgNumber()];
-    }
-    Value result = launch->getResult(index - launch->getNumOperands());
-    for (OpOperand& use : result.getUses())
-      if (use.getOwner() == ret.getOperation()) return numOperandSlots + static_cast<int>(use.getOperandNumber());
-    return failure();
+FailureOr<int> SlotMap::slotOf(dialect::LaunchOp launch, std::int64_t index) const {
+  if (index < launch->getNumOperands()) {
+    auto arg = dyn_cast<BlockArgument>(launch->getOperand(index));
+    if (!arg) return failure();  // an intermediate tensor: no multi-kernel lowering exists yet
+    return argSlot[arg.getArgNumber()];
   }
-};
+  Value result = launch->getResult(index - launch->getNumOperands());
+  for (OpOperand& use : result.getUses())
+    if (use.getOwner() == ret.getOperation()) return numOperandSlots + static_cast<int>(use.getOperandNumber());
+  return failure();
+}
 
+namespace {
 FailureOr<SizeExpr> toSizeExpr(dialect::LaunchOp launch, dialect::SizeExprAttr attr, const SlotMap& slots) {
   SizeExpr expr;
   expr.divisor = attr.getDivisor();
@@ -77,6 +71,8 @@ FailureOr<SizeExpr> toSizeExpr(dialect::LaunchOp launch, dialect::SizeExprAttr a
   }
   return expr;
 }
+
+}  // namespace
 
 FailureOr<KernelLaunch> toKernelLaunch(dialect::LaunchOp launch, const SlotMap& slots) {
   KernelLaunch out;
@@ -120,6 +116,8 @@ FailureOr<KernelLaunch> toKernelLaunch(dialect::LaunchOp launch, const SlotMap& 
   }
   return out;
 }
+
+namespace {
 
 // Builds @main with the one op; returns the op.
 Operation* buildNormModule(ModuleOp module, const NormRequest& request) {
@@ -167,6 +165,9 @@ Operation* buildNormModule(ModuleOp module, const NormRequest& request) {
 }
 
 }  // namespace
+}  // namespace pipeline_detail
+
+using namespace pipeline_detail;
 
 Result<LoweredOp, RuntimeError> lower_normalization(const NormRequest& request, const Target& target) {
   MLIRContext& ctx = threadContext();

@@ -12,4 +12,8 @@ namespace rudnn::compiler {
 dialect::norm_config::RowConfig heuristicRowConfig(DType dtype, std::int64_t h, bool unaligned,
                                                    std::int64_t maxThreadsPerBlock);
 
+// Routing (rudnn.route, rudnn.route_sigmoid_grouped; one warp per token row): rows_per_block = 4,
+// or 2 for grouped routing over more than 512 experts (shared memory per row grows with experts).
+std::int64_t heuristicRouteRowsPerBlock(bool grouped, std::int64_t experts);
+
 }  // namespace rudnn::compiler

@@ -1,4 +1,5 @@
 // rudnn-lower-to-launch: every operator op → its rudnn.launch ops (one Conversion/ per family).
+#include "Conversion/MoEToLaunch/MoEToLaunch.h"
 #include "Conversion/NormToLaunch/NormToLaunch.h"
 #include "mlir/IR/PatternMatch.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
@@ -17,12 +18,16 @@ namespace {
 struct LowerToLaunch : dialect::impl::LowerToLaunchPassBase<LowerToLaunch> {
   void runOnOperation() override {
     SmallVector<dialect::NormOpView> norms;
+    SmallVector<dialect::RouteOpView> routes;
     getOperation()->walk([&](Operation* op) {
       if (auto norm = dialect::asNormOp(op)) norms.push_back(*norm);
+      if (auto route = dialect::asRouteOp(op)) routes.push_back(*route);
     });
     IRRewriter rewriter(&getContext());
     for (const dialect::NormOpView& norm : norms)
       if (failed(lowerNormOpToLaunch(rewriter, norm))) return signalPassFailure();
+    for (const dialect::RouteOpView& route : routes)
+      if (failed(lowerRouteOpToLaunch(rewriter, route))) return signalPassFailure();
   }
 };
 

@@ -46,6 +46,13 @@ dialect::norm_config::RowConfig heuristicRowConfig(DType dtype, std::int64_t h, 
   return c;
 }
 
+std::int64_t heuristicRouteRowsPerBlock(bool grouped, std::int64_t experts) {
+  // One warp per token row. Four rows per block fill a block without much shared memory; the
+  // grouped kernel keeps experts floats per row in shared memory, so very wide rows take two.
+  if (grouped && !ShapedType::isDynamic(experts) && experts > 512) return 2;
+  return 4;
+}
+
 namespace {
 
 struct SelectKernelConfig : dialect::impl::SelectKernelConfigPassBase<SelectKernelConfig> {
@@ -53,6 +60,15 @@ struct SelectKernelConfig : dialect::impl::SelectKernelConfigPassBase<SelectKern
 
   void runOnOperation() override {
     getOperation()->walk([&](Operation* op) {
+      if (std::optional<dialect::RouteOpView> route = dialect::asRouteOp(op)) {
+        if (route->kernelConfig) return;
+        Builder b(op->getContext());
+        op->setAttr(dialect::kKernelConfigAttrName,
+                    b.getDictionaryAttr({b.getNamedAttr(dialect::route_config::kRowsPerBlock,
+                                                        b.getI64IntegerAttr(heuristicRouteRowsPerBlock(
+                                                            route->grouped, route->logitsType().getDimSize(1))))}));
+        return;
+      }
       std::optional<dialect::NormOpView> norm = dialect::asNormOp(op);
       if (!norm || norm->kernelConfig) return;
       RankedTensorType type = norm->inputType();

@@ -67,6 +67,8 @@ struct FamilyError : Error {
 };
 struct NormalizationErrorTag {};
 using NormalizationError = FamilyError<NormalizationErrorTag>;
+struct MoeErrorTag {};
+using MoeError = FamilyError<MoeErrorTag>;
 
 template <class T, class E>
 class [[nodiscard]] Result {

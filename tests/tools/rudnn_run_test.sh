@@ -23,6 +23,13 @@ check "the output header names f4 and the shape" "head -c 128 $WORK/probs.npy | 
 "$RUN" "$EXAMPLES/normalization.mlir" --random-inputs=8 --input x="$WORK/normed.npy" --quiet > /dev/null 2>&1; rc=$?
 check ".npy output is accepted as an input" "[ $rc -eq 0 ]"
 
+# MoE routing: two results per op (indices ui32, weights); grouped weights sum to the scale per row.
+"$RUN" "$EXAMPLES/moe_routing.mlir" --random-inputs=3 --dynamic-dim 6 --output grouped_weights="$WORK/gw.npy" \
+  > "$WORK/moe.txt" 2>&1; rc=$?
+check "the MoE routing example runs" "[ $rc -eq 0 ]"
+check "routing indices are ui32 [6, 8]" "grep -q 'grouped_indices: \\[6, 8\\] ui32' $WORK/moe.txt"
+check "grouped weights are written" "head -c 128 $WORK/gw.npy | grep -aq \"'<f4'.*(6, 8)\""
+
 cat > "$WORK/bad_eps.mlir" <<'MLIR'
 func.func @main(%x: tensor<?x8xf32>, %g: tensor<8xf32>) -> tensor<?x8xf32> {
   %0 = rudnn.rms_norm %x, %g {epsilon = 0.0 : f32} : tensor<?x8xf32>, tensor<8xf32>

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "contracts/moe.h"
 #include "contracts/normalization.h"
 #include "rudnn/compiler/config_provider.h"
 #include "rudnn/compiler/kernel_launch.h"
@@ -42,5 +43,22 @@ Result<LoweredOp, RuntimeError> lower_normalization(const NormRequest& request, 
 // Every kernel config the normalization search space holds for (kind, dtype, H): the registry
 // that the NVRTC compile tests walk and that autotuning will time.
 std::vector<KernelConfig> normalization_variants(contracts::NormKind kind, DType dtype, std::int64_t h);
+
+// MoE routing (rudnn.route when `grouped` is false, else rudnn.route_sigmoid_grouped). For
+// rudnn.route only signature.logits, top_k and renormalize are read. The tokens dim is made
+// dynamic; one launch, one warp per token row; results (indices, weights) are slots 1, 2 after the
+// operand slots (logits, bias): slots logits 0, [bias 1,] indices, weights — bias keeps slot 1
+// for grouped routing whether or not it is present.
+struct RouteRequest {
+  bool grouped = false;
+  contracts::GroupRouteSignature signature;  // concrete shapes
+  std::optional<KernelConfig> config;        // forced (tests); otherwise the heuristic picks
+};
+
+Result<LoweredOp, RuntimeError> lower_routing(const RouteRequest& request, const Target& target);
+
+// Every kernel config of the routing space ({rows_per_block} ∈ {1, 2, 4, 8}): the registry the
+// NVRTC compile tests walk.
+std::vector<KernelConfig> routing_variants();
 
 }  // namespace rudnn::compiler

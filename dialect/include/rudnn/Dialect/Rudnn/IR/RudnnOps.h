@@ -2,6 +2,7 @@
 // The ops of the rudnn dialect, and a uniform view of the normalization family.
 #include <optional>
 
+#include "contracts/moe.h"
 #include "contracts/normalization.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -31,5 +32,22 @@ std::optional<NormOpView> asNormOp(mlir::Operation* op);
 // the kernel config must then use vector_width 1.
 inline constexpr const char* kUnalignedAttrName = "rudnn.unaligned";
 inline constexpr const char* kKernelConfigAttrName = "kernel_config";
+
+// What passes need from either routing op (rudnn.route, rudnn.route_sigmoid_grouped).
+struct RouteOpView {
+  mlir::Operation* op = nullptr;
+  bool grouped = false;
+  mlir::Value logits, bias;  // bias null when absent (always for rudnn.route)
+  contracts::GroupRouteSignature options;  // top_k, renormalize, and the grouped options (shapes unset)
+  mlir::DictionaryAttr kernelConfig;       // null until selected
+  mlir::RankedTensorType logitsType() const { return mlir::cast<mlir::RankedTensorType>(logits.getType()); }
+};
+std::optional<RouteOpView> asRouteOp(mlir::Operation* op);
+
+// The routing kernel config: {rows_per_block} (one warp per token row).
+namespace route_config {
+inline constexpr const char* kRowsPerBlock = "rows_per_block";
+inline constexpr std::int64_t kRowsPerBlockChoices[] = {1, 2, 4, 8};
+}  // namespace route_config
 
 }  // namespace rudnn::dialect

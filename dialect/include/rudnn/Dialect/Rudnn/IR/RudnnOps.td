@@ -3,6 +3,7 @@
 #define RUDNN_DIALECT_RUDNN_OPS_TD
 
 include "rudnn/Dialect/Rudnn/IR/NormOps.td"
+include "rudnn/Dialect/Rudnn/IR/MoEOps.td"
 include "rudnn/Dialect/Rudnn/IR/LaunchOps.td"
 
 #endif // RUDNN_DIALECT_RUDNN_OPS_TD

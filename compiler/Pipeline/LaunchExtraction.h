@@ -1,0 +1,30 @@
+#pragma once
+// Shared by the pipeline entries (LowerNormalization.cpp, LowerRouting.cpp): @main argument types
+// and the translation of a rudnn.launch into a plain-C++ KernelLaunch over the request's slots.
+#include <vector>
+
+#include "contracts/normalization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
+#include "rudnn/compiler/kernel_launch.h"
+
+namespace rudnn::compiler::pipeline_detail {
+
+// The operand as @main's argument type: leading dims dynamic when `dynamicLeading`, the last dim
+// static (a kDynamic extent stays dynamic).
+mlir::RankedTensorType tensorType(mlir::MLIRContext* ctx, const contracts::NormOperand& operand, bool dynamicLeading);
+
+// Maps the launch's numbering (its operands, then its results) onto the request's slots (the
+// op's operands in order, an absent optional one keeping its slot, then the op's results).
+struct SlotMap {
+  std::vector<int> argSlot;   // @main argument → slot
+  int numOperandSlots = 0;
+  mutable mlir::func::ReturnOp ret;  // mutable: op handles are not const-correct
+
+  mlir::FailureOr<int> slotOf(dialect::LaunchOp launch, std::int64_t index) const;
+};
+
+mlir::FailureOr<KernelLaunch> toKernelLaunch(dialect::LaunchOp launch, const SlotMap& slots);
+
+}  // namespace rudnn::compiler::pipeline_detail

@@ -1,0 +1,103 @@
+#pragma once
+// Softmax top-k routing (SPEC §3): one warp per token row, kRowsPerBlock rows per block, grid
+// stride over rows; any number of experts E (each lane walks the row in strides of 32).
+//
+//   p = softmax(FP32(logits row)), computed in FP32 with the row max subtracted.
+//   indices: the top_k experts by p, ties to the smaller index. Since softmax is monotone, the
+//            selection ranks the FP32 logits themselves (the exact order of p; no ties invented
+//            by exp rounding or underflow).
+//   weights: p_i, or p_i / Σ_selected p_j with renormalize (summed in selection order), converted
+//            to T.
+//   A row containing NaN or +inf, or all −inf: weights NaN and indices 0, 1, ..., top_k − 1
+//   (documented, well defined; no uniform fallback).
+//
+// Shared memory: none. Parameters (the launch's argument order):
+//   logits [rows, experts] T, indices [rows, top_k] u32, weights [rows, top_k] T,
+//   rows, experts, top_k, renormalize (0/1, long long).
+#include "rudnn/moe/route_common.cuh"
+
+namespace rudnn::moe {
+
+template <int kRowsPerBlock>
+struct RoutePolicy {
+  static_assert(kRowsPerBlock >= 1 && kRowsPerBlock <= 32, "RoutePolicy: 1..32 warps per block");
+  static constexpr int kRowsPerBlockV = kRowsPerBlock;
+  static constexpr int kThreads = 32 * kRowsPerBlock;
+};
+
+template <class T, class Policy>
+RUDNN_DEVICE void route_softmax_topk(const T* logits, u32* indices, T* weights, i64 rows, i64 experts,
+                                     i64 top_k, i64 renormalize) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int slot = static_cast<int>(threadIdx.x) >> 5;
+  const i64 row_step = static_cast<i64>(gridDim.x) * Policy::kRowsPerBlockV;
+  // Each warp runs its own rows: only warp-level synchronization below.
+  for (i64 row = static_cast<i64>(blockIdx.x) * Policy::kRowsPerBlockV + slot; row < rows; row += row_step) {
+    const T* x = logits + row * experts;
+    u32* out_i = indices + row * top_k;
+    T* out_w = weights + row * top_k;
+
+    // Pass 1: max and poison (NaN or +inf) detection.
+    float mx = bits_as_float(0xff800000u);
+    int bad = 0;
+    RUDNN_MOE_ROLLED
+    for (i64 e = lane; e < experts; e += 32) {
+      const float v = to_float(x[e]);
+      if (is_nan(v) || (is_inf(v) && v > 0.0f)) bad = 1;
+      mx = fmaxf(mx, v);
+    }
+    RUDNN_UNROLL
+    for (int m = 16; m >= 1; m /= 2) {
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, m));
+      bad |= __shfl_xor_sync(0xffffffffu, bad, m);
+    }
+    // NaN/+inf present, or every logit −inf: NaN weights, indices 0..top_k−1. Uniform in the warp.
+    const bool poisoned = bad || is_inf(mx);
+
+    // The softmax denominator (skipped for a poisoned row).
+    float sum = 0.0f;
+    RUDNN_MOE_ROLLED
+    for (i64 e = poisoned ? experts : lane; e < experts; e += 32) sum += expf(to_float(x[e]) - mx);
+    RUDNN_UNROLL
+    for (int m = 16; m >= 1; m /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, m);
+
+    // Selection: top_k rounds of a warp-wide best among the candidates behind the last pick.
+    // Lane 0 keeps the pick and the running sum of the selected exponentials (selection order).
+    float last_v = 0.0f;
+    u32 last_i = kNone;
+    float selected_sum = 0.0f;
+    RUDNN_MOE_ROLLED
+    for (i64 j = 0; j < top_k; ++j) {
+      float bv = 0.0f;
+      u32 bi = kNone;
+      RUDNN_MOE_ROLLED
+      for (i64 e = poisoned ? experts : lane; e < experts; e += 32) {
+        const float v = to_float(x[e]);
+        const u32 i = static_cast<u32>(e);
+        if (route_after(v, i, last_v, last_i) && route_ahead(bv, bi, v, i)) {
+          bv = v;
+          bi = i;
+        }
+      }
+      warp_best(bv, bi);
+      last_v = bv;
+      last_i = bi;
+      if (lane == 0) {
+        out_i[j] = poisoned ? static_cast<u32>(j) : bi;
+        selected_sum += poisoned ? 0.0f : expf(bv - mx);
+      }
+    }
+    // Weights: lane 0 reads back the indices it wrote.
+    if (lane == 0) {
+      const float denom = renormalize ? selected_sum : sum;
+      RUDNN_MOE_ROLLED
+      for (i64 j = 0; j < top_k; ++j) {
+        const float p = poisoned ? route_nan() : expf(to_float(x[out_i[j]]) - mx) / denom;
+        out_w[j] = from_float<T>(p);
+      }
+    }
+    __syncwarp(0xffffffffu);
+  }
+}
+
+}  // namespace rudnn::moe

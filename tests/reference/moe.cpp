@@ -1,0 +1,100 @@
+#include "reference/moe.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+namespace rudnn::reference {
+
+namespace {
+
+// Indices of the k best by `key` (larger first, ties to the smaller index), among `allowed`.
+std::vector<std::int64_t> top_indices(const std::vector<double>& key, const std::vector<bool>& allowed,
+                                      std::int64_t k) {
+  std::vector<std::int64_t> idx;
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(key.size()); ++i)
+    if (allowed[static_cast<std::size_t>(i)]) idx.push_back(i);
+  std::stable_sort(idx.begin(), idx.end(), [&](std::int64_t a, std::int64_t b) {
+    return key[static_cast<std::size_t>(a)] > key[static_cast<std::size_t>(b)];
+  });
+  idx.resize(static_cast<std::size_t>(k));
+  return idx;
+}
+
+void poisoned_row(Routing& r, std::int64_t top_k) {
+  for (std::int64_t j = 0; j < top_k; ++j) {
+    r.indices.push_back(static_cast<std::uint32_t>(j));
+    r.weights.push_back(std::numeric_limits<double>::quiet_NaN());
+  }
+}
+
+}  // namespace
+
+Routing route_softmax_topk(const std::vector<double>& logits, std::int64_t rows, std::int64_t experts,
+                           std::int64_t top_k, bool renormalize) {
+  Routing r;
+  for (std::int64_t t = 0; t < rows; ++t) {
+    std::vector<double> x(logits.begin() + t * experts, logits.begin() + (t + 1) * experts);
+    bool bad = true;  // all −inf
+    for (double v : x) {
+      if (std::isnan(v) || v == std::numeric_limits<double>::infinity()) { bad = true; break; }
+      if (v != -std::numeric_limits<double>::infinity()) bad = false;
+    }
+    if (bad) { poisoned_row(r, top_k); continue; }
+    const double mx = *std::max_element(x.begin(), x.end());
+    double sum = 0.0;
+    for (double v : x) sum += std::exp(v - mx);
+    auto picked = top_indices(x, std::vector<bool>(x.size(), true), top_k);
+    double sel = 0.0;
+    for (auto i : picked) sel += std::exp(x[static_cast<std::size_t>(i)] - mx) / sum;
+    for (auto i : picked) {
+      const double p = std::exp(x[static_cast<std::size_t>(i)] - mx) / sum;
+      r.indices.push_back(static_cast<std::uint32_t>(i));
+      r.weights.push_back(renormalize ? p / sel : p);
+    }
+  }
+  return r;
+}
+
+Routing route_sigmoid_grouped(const std::vector<double>& logits, const std::vector<float>& bias,
+                              std::int64_t rows, std::int64_t experts, std::int64_t top_k, std::int64_t groups,
+                              std::int64_t selected_groups, bool group_top_two, bool renormalize, double scale) {
+  Routing r;
+  const std::int64_t per_group = experts / groups;
+  for (std::int64_t t = 0; t < rows; ++t) {
+    std::vector<double> s(static_cast<std::size_t>(experts)), c(s.size());
+    bool bad = false;
+    for (std::int64_t e = 0; e < experts; ++e) {
+      const double x = logits[static_cast<std::size_t>(t * experts + e)];
+      s[static_cast<std::size_t>(e)] = 1.0 / (1.0 + std::exp(-x));
+      // FP32 selection score, as SPEC §4 defines it.
+      const float s32 = 1.0f / (1.0f + std::exp(-static_cast<float>(x)));
+      const float c32 = bias.empty() ? s32 : s32 + bias[static_cast<std::size_t>(e)];
+      c[static_cast<std::size_t>(e)] = c32;
+      if (std::isnan(s32) || std::isnan(c32)) bad = true;
+    }
+    if (bad) { poisoned_row(r, top_k); continue; }
+    std::vector<double> gscore(static_cast<std::size_t>(groups));
+    for (std::int64_t g = 0; g < groups; ++g) {
+      std::vector<float> v(c.begin() + g * per_group, c.begin() + (g + 1) * per_group);
+      std::sort(v.begin(), v.end(), std::greater<>());
+      // The FP32 sum, like the kernel's group score.
+      gscore[static_cast<std::size_t>(g)] = group_top_two ? static_cast<double>(v[0] + v[1]) : v[0];
+    }
+    auto kept = top_indices(gscore, std::vector<bool>(gscore.size(), true), selected_groups);
+    std::vector<bool> allowed(static_cast<std::size_t>(experts), false);
+    for (auto g : kept)
+      for (std::int64_t e = g * per_group; e < (g + 1) * per_group; ++e) allowed[static_cast<std::size_t>(e)] = true;
+    auto picked = top_indices(c, allowed, top_k);
+    double sum = 0.0;
+    for (auto i : picked) sum += s[static_cast<std::size_t>(i)];
+    for (auto i : picked) {
+      r.indices.push_back(static_cast<std::uint32_t>(i));
+      r.weights.push_back((renormalize ? s[static_cast<std::size_t>(i)] / sum : s[static_cast<std::size_t>(i)]) * scale);
+    }
+  }
+  return r;
+}
+
+}  // namespace rudnn::reference

@@ -1,0 +1,252 @@
+// rudnn::moe::route_softmax_topk / route_sigmoid_grouped on the host emulation device vs the
+// routing oracles (tests/reference/moe.h): indices exact, weights within the dtype's bound; ties,
+// NaN/+inf/all −inf rows, T = 1, E = 1, top_k = E, the DeepSeek-V3 shape; forward and reverse
+// schedules, grid stride, outputs that start poisoned and guards past the end.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "host/emulator.h"
+#include "reference/moe.h"
+#include "row_norm_harness.h"  // to_storage / from_storage / tolerance
+#include "rudnn/moe/route_sigmoid_grouped.cuh"
+#include "rudnn/moe/route_softmax_topk.cuh"
+
+namespace {
+
+namespace host = rudnn::runtime::host;
+using rudnn::i32;
+using rudnn::i64;
+using rudnn::u32;
+using row_norm_test::from_storage;
+using row_norm_test::to_storage;
+
+template <class T, int kRows>
+void softmax_entry(void** a) {
+  rudnn::moe::route_softmax_topk<T, rudnn::moe::RoutePolicy<kRows>>(
+      *static_cast<const T* const*>(a[0]), *static_cast<u32* const*>(a[1]), *static_cast<T* const*>(a[2]),
+      *static_cast<const i64*>(a[3]), *static_cast<const i64*>(a[4]), *static_cast<const i64*>(a[5]),
+      *static_cast<const i64*>(a[6]));
+}
+
+template <class T, int kRows>
+void grouped_entry(void** a) {
+  rudnn::moe::route_sigmoid_grouped<T, rudnn::moe::RoutePolicy<kRows>>(
+      *static_cast<const T* const*>(a[0]), *static_cast<const float* const*>(a[1]), *static_cast<u32* const*>(a[2]),
+      *static_cast<T* const*>(a[3]), *static_cast<const i64*>(a[4]), *static_cast<const i64*>(a[5]),
+      *static_cast<const i64*>(a[6]), *static_cast<const i64*>(a[7]), *static_cast<const i64*>(a[8]),
+      *static_cast<const i64*>(a[9]), *static_cast<const i64*>(a[10]), *static_cast<const float*>(a[11]));
+}
+
+template <class T>
+double weight_tol() {
+  return row_norm_test::tolerance<T>();
+}
+
+constexpr std::size_t kGuard = 16;
+
+template <class T>
+void check(const rudnn::reference::Routing& want, const std::vector<u32>& idx, const std::vector<T>& w, i64 n) {
+  for (i64 i = 0; i < n; ++i) {
+    const auto k = static_cast<std::size_t>(i);
+    ASSERT_EQ(idx[k], want.indices[k]) << "slot " << i;
+    const double v = from_storage(w[k]), e = want.weights[k];
+    if (std::isnan(e)) {
+      EXPECT_TRUE(std::isnan(v)) << "slot " << i;
+    } else {
+      EXPECT_NEAR(v, e, weight_tol<T>() * std::max(1.0, std::fabs(e))) << "slot " << i;
+    }
+  }
+  for (std::size_t k = static_cast<std::size_t>(n); k < idx.size(); ++k) ASSERT_EQ(idx[k], 0xffffffffu) << "past end";
+}
+
+struct SoftmaxCase {
+  i64 rows, experts, top_k;
+  bool renormalize;
+  int rows_per_block;
+  unsigned grid;  // 0: one block per row group
+  host::Schedule order;
+};
+
+template <class T>
+void run_softmax(const SoftmaxCase& c, const std::vector<double>& logits_in) {
+  SCOPED_TRACE("softmax rows=" + std::to_string(c.rows) + " E=" + std::to_string(c.experts) +
+               " k=" + std::to_string(c.top_k) + " renorm=" + std::to_string(c.renormalize) +
+               " rpb=" + std::to_string(c.rows_per_block) +
+               (c.order == host::Schedule::Forward ? " forward" : " reverse"));
+  std::vector<T> x(logits_in.size());
+  std::vector<double> xd(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = to_storage<T>(logits_in[i]);
+    xd[i] = from_storage(x[i]);
+  }
+  const i64 n = c.rows * c.top_k;
+  std::vector<u32> idx(static_cast<std::size_t>(n) + kGuard, 0xffffffffu);
+  std::vector<T> w(static_cast<std::size_t>(n) + kGuard);
+  std::memset(w.data(), 0xFF, w.size() * sizeof(T));
+  const T* in = x.data();
+  u32* oi = idx.data();
+  T* ow = w.data();
+  i64 rows = c.rows, experts = c.experts, top_k = c.top_k;
+  i64 renorm = c.renormalize;
+  void* args[] = {&in, &oi, &ow, &rows, &experts, &top_k, &renorm};
+  host::ThreadEntry k = c.rows_per_block == 1 ? &softmax_entry<T, 1> : &softmax_entry<T, 4>;
+  unsigned blocks = static_cast<unsigned>((c.rows + c.rows_per_block - 1) / c.rows_per_block);
+  if (c.grid) blocks = std::min(blocks, c.grid);
+  auto st = host::launch(k, args, {blocks, 1, 1}, {static_cast<unsigned>(32 * c.rows_per_block), 1, 1}, 0,
+                         {c.order, 0});
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  auto want = rudnn::reference::route_softmax_topk(xd, c.rows, c.experts, c.top_k, c.renormalize);
+  check<T>(want, idx, w, n);
+}
+
+struct GroupedCase {
+  i64 rows, experts, top_k, groups, selected;
+  bool top_two, renormalize, with_bias;
+  double scale;
+  int rows_per_block;
+  unsigned grid;
+  host::Schedule order;
+};
+
+template <class T>
+void run_grouped(const GroupedCase& c, const std::vector<double>& logits_in, const std::vector<float>& bias_in) {
+  SCOPED_TRACE("grouped rows=" + std::to_string(c.rows) + " E=" + std::to_string(c.experts) +
+               " k=" + std::to_string(c.top_k) + " G=" + std::to_string(c.groups) + " sel=" +
+               std::to_string(c.selected) + " top2=" + std::to_string(c.top_two) +
+               (c.order == host::Schedule::Forward ? " forward" : " reverse"));
+  std::vector<T> x(logits_in.size());
+  std::vector<double> xd(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = to_storage<T>(logits_in[i]);
+    xd[i] = from_storage(x[i]);
+  }
+  const i64 n = c.rows * c.top_k;
+  std::vector<u32> idx(static_cast<std::size_t>(n) + kGuard, 0xffffffffu);
+  std::vector<T> w(static_cast<std::size_t>(n) + kGuard);
+  std::memset(w.data(), 0xFF, w.size() * sizeof(T));
+  const T* in = x.data();
+  const float* b = c.with_bias ? bias_in.data() : nullptr;
+  u32* oi = idx.data();
+  T* ow = w.data();
+  i64 rows = c.rows, experts = c.experts, top_k = c.top_k, groups = c.groups, sel = c.selected;
+  i64 top2 = c.top_two, renorm = c.renormalize;
+  float scale = static_cast<float>(c.scale);
+  void* args[] = {&in, &b, &oi, &ow, &rows, &experts, &top_k, &groups, &sel, &top2, &renorm, &scale};
+  host::ThreadEntry k = c.rows_per_block == 1 ? &grouped_entry<T, 1> : &grouped_entry<T, 4>;
+  unsigned blocks = static_cast<unsigned>((c.rows + c.rows_per_block - 1) / c.rows_per_block);
+  if (c.grid) blocks = std::min(blocks, c.grid);
+  const std::size_t shared = static_cast<std::size_t>(c.rows_per_block * (c.experts + 2 * c.groups)) * sizeof(float);
+  auto st = host::launch(k, args, {blocks, 1, 1}, {static_cast<unsigned>(32 * c.rows_per_block), 1, 1}, shared,
+                         {c.order, 0});
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  auto want = rudnn::reference::route_sigmoid_grouped(xd, c.with_bias ? bias_in : std::vector<float>{}, c.rows,
+                                                      c.experts, c.top_k, c.groups, c.selected, c.top_two,
+                                                      c.renormalize, c.scale);
+  check<T>(want, idx, w, n);
+}
+
+// Logits on a coarse grid (exact in bf16) with deliberate exact ties.
+std::vector<double> grid_logits(i64 rows, i64 experts, std::uint64_t seed, double step = 0.125) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> u(-24, 24);
+  std::vector<double> v(static_cast<std::size_t>(rows * experts));
+  for (double& x : v) x = u(rng) * step;
+  return v;
+}
+
+const host::Schedule kOrders[] = {host::Schedule::Forward, host::Schedule::Reverse};
+
+template <class T>
+void softmax_suite() {
+  rudnn_emu_bind(host::emulator_api());
+  struct Shape {
+    i64 rows, experts, top_k;
+  };
+  const Shape shapes[] = {{1, 1, 1}, {1, 8, 8}, {3, 8, 2}, {5, 64, 8}, {9, 160, 6}, {2, 1000, 40}, {70, 33, 33}};
+  std::uint64_t seed = 1;
+  for (auto s : shapes)
+    for (bool renorm : {true, false})
+      for (int rpb : {1, 4})
+        for (auto order : kOrders) {
+          run_softmax<T>({s.rows, s.experts, s.top_k, renorm, rpb, order == host::Schedule::Reverse ? 2u : 0u, order},
+                         grid_logits(s.rows, s.experts, seed++));
+          if (::testing::Test::HasFatalFailure()) return;
+        }
+}
+
+TEST(MoeRoutingTemplate, SoftmaxF32) { softmax_suite<float>(); }
+TEST(MoeRoutingTemplate, SoftmaxF16) { softmax_suite<rudnn::f16>(); }
+TEST(MoeRoutingTemplate, SoftmaxBF16) { softmax_suite<rudnn::bf16>(); }
+
+TEST(MoeRoutingTemplate, SoftmaxSpecialRows) {
+  rudnn_emu_bind(host::emulator_api());
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  const i64 e = 6;
+  std::vector<double> v = {
+      1, 2, nan, 0, 0, 0,            // NaN
+      1, inf, 0, 0, 0, 0,            // +inf
+      -inf, -inf, -inf, -inf, -inf, -inf,  // all −inf
+      -inf, 1, -inf, 1, 0.5, -inf,   // −inf entries in a good row, ties
+      3, 3, 3, 3, 3, 3,              // all tied
+      -1000, -2000, -3000, -1000, 0, -1000,  // underflowing probabilities: ranked by logit
+  };
+  for (auto order : kOrders)
+    for (bool renorm : {true, false}) {
+      run_softmax<float>({6, e, 4, renorm, 4, 0, order}, v);
+      run_softmax<rudnn::bf16>({6, e, 4, renorm, 1, 0, order}, v);
+    }
+}
+
+template <class T>
+void grouped_suite() {
+  rudnn_emu_bind(host::emulator_api());
+  std::uint64_t seed = 100;
+  std::mt19937_64 rng(7);
+  std::uniform_int_distribution<int> ub(-4, 4);
+  const GroupedCase shapes[] = {
+      // rows, E, k, G, sel, top2, renorm, bias, scale
+      {1, 1, 1, 1, 1, false, true, false, 1.0},
+      {3, 8, 8, 1, 1, true, true, true, 1.0},
+      {4, 16, 3, 4, 2, false, false, true, 1.5},
+      {17, 256, 8, 8, 4, true, true, true, 2.5},   // DeepSeek-V3
+      {5, 1024, 64, 128, 128, true, false, true, 1.0},
+      {6, 96, 5, 3, 1, false, true, false, 0.5},
+  };
+  for (GroupedCase c : shapes) {
+    std::vector<float> bias(static_cast<std::size_t>(c.experts));
+    for (float& b : bias) b = static_cast<float>(ub(rng)) * 0.25f;
+    for (int rpb : {1, 4})
+      for (auto order : kOrders) {
+        c.rows_per_block = rpb;
+        c.order = order;
+        c.grid = order == host::Schedule::Reverse ? 2u : 0u;
+        run_grouped<T>(c, grid_logits(c.rows, c.experts, seed++), bias);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+  }
+}
+
+TEST(MoeRoutingTemplate, GroupedF32) { grouped_suite<float>(); }
+TEST(MoeRoutingTemplate, GroupedF16) { grouped_suite<rudnn::f16>(); }
+TEST(MoeRoutingTemplate, GroupedBF16) { grouped_suite<rudnn::bf16>(); }
+
+TEST(MoeRoutingTemplate, GroupedSpecialRows) {
+  rudnn_emu_bind(host::emulator_api());
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> v = {
+      1, 2, nan, 0, 0, 0, 0, 0,     // NaN → NaN weights
+      inf, -inf, 0, 0, 1, 1, 1, 1,  // ±inf are ordinary scores (1 and 0)
+      2, 2, 2, 2, 2, 2, 2, 2,       // all tied
+  };
+  std::vector<float> bias(8, 0.0f);
+  for (auto order : kOrders)
+    run_grouped<float>({3, 8, 3, 4, 2, true, true, true, 2.0, 4, 0, order}, v, bias);
+}
+
+}  // namespace
