@@ -8,6 +8,7 @@
 
 #include <charconv>
 #include <filesystem>
+#include <chrono>
 #include <thread>
 
 #include <fmt/format.h>
@@ -259,11 +260,18 @@ Result<std::unique_ptr<TuningCache>, RuntimeError> TuningCache::open(const std::
   // Someone else's SQLite file must not get our tables: only an empty database (a new file) is
   // initialized; anything else must already be an autotune cache (checked below).
   std::int64_t tables = 0;
-  {
+  auto count_tables = [&]() -> int {
     Statement count(db, "SELECT count(*) FROM sqlite_master");
     const int rc = count.prepared() == SQLITE_OK ? sqlite3_step(count.get()) : count.prepared();
-    if (rc != SQLITE_ROW) return fail(sql_error(db, path, "reading its schema", rc));
-    tables = sqlite3_column_int64(count.get(), 0);
+    if (rc == SQLITE_ROW) tables = sqlite3_column_int64(count.get(), 0);
+    return rc;
+  };
+  if (int rc = count_tables(); rc != SQLITE_ROW) return fail(sql_error(db, path, "reading its schema", rc));
+  // A reader can meet a file that another process has just created and is initializing (the file
+  // exists before its first transaction commits): give that writer up to two seconds to finish.
+  for (int waited_ms = 0; tables == 0 && read_only && exists && waited_ms < 2000; waited_ms += 20) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (int rc = count_tables(); rc != SQLITE_ROW) return fail(sql_error(db, path, "reading its schema", rc));
   }
   if (tables == 0) {
     if (read_only)  // not initialized yet (a writer may be about to): as good as missing
