@@ -1,6 +1,8 @@
 #pragma once
 // Shared by the pipeline entries (LowerNormalization.cpp, LowerRouting.cpp): @main argument types
 // and the translation of a rudnn.launch into a plain-C++ KernelLaunch over the request's slots.
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "contracts/normalization.h"
@@ -8,6 +10,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
 #include "rudnn/compiler/kernel_launch.h"
+#include "rudnn/compiler/pipeline.h"
+#include "mlir/Pass/Pass.h"
 
 namespace rudnn::compiler::pipeline_detail {
 
@@ -26,5 +30,13 @@ struct SlotMap {
 };
 
 mlir::FailureOr<KernelLaunch> toKernelLaunch(dialect::LaunchOp launch, const SlotMap& slots);
+
+// The part every pipeline entry shares once it has built its one-op @main: verify (the op's
+// verifier is the contract), run `strategy` (when given), select-kernel-config and lower-to-launch,
+// then turn @main's launches into KernelLaunches over `slots` (whose `ret` this fills in).
+// Diagnostics of every step end up in the returned error.
+Result<LoweredOp, RuntimeError> lowerModule(mlir::ModuleOp module, const std::string& opName, std::string call,
+                                            SlotMap slots, const Target& target,
+                                            std::unique_ptr<mlir::Pass> strategy = nullptr);
 
 }  // namespace rudnn::compiler::pipeline_detail

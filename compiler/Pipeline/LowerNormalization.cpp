@@ -165,6 +165,46 @@ Operation* buildNormModule(ModuleOp module, const NormRequest& request) {
 }
 
 }  // namespace
+
+Result<LoweredOp, RuntimeError> lowerModule(ModuleOp module, const std::string& opName, std::string call,
+                                            SlotMap slots, const Target& target, std::unique_ptr<Pass> strategy) {
+  MLIRContext* ctx = module.getContext();
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic& diag) {
+    if (!diagnostics.empty()) diagnostics += "; ";
+    diagnostics += diag.str();
+    return success();
+  });
+  if (failed(verify(module)))
+    return RuntimeError(ErrorKind::InvalidValue, opName, "a call its verifier accepts", diagnostics);
+
+  PassManager pm(ctx);
+  if (strategy) pm.addPass(std::move(strategy));
+  dialect::SelectKernelConfigPassOptions selectOptions;
+  selectOptions.arch = target.arch;
+  selectOptions.maxThreadsPerBlock = target.limits.max_threads_per_block;
+  pm.addPass(dialect::createSelectKernelConfigPass(selectOptions));
+  pm.addPass(dialect::createLowerToLaunchPass());
+  if (failed(pm.run(module)))
+    return RuntimeError(ErrorKind::Internal, opName, "a successful lowering", diagnostics);
+
+  auto main = module.lookupSymbol<func::FuncOp>("main");
+  slots.ret = cast<func::ReturnOp>(main.getBody().front().getTerminator());
+  LoweredOp lowered;
+  lowered.op_name = opName;
+  lowered.call = std::move(call);
+  WalkResult walk = main.walk([&](dialect::LaunchOp launch) {
+    FailureOr<KernelLaunch> kernel = toKernelLaunch(launch, slots);
+    if (failed(kernel)) return WalkResult::interrupt();
+    lowered.launches.push_back(std::move(*kernel));
+    return WalkResult::advance();
+  });
+  if (walk.wasInterrupted() || lowered.launches.empty())
+    return RuntimeError(ErrorKind::Internal, opName, "launches over @main's arguments and results",
+                        "a launch operand that is neither");
+  return lowered;
+}
+
 }  // namespace pipeline_detail
 
 using namespace pipeline_detail;
@@ -178,55 +218,21 @@ Result<LoweredOp, RuntimeError> lower_normalization(const NormRequest& request, 
   if (sig.kind != contracts::NormKind::Softmax && !sig.gamma)
     return RuntimeError(ErrorKind::InvalidValue, "gamma", "a gamma tensor for " + opName, "none");
 
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic& diag) {
-    if (!diagnostics.empty()) diagnostics += "; ";
-    diagnostics += diag.str();
-    return success();
-  });
-
   OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
   buildNormModule(*module, request);
-  // The contract (and any forced config) is checked by the op verifier: one truth with the API.
-  if (failed(verify(*module)))
-    return RuntimeError(ErrorKind::InvalidValue, opName, "a call its verifier accepts", diagnostics);
-
-  PassManager pm(&ctx);
+  std::unique_ptr<Pass> strategy;
   if (request.provider && !request.config) {
     // The values of @main's dynamic extents (the input's leading dims) for this call.
     std::vector<std::int64_t> dynamicValues;
     if (!sig.input.shape.empty()) dynamicValues.assign(sig.input.shape.begin(), sig.input.shape.end() - 1);
-    pm.addPass(createResolveStrategyPass(request.provider, std::move(dynamicValues)));
+    strategy = createResolveStrategyPass(request.provider, std::move(dynamicValues));
   }
-  dialect::SelectKernelConfigPassOptions selectOptions;
-  selectOptions.arch = target.arch;
-  selectOptions.maxThreadsPerBlock = target.limits.max_threads_per_block;
-  pm.addPass(dialect::createSelectKernelConfigPass(selectOptions));
-  pm.addPass(dialect::createLowerToLaunchPass());
-  if (failed(pm.run(*module)))
-    return RuntimeError(ErrorKind::Internal, opName, "a successful lowering", diagnostics);
-
   SlotMap slots;
   slots.argSlot = {0};
   if (sig.gamma) slots.argSlot.push_back(1);
   if (sig.beta) slots.argSlot.push_back(2);
   slots.numOperandSlots = sig.kind == contracts::NormKind::LayerNorm ? 3 : sig.kind == contracts::NormKind::RmsNorm ? 2 : 1;
-  auto main = module->lookupSymbol<func::FuncOp>("main");
-  slots.ret = cast<func::ReturnOp>(main.getBody().front().getTerminator());
-
-  LoweredOp lowered;
-  lowered.op_name = opName;
-  lowered.call = contracts::describe_call(sig);
-  WalkResult walk = main.walk([&](dialect::LaunchOp launch) {
-    FailureOr<KernelLaunch> kernel = toKernelLaunch(launch, slots);
-    if (failed(kernel)) return WalkResult::interrupt();
-    lowered.launches.push_back(std::move(*kernel));
-    return WalkResult::advance();
-  });
-  if (walk.wasInterrupted() || lowered.launches.empty())
-    return RuntimeError(ErrorKind::Internal, opName, "launches over @main's arguments and results",
-                        "a launch operand that is neither");
-  return lowered;
+  return lowerModule(*module, opName, contracts::describe_call(sig), std::move(slots), target, std::move(strategy));
 }
 
 }  // namespace rudnn::compiler

@@ -65,52 +65,20 @@ Result<LoweredOp, RuntimeError> lower_routing(const RouteRequest& request, const
   if (!request.grouped && request.signature.bias)
     return RuntimeError(ErrorKind::InvalidValue, "bias", "no bias for rudnn.route", "a bias tensor");
 
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic& diag) {
-    if (!diagnostics.empty()) diagnostics += "; ";
-    diagnostics += diag.str();
-    return success();
-  });
-
   OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
   buildRouteModule(*module, request);
-  if (failed(verify(*module)))
-    return RuntimeError(ErrorKind::InvalidValue, opName, "a call its verifier accepts", diagnostics);
-
-  PassManager pm(&ctx);
-  dialect::SelectKernelConfigPassOptions selectOptions;
-  selectOptions.arch = target.arch;
-  selectOptions.maxThreadsPerBlock = target.limits.max_threads_per_block;
-  pm.addPass(dialect::createSelectKernelConfigPass(selectOptions));
-  pm.addPass(dialect::createLowerToLaunchPass());
-  if (failed(pm.run(*module)))
-    return RuntimeError(ErrorKind::Internal, opName, "a successful lowering", diagnostics);
-
   SlotMap slots;
   slots.argSlot = {0};
   if (request.grouped && request.signature.bias) slots.argSlot.push_back(1);
   slots.numOperandSlots = request.grouped ? 2 : 1;
-  auto main = module->lookupSymbol<func::FuncOp>("main");
-  slots.ret = cast<func::ReturnOp>(main.getBody().front().getTerminator());
-
-  LoweredOp lowered;
-  lowered.op_name = opName;
+  std::string call;
   if (request.grouped) {
-    lowered.call = contracts::describe_call(request.signature);
+    call = contracts::describe_call(request.signature);
   } else {
     contracts::RouteSignature sig{request.signature.logits, request.signature.top_k, request.signature.renormalize};
-    lowered.call = contracts::describe_call(sig);
+    call = contracts::describe_call(sig);
   }
-  WalkResult walk = main.walk([&](dialect::LaunchOp launch) {
-    FailureOr<KernelLaunch> kernel = toKernelLaunch(launch, slots);
-    if (failed(kernel)) return WalkResult::interrupt();
-    lowered.launches.push_back(std::move(*kernel));
-    return WalkResult::advance();
-  });
-  if (walk.wasInterrupted() || lowered.launches.empty())
-    return RuntimeError(ErrorKind::Internal, opName, "launches over @main's arguments and results",
-                        "a launch operand that is neither");
-  return lowered;
+  return lowerModule(*module, opName, std::move(call), std::move(slots), target);
 }
 
 std::vector<KernelConfig> routing_variants() {
