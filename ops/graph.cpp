@@ -15,6 +15,7 @@
 #include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
 #include "rudnn/compiler/main_function.h"
+#include "rudnn/gated_delta.h"
 #include "rudnn/moe.h"
 #include "rudnn/normalization.h"
 
@@ -94,7 +95,8 @@ Result<Graph, RuntimeError> Graph::parse(const std::string& text, const std::str
   }
   for (mlir::Operation& op : impl->main.getBody().front()) {
     if (llvm::isa<mlir::func::ReturnOp, dialect::LayerNormOp, dialect::RmsNormOp, dialect::SoftmaxLastAxisOp,
-                  dialect::RouteOp, dialect::RouteSigmoidGroupedOp>(op))
+                  dialect::RouteOp, dialect::RouteSigmoidGroupedOp, dialect::DispatchOp, dialect::SwiGluExpertsOp,
+                  dialect::CombineOp, dialect::GatedDeltaOp>(op))
       continue;
     return RuntimeError(ErrorKind::Unsupported, op.getName().getStringRef().str(),
                         "rudnn ops that rudnn-run can execute", "an op it cannot");
@@ -135,12 +137,21 @@ Result<std::vector<Tensor>, RuntimeError> Graph::run(const std::vector<Tensor>& 
     env[v] = storage.emplace_back(std::make_unique<Tensor>(std::move(r.value()))).get();
     return std::nullopt;
   };
-  // Routing ops: results (indices, weights).
+  // MoE steps pass objects, not only tensors, along the graph: the routing plan a dispatch starts
+  // from (keyed by its indices value) and the dispatched rows that experts and combine read (keyed
+  // by the dispatch's rows and slots values).
+  llvm::DenseMap<mlir::Value, std::shared_ptr<moe::RoutingPlan>> routings;
+  llvm::DenseMap<mlir::Value, std::shared_ptr<moe::Dispatched>> dispatches;
   auto bind_routing = [&](mlir::Operation* op, Result<moe::RoutingPlan, MoeError> r) -> std::optional<RuntimeError> {
     if (!r.ok()) return wrap(r.error(), op);
     env[op->getResult(0)] = storage.emplace_back(std::make_unique<Tensor>(r->expert_indices())).get();
     env[op->getResult(1)] = storage.emplace_back(std::make_unique<Tensor>(r->weights())).get();
+    routings[op->getResult(0)] = std::make_shared<moe::RoutingPlan>(std::move(r.value()));
     return std::nullopt;
+  };
+  auto moe_error = [&](mlir::Operation* op, const char* argument, const char* expected) {
+    return RuntimeError(ErrorKind::Unsupported, fmt::format("{} {}", op->getName().getStringRef().str(), argument),
+                        expected, "a value from elsewhere");
   };
   std::vector<Tensor> results;
   for (mlir::Operation& op : block) {
@@ -169,6 +180,47 @@ Result<std::vector<Tensor>, RuntimeError> Graph::run(const std::vector<Tensor>& 
       o.renormalize = rg.getRenormalize();
       o.scale = rg.getScale().convertToFloat();
       err = bind_routing(&op, moe::route_sigmoid_grouped(*env[rg.getLogits()], bias, o));
+    } else if (auto dp = llvm::dyn_cast<dialect::DispatchOp>(op)) {
+      auto routing = routings.lookup(dp.getIndices());
+      if (!routing) return moe_error(&op, "indices", "the indices result of a routing op in this graph");
+      auto d = routing->dispatch(*env[dp.getInput()]);
+      if (!d.ok()) return wrap(d.error(), &op);
+      auto shared = std::make_shared<moe::Dispatched>(std::move(d.value()));
+      env[dp.getRows()] = storage.emplace_back(std::make_unique<Tensor>(shared->rows())).get();
+      env[dp.getOffsets()] = storage.emplace_back(std::make_unique<Tensor>(shared->expert_offsets())).get();
+      env[dp.getSlots()] = storage.emplace_back(std::make_unique<Tensor>(shared->slots())).get();
+      dispatches[dp.getRows()] = shared;
+      dispatches[dp.getSlots()] = shared;
+    } else if (auto ex = llvm::dyn_cast<dialect::SwiGluExpertsOp>(op)) {
+      auto d = dispatches.lookup(ex.getRows());
+      if (!d) return moe_error(&op, "rows", "the rows result of a rudnn.dispatch in this graph");
+      auto experts = moe::SwiGluExperts::create(*env[ex.getGate()], *env[ex.getUp()], *env[ex.getDown()]);
+      if (!experts.ok()) return wrap(experts.error(), &op);
+      const llvm::StringRef s = ex.getStrategy();
+      const auto strategy = s == "tensor_core" ? moe::GroupedStrategy::TensorCore
+                            : s == "auto"      ? moe::GroupedStrategy::Auto
+                                               : moe::GroupedStrategy::Scalar;
+      auto out = experts->forward_dispatched_with_strategy(*d, strategy);
+      if (!out.ok()) return wrap(out.error(), &op);
+      env[ex.getOutput()] = storage.emplace_back(std::make_unique<Tensor>(std::move(out.value()))).get();
+    } else if (auto cb = llvm::dyn_cast<dialect::CombineOp>(op)) {
+      auto d = dispatches.lookup(cb.getSlots());
+      if (!d) return moe_error(&op, "slots", "the slots result of a rudnn.dispatch in this graph");
+      if (env[cb.getWeights()]->data() != d->routing().weights().data())
+        return moe_error(&op, "weights", "the weights of the routing the slots came from");
+      auto out = d->combine(*env[cb.getExpertRows()]);
+      if (!out.ok()) return wrap(out.error(), &op);
+      env[cb.getOutput()] = storage.emplace_back(std::make_unique<Tensor>(std::move(out.value()))).get();
+    } else if (auto gd = llvm::dyn_cast<dialect::GatedDeltaOp>(op)) {
+      gated_delta::GatedDeltaInput in{*env[gd.getQuery()], *env[gd.getKey()],      *env[gd.getValue()],
+                                      *env[gd.getBeta()],  *env[gd.getLogDecay()], std::nullopt,
+                                      gd.getQueryScale().convertToFloat()};
+      if (gd.getInitialState()) in.initial_state = *env[gd.getInitialState()];
+      const std::int64_t chunk = gd.getChunkSizeAttr().getInt();
+      auto r = chunk > 0 ? gated_delta::chunk_gated_delta_rule(in, chunk) : gated_delta::gated_delta_rule(in);
+      if (!r.ok()) return wrap(r.error(), &op);
+      env[gd.getOutput()] = storage.emplace_back(std::make_unique<Tensor>(r->output)).get();
+      env[gd.getFinalState()] = storage.emplace_back(std::make_unique<Tensor>(r->final_state)).get();
     } else if (auto ret = llvm::dyn_cast<mlir::func::ReturnOp>(op)) {
       for (mlir::Value v : ret.getOperands()) results.push_back(*env[v]);
     }

@@ -195,6 +195,8 @@ Result<std::shared_ptr<const Plan>, RuntimeError> build_plan(const Device& devic
   static std::map<std::pair<std::string, std::string>, std::shared_ptr<runtime::LoadedKernel>> loaded;
   auto plan = std::make_shared<Plan>();
   plan->op_name = lowered.op_name;
+  plan->temporaries = lowered.temporaries;
+  plan->first_temporary_slot = lowered.first_temporary_slot;
   for (const auto& launch : lowered.launches) {
     std::shared_ptr<runtime::LoadedKernel> kernel;
     const auto module_key = std::make_pair(device.to_string(), launch.source);
@@ -243,7 +245,58 @@ std::int64_t evaluate(const compiler::SizeExpr& e, std::span<const OperandView> 
 
 }  // namespace
 
+namespace {
+
+Status<RuntimeError> launch_kernels(const Plan& plan, const Queue& queue, std::span<const OperandView> operands);
+
+// The call's operands plus its temporaries, allocated on the queue for the duration of the launches.
+Status<RuntimeError> run_with_temporaries(const Plan& plan, const Queue& queue, std::span<const OperandView> operands) {
+  constexpr std::size_t kMaxSlots = 24;
+  const std::size_t first = static_cast<std::size_t>(plan.first_temporary_slot);
+  const std::size_t total = first + plan.temporaries.size();
+  if (operands.size() != first || total > kMaxSlots)
+    return RuntimeError(ErrorKind::Internal, plan.op_name, fmt::format("{} operand slots (at most {} in all)", first, kMaxSlots),
+                        std::to_string(operands.size()));
+  std::array<OperandView, kMaxSlots> views{};
+  std::array<Shape, kMaxSlots> shapes{};
+  std::copy(operands.begin(), operands.end(), views.begin());
+  auto& backend = queue.device().backend();
+  void* stream = queue.impl().stream();
+  std::size_t allocated = first;
+  Status<RuntimeError> status;
+  for (std::size_t i = first; i < total && status.ok(); ++i) {
+    const compiler::Temporary& t = plan.temporaries[i - first];
+    const std::int64_t elements = evaluate(t.elements, std::span<const OperandView>(views.data(), i));
+    shapes[i] = t.shape;
+    std::int64_t known = 1;
+    for (std::int64_t d : t.shape) known *= d < 0 ? 1 : d;
+    for (std::int64_t& d : shapes[i])
+      if (d < 0) d = known > 0 ? elements / known : 0;
+    const std::size_t bytes = static_cast<std::size_t>(std::max<std::int64_t>(elements, 1) * t.element_bytes);
+    auto memory = backend.allocate(bytes, stream);
+    if (!memory.ok()) {
+      status = memory.error();
+      break;
+    }
+    views[i] = {memory.value(), &shapes[i]};
+    allocated = i + 1;
+    if (poison_outputs()) status = backend.fill_bytes(stream, memory.value(), 0xff, bytes);
+  }
+  if (status.ok()) status = launch_kernels(plan, queue, std::span<const OperandView>(views.data(), total));
+  for (std::size_t i = first; i < allocated; ++i) backend.release(views[i].data, stream);
+  return status;
+}
+
+}  // namespace
+
 Status<RuntimeError> run_plan(const Plan& plan, const Queue& queue, std::span<const OperandView> operands) {
+  if (!plan.temporaries.empty()) return run_with_temporaries(plan, queue, operands);
+  return launch_kernels(plan, queue, operands);
+}
+
+namespace {
+
+Status<RuntimeError> launch_kernels(const Plan& plan, const Queue& queue, std::span<const OperandView> operands) {
   const Device& device = queue.device();
   const DeviceInfo& info = device.info();
   for (const auto& pk : plan.kernels) {
@@ -292,5 +345,7 @@ Status<RuntimeError> run_plan(const Plan& plan, const Queue& queue, std::span<co
   }
   return {};
 }
+
+}  // namespace
 
 }  // namespace rudnn::ops

@@ -23,6 +23,8 @@ struct PreparedKernel {
 struct Plan {
   std::string op_name;
   std::vector<PreparedKernel> kernels;
+  std::vector<compiler::Temporary> temporaries;  // allocated per call (LoweredOp::temporaries)
+  int first_temporary_slot = 0;
 };
 
 // The operands of one call, numbered as compiler::SizeRef numbers them (absent optional operands
@@ -42,7 +44,8 @@ Result<std::shared_ptr<const Plan>, RuntimeError> build_plan(const Device& devic
 bool poison_outputs();
 void set_poison_outputs(bool on);
 
-// Launches the plan's kernels in order on `queue`.
+// Launches the plan's kernels in order on `queue`. `operands` are the op's operand and result slots;
+// run_plan adds the plan's temporaries (stream-ordered allocations, released after the launches).
 Status<RuntimeError> run_plan(const Plan& plan, const Queue& queue, std::span<const OperandView> operands);
 
 // The binary of one kernel for `device`: the kernel packs of RUDNN_KERNEL_PACK (first), the disk

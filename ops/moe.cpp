@@ -2,6 +2,9 @@
 #include "rudnn/moe.h"
 
 #include <bit>
+#include <initializer_list>
+
+#include <fmt/format.h>
 
 #include "contracts/moe.h"
 #include "log.h"
@@ -24,6 +27,49 @@ std::optional<MoeError> check_layout(const Tensor& t, const char* name) {
 // Plan-key word 0: distinct from every NormKind (0..2).
 constexpr std::int64_t kRouteKey = 100;
 constexpr std::int64_t kGroupedKey = 101;
+constexpr std::int64_t kDispatchKey = 102;
+constexpr std::int64_t kExpertsKey = 103;
+constexpr std::int64_t kCombineKey = 104;
+
+// The cached plan of `key`, or (cold) the one `lower(target)` describes, built and cached.
+template <class Lower>
+Result<std::shared_ptr<const ops::Plan>, MoeError> plan_for(const ops::PlanKey& key, const Device& device, Lower lower) {
+  auto& cache = ops::PlanCache::instance();
+  if (std::shared_ptr<const ops::Plan> plan = cache.find(key)) return plan;
+  Result<compiler::LoweredOp, RuntimeError> lowered = lower(ops::target_for(device));
+  if (!lowered.ok()) return MoeError::from(lowered.error());
+  auto built = ops::build_plan(device, lowered.value());
+  if (!built.ok()) return MoeError::from(built.error());
+  const auto& first = built.value()->kernels.front().launch;
+  runtime::log_info("plan {} on {}: {} ({}; heuristic)", built.value()->op_name, device.to_string(), first.entry,
+                    first.config.to_string());
+  cache.insert(key, built.value());
+  return built.value();
+}
+
+// Fresh outputs on `queue`, poisoned when the tests ask for it.
+Result<Tensor, MoeError> output(const Shape& shape, DType dtype, const Queue& queue) {
+  auto t = Tensor::empty(shape, dtype, queue);
+  if (!t.ok()) return MoeError::from(t.error());
+  if (ops::poison_outputs())
+    if (auto s = t->poison(); !s.ok()) return MoeError::from(s.error());
+  return std::move(t.value());
+}
+
+Status<MoeError> launch(const ops::Plan& plan, const Queue& queue, std::initializer_list<const Tensor*> slots) {
+  std::array<ops::OperandView, 8> views{};
+  std::size_t n = 0;
+  for (const Tensor* t : slots) views[n++] = {t->data(), &t->shape()};
+  if (auto s = ops::run_plan(plan, queue, std::span(views.data(), n)); !s.ok()) return MoeError::from(s.error());
+  return {};
+}
+
+std::optional<MoeError> same_queue(const Tensor& t, const char* name, const Tensor& ref, const char* ref_name) {
+  if (t.device() == ref.device() && !(t.queue() == ref.queue()))
+    return MoeError(ErrorKind::QueueMismatch, name, std::string("the queue of ") + ref_name,
+                    "another queue of the same device");
+  return std::nullopt;
+}
 
 Result<RoutingPlan, MoeError> run(bool grouped, const contracts::GroupRouteSignature& sig, const Tensor& logits,
                                   const Tensor* bias) {
@@ -44,30 +90,16 @@ Result<RoutingPlan, MoeError> run(bool grouped, const contracts::GroupRouteSigna
     key.words = {kRouteKey, static_cast<std::int64_t>(logits.dtype()), logits.shape()[1], sig.top_k,
                  sig.renormalize ? 1 : 0, static_cast<std::int64_t>(device.kind()), device.ordinal(), 0, 0, 0};
   }
-  auto& cache = ops::PlanCache::instance();
-  std::shared_ptr<const ops::Plan> plan = cache.find(key);
-  if (!plan) {
-    compiler::RouteRequest request{grouped, sig, std::nullopt};
-    auto lowered = compiler::lower_routing(request, ops::target_for(device));
-    if (!lowered.ok()) return MoeError::from(lowered.error());
-    auto built = ops::build_plan(device, lowered.value());
-    if (!built.ok()) return MoeError::from(built.error());
-    plan = built.value();
-    const auto& first = plan->kernels.front().launch;
-    runtime::log_info("plan {} on {}: {} ({}; heuristic)", plan->op_name, device.to_string(), first.entry,
-                      first.config.to_string());
-    cache.insert(key, plan);
-  }
+  auto plan = plan_for(key, device, [&](const compiler::Target& target) {
+    return compiler::lower_routing(compiler::RouteRequest{grouped, sig, std::nullopt}, target);
+  });
+  if (!plan.ok()) return plan.error();
 
   const Shape out_shape{logits.shape()[0], sig.top_k};
-  auto indices = Tensor::empty(out_shape, DType::U32, logits.queue());
-  if (!indices.ok()) return MoeError::from(indices.error());
-  auto weights = Tensor::empty(out_shape, logits.dtype(), logits.queue());
-  if (!weights.ok()) return MoeError::from(weights.error());
-  if (ops::poison_outputs()) {
-    if (auto s = indices->poison(); !s.ok()) return MoeError::from(s.error());
-    if (auto s = weights->poison(); !s.ok()) return MoeError::from(s.error());
-  }
+  auto indices = output(out_shape, DType::U32, logits.queue());
+  if (!indices.ok()) return indices.error();
+  auto weights = output(out_shape, logits.dtype(), logits.queue());
+  if (!weights.ok()) return weights.error();
   if (out_shape[0] > 0) {
     std::array<ops::OperandView, 4> views{};
     std::size_t n = 0;
@@ -75,7 +107,7 @@ Result<RoutingPlan, MoeError> run(bool grouped, const contracts::GroupRouteSigna
     if (grouped) views[n++] = {bias ? bias->data() : nullptr, bias ? &bias->shape() : nullptr};
     views[n++] = {indices->data(), &indices->shape()};
     views[n++] = {weights->data(), &weights->shape()};
-    if (auto s = ops::run_plan(*plan, logits.queue(), std::span(views.data(), n)); !s.ok())
+    if (auto s = ops::run_plan(*plan.value(), logits.queue(), std::span(views.data(), n)); !s.ok())
       return MoeError::from(s.error());
   }
   return RoutingPlan(std::move(indices.value()), std::move(weights.value()), logits.shape()[1]);
@@ -113,6 +145,216 @@ Result<RoutingPlan, MoeError> route_sigmoid_grouped(const Tensor& logits, const 
       return MoeError(ErrorKind::QueueMismatch, "bias", "the logits' queue", "another queue of the same device");
   }
   return run(true, sig, logits, bias ? &*bias : nullptr);
+}
+
+// --- dispatch, experts, combine -------------------------------------------------------------
+
+Result<Dispatched, MoeError> RoutingPlan::dispatch(const Tensor& input) const {
+  contracts::DispatchSignature sig{operand(input), operand(indices_), experts_};
+  if (auto e = contracts::check_dispatch(sig)) return *e;
+  if (auto e = check_layout(input, "input")) return *e;
+  if (auto e = same_queue(input, "input", indices_, "the routing")) return *e;
+  const Device& device = input.device();
+  const std::int64_t tokens = input.shape()[0], hidden = input.shape()[1], k = top_k();
+  ops::PlanKey key;
+  key.words = {kDispatchKey, static_cast<std::int64_t>(input.dtype()), hidden, k, experts_,
+               static_cast<std::int64_t>(device.kind()), device.ordinal(), 0, 0, 0};
+  auto plan = plan_for(key, device, [&](const compiler::Target& target) {
+    return compiler::lower_dispatch(compiler::DispatchRequest{sig, std::nullopt}, target);
+  });
+  if (!plan.ok()) return plan.error();
+  auto rows = output({tokens * k, hidden}, input.dtype(), input.queue());
+  if (!rows.ok()) return rows.error();
+  auto offsets = output({experts_ + 1}, DType::U32, input.queue());
+  if (!offsets.ok()) return offsets.error();
+  auto slots = output({tokens, k}, DType::U32, input.queue());
+  if (!slots.ok()) return slots.error();
+  if (auto s = launch(*plan.value(), input.queue(), {&input, &indices_, &*rows, &*offsets, &*slots}); !s.ok())
+    return s.error();
+  return Dispatched(*this, std::move(rows.value()), std::move(offsets.value()), std::move(slots.value()));
+}
+
+Result<Tensor, MoeError> Dispatched::combine(const Tensor& expert_output) const {
+  contracts::CombineSignature sig{operand(expert_output), operand(slots_), operand(routing_.weights())};
+  if (auto e = contracts::check_combine(sig)) return *e;
+  if (auto e = check_layout(expert_output, "expert_output")) return *e;
+  if (expert_output.shape()[1] != hidden())
+    return MoeError(ErrorKind::ShapeMismatch, "expert_output",
+                    fmt::format("[{}, {}] (the dispatched rows' shape)", rows_.shape()[0], hidden()),
+                    shape_to_string(expert_output.shape()));
+  if (auto e = same_queue(expert_output, "expert_output", slots_, "the routing")) return *e;
+  const Device& device = expert_output.device();
+  ops::PlanKey key;
+  key.words = {kCombineKey, static_cast<std::int64_t>(expert_output.dtype()),
+               static_cast<std::int64_t>(routing_.weights().dtype()), hidden(), top_k(),
+               static_cast<std::int64_t>(device.kind()), device.ordinal(), 0, 0, 0};
+  auto plan = plan_for(key, device, [&](const compiler::Target& target) {
+    return compiler::lower_combine(compiler::CombineRequest{sig, std::nullopt}, target);
+  });
+  if (!plan.ok()) return plan.error();
+  auto out = output({tokens(), hidden()}, expert_output.dtype(), expert_output.queue());
+  if (!out.ok()) return out.error();
+  if (auto s = launch(*plan.value(), expert_output.queue(), {&expert_output, &slots_, &routing_.weights(), &*out});
+      !s.ok())
+    return s.error();
+  return std::move(out.value());
+}
+
+namespace {
+
+contracts::ExpertWeights weights_of(const SwiGluExperts& e) {
+  return {operand(e.gate()), operand(e.up()), operand(e.down())};
+}
+
+contracts::ExpertsStrategy to_contract(GroupedStrategy s) {
+  switch (s) {
+    case GroupedStrategy::Scalar: return contracts::ExpertsStrategy::Scalar;
+    case GroupedStrategy::Auto: return contracts::ExpertsStrategy::Auto;
+    case GroupedStrategy::TensorCore: return contracts::ExpertsStrategy::TensorCore;
+  }
+  return contracts::ExpertsStrategy::Scalar;
+}
+
+// Rows per expert bucketed to a power of two (≤ 512): the heuristic tile depends on it.
+std::int64_t load_bucket(std::int64_t rows, std::int64_t experts) {
+  const std::int64_t per = (rows + experts - 1) / std::max<std::int64_t>(experts, 1);
+  std::int64_t b = 1;
+  while (b < per && b < 512) b *= 2;
+  return b;
+}
+
+}  // namespace
+
+Result<SwiGluExperts, MoeError> SwiGluExperts::create(Tensor gate, Tensor up, Tensor down) {
+  contracts::ExpertWeights w{operand(gate), operand(up), operand(down)};
+  if (auto e = contracts::check_expert_weights(w)) return *e;
+  for (auto [t, name] : {std::pair{&gate, "gate"}, {&up, "up"}, {&down, "down"}})
+    if (auto e = check_layout(*t, name)) return *e;
+  return SwiGluExperts(std::move(gate), std::move(up), std::move(down));
+}
+
+Result<Tensor, MoeError> SwiGluExperts::forward_dispatched(const Dispatched& dispatched) const {
+  return forward_dispatched_with_strategy(dispatched, GroupedStrategy::Scalar);
+}
+
+Result<Tensor, MoeError> SwiGluExperts::forward_dispatched_with_strategy(const Dispatched& dispatched,
+                                                                         GroupedStrategy strategy) const {
+  const Tensor& rows = dispatched.rows();
+  contracts::ExpertsSignature sig{weights_of(*this), operand(rows), operand(dispatched.expert_offsets())};
+  if (auto e = contracts::check_experts(sig)) return *e;
+  if (auto e = same_queue(rows, "dispatched", gate_, "the expert weights")) return *e;
+  const Device& device = rows.device();
+  // TensorCore that this device or these weights cannot serve is the caller's error; Auto then
+  // takes Scalar (and only then).
+  const std::string arch = ops::target_for(device).arch;
+  contracts::ExpertsStrategy resolved = to_contract(strategy);
+  if (resolved != contracts::ExpertsStrategy::Scalar) {
+    std::optional<MoeError> unsupported = contracts::check_tensor_core_experts(sig.weights, arch);
+    if (unsupported && resolved == contracts::ExpertsStrategy::TensorCore) return *unsupported;
+    resolved = unsupported ? contracts::ExpertsStrategy::Scalar : contracts::ExpertsStrategy::TensorCore;
+  }
+  const std::int64_t n = rows.shape()[0];
+  const std::int64_t bucket = load_bucket(n, experts());
+  ops::PlanKey key;
+  key.words = {kExpertsKey,
+               static_cast<std::int64_t>(dtype()),
+               experts(),
+               inter(),
+               hidden(),
+               static_cast<std::int64_t>(device.kind()),
+               device.ordinal(),
+               resolved == contracts::ExpertsStrategy::TensorCore ? 1 : 0,
+               bucket,
+               0};
+  auto plan = plan_for(key, device, [&](const compiler::Target& target) {
+    compiler::ExpertsRequest request{sig, resolved, std::nullopt, bucket};
+    return compiler::lower_experts(request, target);
+  });
+  if (!plan.ok()) return plan.error();
+  auto out = output({n, hidden()}, dtype(), rows.queue());
+  if (!out.ok()) return out.error();
+  if (auto s = launch(*plan.value(), rows.queue(),
+                      {&rows, &dispatched.expert_offsets(), &gate_, &up_, &down_, &*out});
+      !s.ok())
+    return s.error();
+  return std::move(out.value());
+}
+
+std::optional<MoeError> SwiGluExperts::check_forward(const Tensor& input, const Tensor& logits) const {
+  if (is_float(input.dtype()) && input.dtype() != dtype())
+    return MoeError(ErrorKind::UnsupportedDType, "input", fmt::format("{} (the experts' dtype)", dtype_name(dtype())),
+                    std::string(dtype_name(input.dtype())));
+  if (input.shape().size() == 2 && input.shape()[1] != hidden())
+    return MoeError(ErrorKind::ShapeMismatch, "input", fmt::format("[tokens, {}] (hidden of the experts)", hidden()),
+                    shape_to_string(input.shape()));
+  if (logits.shape().size() == 2 && logits.shape()[1] != experts())
+    return MoeError(ErrorKind::ShapeMismatch, "logits", fmt::format("[tokens, {}] (the experts)", experts()),
+                    shape_to_string(logits.shape()));
+  if (input.shape().size() == 2 && logits.shape().size() == 2 && input.shape()[0] != logits.shape()[0])
+    return MoeError(ErrorKind::ShapeMismatch, "logits", fmt::format("[{}, experts] (the tokens of input)", input.shape()[0]),
+                    shape_to_string(logits.shape()));
+  if (input.device() != gate_.device())
+    return MoeError(ErrorKind::DeviceMismatch, "input", "the experts' device (" + gate_.device().to_string() + ")",
+                    input.device().to_string());
+  if (logits.device() != gate_.device())
+    return MoeError(ErrorKind::DeviceMismatch, "logits", "the experts' device (" + gate_.device().to_string() + ")",
+                    logits.device().to_string());
+  if (auto e = same_queue(input, "input", logits, "logits")) return e;
+  return std::nullopt;
+}
+
+namespace {
+
+// Dispatch, experts and combine after routing; every check already passed.
+Result<Tensor, MoeError> finish_forward(const SwiGluExperts& experts, const RoutingPlan& routing, const Tensor& input,
+                                        GroupedStrategy strategy) {
+  auto dispatched = routing.dispatch(input);
+  if (!dispatched.ok()) return dispatched.error();
+  auto rows = experts.forward_dispatched_with_strategy(*dispatched, strategy);
+  if (!rows.ok()) return rows.error();
+  return dispatched->combine(*rows);
+}
+
+}  // namespace
+
+Result<Tensor, MoeError> SwiGluExperts::forward(const Tensor& input, const Tensor& logits,
+                                                RoutingOptions options) const {
+  // Every contract first (routing, then the pairing with the experts), so a bad call writes nothing.
+  contracts::RouteSignature route_sig{operand(logits), options.top_k, options.renormalize};
+  if (auto e = contracts::check_route(route_sig)) return *e;
+  contracts::DispatchSignature dispatch_sig{operand(input), {{logits.shape()[0], options.top_k}, DType::U32,
+                                                            operand(logits).device}, logits.shape()[1]};
+  if (auto e = contracts::check_dispatch(dispatch_sig)) return *e;
+  if (auto e = check_forward(input, logits)) return *e;
+  auto routing = route(logits, options);
+  if (!routing.ok()) return routing.error();
+  return finish_forward(*this, *routing, input, GroupedStrategy::Scalar);
+}
+
+Result<Tensor, MoeError> SwiGluExperts::forward_sigmoid_grouped(const Tensor& input, const Tensor& logits,
+                                                                const std::optional<Tensor>& bias,
+                                                                GroupRoutingOptions options,
+                                                                GroupedStrategy strategy) const {
+  contracts::GroupRouteSignature route_sig;
+  route_sig.logits = operand(logits);
+  if (bias) route_sig.bias = operand(*bias);
+  route_sig.top_k = options.top_k;
+  route_sig.groups = options.groups;
+  route_sig.selected_groups = options.selected_groups;
+  route_sig.group_top_two = options.group_top_two;
+  route_sig.renormalize = options.renormalize;
+  route_sig.scale = options.scale;
+  if (auto e = contracts::check_route_sigmoid_grouped(route_sig)) return *e;
+  contracts::DispatchSignature dispatch_sig{operand(input), {{logits.shape()[0], options.top_k}, DType::U32,
+                                                            operand(logits).device}, logits.shape()[1]};
+  if (auto e = contracts::check_dispatch(dispatch_sig)) return *e;
+  if (auto e = check_forward(input, logits)) return *e;
+  if (strategy == GroupedStrategy::TensorCore)
+    if (auto e = contracts::check_tensor_core_experts(weights_of(*this), ops::target_for(gate_.device()).arch))
+      return *e;
+  auto routing = route_sigmoid_grouped(logits, bias, options);
+  if (!routing.ok()) return routing.error();
+  return finish_forward(*this, *routing, input, strategy);
 }
 
 }  // namespace rudnn::moe

@@ -11,6 +11,7 @@
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
 #include "rudnn/compiler/kernel_launch.h"
 #include "rudnn/compiler/pipeline.h"
+#include "llvm/ADT/DenseMap.h"
 #include "mlir/Pass/Pass.h"
 
 namespace rudnn::compiler::pipeline_detail {
@@ -20,12 +21,17 @@ namespace rudnn::compiler::pipeline_detail {
 mlir::RankedTensorType tensorType(mlir::MLIRContext* ctx, const contracts::NormOperand& operand, bool dynamicLeading);
 
 // Maps the launch's numbering (its operands, then its results) onto the request's slots (the
-// op's operands in order, an absent optional one keeping its slot, then the op's results).
+// op's operands in order, an absent optional one keeping its slot, then the op's results, then
+// the temporaries: launch results that later launches read but @main does not return).
 struct SlotMap {
   std::vector<int> argSlot;   // @main argument → slot
   int numOperandSlots = 0;
   mutable mlir::func::ReturnOp ret;  // mutable: op handles are not const-correct
+  // Filled in as launches are translated in program order (a producer before its readers).
+  mutable std::vector<Temporary> temporaries;
+  mutable llvm::DenseMap<mlir::Value, int> temporarySlot;
 
+  int firstTemporarySlot() const { return numOperandSlots + static_cast<int>(ret->getNumOperands()); }
   mlir::FailureOr<int> slotOf(dialect::LaunchOp launch, std::int64_t index) const;
 };
 

@@ -23,99 +23,7 @@ using namespace mlir;
 
 namespace rudnn::compiler {
 
-namespace pipeline_detail {
-
-// The request's operands as @main's arguments. Leading dims become dynamic so that one lowering
-// serves every batch/token count; the last dim (H) stays static, the kernel config depends on it.
-RankedTensorType tensorType(MLIRContext* ctx, const contracts::NormOperand& operand, bool dynamicLeading) {
-  SmallVector<std::int64_t> shape;
-  for (std::size_t i = 0; i < operand.shape.size(); ++i) {
-    const bool leading = i + 1 < operand.shape.size();
-    const std::int64_t d = operand.shape[i];
-    shape.push_back((leading && dynamicLeading) || d == contracts::kDynamic ? ShapedType::kDynamic : d);
-  }
-  return RankedTensorType::get(shape, dialect::toElementType(ctx, operand.dtype));
-}
-
-// Maps the launch's numbering (its operands, then its results) onto the request's slots (the
-// op's operands in order, an absent optional one keeping its slot, then the op's results).
-FailureOr<int> SlotMap::slotOf(dialect::LaunchOp launch, std::int64_t index) const {
-  if (index < launch->getNumOperands()) {
-    auto arg = dyn_cast<BlockArgument>(launch->getOperand(index));
-    if (!arg) return failure();  // an intermediate tensor: no multi-kernel lowering exists yet
-    return argSlot[arg.getArgNumber()];
-  }
-  Value result = launch->getResult(index - launch->getNumOperands());
-  for (OpOperand& use : result.getUses())
-    if (use.getOwner() == ret.getOperation()) return numOperandSlots + static_cast<int>(use.getOperandNumber());
-  return failure();
-}
-
-namespace {
-FailureOr<SizeExpr> toSizeExpr(dialect::LaunchOp launch, dialect::SizeExprAttr attr, const SlotMap& slots) {
-  SizeExpr expr;
-  expr.divisor = attr.getDivisor();
-  for (const dialect::SizeFactor& f : attr.getFactors()) {
-    SizeRef ref;
-    switch (f.kind) {
-      case dialect::SizeFactor::Kind::Const: ref.kind = SizeRef::Kind::Const; ref.value = f.value; break;
-      case dialect::SizeFactor::Kind::Rows: ref.kind = SizeRef::Kind::Rows; break;
-      case dialect::SizeFactor::Kind::Dim: ref.kind = SizeRef::Kind::Dim; ref.dim = static_cast<int>(f.dim); break;
-    }
-    if (ref.kind != SizeRef::Kind::Const) {
-      FailureOr<int> slot = slots.slotOf(launch, f.operand);
-      if (failed(slot)) return failure();
-      ref.operand = *slot;
-    }
-    expr.factors.push_back(ref);
-  }
-  return expr;
-}
-
-}  // namespace
-
-FailureOr<KernelLaunch> toKernelLaunch(dialect::LaunchOp launch, const SlotMap& slots) {
-  KernelLaunch out;
-  out.entry = launch.getKernel().str();
-  out.source = emitKernelSource(launch);
-  out.config = toKernelConfig(launch.getKernelConfig());
-  ArrayRef<std::int64_t> block = launch.getBlock();
-  out.block = {block[0], block[1], block[2]};
-  out.dynamic_shared_bytes = launch.getDynamicSharedBytes();
-  for (auto [i, size] : llvm::enumerate(launch.getGrid().getAsRange<dialect::SizeExprAttr>())) {
-    FailureOr<SizeExpr> expr = toSizeExpr(launch, size, slots);
-    if (failed(expr)) return failure();
-    out.grid[i] = *expr;
-  }
-  for (dialect::KernelParamAttr attr : launch.getParams().getAsRange<dialect::KernelParamAttr>()) {
-    KernelParam param;
-    param.c_type = attr.getCType().str();
-    param.name = attr.getName().str();
-    switch (attr.getKind()) {
-      case dialect::KernelParamKind::Buffer: {
-        param.kind = KernelParam::Kind::Buffer;
-        FailureOr<int> slot = slots.slotOf(launch, attr.getOperand());
-        if (failed(slot)) return failure();
-        param.operand = *slot;
-        break;
-      }
-      case dialect::KernelParamKind::NullBuffer: param.kind = KernelParam::Kind::NullBuffer; break;
-      case dialect::KernelParamKind::Size: {
-        param.kind = KernelParam::Kind::Size;
-        FailureOr<SizeExpr> expr = toSizeExpr(launch, attr.getSize(), slots);
-        if (failed(expr)) return failure();
-        param.size = *expr;
-        break;
-      }
-      case dialect::KernelParamKind::F32:
-        param.kind = KernelParam::Kind::F32;
-        param.f32 = attr.getValue().getValue().convertToFloat();
-        break;
-    }
-    out.params.push_back(std::move(param));
-  }
-  return out;
-}
+using namespace pipeline_detail;
 
 namespace {
 
@@ -166,48 +74,7 @@ Operation* buildNormModule(ModuleOp module, const NormRequest& request) {
 
 }  // namespace
 
-Result<LoweredOp, RuntimeError> lowerModule(ModuleOp module, const std::string& opName, std::string call,
-                                            SlotMap slots, const Target& target, std::unique_ptr<Pass> strategy) {
-  MLIRContext* ctx = module.getContext();
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(ctx, [&](Diagnostic& diag) {
-    if (!diagnostics.empty()) diagnostics += "; ";
-    diagnostics += diag.str();
-    return success();
-  });
-  if (failed(verify(module)))
-    return RuntimeError(ErrorKind::InvalidValue, opName, "a call its verifier accepts", diagnostics);
 
-  PassManager pm(ctx);
-  if (strategy) pm.addPass(std::move(strategy));
-  dialect::SelectKernelConfigPassOptions selectOptions;
-  selectOptions.arch = target.arch;
-  selectOptions.maxThreadsPerBlock = target.limits.max_threads_per_block;
-  pm.addPass(dialect::createSelectKernelConfigPass(selectOptions));
-  pm.addPass(dialect::createLowerToLaunchPass());
-  if (failed(pm.run(module)))
-    return RuntimeError(ErrorKind::Internal, opName, "a successful lowering", diagnostics);
-
-  auto main = module.lookupSymbol<func::FuncOp>("main");
-  slots.ret = cast<func::ReturnOp>(main.getBody().front().getTerminator());
-  LoweredOp lowered;
-  lowered.op_name = opName;
-  lowered.call = std::move(call);
-  WalkResult walk = main.walk([&](dialect::LaunchOp launch) {
-    FailureOr<KernelLaunch> kernel = toKernelLaunch(launch, slots);
-    if (failed(kernel)) return WalkResult::interrupt();
-    lowered.launches.push_back(std::move(*kernel));
-    return WalkResult::advance();
-  });
-  if (walk.wasInterrupted() || lowered.launches.empty())
-    return RuntimeError(ErrorKind::Internal, opName, "launches over @main's arguments and results",
-                        "a launch operand that is neither");
-  return lowered;
-}
-
-}  // namespace pipeline_detail
-
-using namespace pipeline_detail;
 
 Result<LoweredOp, RuntimeError> lower_normalization(const NormRequest& request, const Target& target) {
   MLIRContext& ctx = threadContext();

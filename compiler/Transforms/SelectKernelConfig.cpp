@@ -53,38 +53,123 @@ std::int64_t heuristicRouteRowsPerBlock(bool grouped, std::int64_t experts) {
   return 4;
 }
 
+dialect::moe_config::RowCopyConfig heuristicRowCopyConfig(DType dtype, std::int64_t h) {
+  dialect::moe_config::RowCopyConfig c;
+  c.vectorWidth = dialect::moe_config::rowVectorWidths(dtype, h).front();
+  const std::int64_t vectors = h < 0 ? 1024 : (h + c.vectorWidth - 1) / c.vectorWidth;
+  c.threads = std::min<std::int64_t>(256, std::max<std::int64_t>(64, nextPow2(vectors)));
+  return c;
+}
+
+dialect::moe_config::ExpertTile heuristicExpertTile(bool tensorCore, std::int64_t rowsPerExpert) {
+  const auto& tiles = tensorCore ? dialect::moe_config::tensorCoreTiles() : dialect::moe_config::scalarTiles();
+  if (rowsPerExpert < 0) return tiles[1];  // a middle tile when the load is unknown
+  const dialect::moe_config::ExpertTile* largest = &tiles.front();
+  for (const auto& t : tiles) {
+    if (t.blockM >= rowsPerExpert) return t;
+    if (t.blockM > largest->blockM) largest = &t;
+  }
+  return *largest;
+}
+
+dialect::gated_delta_config::RecurrentTile heuristicRecurrentTile(std::int64_t keyDim) {
+  for (const auto& t : dialect::gated_delta_config::recurrentTiles())
+    if (t.maxKeyDim() >= keyDim) return t;
+  return dialect::gated_delta_config::recurrentTiles().back();
+}
+
+dialect::gated_delta_config::ChunkTile heuristicChunkTile(std::int64_t keyDim) {
+  // 128 threads are enough for small keys; 32 columns keep B·H·V/32 blocks and the least shared memory.
+  return keyDim <= 64 ? dialect::gated_delta_config::ChunkTile{128, 32} : dialect::gated_delta_config::ChunkTile{256, 32};
+}
+
 namespace {
+
+// The swiglu_experts strategy on `arch`: scalar → scalar; tensor_core → tensor core (the contract
+// error when it cannot); auto → tensor core where the contract allows it, else scalar.
+FailureOr<bool> resolveTensorCore(dialect::SwiGluExpertsOp op, const std::string& arch) {
+  const StringRef strategy = op.getStrategy();
+  if (strategy == "scalar") return false;
+  std::optional<MoeError> unsupported = contracts::check_tensor_core_experts(dialect::expertWeightsOf(op), arch);
+  if (strategy == "auto") return !unsupported;
+  if (unsupported) return op.emitOpError() << unsupported->message();
+  return true;
+}
 
 struct SelectKernelConfig : dialect::impl::SelectKernelConfigPassBase<SelectKernelConfig> {
   using Base::Base;
 
   void runOnOperation() override {
-    getOperation()->walk([&](Operation* op) {
+    WalkResult walk = getOperation()->walk([&](Operation* op) -> WalkResult {
+      Builder b(op->getContext());
+      if (auto experts = dyn_cast<dialect::SwiGluExpertsOp>(op)) {
+        if (experts.getKernelConfigAttr()) return WalkResult::advance();
+        FailureOr<bool> tensorCore = resolveTensorCore(experts, arch);
+        auto hint = op->getAttrOfType<IntegerAttr>(dialect::kRowsPerExpertAttrName);
+        const std::int64_t rowsHint = hint ? hint.getInt() : -1;
+        if (failed(tensorCore)) return WalkResult::interrupt();
+        op->setAttr(dialect::kKernelConfigAttrName,
+                    dialect::expertTileConfig(op->getContext(), heuristicExpertTile(*tensorCore, rowsHint)));
+        return WalkResult::advance();
+      }
+      if (auto gd = dyn_cast<dialect::GatedDeltaOp>(op)) {
+        if (gd.getKernelConfigAttr()) return WalkResult::advance();
+        const std::int64_t k = cast<RankedTensorType>(gd.getQuery().getType()).getDimSize(3);
+        const std::int64_t c = gd.getChunkSizeAttr().getInt();
+        SmallVector<NamedAttribute> entries;
+        if (c == 0) {
+          const auto t = heuristicRecurrentTile(ShapedType::isDynamic(k) ? contracts::kMaxGatedDeltaDim : k);
+          entries = {b.getNamedAttr(dialect::gated_delta_config::kWarps, b.getI64IntegerAttr(t.warps)),
+                     b.getNamedAttr(dialect::gated_delta_config::kRowsPerThread, b.getI64IntegerAttr(t.rowsPerThread))};
+        } else {
+          const auto t = heuristicChunkTile(ShapedType::isDynamic(k) ? contracts::kMaxGatedDeltaDim : k);
+          entries = {b.getNamedAttr(dialect::gated_delta_config::kThreads, b.getI64IntegerAttr(t.threads)),
+                     b.getNamedAttr(dialect::gated_delta_config::kColumns, b.getI64IntegerAttr(t.columns))};
+        }
+        op->setAttr(dialect::kKernelConfigAttrName, b.getDictionaryAttr(entries));
+        return WalkResult::advance();
+      }
+      if (isa<dialect::DispatchOp, dialect::CombineOp>(op)) {
+        if (op->getAttr(dialect::kKernelConfigAttrName)) return WalkResult::advance();
+        auto rows = cast<RankedTensorType>(op->getOperand(0).getType());
+        std::int64_t h = rows.getDimSize(1);
+        if (ShapedType::isDynamic(h)) h = -1;
+        const auto c = heuristicRowCopyConfig(*dialect::toDType(rows.getElementType()), h);
+        SmallVector<NamedAttribute> entries = {
+            b.getNamedAttr(dialect::moe_config::kThreads, b.getI64IntegerAttr(c.threads)),
+            b.getNamedAttr(dialect::moe_config::kVectorWidth, b.getI64IntegerAttr(c.vectorWidth))};
+        // The ranking block: as wide as the target allows (one block does all the counting).
+        if (isa<dialect::DispatchOp>(op))
+          entries.push_back(b.getNamedAttr(dialect::moe_config::kRankThreads,
+                                           b.getI64IntegerAttr(std::min<std::int64_t>(1024, maxThreadsPerBlock))));
+        op->setAttr(dialect::kKernelConfigAttrName, b.getDictionaryAttr(entries));
+        return WalkResult::advance();
+      }
       if (std::optional<dialect::RouteOpView> route = dialect::asRouteOp(op)) {
-        if (route->kernelConfig) return;
-        Builder b(op->getContext());
+        if (route->kernelConfig) return WalkResult::advance();
         op->setAttr(dialect::kKernelConfigAttrName,
                     b.getDictionaryAttr({b.getNamedAttr(dialect::route_config::kRowsPerBlock,
                                                         b.getI64IntegerAttr(heuristicRouteRowsPerBlock(
                                                             route->grouped, route->logitsType().getDimSize(1))))}));
-        return;
+        return WalkResult::advance();
       }
       std::optional<dialect::NormOpView> norm = dialect::asNormOp(op);
-      if (!norm || norm->kernelConfig) return;
+      if (!norm || norm->kernelConfig) return WalkResult::advance();
       RankedTensorType type = norm->inputType();
       DType dtype = *dialect::toDType(type.getElementType());  // the verifier accepted it
       std::int64_t h = type.getShape().back();
       if (ShapedType::isDynamic(h)) h = -1;
       dialect::norm_config::RowConfig c =
           heuristicRowConfig(dtype, h, op->hasAttr(dialect::kUnalignedAttrName), maxThreadsPerBlock);
-      Builder b(op->getContext());
       op->setAttr(dialect::kKernelConfigAttrName,
                   b.getDictionaryAttr({
                       b.getNamedAttr(dialect::norm_config::kThreadsPerRow, b.getI64IntegerAttr(c.threadsPerRow)),
                       b.getNamedAttr(dialect::norm_config::kRowsPerBlock, b.getI64IntegerAttr(c.rowsPerBlock)),
                       b.getNamedAttr(dialect::norm_config::kVectorWidth, b.getI64IntegerAttr(c.vectorWidth)),
                   }));
+      return WalkResult::advance();
     });
+    if (walk.wasInterrupted()) signalPassFailure();
   }
 };
 

@@ -100,4 +100,165 @@ std::string describe_call(const GroupRouteSignature& sig) {
   return s + fmt::format(", top_k {}, groups {}, selected_groups {}", sig.top_k, sig.groups, sig.selected_groups);
 }
 
+// --- dispatch, experts, combine -------------------------------------------------------------
+
+namespace {
+
+bool known(std::int64_t v) { return v != kDynamic; }
+bool same_extent(std::int64_t a, std::int64_t b) { return !known(a) || !known(b) || a == b; }
+std::string extent(std::int64_t v) { return known(v) ? std::to_string(v) : std::string("?"); }
+
+// A non-quantized float tensor of rank `rank` whose extents are all > 0 except dim 0 (tokens/rows).
+std::optional<MoeError> check_float(const MoeOperand& x, const char* name, std::size_t rank, const char* layout) {
+  if (is_quantized(x.dtype))
+    return fail(ErrorKind::QuantizedDType, name, "non-quantized f32, f16 or bf16", std::string(dtype_name(x.dtype)));
+  if (!is_float(x.dtype))
+    return fail(ErrorKind::UnsupportedDType, name, "f32, f16 or bf16", std::string(dtype_name(x.dtype)));
+  if (x.shape.size() != rank) return fail(ErrorKind::ShapeMismatch, name, layout, shape_to_string(x.shape));
+  return std::nullopt;
+}
+
+std::optional<MoeError> check_u32(const MoeOperand& x, const char* name, std::size_t rank, const char* layout) {
+  if (x.dtype != DType::U32) return fail(ErrorKind::UnsupportedDType, name, "u32", std::string(dtype_name(x.dtype)));
+  if (x.shape.size() != rank) return fail(ErrorKind::ShapeMismatch, name, layout, shape_to_string(x.shape));
+  return std::nullopt;
+}
+
+std::optional<MoeError> check_positive(const MoeOperand& x, const char* name, std::size_t from) {
+  for (std::size_t d = from; d < x.shape.size(); ++d)
+    if (x.shape[d] == 0)
+      return fail(ErrorKind::EmptyDimension, name, fmt::format("dim {} > 0", d), shape_to_string(x.shape));
+  return std::nullopt;
+}
+
+std::optional<MoeError> check_device(const MoeOperand& x, const char* name, const MoeOperand& ref, const char* ref_name) {
+  if (x.device != ref.device)
+    return fail(ErrorKind::DeviceMismatch, name, fmt::format("the device of {} ({})", ref_name, ref.device),
+                fmt::format("device {}", x.device));
+  return std::nullopt;
+}
+
+std::optional<MoeError> check_same_dtype(const MoeOperand& x, const char* name, const MoeOperand& ref,
+                                         const char* ref_name) {
+  if (x.dtype != ref.dtype)
+    return fail(ErrorKind::UnsupportedDType, name, fmt::format("{} (the dtype of {})", dtype_name(ref.dtype), ref_name),
+                std::string(dtype_name(x.dtype)));
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view strategy_name(ExpertsStrategy s) {
+  switch (s) {
+    case ExpertsStrategy::Scalar: return "scalar";
+    case ExpertsStrategy::Auto: return "auto";
+    case ExpertsStrategy::TensorCore: return "tensor_core";
+  }
+  return "?";
+}
+
+std::optional<MoeError> check_dispatch(const DispatchSignature& sig) {
+  if (auto e = check_float(sig.input, "input", 2, "rank 2 [tokens, hidden]")) return e;
+  if (auto e = check_positive(sig.input, "input", 1)) return e;
+  if (auto e = check_u32(sig.indices, "indices", 2, "rank 2 [tokens, top_k]")) return e;
+  if (auto e = check_positive(sig.indices, "indices", 1)) return e;
+  if (!same_extent(sig.input.shape[0], sig.indices.shape[0]))
+    return fail(ErrorKind::ShapeMismatch, "input",
+                fmt::format("{} tokens (the routing's tokens)", extent(sig.indices.shape[0])),
+                shape_to_string(sig.input.shape));
+  if (sig.experts < 1) return fail(ErrorKind::InvalidValue, "experts", ">= 1", std::to_string(sig.experts));
+  if (known(sig.indices.shape[1]) && sig.indices.shape[1] > sig.experts)
+    return fail(ErrorKind::ShapeMismatch, "indices", fmt::format("top_k <= {} (experts)", sig.experts),
+                shape_to_string(sig.indices.shape));
+  if (auto e = check_device(sig.input, "input", sig.indices, "routing")) return e;
+  return std::nullopt;
+}
+
+std::optional<MoeError> check_expert_weights(const ExpertWeights& w) {
+  if (auto e = check_float(w.gate, "gate", 3, "rank 3 [experts, inter, hidden]")) return e;
+  if (auto e = check_positive(w.gate, "gate", 0)) return e;
+  if (auto e = check_same_dtype(w.up, "up", w.gate, "gate")) return e;
+  if (auto e = check_same_dtype(w.down, "down", w.gate, "gate")) return e;
+  if (w.up.shape != w.gate.shape)
+    return fail(ErrorKind::ShapeMismatch, "up", shape_to_string(w.gate.shape) + " (the shape of gate)",
+                shape_to_string(w.up.shape));
+  const Shape want_down{w.gate.shape[0], w.gate.shape[2], w.gate.shape[1]};
+  if (w.down.shape != want_down)
+    return fail(ErrorKind::ShapeMismatch, "down", shape_to_string(want_down) + " ([experts, hidden, inter] of gate)",
+                shape_to_string(w.down.shape));
+  if (auto e = check_device(w.up, "up", w.gate, "gate")) return e;
+  if (auto e = check_device(w.down, "down", w.gate, "gate")) return e;
+  return std::nullopt;
+}
+
+std::optional<MoeError> check_experts(const ExpertsSignature& sig) {
+  if (auto e = check_expert_weights(sig.weights)) return e;
+  const std::int64_t experts = experts_of(sig.weights), hidden = hidden_of(sig.weights);
+  if (auto e = check_float(sig.rows, "rows", 2, "rank 2 [rows, hidden]")) return e;
+  if (auto e = check_same_dtype(sig.rows, "rows", sig.weights.gate, "the expert weights")) return e;
+  if (!same_extent(sig.rows.shape[1], hidden))
+    return fail(ErrorKind::ShapeMismatch, "rows", fmt::format("[rows, {}] (hidden of the expert weights)", hidden),
+                shape_to_string(sig.rows.shape));
+  if (auto e = check_u32(sig.offsets, "offsets", 1, "rank 1 [experts + 1]")) return e;
+  if (!same_extent(sig.offsets.shape[0], experts + 1))
+    return fail(ErrorKind::ShapeMismatch, "offsets",
+                fmt::format("[{}] (experts + 1: the routing must cover the experts' {} experts)", experts + 1, experts),
+                shape_to_string(sig.offsets.shape));
+  if (auto e = check_device(sig.rows, "rows", sig.weights.gate, "expert weights")) return e;
+  if (auto e = check_device(sig.offsets, "offsets", sig.weights.gate, "expert weights")) return e;
+  return std::nullopt;
+}
+
+std::optional<MoeError> check_combine(const CombineSignature& sig) {
+  if (auto e = check_float(sig.expert_rows, "expert_output", 2, "rank 2 [tokens x top_k, hidden]")) return e;
+  if (auto e = check_positive(sig.expert_rows, "expert_output", 1)) return e;
+  if (auto e = check_u32(sig.slots, "slots", 2, "rank 2 [tokens, top_k]")) return e;
+  if (auto e = check_float(sig.weights, "weights", 2, "rank 2 [tokens, top_k]")) return e;
+  if (!same_extent(sig.weights.shape[0], sig.slots.shape[0]) || !same_extent(sig.weights.shape[1], sig.slots.shape[1]))
+    return fail(ErrorKind::ShapeMismatch, "weights", shape_to_string(sig.slots.shape) + " (the routing's shape)",
+                shape_to_string(sig.weights.shape));
+  const std::int64_t t = sig.slots.shape[0], k = sig.slots.shape[1];
+  if (known(t) && known(k) && known(sig.expert_rows.shape[0]) && sig.expert_rows.shape[0] != t * k)
+    return fail(ErrorKind::ShapeMismatch, "expert_output",
+                fmt::format("[{}, hidden] (tokens x top_k = {} x {} rows)", t * k, t, k),
+                shape_to_string(sig.expert_rows.shape));
+  if (auto e = check_device(sig.slots, "slots", sig.expert_rows, "expert_output")) return e;
+  if (auto e = check_device(sig.weights, "weights", sig.expert_rows, "expert_output")) return e;
+  return std::nullopt;
+}
+
+std::optional<MoeError> check_tensor_core_experts(const ExpertWeights& w, const std::string& arch) {
+  const DType d = w.gate.dtype;
+  if (d != DType::F16 && d != DType::BF16)
+    return fail(ErrorKind::Unsupported, "strategy", "f16 or bf16 expert weights for TensorCore",
+                std::string(dtype_name(d)));
+  const std::int64_t h = hidden_of(w), i = inter_of(w);
+  if (h % 8 != 0 || i % 8 != 0)
+    return fail(ErrorKind::Unsupported, "strategy", "hidden and inter multiples of 8 for TensorCore",
+                fmt::format("hidden {}, inter {}", h, i));
+  if (!arch.empty() && arch.rfind("sm_", 0) == 0) {
+    int major = 0;
+    for (char c : arch.substr(3)) {
+      if (c < '0' || c > '9') break;
+      major = major * 10 + (c - '0');
+    }
+    if (major < 80)
+      return fail(ErrorKind::Unsupported, "strategy", "a GPU with mma.sync m16n8k16 bf16/f16 (sm_80 or newer)", arch);
+  }
+  return std::nullopt;
+}
+
+std::string describe_call(const DispatchSignature& sig) {
+  return one("input", sig.input) + ", " + one("indices", sig.indices) + fmt::format(", experts {}", sig.experts);
+}
+
+std::string describe_call(const ExpertsSignature& sig) {
+  return one("rows", sig.rows) + ", " + one("offsets", sig.offsets) + ", " + one("gate", sig.weights.gate) + ", " +
+         one("up", sig.weights.up) + ", " + one("down", sig.weights.down);
+}
+
+std::string describe_call(const CombineSignature& sig) {
+  return one("expert_output", sig.expert_rows) + ", " + one("slots", sig.slots) + ", " + one("weights", sig.weights);
+}
+
 }  // namespace rudnn::contracts

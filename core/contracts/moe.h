@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "contracts/normalization.h"  // NormOperand, kDynamic
 #include "rudnn/dtype.h"
@@ -45,5 +46,57 @@ std::optional<MoeError> check_route_sigmoid_grouped(const GroupRouteSignature& s
 // "logits [16, 256] bf16, bias [256] f32"
 std::string describe_call(const RouteSignature& sig);
 std::string describe_call(const GroupRouteSignature& sig);
+
+// --- Dispatch, experts and combine (SPEC §3). Rows grouped per expert ("compact rows"): expert e
+// owns rows [offsets[e], offsets[e+1]) of an [N, H] tensor, offsets U32 [E + 1]; slots U32 [T, top_k]
+// holds the compact row of each (token, k).
+
+// RoutingPlan::dispatch: input [T, H] float, indices U32 [T, top_k], experts ≥ 1.
+struct DispatchSignature {
+  MoeOperand input;    // [T, H]
+  MoeOperand indices;  // [T, top_k] U32
+  std::int64_t experts = 1;
+};
+
+// SwiGluExperts::new: gate, up [E, I, H], down [E, H, I]; one non-quantized float dtype, one device.
+struct ExpertWeights {
+  MoeOperand gate, up, down;
+};
+
+// One experts call over compact rows [N, H] with offsets [E + 1].
+struct ExpertsSignature {
+  ExpertWeights weights;
+  MoeOperand rows;     // [N, H], the weights' dtype
+  MoeOperand offsets;  // [E + 1] U32
+};
+
+// Dispatched::combine: expert rows [N, H] with N = T·top_k, slots U32 [T, top_k], routing weights
+// [T, top_k] float.
+struct CombineSignature {
+  MoeOperand expert_rows, slots, weights;
+};
+
+// The strategies of the expert GEMMs (GroupedStrategy in the API).
+enum class ExpertsStrategy { Scalar, Auto, TensorCore };
+std::string_view strategy_name(ExpertsStrategy s);
+
+std::optional<MoeError> check_dispatch(const DispatchSignature& sig);
+std::optional<MoeError> check_expert_weights(const ExpertWeights& w);
+std::optional<MoeError> check_experts(const ExpertsSignature& sig);
+std::optional<MoeError> check_combine(const CombineSignature& sig);
+
+// Why the TensorCore experts cannot serve this call (F16/BF16 weights, H and I multiples of 8 for
+// 16-byte async copies, a device with mma.sync m16n8k16: sm_80 or newer, or the host emulation
+// device), or nothing. `arch` is the target's arch ("sm_90a", "host-..."); empty skips that check.
+std::optional<MoeError> check_tensor_core_experts(const ExpertWeights& w, const std::string& arch);
+
+// E, I, H of valid weights.
+inline std::int64_t experts_of(const ExpertWeights& w) { return w.gate.shape[0]; }
+inline std::int64_t inter_of(const ExpertWeights& w) { return w.gate.shape[1]; }
+inline std::int64_t hidden_of(const ExpertWeights& w) { return w.gate.shape[2]; }
+
+std::string describe_call(const DispatchSignature& sig);
+std::string describe_call(const ExpertsSignature& sig);
+std::string describe_call(const CombineSignature& sig);
 
 }  // namespace rudnn::contracts

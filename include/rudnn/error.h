@@ -69,6 +69,8 @@ struct NormalizationErrorTag {};
 using NormalizationError = FamilyError<NormalizationErrorTag>;
 struct MoeErrorTag {};
 using MoeError = FamilyError<MoeErrorTag>;
+struct GatedDeltaErrorTag {};
+using GatedDeltaError = FamilyError<GatedDeltaErrorTag>;
 
 template <class T, class E>
 class [[nodiscard]] Result {

@@ -1,8 +1,14 @@
 #pragma once
-// MoE routing (SPEC §3–§4): softmax top-k routing and grouped, limited sigmoid routing
-// (DeepSeek-V3 style). A rejected call returns a MoeError and launches nothing.
-// Dispatch, experts and combine come later (issue 4); RoutingPlan already carries what dispatch
-// needs (indices and weights on the logits' queue, plus the shape of the routing).
+// MoE forward (SPEC §3–§4): logits → softmax/top-k (or grouped sigmoid) routing → compact dispatch
+// → SwiGLU experts → weighted combine. A rejected call returns a MoeError and launches nothing.
+//
+//   auto experts = rudnn::moe::SwiGluExperts::create(gate, up, down);   // the guide's ::new
+//   auto out = experts->forward(input, logits, {.top_k = 2, .renormalize = true});
+// or step by step:
+//   auto routing = rudnn::moe::route(logits, options);
+//   auto dispatched = routing->dispatch(input);
+//   auto rows = experts->forward_dispatched(*dispatched);
+//   auto out = dispatched->combine(*rows);
 #include <cstdint>
 #include <optional>
 
@@ -28,6 +34,14 @@ struct GroupRoutingOptions {
   float scale = 1.0f;                // finite, > 0
 };
 
+// The expert GEMMs' strategy. Scalar: plain cores, any float dtype. TensorCore: mma.sync
+// m16n8k16 (F16/BF16, hidden and inter multiples of 8, sm_80+ or the host emulation device);
+// unsupported → MoeError (Unsupported) naming the requirement. Auto: TensorCore where supported,
+// else Scalar — only for unsupported configurations; compile and launch failures are returned.
+enum class GroupedStrategy { Scalar, Auto, TensorCore };
+
+class Dispatched;
+
 // The routing of T tokens over E experts.
 class RUDNN_API RoutingPlan {
  public:
@@ -41,9 +55,77 @@ class RUDNN_API RoutingPlan {
   std::int64_t top_k() const { return indices_.shape()[1]; }
   std::int64_t experts() const { return experts_; }
 
+  // input [T, H] (any float dtype, the routing's device and queue): each token's row copied once per
+  // selected expert into compact per-expert rows. No capacity limit, no dropped token.
+  Result<Dispatched, MoeError> dispatch(const Tensor& input) const;
+
  private:
   Tensor indices_, weights_;
   std::int64_t experts_;
+};
+
+// Token rows grouped per expert (RoutingPlan::dispatch), and the mapping back.
+class RUDNN_API Dispatched {
+ public:
+  // [T·top_k, H]: expert e's rows are [offsets[e], offsets[e+1]); their order inside an expert is not
+  // fixed (atomic ranking).
+  const Tensor& rows() const { return rows_; }
+  // [E + 1] U32: offsets[0] = 0, offsets[E] = T·top_k.
+  const Tensor& expert_offsets() const { return offsets_; }
+  // [T, top_k] U32: the row of (token t, choice j) in rows().
+  const Tensor& slots() const { return slots_; }
+  const RoutingPlan& routing() const { return routing_; }
+  std::int64_t tokens() const { return routing_.tokens(); }
+  std::int64_t top_k() const { return routing_.top_k(); }
+  std::int64_t experts() const { return routing_.experts(); }
+  std::int64_t hidden() const { return rows_.shape()[1]; }
+
+  // expert_output [T·top_k, H] in rows() order (any float dtype, same device and queue) → [T, H] in
+  // token order: out[t] = Σ_j weights[t, j] · expert_output[slots[t, j]], summed in FP32 in j order
+  // (deterministic), in expert_output's dtype.
+  Result<Tensor, MoeError> combine(const Tensor& expert_output) const;
+
+ private:
+  friend class RoutingPlan;
+  Dispatched(RoutingPlan routing, Tensor rows, Tensor offsets, Tensor slots)
+      : routing_(std::move(routing)), rows_(std::move(rows)), offsets_(std::move(offsets)), slots_(std::move(slots)) {}
+  RoutingPlan routing_;
+  Tensor rows_, offsets_, slots_;
+};
+
+// SwiGLU experts: expert e maps x to down_e · (silu(gate_e · x) ⊙ (up_e · x)), FP32 accumulation.
+// Reusable across batches; holds the weight tensors (shared storage, not copies).
+class RUDNN_API SwiGluExperts {
+ public:
+  // The guide's SwiGluExperts::new. gate, up [E, I, H], down [E, H, I]; one non-quantized float dtype,
+  // one device, contiguous.
+  static Result<SwiGluExperts, MoeError> create(Tensor gate, Tensor up, Tensor down);
+
+  std::int64_t experts() const { return gate_.shape()[0]; }
+  std::int64_t inter() const { return gate_.shape()[1]; }
+  std::int64_t hidden() const { return gate_.shape()[2]; }
+  DType dtype() const { return gate_.dtype(); }
+  const Tensor& gate() const { return gate_; }
+  const Tensor& up() const { return up_; }
+  const Tensor& down() const { return down_; }
+
+  // input [T, H] (the weights' dtype), logits [T, E]: route, dispatch, Scalar experts, combine.
+  Result<Tensor, MoeError> forward(const Tensor& input, const Tensor& logits, RoutingOptions options) const;
+  // The experts over dispatched rows ([T·top_k, H] in dispatched.rows() order), Scalar.
+  Result<Tensor, MoeError> forward_dispatched(const Dispatched& dispatched) const;
+  Result<Tensor, MoeError> forward_dispatched_with_strategy(const Dispatched& dispatched,
+                                                            GroupedStrategy strategy) const;
+  // route_sigmoid_grouped, dispatch, the experts with `strategy`, combine.
+  Result<Tensor, MoeError> forward_sigmoid_grouped(const Tensor& input, const Tensor& logits,
+                                                   const std::optional<Tensor>& bias, GroupRoutingOptions options,
+                                                   GroupedStrategy strategy) const;
+
+ private:
+  SwiGluExperts(Tensor gate, Tensor up, Tensor down)
+      : gate_(std::move(gate)), up_(std::move(up)), down_(std::move(down)) {}
+  // Every check of a forward call before anything runs.
+  std::optional<MoeError> check_forward(const Tensor& input, const Tensor& logits) const;
+  Tensor gate_, up_, down_;
 };
 
 // logits [T, E] F32/F16/BF16. Softmax over all E in FP32, the top_k experts (ties to the smaller

@@ -6,7 +6,7 @@
 //     emulator (fibers, counted barriers, warp rendezvous; see DESIGN §4).
 //
 // Vocabulary both preludes provide (templates use nothing else from CUDA):
-//   types      rudnn::i32, u32, i64, u64 (fixed width, no <cstdint> under NVRTC)
+//   types      rudnn::u8, i32, u32, i64, u64 (fixed width, no <cstdint> under NVRTC)
 //   qualifiers RUDNN_DEVICE (device function, force-inlined), RUDNN_KERNEL (extern "C" kernel
 //              entry), RUDNN_LAUNCH_BOUNDS(n), RUDNN_RESTRICT
 //   geometry   threadIdx, blockIdx, blockDim, gridDim (x/y/z, unsigned), warpSize

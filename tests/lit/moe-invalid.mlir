@@ -111,3 +111,107 @@ func.func @config(%x: tensor<?x8xf32>) -> (tensor<?x2xui32>, tensor<?x2xf32>) {
            : tensor<?x8xf32> -> tensor<?x2xui32>, tensor<?x2xf32>
   return %i, %w : tensor<?x2xui32>, tensor<?x2xf32>
 }
+
+// -----
+
+func.func @dispatch_rank(%x: tensor<16xf32>, %i: tensor<?x2xui32>) {
+  // expected-error @+1 {{'rudnn.dispatch' op input: expected rank 2 [tokens, hidden], got [16]}}
+  %r, %o, %s = rudnn.dispatch %x, %i {experts = 4 : i64} : tensor<16xf32>, tensor<?x2xui32> -> tensor<?x16xf32>, tensor<5xui32>, tensor<?x2xui32>
+  return
+}
+
+// -----
+
+func.func @dispatch_indices_dtype(%x: tensor<?x16xf32>, %i: tensor<?x2xi32>) {
+  // expected-error @+1 {{indices: expected u32, got i32}}
+  %r, %o, %s = rudnn.dispatch %x, %i {experts = 4 : i64} : tensor<?x16xf32>, tensor<?x2xi32> -> tensor<?x16xf32>, tensor<5xui32>, tensor<?x2xi32>
+  return
+}
+
+// -----
+
+func.func @dispatch_tokens(%x: tensor<3x16xf32>, %i: tensor<4x2xui32>) {
+  // expected-error @+1 {{input: expected 4 tokens (the routing's tokens), got [3, 16]}}
+  %r, %o, %s = rudnn.dispatch %x, %i {experts = 4 : i64} : tensor<3x16xf32>, tensor<4x2xui32> -> tensor<8x16xf32>, tensor<5xui32>, tensor<4x2xui32>
+  return
+}
+
+// -----
+
+func.func @dispatch_offsets(%x: tensor<?x16xf32>, %i: tensor<?x2xui32>) {
+  // expected-error @+1 {{offsets: expected 'tensor<5xui32>', got 'tensor<4xui32>'}}
+  %r, %o, %s = rudnn.dispatch %x, %i {experts = 4 : i64} : tensor<?x16xf32>, tensor<?x2xui32> -> tensor<?x16xf32>, tensor<4xui32>, tensor<?x2xui32>
+  return
+}
+
+// -----
+
+func.func @experts_strategy(%r: tensor<?x16xbf16>, %o: tensor<5xui32>, %g: tensor<4x8x16xbf16>, %u: tensor<4x8x16xbf16>, %d: tensor<4x16x8xbf16>) {
+  // expected-error @+1 {{strategy: expected "scalar", "tensor_core" or "auto", got "fast"}}
+  %y = rudnn.swiglu_experts %r, %o, %g, %u, %d {strategy = "fast"} : tensor<?x16xbf16>, tensor<5xui32>, tensor<4x8x16xbf16>, tensor<4x8x16xbf16>, tensor<4x16x8xbf16> -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @experts_down_shape(%r: tensor<?x16xbf16>, %o: tensor<5xui32>, %g: tensor<4x8x16xbf16>, %u: tensor<4x8x16xbf16>, %d: tensor<4x8x16xbf16>) {
+  // expected-error @+1 {{down: expected [4, 16, 8] ([experts, hidden, inter] of gate), got [4, 8, 16]}}
+  %y = rudnn.swiglu_experts %r, %o, %g, %u, %d {strategy = "scalar"} : tensor<?x16xbf16>, tensor<5xui32>, tensor<4x8x16xbf16>, tensor<4x8x16xbf16>, tensor<4x8x16xbf16> -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @experts_offsets(%r: tensor<?x16xbf16>, %o: tensor<9xui32>, %g: tensor<4x8x16xbf16>, %u: tensor<4x8x16xbf16>, %d: tensor<4x16x8xbf16>) {
+  // expected-error @+1 {{offsets: expected [5] (experts + 1: the routing must cover the experts' 4 experts), got [9]}}
+  %y = rudnn.swiglu_experts %r, %o, %g, %u, %d {strategy = "scalar"} : tensor<?x16xbf16>, tensor<9xui32>, tensor<4x8x16xbf16>, tensor<4x8x16xbf16>, tensor<4x16x8xbf16> -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @experts_tensor_core_f32(%r: tensor<?x16xf32>, %o: tensor<5xui32>, %g: tensor<4x8x16xf32>, %u: tensor<4x8x16xf32>, %d: tensor<4x16x8xf32>) {
+  // expected-error @+1 {{strategy: expected f16 or bf16 expert weights for TensorCore, got f32}}
+  %y = rudnn.swiglu_experts %r, %o, %g, %u, %d {strategy = "tensor_core"} : tensor<?x16xf32>, tensor<5xui32>, tensor<4x8x16xf32>, tensor<4x8x16xf32>, tensor<4x16x8xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @experts_tile(%r: tensor<?x16xbf16>, %o: tensor<5xui32>, %g: tensor<4x8x16xbf16>, %u: tensor<4x8x16xbf16>, %d: tensor<4x16x8xbf16>) {
+  // expected-error @+1 {{kernel_config: scalar 8x8x8 t1x1 is not a registered tile}}
+  %y = rudnn.swiglu_experts %r, %o, %g, %u, %d {strategy = "scalar", kernel_config = {tensor_core = 0, block_m = 8, block_n = 8, block_k = 8, thread_m = 1, thread_n = 1}} : tensor<?x16xbf16>, tensor<5xui32>, tensor<4x8x16xbf16>, tensor<4x8x16xbf16>, tensor<4x16x8xbf16> -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @experts_tile_strategy(%r: tensor<?x16xbf16>, %o: tensor<5xui32>, %g: tensor<4x8x16xbf16>, %u: tensor<4x8x16xbf16>, %d: tensor<4x16x8xbf16>) {
+  // expected-error @+1 {{kernel_config: a tensor_core tile for strategy "scalar"}}
+  %y = rudnn.swiglu_experts %r, %o, %g, %u, %d {strategy = "scalar", kernel_config = {tensor_core = 1, block_m = 64, block_n = 64, block_k = 32, warps_m = 2, warps_n = 2, stages = 4}} : tensor<?x16xbf16>, tensor<5xui32>, tensor<4x8x16xbf16>, tensor<4x8x16xbf16>, tensor<4x16x8xbf16> -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @combine_rows(%y: tensor<6x16xf32>, %s: tensor<4x2xui32>, %w: tensor<4x2xf32>) {
+  // expected-error @+1 {{expert_output: expected [8, hidden] (tokens x top_k = 4 x 2 rows), got [6, 16]}}
+  %o = rudnn.combine %y, %s, %w : tensor<6x16xf32>, tensor<4x2xui32>, tensor<4x2xf32> -> tensor<4x16xf32>
+  return
+}
+
+// -----
+
+func.func @combine_weights(%y: tensor<?x16xf32>, %s: tensor<?x2xui32>, %w: tensor<?x3xf32>) {
+  // expected-error @+1 {{weights: expected [?, 2] (the routing's shape), got [?, 3]}}
+  %o = rudnn.combine %y, %s, %w : tensor<?x16xf32>, tensor<?x2xui32>, tensor<?x3xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @combine_config(%y: tensor<?x16xf32>, %s: tensor<?x2xui32>, %w: tensor<?x2xf32>) {
+  // expected-error @+1 {{kernel_config: vector_width 8 is not legal for f32 rows of 16 (legal: 4, 2, 1)}}
+  %o = rudnn.combine %y, %s, %w {kernel_config = {threads = 64, vector_width = 8}} : tensor<?x16xf32>, tensor<?x2xui32>, tensor<?x2xf32> -> tensor<?x16xf32>
+  return
+}

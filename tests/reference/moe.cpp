@@ -97,4 +97,73 @@ Routing route_sigmoid_grouped(const std::vector<double>& logits, const std::vect
   return r;
 }
 
+namespace {
+
+double silu(double z) { return z / (1.0 + std::exp(-z)); }
+
+// The expert that owns compact row r.
+std::int64_t owner(const std::vector<std::uint32_t>& offsets, std::int64_t r) {
+  auto it = std::upper_bound(offsets.begin(), offsets.end(), static_cast<std::uint32_t>(r));
+  return static_cast<std::int64_t>(it - offsets.begin()) - 1;
+}
+
+double dot(const double* a, const double* b, std::int64_t n) {
+  double s = 0.0;
+  for (std::int64_t i = 0; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+}  // namespace
+
+std::vector<double> swiglu_act(const std::vector<double>& rows, const std::vector<std::uint32_t>& offsets,
+                               const std::vector<double>& gate, const std::vector<double>& up, std::int64_t hidden,
+                               std::int64_t inter) {
+  const std::int64_t n = static_cast<std::int64_t>(rows.size()) / std::max<std::int64_t>(hidden, 1);
+  std::vector<double> act(static_cast<std::size_t>(n * inter));
+  for (std::int64_t r = 0; r < n; ++r) {
+    const std::int64_t e = owner(offsets, r);
+    const double* x = rows.data() + r * hidden;
+    for (std::int64_t i = 0; i < inter; ++i) {
+      const double g = dot(gate.data() + (e * inter + i) * hidden, x, hidden);
+      const double u = dot(up.data() + (e * inter + i) * hidden, x, hidden);
+      act[static_cast<std::size_t>(r * inter + i)] = silu(g) * u;
+    }
+  }
+  return act;
+}
+
+std::vector<double> expert_down(const std::vector<double>& act, const std::vector<std::uint32_t>& offsets,
+                                const std::vector<double>& down, std::int64_t hidden, std::int64_t inter) {
+  const std::int64_t n = static_cast<std::int64_t>(act.size()) / std::max<std::int64_t>(inter, 1);
+  std::vector<double> out(static_cast<std::size_t>(n * hidden));
+  for (std::int64_t r = 0; r < n; ++r) {
+    const std::int64_t e = owner(offsets, r);
+    for (std::int64_t h = 0; h < hidden; ++h)
+      out[static_cast<std::size_t>(r * hidden + h)] =
+          dot(down.data() + (e * hidden + h) * inter, act.data() + r * inter, inter);
+  }
+  return out;
+}
+
+std::vector<double> moe_forward(const std::vector<double>& input, const Routing& routing, std::int64_t top_k,
+                                const std::vector<double>& gate, const std::vector<double>& up,
+                                const std::vector<double>& down, std::int64_t experts, std::int64_t hidden,
+                                std::int64_t inter) {
+  const std::int64_t tokens = static_cast<std::int64_t>(input.size()) / std::max<std::int64_t>(hidden, 1);
+  std::vector<double> out(input.size(), 0.0);
+  // One token through one expert: rows = [x], offsets put it in expert e.
+  for (std::int64_t t = 0; t < tokens; ++t)
+    for (std::int64_t j = 0; j < top_k; ++j) {
+      const auto k = static_cast<std::size_t>(t * top_k + j);
+      const std::int64_t e = routing.indices[k];
+      std::vector<std::uint32_t> offsets(static_cast<std::size_t>(experts + 1), 0);
+      for (std::int64_t f = e + 1; f <= experts; ++f) offsets[static_cast<std::size_t>(f)] = 1;
+      std::vector<double> x(input.begin() + t * hidden, input.begin() + (t + 1) * hidden);
+      auto y = expert_down(swiglu_act(x, offsets, gate, up, hidden, inter), offsets, down, hidden, inter);
+      for (std::int64_t h = 0; h < hidden; ++h)
+        out[static_cast<std::size_t>(t * hidden + h)] += routing.weights[k] * y[static_cast<std::size_t>(h)];
+    }
+  return out;
+}
+
 }  // namespace rudnn::reference

@@ -91,7 +91,7 @@ LogicalResult lowerRouteOpToLaunch(RewriterBase& rewriter, const dialect::RouteO
       rewriter, op->getLoc(), op->getResultTypes(), FlatSymbolRefAttr::get(ctx, entry), operands,
       b.getStringAttr(header), b.getStringAttr(function), b.getStrArrayAttr(templateArgs), route.kernelConfig,
       b.getArrayAttr(grid), b.getDenseI64ArrayAttr({32 * rowsPerBlock, 1, 1}), b.getI64IntegerAttr(shared),
-      b.getArrayAttr(params), b.getStringAttr(op->getName().getStringRef()));
+      b.getArrayAttr(params), b.getStringAttr(op->getName().getStringRef()), ArrayAttr());
   rewriter.replaceOp(op, launch->getResults());
   return success();
 }

@@ -1,6 +1,7 @@
 #pragma once
-// MoE routing ops → rudnn.launch of rudnn::moe::route_softmax_topk / route_sigmoid_grouped
-// (templates/rudnn/moe/).
+// MoE ops → rudnn.launch ops of the templates/rudnn/moe/ kernels: routing (MoEToLaunch.cpp),
+// dispatch and combine (DispatchToLaunch.cpp), the SwiGLU experts (ExpertsToLaunch.cpp). Each op
+// must carry a kernel_config.
 #include "mlir/IR/PatternMatch.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
 
@@ -9,6 +10,13 @@ namespace rudnn::compiler {
 // Replaces `route.op` (which must carry a kernel_config) by one rudnn.launch with two results
 // (indices, weights).
 mlir::LogicalResult lowerRouteOpToLaunch(mlir::RewriterBase& rewriter, const dialect::RouteOpView& route);
+
+// rudnn.dispatch → dispatch_rank (one block) then dispatch_scatter.
+mlir::LogicalResult lowerDispatchOpToLaunch(mlir::RewriterBase& rewriter, dialect::DispatchOp op);
+// rudnn.combine → one combine launch.
+mlir::LogicalResult lowerCombineOpToLaunch(mlir::RewriterBase& rewriter, dialect::CombineOp op);
+// rudnn.swiglu_experts → gate/up (into a temporary) then down, scalar or tensor-core kernels.
+mlir::LogicalResult lowerExpertsOpToLaunch(mlir::RewriterBase& rewriter, dialect::SwiGluExpertsOp op);
 
 // Dynamic shared memory of the grouped routing kernel: rows_per_block × (experts + 2 × groups) floats.
 std::int64_t groupedRouteSharedBytes(std::int64_t rowsPerBlock, std::int64_t experts, std::int64_t groups);

@@ -95,7 +95,7 @@ LogicalResult lowerNormOpToLaunch(RewriterBase& rewriter, const dialect::NormOpV
       b.getStringAttr(kHeader), b.getStringAttr(kFunction), b.getStrArrayAttr(templateArgs), norm.kernelConfig,
       b.getArrayAttr(grid), b.getDenseI64ArrayAttr({config.threadsPerRow * config.rowsPerBlock, 1, 1}),
       b.getI64IntegerAttr(dialect::norm_config::sharedBytes(config)), b.getArrayAttr(params),
-      b.getStringAttr(op->getName().getStringRef()));
+      b.getStringAttr(op->getName().getStringRef()), ArrayAttr());
   rewriter.replaceOp(op, launch->getResults());
   return success();
 }

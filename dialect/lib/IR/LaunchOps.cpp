@@ -45,6 +45,13 @@ LogicalResult LaunchOp::verify() {
         failed(verifySize(*this, param.getSize(), ("param '" + param.getName() + "'").str())))
       return failure();
   }
+  if (ArrayAttr elements = getResultElementsAttr()) {
+    if (elements.size() != getNumResults())
+      return emitOpError() << "result_elements: expected one size per result (" << getNumResults() << "), got "
+                           << elements.size();
+    for (auto [i, size] : llvm::enumerate(elements.getAsRange<SizeExprAttr>()))
+      if (failed(verifySize(*this, size, "result_elements[" + std::to_string(i) + "]"))) return failure();
+  }
   for (NamedAttribute entry : getKernelConfig())
     if (!isa<IntegerAttr>(entry.getValue()))
       return emitOpError() << "config: '" << entry.getName() << "' must be an integer";

@@ -107,4 +107,149 @@ LogicalResult verifyRouteOp(Operation* op) {
 LogicalResult RouteOp::verify() { return verifyRouteOp(getOperation()); }
 LogicalResult RouteSigmoidGroupedOp::verify() { return verifyRouteOp(getOperation()); }
 
+// --- dispatch, experts, combine ------------------------------------------------------------
+
+namespace {
+
+// For values whose element type the verifier has already accepted.
+contracts::MoeOperand operandOf(Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  contracts::MoeOperand operand;
+  operand.dtype = toDType(type.getElementType()).value_or(DType::F32);
+  operand.device = 0;
+  for (std::int64_t d : type.getShape()) operand.shape.push_back(ShapedType::isDynamic(d) ? contracts::kDynamic : d);
+  return operand;
+}
+
+LogicalResult verifyType(Operation* op, Value value, StringRef name, RankedTensorType want) {
+  auto type = cast<RankedTensorType>(value.getType());
+  bool ok = type.getElementType() == want.getElementType() && type.getRank() == want.getRank();
+  for (std::int64_t d = 0; ok && d < type.getRank(); ++d) ok = extentMatches(type.getDimSize(d), want.getDimSize(d));
+  if (!ok) return op->emitOpError() << name << ": expected " << want << ", got " << type;
+  return success();
+}
+
+std::int64_t product(std::int64_t a, std::int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) ? ShapedType::kDynamic : a * b;
+}
+
+// kernel_config of dispatch/combine: the row-copy keys (+ rank_threads for dispatch), nothing else.
+LogicalResult verifyRowCopyConfig(Operation* op, DictionaryAttr config, RankedTensorType rowType, bool dispatch) {
+  if (!config) return success();
+  auto threads = config.getAs<IntegerAttr>(moe_config::kThreads);
+  auto width = config.getAs<IntegerAttr>(moe_config::kVectorWidth);
+  auto rank = config.getAs<IntegerAttr>(moe_config::kRankThreads);
+  const std::size_t keys = dispatch ? 3 : 2;
+  if (!threads || !width || (dispatch && !rank) || config.size() != keys)
+    return op->emitOpError() << "kernel_config: expected integers " << (dispatch ? "'rank_threads', " : "")
+                             << "'threads' and 'vector_width', got " << config;
+  if (dispatch && llvm::find(moe_config::kRankThreadsChoices, rank.getInt()) == moe_config::kRankThreadsChoices.end())
+    return op->emitOpError() << "kernel_config: rank_threads must be 256, 512 or 1024, got " << rank.getInt();
+  std::int64_t h = rowType.getDimSize(1);
+  if (ShapedType::isDynamic(h)) h = -1;
+  if (auto why = moe_config::checkRowCopyConfig({threads.getInt(), width.getInt()},
+                                                *toDType(rowType.getElementType()), h))
+    return op->emitOpError() << "kernel_config: " << *why;
+  return success();
+}
+
+// Every operand has a rudnn element type (else an error naming it).
+LogicalResult verifyElementTypes(Operation* op, ArrayRef<StringRef> names) {
+  for (auto [value, name] : llvm::zip(op->getOperands(), names))
+    if (failed(toOperand(op, value, name))) return failure();
+  return success();
+}
+
+}  // namespace
+
+LogicalResult DispatchOp::verify() {
+  if (failed(verifyElementTypes(*this, {"input", "indices"}))) return failure();
+  contracts::DispatchSignature sig{operandOf(getInput()), operandOf(getIndices()), getExpertsAttr().getInt()};
+  if (auto error = contracts::check_dispatch(sig)) return emitOpError() << error->message();
+  auto input = cast<RankedTensorType>(getInput().getType());
+  auto indices = cast<RankedTensorType>(getIndices().getType());
+  const std::int64_t assignments = product(indices.getDimSize(0), indices.getDimSize(1));
+  if (failed(verifyType(*this, getRows(), "rows",
+                        RankedTensorType::get({assignments, input.getDimSize(1)}, input.getElementType()))) ||
+      failed(verifyType(*this, getOffsets(), "offsets",
+                        RankedTensorType::get({getExpertsAttr().getInt() + 1}, indices.getElementType()))) ||
+      failed(verifyType(*this, getSlots(), "slots", indices)))
+    return failure();
+  return verifyRowCopyConfig(*this, getKernelConfigAttr(), input, /*dispatch=*/true);
+}
+
+contracts::ExpertWeights expertWeightsOf(SwiGluExpertsOp op) {
+  return {operandOf(op.getGate()), operandOf(op.getUp()), operandOf(op.getDown())};
+}
+
+std::optional<moe_config::ExpertTile> expertTileOf(DictionaryAttr config) {
+  if (!config) return std::nullopt;
+  auto get = [&](const char* key) -> std::optional<std::int64_t> {
+    if (auto v = config.getAs<IntegerAttr>(key)) return v.getInt();
+    return std::nullopt;
+  };
+  auto tc = get(moe_config::kTensorCore);
+  if (!tc) return std::nullopt;
+  moe_config::ExpertTile t;
+  t.tensorCore = *tc != 0;
+  auto m = get(moe_config::kBlockM), n = get(moe_config::kBlockN), k = get(moe_config::kBlockK);
+  auto a = get(t.tensorCore ? moe_config::kWarpsM : moe_config::kThreadM);
+  auto b = get(t.tensorCore ? moe_config::kWarpsN : moe_config::kThreadN);
+  auto stages = t.tensorCore ? get(moe_config::kStages) : std::optional<std::int64_t>(0);
+  if (!m || !n || !k || !a || !b || !stages || config.size() != (t.tensorCore ? 7u : 6u)) return std::nullopt;
+  t.blockM = *m, t.blockN = *n, t.blockK = *k, t.a = *a, t.b = *b, t.stages = *stages;
+  return t;
+}
+
+DictionaryAttr expertTileConfig(MLIRContext* ctx, const moe_config::ExpertTile& t) {
+  Builder b(ctx);
+  SmallVector<NamedAttribute> entries = {
+      b.getNamedAttr(moe_config::kTensorCore, b.getI64IntegerAttr(t.tensorCore ? 1 : 0)),
+      b.getNamedAttr(moe_config::kBlockM, b.getI64IntegerAttr(t.blockM)),
+      b.getNamedAttr(moe_config::kBlockN, b.getI64IntegerAttr(t.blockN)),
+      b.getNamedAttr(moe_config::kBlockK, b.getI64IntegerAttr(t.blockK)),
+      b.getNamedAttr(t.tensorCore ? moe_config::kWarpsM : moe_config::kThreadM, b.getI64IntegerAttr(t.a)),
+      b.getNamedAttr(t.tensorCore ? moe_config::kWarpsN : moe_config::kThreadN, b.getI64IntegerAttr(t.b))};
+  if (t.tensorCore) entries.push_back(b.getNamedAttr(moe_config::kStages, b.getI64IntegerAttr(t.stages)));
+  return b.getDictionaryAttr(entries);
+}
+
+LogicalResult SwiGluExpertsOp::verify() {
+  const StringRef strategy = getStrategy();
+  if (strategy != "scalar" && strategy != "tensor_core" && strategy != "auto")
+    return emitOpError() << "strategy: expected \"scalar\", \"tensor_core\" or \"auto\", got \"" << strategy << "\"";
+  if (failed(verifyElementTypes(*this, {"rows", "offsets", "gate", "up", "down"}))) return failure();
+  contracts::ExpertsSignature sig{expertWeightsOf(*this), operandOf(getRows()), operandOf(getOffsets())};
+  if (auto error = contracts::check_experts(sig)) return emitOpError() << error->message();
+  if (failed(verifyType(*this, getOutput(), "output", cast<RankedTensorType>(getRows().getType())))) return failure();
+  bool tensorCore = strategy == "tensor_core";
+  if (DictionaryAttr config = getKernelConfigAttr()) {
+    std::optional<moe_config::ExpertTile> tile = expertTileOf(config);
+    if (!tile)
+      return emitOpError() << "kernel_config: expected integers tensor_core, block_m, block_n, block_k and "
+                              "thread_m, thread_n (scalar) or warps_m, warps_n, stages (tensor core), got "
+                           << config;
+    if (auto why = moe_config::checkExpertTile(*tile)) return emitOpError() << "kernel_config: " << *why;
+    if (strategy != "auto" && tile->tensorCore != tensorCore)
+      return emitOpError() << "kernel_config: a " << (tile->tensorCore ? "tensor_core" : "scalar")
+                           << " tile for strategy \"" << strategy << "\"";
+    tensorCore = tile->tensorCore;
+  }
+  if (tensorCore)
+    if (auto error = contracts::check_tensor_core_experts(sig.weights, "")) return emitOpError() << error->message();
+  return success();
+}
+
+LogicalResult CombineOp::verify() {
+  if (failed(verifyElementTypes(*this, {"expert_output", "slots", "weights"}))) return failure();
+  contracts::CombineSignature sig{operandOf(getExpertRows()), operandOf(getSlots()), operandOf(getWeights())};
+  if (auto error = contracts::check_combine(sig)) return emitOpError() << error->message();
+  auto rows = cast<RankedTensorType>(getExpertRows().getType());
+  auto slots = cast<RankedTensorType>(getSlots().getType());
+  if (failed(verifyType(*this, getOutput(), "output",
+                        RankedTensorType::get({slots.getDimSize(0), rows.getDimSize(1)}, rows.getElementType()))))
+    return failure();
+  return verifyRowCopyConfig(*this, getKernelConfigAttr(), rows, /*dispatch=*/false);
+}
+
 }  // namespace rudnn::dialect

@@ -37,6 +37,7 @@ namespace rudnn {
 
 using i32 = int;
 using u32 = unsigned int;
+using u8 = unsigned char;
 // long long rather than long: the host prelude uses the same spelling so overloads agree.
 using i64 = long long;
 using u64 = unsigned long long;

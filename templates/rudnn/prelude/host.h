@@ -39,6 +39,7 @@ namespace rudnn {
 
 using i32 = int;
 using u32 = unsigned int;
+using u8 = unsigned char;
 using i64 = long long;  // long long (not int64_t's `long`) so that both preludes agree on overloads
 using u64 = unsigned long long;
 static_assert(sizeof(i64) == 8 && sizeof(i32) == 4);

@@ -63,11 +63,25 @@ struct KernelLaunch {
   KernelConfig config;
 };
 
-// The kernels of one op, in launch order on one queue.
+// A device buffer that lives only during one call of a multi-kernel op: one launch writes it, later
+// launches read it (e.g. the SwiGLU intermediate between the two expert GEMMs). The runtime
+// allocates it on the call's queue (stream-ordered) and releases it after the last launch.
+struct Temporary {
+  SizeExpr elements;  // over the op's operand/result slots
+  std::int64_t element_bytes = 0;
+  // The tensor type's extents, -1 for the one dynamic extent (= elements / the others' product), so
+  // that rows(k)/dim(k, d) of a temporary mean what they mean for any operand.
+  std::vector<std::int64_t> shape;
+};
+
+// The kernels of one op, in launch order on one queue. Slots: the op's operands, then its results,
+// then `temporaries` (temporary i is slot first_temporary_slot + i).
 struct LoweredOp {
   std::string op_name;  // "rudnn.layer_norm"
   std::string call;     // the call's operands with their shapes, for errors ("input [16, 4096] bf16, ...")
   std::vector<KernelLaunch> launches;
+  std::vector<Temporary> temporaries;
+  int first_temporary_slot = 0;
 };
 
 }  // namespace rudnn::compiler

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "contracts/gated_delta.h"
 #include "contracts/moe.h"
 #include "contracts/normalization.h"
 #include "rudnn/compiler/config_provider.h"
@@ -60,5 +61,47 @@ Result<LoweredOp, RuntimeError> lower_routing(const RouteRequest& request, const
 // Every kernel config of the routing space ({rows_per_block} ∈ {1, 2, 4, 8}): the registry the
 // NVRTC compile tests walk.
 std::vector<KernelConfig> routing_variants();
+
+// rudnn.dispatch. Slots: input 0, indices 1, then rows 2, offsets 3, slots 4. Two launches.
+struct DispatchRequest {
+  contracts::DispatchSignature signature;  // concrete shapes
+  std::optional<KernelConfig> config;      // forced (tests); otherwise the heuristic picks
+};
+Result<LoweredOp, RuntimeError> lower_dispatch(const DispatchRequest& request, const Target& target);
+
+// rudnn.swiglu_experts. Slots: rows 0, offsets 1, gate 2, up 3, down 4, then out 5; the SwiGLU
+// intermediate is a temporary. Two launches. A TensorCore request the target cannot serve is an
+// Unsupported error naming the requirement; Auto picks TensorCore where supported.
+struct ExpertsRequest {
+  contracts::ExpertsSignature signature;  // concrete shapes
+  contracts::ExpertsStrategy strategy = contracts::ExpertsStrategy::Scalar;
+  std::optional<KernelConfig> config;     // forced (tests, autotune); otherwise the heuristic picks
+  std::int64_t rows_per_expert = -1;      // the call's load (sizes the heuristic tile); < 0 unknown
+};
+Result<LoweredOp, RuntimeError> lower_experts(const ExpertsRequest& request, const Target& target);
+
+// rudnn.combine. Slots: expert_rows 0, slots 1, weights 2, then out 3. One launch.
+struct CombineRequest {
+  contracts::CombineSignature signature;  // concrete shapes
+  std::optional<KernelConfig> config;
+};
+Result<LoweredOp, RuntimeError> lower_combine(const CombineRequest& request, const Target& target);
+
+// The registered configs: the NVRTC compile tests walk them, autotuning times them.
+std::vector<KernelConfig> dispatch_variants(DType dtype, std::int64_t hidden);
+std::vector<KernelConfig> combine_variants(DType dtype, std::int64_t hidden);
+std::vector<KernelConfig> expert_variants(bool tensor_core);
+
+// rudnn.gated_delta (signature.chunk_size 0: the recurrence, else chunked). B, H and T are dynamic
+// in the IR. Slots: query 0, key 1, value 2, beta 3, log_decay 4, initial_state 5 (kept when
+// absent), then output 6, final_state 7. One launch.
+struct GatedDeltaRequest {
+  contracts::GatedDeltaSignature signature;  // concrete shapes
+  std::optional<KernelConfig> config;        // forced (tests); otherwise the heuristic picks
+};
+Result<LoweredOp, RuntimeError> lower_gated_delta(const GatedDeltaRequest& request, const Target& target);
+
+// The registered configs of the recurrence (fitting key_dim) or of the chunked kernel.
+std::vector<KernelConfig> gated_delta_variants(bool chunked, std::int64_t key_dim);
 
 }  // namespace rudnn::compiler

@@ -14,6 +14,9 @@ def Rudnn_LaunchOp : Rudnn_Op<"launch"> {
     use this numbering. `grid` has 3 entries (x, y, z), `block` 3 extents, `shared` the dynamic
     shared-memory bytes. `config` is the kernel configuration the instantiation was made from;
     `origin` names the op that was lowered (for the generated source's header comment).
+    `result_elements` (one size per result, in the launch's numbering) gives the element count of
+    results that another launch consumes without @main returning them: the runtime allocates those
+    as call-scoped temporaries.
     ```mlir
     %y = rudnn.launch @rudnn_rms_norm_f32_t32_r4_v4(%x, %g)
            header "rudnn/norm/row_norm.cuh" function "rudnn::norm::row_norm"
@@ -30,7 +33,8 @@ def Rudnn_LaunchOp : Rudnn_Op<"launch"> {
                        StrArrayAttr:$template_args, DictionaryAttr:$kernel_config,
                        Rudnn_SizeExprArrayAttr:$grid, DenseI64ArrayAttr:$block,
                        I64Attr:$dynamic_shared_bytes, Rudnn_KernelParamArrayAttr:$params,
-                       OptionalAttr<StrAttr>:$origin);
+                       OptionalAttr<StrAttr>:$origin,
+                       OptionalAttr<Rudnn_SizeExprArrayAttr>:$result_elements);
   let results = (outs Variadic<AnyRankedTensor>:$results);
   let assemblyFormat = [{
     $kernel `(` $inputs `)`

@@ -2,12 +2,15 @@
 // The ops of the rudnn dialect, and a uniform view of the normalization family.
 #include <optional>
 
+#include "contracts/gated_delta.h"
 #include "contracts/moe.h"
 #include "contracts/normalization.h"
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "rudnn/Dialect/Rudnn/IR/GatedDeltaConfig.h"
+#include "rudnn/Dialect/Rudnn/IR/MoEConfig.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnAttrs.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
 
@@ -32,6 +35,10 @@ std::optional<NormOpView> asNormOp(mlir::Operation* op);
 // the kernel config must then use vector_width 1.
 inline constexpr const char* kUnalignedAttrName = "rudnn.unaligned";
 inline constexpr const char* kKernelConfigAttrName = "kernel_config";
+// Discardable i64 attribute on rudnn.swiglu_experts: about how many rows each expert gets in this
+// call (the ops layer knows; the IR's row count is dynamic). rudnn-select-kernel-config sizes the
+// tile by it.
+inline constexpr const char* kRowsPerExpertAttrName = "rudnn.rows_per_expert";
 
 // What passes need from either routing op (rudnn.route, rudnn.route_sigmoid_grouped).
 struct RouteOpView {
@@ -49,5 +56,17 @@ namespace route_config {
 inline constexpr const char* kRowsPerBlock = "rows_per_block";
 inline constexpr std::int64_t kRowsPerBlockChoices[] = {1, 2, 4, 8};
 }  // namespace route_config
+
+// The expert tile a swiglu_experts kernel_config names (keys of moe_config), or nothing when a key
+// is missing or not an integer.
+std::optional<moe_config::ExpertTile> expertTileOf(mlir::DictionaryAttr config);
+mlir::DictionaryAttr expertTileConfig(mlir::MLIRContext* ctx, const moe_config::ExpertTile& tile);
+
+// The gated delta tiles a kernel_config names, or nothing when keys are missing or extra.
+std::optional<gated_delta_config::RecurrentTile> recurrentTileOf(mlir::DictionaryAttr config);
+std::optional<gated_delta_config::ChunkTile> chunkTileOf(mlir::DictionaryAttr config);
+
+// The expert weights of a swiglu_experts op as contract operands (device 0).
+contracts::ExpertWeights expertWeightsOf(SwiGluExpertsOp op);
 
 }  // namespace rudnn::dialect

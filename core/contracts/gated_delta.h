@@ -1,0 +1,48 @@
+#pragma once
+// The gated delta rule contracts of SPEC §7, written once over plain shapes and dtypes. The public
+// entries (rudnn/gated_delta.h) and the dialect verifiers both call them.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "contracts/normalization.h"  // NormOperand, kDynamic
+#include "rudnn/error.h"
+
+namespace rudnn::contracts {
+
+using GatedDeltaOperand = NormOperand;
+
+// Kernel limits: K and V up to 256 (the recurrence keeps a K×32 slice of the state in registers).
+inline constexpr std::int64_t kMaxGatedDeltaDim = 256;
+
+struct GatedDeltaSignature {
+  GatedDeltaOperand query, key;         // [B, H, T, K], one float dtype
+  GatedDeltaOperand value;              // [B, H, T, V], the query dtype
+  GatedDeltaOperand beta, log_decay;    // [B, H, T], the query dtype or f32 (both the same)
+  std::optional<GatedDeltaOperand> initial_state;  // f32 [B, H, K, V]; absent = zeros
+  double query_scale = 1.0;
+  std::int64_t chunk_size = 0;          // 0: the recurrent entry; > 0: chunked
+};
+
+// The first violated contract line, or nothing. Order: query, key, value, beta, log_decay,
+// initial_state (dtype, rank, extents, device), then query_scale, then chunk_size. Dynamic
+// extents (kDynamic) pass the checks needing them. The chunk's shared-memory bound is separate
+// (check_chunk_shared_memory) because it needs the device.
+std::optional<GatedDeltaError> check_gated_delta(const GatedDeltaSignature& sig);
+
+// SPEC §7: 4·(C² + C) bytes ≤ `shared_limit` (InvalidValue), and the chunked kernel's real need for
+// the smallest V slice, chunk_shared_bytes(C, K, 32), ≤ `shared_limit` (Unsupported). The limit is
+// the device's per-block shared memory with opt-in.
+std::optional<GatedDeltaError> check_chunk_shared_memory(std::int64_t chunk_size, std::int64_t key_dim,
+                                                         std::int64_t shared_limit);
+
+// Bytes of dynamic shared memory gated_delta_chunked needs for chunk C, K and a V slice of `bv`
+// columns (mirrors ChunkPolicy::shared_bytes): 8·C + 4·(2·C·K + 3·C·BV + 2·C² + K·BV + 3·C).
+inline std::int64_t chunk_shared_bytes(std::int64_t c, std::int64_t k, std::int64_t bv) {
+  return 8 * c + 4 * (2 * c * k + 3 * c * bv + 2 * c * c + k * bv + 3 * c);
+}
+
+// "query [2, 4, 64, 128] bf16, ..., chunk_size 64"
+std::string describe_call(const GatedDeltaSignature& sig);
+
+}  // namespace rudnn::contracts

@@ -1,0 +1,37 @@
+#include "rudnn/Dialect/Rudnn/IR/GatedDeltaConfig.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace rudnn::dialect::gated_delta_config {
+
+const std::vector<RecurrentTile>& recurrentTiles() {
+  static const std::vector<RecurrentTile> tiles = {{4, 4}, {4, 8}, {8, 8}};
+  return tiles;
+}
+
+const std::vector<ChunkTile>& chunkTiles() {
+  static const std::vector<ChunkTile> tiles = {{128, 32}, {256, 32}, {256, 64}};
+  return tiles;
+}
+
+std::optional<std::string> checkRecurrentTile(const RecurrentTile& t, std::int64_t keyDim) {
+  const auto& tiles = recurrentTiles();
+  if (std::find(tiles.begin(), tiles.end(), t) == tiles.end())
+    return fmt::format("{{warps = {}, rows_per_thread = {}}} is not a registered recurrence tile (4x4, 4x8, 8x8)",
+                       t.warps, t.rowsPerThread);
+  if (keyDim > t.maxKeyDim())
+    return fmt::format("warps = {}, rows_per_thread = {} holds key_dim <= {}, got {}", t.warps, t.rowsPerThread,
+                       t.maxKeyDim(), keyDim);
+  return std::nullopt;
+}
+
+std::optional<std::string> checkChunkTile(const ChunkTile& t) {
+  const auto& tiles = chunkTiles();
+  if (std::find(tiles.begin(), tiles.end(), t) == tiles.end())
+    return fmt::format("{{threads = {}, columns = {}}} is not a registered chunk tile (128x32, 256x32, 256x64)",
+                       t.threads, t.columns);
+  return std::nullopt;
+}
+
+}  // namespace rudnn::dialect::gated_delta_config

@@ -1,0 +1,72 @@
+#include "rudnn/Dialect/Rudnn/IR/MoEConfig.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace rudnn::dialect::moe_config {
+
+std::vector<std::int64_t> rowVectorWidths(DType dtype, std::int64_t h) {
+  const std::int64_t elemBytes = static_cast<std::int64_t>(dtype_size(dtype));
+  if (h < 0 || elemBytes == 0) return {1};
+  std::vector<std::int64_t> widths;
+  for (std::int64_t w = std::max<std::int64_t>(1, 16 / elemBytes); w >= 1; w /= 2)
+    if (h % w == 0) widths.push_back(w);
+  return widths;
+}
+
+std::optional<std::string> checkRowCopyConfig(const RowCopyConfig& c, DType dtype, std::int64_t h) {
+  if (std::find(kRowThreadsChoices.begin(), kRowThreadsChoices.end(), c.threads) == kRowThreadsChoices.end())
+    return fmt::format("threads must be 64, 128 or 256, got {}", c.threads);
+  const std::vector<std::int64_t> widths = rowVectorWidths(dtype, h);
+  if (std::find(widths.begin(), widths.end(), c.vectorWidth) == widths.end())
+    return fmt::format("vector_width {} is not legal for {} rows of {} (legal: {})", c.vectorWidth, dtype_name(dtype),
+                       h < 0 ? std::string("?") : std::to_string(h), fmt::join(widths, ", "));
+  return std::nullopt;
+}
+
+const std::vector<ExpertTile>& scalarTiles() {
+  static const std::vector<ExpertTile> tiles = {
+      {false, 16, 32, 16, 2, 2, 0},  // small loads (decode): 128 threads
+      {false, 32, 64, 16, 4, 4, 0},  // 128 threads, 16 outputs per thread
+      {false, 64, 64, 16, 4, 4, 0},  // 256 threads
+  };
+  return tiles;
+}
+
+const std::vector<ExpertTile>& tensorCoreTiles() {
+  static const std::vector<ExpertTile> tiles = {
+      {true, 16, 64, 64, 1, 4, 3},    // decode-like loads: 4 warps side by side over N
+      {true, 64, 64, 32, 2, 2, 4},    // 4 warps, 32x32 of C each
+      {true, 128, 128, 32, 2, 4, 3},  // prefill: 8 warps, 64x32 of C each (≈244 registers in gate_up)
+  };
+  return tiles;
+}
+
+// Mirrors ScalarGemmPolicy / MmaGemmPolicy::kSharedBytes{GateUp,Down}.
+std::int64_t gateUpSharedBytes(const ExpertTile& t) {
+  // Scalar: staged K slices of A and B as FP32, each row padded by 4 floats (bank conflicts).
+  if (!t.tensorCore) return ((t.blockM + 4) + 2 * (t.blockN + 4)) * t.blockK * 4;
+  return t.stages * (t.blockM + 2 * t.blockN) * (t.blockK + 8) * 2;
+}
+
+std::int64_t downSharedBytes(const ExpertTile& t) {
+  if (!t.tensorCore) return ((t.blockM + 4) + (t.blockN + 4)) * t.blockK * 4;
+  return t.stages * (t.blockM + t.blockN) * (t.blockK + 8) * 2;
+}
+
+std::optional<std::string> checkExpertTile(const ExpertTile& t) {
+  const auto& tiles = t.tensorCore ? tensorCoreTiles() : scalarTiles();
+  if (std::find(tiles.begin(), tiles.end(), t) != tiles.end()) return std::nullopt;
+  std::vector<std::string> names;
+  for (const ExpertTile& k : tiles) names.push_back(describe(k));
+  return fmt::format("{} is not a registered tile (registered: {})", describe(t), fmt::join(names, "; "));
+}
+
+std::string describe(const ExpertTile& t) {
+  if (t.tensorCore)
+    return fmt::format("tensor_core {}x{}x{} w{}x{} s{}", t.blockM, t.blockN, t.blockK, t.a, t.b, t.stages);
+  return fmt::format("scalar {}x{}x{} t{}x{}", t.blockM, t.blockN, t.blockK, t.a, t.b);
+}
+
+}  // namespace rudnn::dialect::moe_config

@@ -1,0 +1,62 @@
+#pragma once
+// A small FP32 matrix product over operands in shared memory, spread over a block's threads in
+// kTM×kTN register tiles: out(i, j) = Σ_{p < depth} a(i, p) · b(p, j) for an m×n output, handed to
+// `store(i, j, acc)` for every in-range (i, j). The operands are functors, so one primitive serves
+// every layout of the chunked gated delta rule (row-major, transposed, row-scaled) without copies.
+//
+//   kLowerOut: only entries with j ≤ i are needed; tiles lying wholly above the diagonal are
+//              skipped (store is not called for them; stored tiles still see j > i entries, which
+//              store must mask itself).
+//   kLowerA:   a(i, p) is zero for p > i (lower-triangular left operand); a tile's depth stops at
+//              its last row + 1. a() must still return 0 for p > i inside the tile.
+//
+// Rows/columns past m/n inside an edge tile are computed on clamped (valid) indices and dropped,
+// so the inner loop has no predicates. No barrier inside; the caller separates phases.
+#include "rudnn/prelude.cuh"
+
+namespace rudnn::gated_delta {
+
+template <int kTM, int kTN, bool kLowerOut, bool kLowerA, class A, class B, class Store>
+RUDNN_DEVICE void block_gemm(int m, int n, int depth, const A& a, const B& b, const Store& store,
+                             int tid, int nthreads) {
+  const int tiles_m = (m + kTM - 1) / kTM;
+  const int tiles_n = (n + kTN - 1) / kTN;
+  for (int tile = tid; tile < tiles_m * tiles_n; tile += nthreads) {
+    const int i0 = (tile / tiles_n) * kTM;
+    const int j0 = (tile - (tile / tiles_n) * tiles_n) * kTN;
+    if (kLowerOut && j0 >= i0 + kTM) continue;
+    int rows[kTM], cols[kTN];
+    RUDNN_UNROLL
+    for (int x = 0; x < kTM; ++x) rows[x] = i0 + x < m ? i0 + x : m - 1;
+    RUDNN_UNROLL
+    for (int y = 0; y < kTN; ++y) cols[y] = j0 + y < n ? j0 + y : n - 1;
+    const int d = kLowerA && i0 + kTM < depth ? i0 + kTM : depth;
+
+    float acc[kTM][kTN];
+    RUDNN_UNROLL
+    for (int x = 0; x < kTM; ++x) {
+      RUDNN_UNROLL
+      for (int y = 0; y < kTN; ++y) acc[x][y] = 0.0f;
+    }
+    for (int p = 0; p < d; ++p) {
+      float av[kTM], bv[kTN];
+      RUDNN_UNROLL
+      for (int x = 0; x < kTM; ++x) av[x] = a(rows[x], p);
+      RUDNN_UNROLL
+      for (int y = 0; y < kTN; ++y) bv[y] = b(p, cols[y]);
+      RUDNN_UNROLL
+      for (int x = 0; x < kTM; ++x) {
+        RUDNN_UNROLL
+        for (int y = 0; y < kTN; ++y) acc[x][y] += av[x] * bv[y];
+      }
+    }
+    RUDNN_UNROLL
+    for (int x = 0; x < kTM; ++x) {
+      RUDNN_UNROLL
+      for (int y = 0; y < kTN; ++y)
+        if (i0 + x < m && j0 + y < n) store(i0 + x, j0 + y, acc[x][y]);
+    }
+  }
+}
+
+}  // namespace rudnn::gated_delta

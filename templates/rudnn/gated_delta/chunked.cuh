@@ -1,0 +1,181 @@
+#pragma once
+// Gated delta rule, chunked prefill (SPEC §7). Same result as gated_delta_recurrent (to rounding),
+// computed C steps at a time in the WY form. For one chunk with start state S₀ (K×V) and steps
+// i = 0..C−1 (keys k_i, scaled queries q̂_i = query_scale·q_i, values v_i, β_i, g_i):
+//   γ_i  = Σ_{j ≤ i} g_j                                   cumulative decay (decay_scan.cuh)
+//   A_ij = β_i e^{γ_i−γ_j} k_i·k_j  for j < i, else 0        strictly lower
+//   T    = (I + A)⁻¹                                       forward substitution (unit_lower_inverse)
+//   U    = T · diag(β) (V − diag(e^γ) K S₀)                 the chunk's u_t, all at once
+//   O    = diag(e^γ) Q̂ S₀ + (Q̂ Kᵀ ⊙ M) U,  M_ij = e^{γ_i−γ_j} for j ≤ i, else 0
+//   S₁   = e^{γ_last} S₀ + Kᵀ diag(e^{γ_last−γ}) U
+// (Unrolling the recurrence inside the chunk gives u_i + Σ_{j<i} A_ij u_j = β_i (v_i − e^{γ_i} S₀ᵀk_i),
+// i.e. (I + A) U = diag(β)(V − diag(e^γ) K S₀). The usual W = T·diag(β e^γ) K term is applied as
+// T·(diag(β e^γ) K S₀): the same product, associated so that no C×K matrix W is ever stored.)
+// The tail chunk is zero-padded on chip (padded steps are exact no-ops, stage.cuh); only real rows
+// are stored, nothing past the sequence is read.
+//
+// Why one kernel per (b, h, 32..64-column V slice) that walks the chunks in order with the state in
+// shared memory, rather than FLA's split (per-chunk WY in parallel → sequential state pass that
+// stores every chunk's K×V state → output pass): on an H200 the op is memory-bound at the
+// traffic floor of reading q, k, v once and writing o once (~1 KiB per token and head for K = V =
+// 128 in bf16). The split design writes and re-reads a K×V FP32 state per chunk (64 KiB per 64
+// tokens at K = V = 128, another ~1 KiB per token each way, plus the WY matrices), which alone puts
+// it at ≥ 2–3× the floor. Here q/k/v are read once per V slice (the ⌈V/BV⌉ slices of one head run
+// concurrently and share q/k through L2), o is written once, the state never leaves the chip
+// between chunks, and the only HBM state traffic is initial/final state. Parallelism is
+// B·H·⌈V/BV⌉ blocks (e.g. 32k tokens as 8×4k, H = 16, V = 128, BV = 32: 512 blocks). The cost is
+// that the key-only work (A, T, Q̂Kᵀ) is repeated per V slice, compute that tensor cores absorb;
+// this first version does all products in FP32 on the plain cores (block_gemm.cuh), no tensor
+// cores yet. When B·H is too small to fill the GPU, a later variant can split the sequence.
+//
+// Per chunk: 5 barriers, phases (1) stage k, q̂, v slice, β; decay scan (2) A; R = β(V − e^γ K S₀);
+// Q̂S₀ e^γ (3) T (4) U = T R; P = Q̂Kᵀ ⊙ M (5) O = Q̂S₀e^γ + P U → global; S ← e^{γ_last} S + Kᵀ(e^{γ_last−γ} U).
+//
+// Parameters (launch order): query, key [B, H, T, K] T; value [B, H, T, V] T; beta, log_decay
+// [B, H, T] G (G = T or float); initial_state [B, H, K, V] float (nullptr = zeros; only read);
+// output [B, H, T, V] T; final_state [B, H, K, V] float; batch, heads, seq (T), key_dim (K),
+// value_dim (V), chunk (C) as i64; query_scale float.
+// Requirements: K ≥ 1, V ≥ 1, C ≥ 1 (any value; 16/32/64 are the intended ones), contiguous
+// row-major tensors, log_decay ≤ 0 (a decay; e^{γ_i−γ_j} for j ≤ i must not overflow), T = 0
+// copies initial_state to final_state. final_state may alias initial_state, nothing else.
+// Launch: block = Policy::kThreads (x only); grid = any ≥ 1 (B·H·⌈V/BV⌉ fills it); dynamic shared
+// memory = Policy::shared_bytes(C, K) = 8·C + 4·(2·C·K + 3·C·BV + 2·C² + K·BV + 3·C) bytes.
+#include "rudnn/gated_delta/block_gemm.cuh"
+#include "rudnn/gated_delta/decay_scan.cuh"
+#include "rudnn/gated_delta/stage.cuh"
+#include "rudnn/gated_delta/unit_lower_inverse.cuh"
+
+namespace rudnn::gated_delta {
+
+// kThreads per block; kColumns (BV) state columns per block.
+template <int kThreads, int kColumns>
+struct ChunkPolicy {
+  static_assert(kThreads % 32 == 0 && kThreads >= 32 && kThreads <= 1024, "ChunkPolicy: whole warps");
+  static_assert(kColumns % 4 == 0 && kColumns >= 4, "ChunkPolicy: columns in fours");
+  static constexpr int kThreadsV = kThreads;
+  static constexpr int kBV = kColumns;
+  static constexpr int kTM = 4;  // register tile of block_gemm
+  static constexpr int kTN = 4;
+#if !defined(__CUDACC_RTC__)
+  // Host side only (launch rules, tests; NVRTC allows no host functions): bytes of dynamic shared
+  // memory for chunk C and key dim K.
+  static constexpr long long shared_bytes(long long c, long long k) {
+    return 8 * c + 4 * (2 * c * k + 3 * c * kColumns + 2 * c * c + k * kColumns + 3 * c);
+  }
+#endif
+};
+
+template <class T, class G, class Policy>
+RUDNN_DEVICE void gated_delta_chunked(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRICT key,
+                                      const T* RUDNN_RESTRICT value, const G* RUDNN_RESTRICT beta,
+                                      const G* RUDNN_RESTRICT log_decay, const float* initial_state,
+                                      T* RUDNN_RESTRICT output, float* final_state, i64 batch,
+                                      i64 heads, i64 seq, i64 key_dim, i64 value_dim, i64 chunk,
+                                      float query_scale) {
+  using P = Policy;
+  constexpr int BV = P::kBV;
+  constexpr int NT = P::kThreadsV;
+  const int C = static_cast<int>(chunk);
+  const int K = static_cast<int>(key_dim);
+  const int tid = static_cast<int>(threadIdx.x);
+
+  // Shared memory (see the formula above): γ in FP64 first (8-byte aligned), then FP32 arrays.
+  double* const sgamma = dynamic_shared<double>();            // [C] γ (decay_scan.cuh: why FP64)
+  float* const sk = reinterpret_cast<float*>(sgamma + C);     // [C][K]  keys
+  float* const sq = sk + C * K;               // [C][K]  scaled queries
+  float* const su = sq + C * K;               // [C][BV] values, then U
+  float* const sr = su + C * BV;              // [C][BV] R = β(V − e^γ K S₀)
+  float* const so = sr + C * BV;              // [C][BV] e^γ Q̂ S₀
+  float* const sa = so + C * BV;              // [C][C]  A, then P = Q̂Kᵀ ⊙ M
+  float* const st = sa + C * C;               // [C][C]  T = (I + A)⁻¹
+  float* const ss = st + C * C;               // [K][BV] state slice
+  float* const sbeta = ss + K * BV;           // [C]
+  float* const sexp = sbeta + C;              // [C]     e^γ
+  float* const send = sexp + C;               // [C]     e^{γ_last − γ}
+
+  const i64 slices = (value_dim + BV - 1) / BV;
+  const i64 items = batch * heads * slices;
+  for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
+    const i64 bh = item / slices;
+    const i64 v0 = (item - bh * slices) * BV;
+    const int cols = static_cast<int>(min_i64(BV, value_dim - v0));  // real columns of the slice
+
+    // The state slice (columns past V are zero and stay zero: their values are zero-padded).
+    // Loaded and stored with the same thread mapping, so a following item (or T = 0) needs no
+    // barrier between the store and the next load.
+    for (int idx = tid; idx < K * BV; idx += NT) {
+      const int r = idx / BV, j = idx - (idx / BV) * BV;
+      ss[idx] = initial_state != nullptr && j < cols ? initial_state[(bh * key_dim + r) * value_dim + v0 + j] : 0.0f;
+    }
+
+    for (i64 t0 = 0; t0 < seq; t0 += C) {
+      const int L = static_cast<int>(min_i64(C, seq - t0));
+      const i64 row0 = bh * seq + t0;
+
+      // (1) Stage the chunk (zero-padded to C steps) and its cumulative decay.
+      stage_rows(sk, K, key + row0 * key_dim, key_dim, L, K, C, K, 1.0f, tid, NT);
+      stage_rows(sq, K, query + row0 * key_dim, key_dim, L, K, C, K, query_scale, tid, NT);
+      stage_rows(su, BV, value + row0 * value_dim + v0, value_dim, L, cols, C, BV, 1.0f, tid, NT);
+      stage_rows(sbeta, 1, beta + row0, 1, L, 1, C, 1, 1.0f, tid, NT);
+      if (tid < 32) decay_scan(log_decay + row0, L, C, sgamma, sexp, send, tid);
+      __syncthreads();
+
+      // (2) A (strictly lower), R = β(V − e^γ K S₀), e^γ Q̂ S₀.
+      block_gemm<P::kTM, P::kTN, true, false>(
+          C, C, K, [&](int i, int p) { return sk[i * K + p]; },
+          [&](int p, int j) { return sk[j * K + p]; },
+          [&](int i, int j, float acc) {
+            sa[i * C + j] = j < i ? sbeta[i] * expf(static_cast<float>(sgamma[i] - sgamma[j])) * acc : 0.0f;
+          },
+          tid, NT);
+      block_gemm<P::kTM, P::kTN, false, false>(
+          C, BV, K, [&](int i, int p) { return sk[i * K + p]; },
+          [&](int p, int j) { return ss[p * BV + j]; },
+          [&](int i, int j, float acc) { sr[i * BV + j] = sbeta[i] * (su[i * BV + j] - sexp[i] * acc); },
+          tid, NT);
+      block_gemm<P::kTM, P::kTN, false, false>(
+          C, BV, K, [&](int i, int p) { return sq[i * K + p]; },
+          [&](int p, int j) { return ss[p * BV + j]; },
+          [&](int i, int j, float acc) { so[i * BV + j] = sexp[i] * acc; }, tid, NT);
+      __syncthreads();
+
+      // (3) T = (I + A)⁻¹.
+      unit_lower_inverse(sa, st, C, tid, NT);
+      __syncthreads();
+
+      // (4) U = T R (over the values, now free); P = Q̂Kᵀ ⊙ M (over A, now free).
+      block_gemm<P::kTM, P::kTN, false, true>(
+          C, BV, C, [&](int i, int p) { return st[i * C + p]; },
+          [&](int p, int j) { return sr[p * BV + j]; }, [&](int i, int j, float acc) { su[i * BV + j] = acc; },
+          tid, NT);
+      block_gemm<P::kTM, P::kTN, true, false>(
+          C, C, K, [&](int i, int p) { return sq[i * K + p]; },
+          [&](int p, int j) { return sk[j * K + p]; },
+          [&](int i, int j, float acc) { sa[i * C + j] = j <= i ? expf(static_cast<float>(sgamma[i] - sgamma[j])) * acc : 0.0f; },
+          tid, NT);
+      __syncthreads();
+
+      // (5) Outputs of the real rows, and the state carried to the next chunk.
+      const float decay_all = sexp[L - 1];  // e^{γ_last}: the whole chunk's decay
+      block_gemm<P::kTM, P::kTN, false, true>(
+          C, BV, C, [&](int i, int p) { return sa[i * C + p]; },
+          [&](int p, int j) { return su[p * BV + j]; },
+          [&](int i, int j, float acc) {
+            if (i < L && j < cols) output[(row0 + i) * value_dim + v0 + j] = from_float<T>(so[i * BV + j] + acc);
+          },
+          tid, NT);
+      block_gemm<P::kTM, P::kTN, false, false>(
+          K, BV, C, [&](int i, int p) { return sk[p * K + i] * send[p]; },
+          [&](int p, int j) { return su[p * BV + j]; },
+          [&](int i, int j, float acc) { ss[i * BV + j] = decay_all * ss[i * BV + j] + acc; }, tid, NT);
+      __syncthreads();
+    }
+
+    for (int idx = tid; idx < K * BV; idx += NT) {
+      const int r = idx / BV, j = idx - (idx / BV) * BV;
+      if (j < cols) final_state[(bh * key_dim + r) * value_dim + v0 + j] = ss[idx];
+    }
+  }
+}
+
+}  // namespace rudnn::gated_delta

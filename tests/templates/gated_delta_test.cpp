@@ -1,0 +1,454 @@
+// rudnn::gated_delta::{gated_delta_recurrent, gated_delta_chunked} on the host emulation device
+// against the FP64 recurrence (tests/reference/gated_delta.h), and against each other (DESIGN §5:
+// chunked = recurrent). Outputs and final states start as NaN bytes and must be fully written;
+// guards past their ends must stay untouched; initial_state must come back bit-identical. Every
+// case runs with the forward schedule on the full grid and the reverse schedule on a 1–2 block
+// grid (grid stride).
+//
+// Tolerances (DESIGN §5): relative L2 error vs the FP64 oracle, by the query dtype, for the output:
+// F32 1e-5, F16 2e-3, BF16 1e-2 (the output is rounded to the query dtype: ≤ 2^-11 / 2^-9
+// relative per element). The final state is always FP32 and computed in FP32 from the very values
+// the oracle sees (inputs are rounded to their storage types first), so it is held to the F32
+// bound 1e-5 whatever the input dtype. Keys and queries are L2-normalized rows (SPEC §7: the caller
+// normalizes them; with β ≤ 1 the recurrence is then contractive and errors do not grow with T).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "host/emulator.h"
+#include "reference/gated_delta.h"
+#include "row_norm_harness.h"  // to_storage / from_storage / tolerance / fresh_seed
+#include "rudnn/gated_delta/chunked.cuh"
+#include "rudnn/gated_delta/recurrent.cuh"
+
+namespace {
+
+namespace host = rudnn::runtime::host;
+namespace gd = rudnn::gated_delta;
+using rudnn::i64;
+using row_norm_test::from_storage;
+using row_norm_test::to_storage;
+
+// Policies under test (the variants the integrator registers; all checked spill-free with NVRTC).
+using R64 = gd::RecurrentPolicy<4, 4>;    // K ≤ 64, 128 threads
+using R128 = gd::RecurrentPolicy<4, 8>;   // K ≤ 128, 128 threads
+using R256 = gd::RecurrentPolicy<8, 8>;   // K ≤ 256, 256 threads
+using C128x32 = gd::ChunkPolicy<128, 32>;
+using C256x32 = gd::ChunkPolicy<256, 32>;
+using C256x64 = gd::ChunkPolicy<256, 64>;
+
+template <class T, class G, class P>
+void recurrent_entry(void** a) {
+  gd::gated_delta_recurrent<T, G, P>(
+      *static_cast<const T* const*>(a[0]), *static_cast<const T* const*>(a[1]),
+      *static_cast<const T* const*>(a[2]), *static_cast<const G* const*>(a[3]),
+      *static_cast<const G* const*>(a[4]), *static_cast<const float* const*>(a[5]),
+      *static_cast<T* const*>(a[6]), *static_cast<float* const*>(a[7]), *static_cast<const i64*>(a[8]),
+      *static_cast<const i64*>(a[9]), *static_cast<const i64*>(a[10]), *static_cast<const i64*>(a[11]),
+      *static_cast<const i64*>(a[12]), *static_cast<const float*>(a[13]));
+}
+
+template <class T, class G, class P>
+void chunked_entry(void** a) {
+  gd::gated_delta_chunked<T, G, P>(
+      *static_cast<const T* const*>(a[0]), *static_cast<const T* const*>(a[1]),
+      *static_cast<const T* const*>(a[2]), *static_cast<const G* const*>(a[3]),
+      *static_cast<const G* const*>(a[4]), *static_cast<const float* const*>(a[5]),
+      *static_cast<T* const*>(a[6]), *static_cast<float* const*>(a[7]), *static_cast<const i64*>(a[8]),
+      *static_cast<const i64*>(a[9]), *static_cast<const i64*>(a[10]), *static_cast<const i64*>(a[11]),
+      *static_cast<const i64*>(a[12]), *static_cast<const i64*>(a[13]), *static_cast<const float*>(a[14]));
+}
+
+using Shape = rudnn::reference::GatedDeltaShape;
+enum class Decay { Random, Strong, None };
+enum class Beta { Random, Zero, One };
+
+struct Inputs {
+  Shape shape;
+  std::vector<double> q, k, v, beta, g, init;  // exactly the stored values; init empty = nullptr
+  float scale;
+};
+
+template <class T, class G>
+struct Stored {
+  std::vector<T> q, k, v;
+  std::vector<G> beta, g;
+  std::vector<float> init;
+};
+
+std::string describe(const Shape& s) {
+  return "B=" + std::to_string(s.batch) + " H=" + std::to_string(s.heads) + " T=" +
+         std::to_string(s.seq) + " K=" + std::to_string(s.key_dim) + " V=" + std::to_string(s.value_dim);
+}
+
+template <class T, class G>
+void make_inputs(const Shape& s, Decay decay, Beta beta_kind, bool with_init, std::uint64_t seed,
+                 Inputs& in, Stored<T, G>& st) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const i64 rows = s.batch * s.heads * s.seq;
+  in.shape = s;
+  in.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.key_dim)) * 2.0);
+  auto fill_normalized = [&](std::vector<T>& dst, std::vector<double>& exact) {
+    dst.resize(static_cast<std::size_t>(rows * s.key_dim));
+    exact.resize(dst.size());
+    std::vector<double> row(static_cast<std::size_t>(s.key_dim));
+    for (i64 r = 0; r < rows; ++r) {
+      double n2 = 0.0;
+      for (double& x : row) n2 += (x = normal(rng)) * x;
+      for (i64 i = 0; i < s.key_dim; ++i) {
+        const std::size_t at = static_cast<std::size_t>(r * s.key_dim + i);
+        dst[at] = to_storage<T>(row[static_cast<std::size_t>(i)] / std::sqrt(n2));
+        exact[at] = from_storage(dst[at]);
+      }
+    }
+  };
+  fill_normalized(st.q, in.q);
+  fill_normalized(st.k, in.k);
+  st.v.resize(static_cast<std::size_t>(rows * s.value_dim));
+  in.v.resize(st.v.size());
+  for (std::size_t i = 0; i < st.v.size(); ++i) in.v[i] = from_storage(st.v[i] = to_storage<T>(normal(rng)));
+  st.beta.resize(static_cast<std::size_t>(rows));
+  st.g.resize(st.beta.size());
+  in.beta.resize(st.beta.size());
+  in.g.resize(st.beta.size());
+  for (std::size_t i = 0; i < st.beta.size(); ++i) {
+    const double b = beta_kind == Beta::Zero ? 0.0 : beta_kind == Beta::One ? 1.0 : unit(rng);
+    const double g = decay == Decay::None ? 0.0 : decay == Decay::Strong ? -20.0 + unit(rng) : -unit(rng);
+    in.beta[i] = from_storage(st.beta[i] = to_storage<G>(b));
+    in.g[i] = from_storage(st.g[i] = to_storage<G>(g));
+  }
+  st.init.clear();
+  in.init.clear();
+  if (with_init) {
+    st.init.resize(static_cast<std::size_t>(s.batch * s.heads * s.key_dim * s.value_dim));
+    in.init.resize(st.init.size());
+    for (std::size_t i = 0; i < st.init.size(); ++i) in.init[i] = st.init[i] = static_cast<float>(0.5 * normal(rng));
+  }
+}
+
+enum class Form { Recurrent, Chunked };
+struct Launch {
+  Form form;
+  int chunk;    // chunked only
+  int variant;  // chunked: 0 = <128,32>, 1 = <256,32>, 2 = <256,64>
+  host::Schedule order;
+};
+
+std::string describe(const Launch& l) {
+  std::string s = l.form == Form::Recurrent ? "recurrent" : "chunked C=" + std::to_string(l.chunk) +
+                                                                 " variant=" + std::to_string(l.variant);
+  return s + (l.order == host::Schedule::Forward ? " forward" : " reverse");
+}
+
+struct Result {
+  std::vector<double> out, state;
+};
+
+constexpr std::size_t kGuard = 32;
+
+template <class T, class G>
+host::ThreadEntry recurrent_kernel(i64 k, int& threads, std::size_t& shared) {
+  auto pick = [&](auto policy) {
+    using P = decltype(policy);
+    threads = P::kThreads;
+    shared = P::kSharedBytes;
+    return &recurrent_entry<T, G, P>;
+  };
+  if (k <= 64) return pick(R64{});
+  if (k <= 128) return pick(R128{});
+  return pick(R256{});
+}
+
+template <class T, class G>
+host::ThreadEntry chunked_kernel(int variant, i64 chunk, i64 k, int& threads, std::size_t& shared,
+                                 int& columns) {
+  auto pick = [&](auto policy) {
+    using P = decltype(policy);
+    threads = P::kThreadsV;
+    columns = P::kBV;
+    shared = static_cast<std::size_t>(P::shared_bytes(chunk, k));
+    return &chunked_entry<T, G, P>;
+  };
+  if (variant == 0) return pick(C128x32{});
+  if (variant == 1) return pick(C256x32{});
+  return pick(C256x64{});
+}
+
+// Runs one launch. `alias`: final_state is written over a copy of initial_state (in place).
+template <class T, class G>
+void run(const Inputs& in, const Stored<T, G>& st, const Launch& l, Result& res, bool alias = false) {
+  SCOPED_TRACE(describe(l));
+  const Shape& s = in.shape;
+  const std::size_t n_out = static_cast<std::size_t>(s.batch * s.heads * s.seq * s.value_dim);
+  const std::size_t n_state = static_cast<std::size_t>(s.batch * s.heads * s.key_dim * s.value_dim);
+  std::vector<T> out(n_out + kGuard);
+  std::memset(out.data(), 0xFF, out.size() * sizeof(T));  // NaN in every float format
+  std::vector<float> state(n_state + kGuard);
+  std::memset(state.data(), 0xFF, state.size() * sizeof(float));
+  if (alias) std::copy(st.init.begin(), st.init.end(), state.begin());
+  const std::vector<float> init_before = st.init;
+
+  const T *q = st.q.data(), *k = st.k.data(), *v = st.v.data();
+  const G *b = st.beta.data(), *g = st.g.data();
+  const float* init = alias ? state.data() : st.init.empty() ? nullptr : st.init.data();
+  T* o = out.data();
+  float* fs = state.data();
+  i64 batch = s.batch, heads = s.heads, seq = s.seq, kd = s.key_dim, vd = s.value_dim, chunk = l.chunk;
+  float scale = in.scale;
+  int threads = 0, columns = 32;
+  std::size_t shared = 0;
+  host::ThreadEntry kernel;
+  std::vector<void*> args = {&q, &k, &v, &b, &g, &init, &o, &fs, &batch, &heads, &seq, &kd, &vd};
+  if (l.form == Form::Recurrent) {
+    kernel = recurrent_kernel<T, G>(s.key_dim, threads, shared);
+  } else {
+    kernel = chunked_kernel<T, G>(l.variant, l.chunk, s.key_dim, threads, shared, columns);
+    args.push_back(&chunk);
+  }
+  args.push_back(&scale);
+  ASSERT_LE(shared, host::shared_memory_limit()) << "variant does not fit this K and chunk";
+  const i64 slices = (s.value_dim + columns - 1) / columns;
+  const i64 items = s.batch * s.heads * slices;
+  unsigned grid = static_cast<unsigned>(std::max<i64>(items, 1));
+  if (l.order == host::Schedule::Reverse) grid = std::min(grid, items % 2 ? 1u : 2u);
+  auto status = host::launch(kernel, args.data(), {grid, 1, 1}, {static_cast<unsigned>(threads), 1, 1},
+                             shared, {l.order, 0});
+  ASSERT_TRUE(status.ok()) << status.error().message();
+
+  res.out.resize(n_out);
+  res.state.resize(n_state);
+  for (std::size_t i = 0; i < n_out; ++i) {
+    res.out[i] = from_storage(out[i]);
+    ASSERT_FALSE(std::isnan(res.out[i])) << "output " << i << " not written";
+  }
+  for (std::size_t i = 0; i < n_state; ++i) {
+    res.state[i] = state[i];
+    ASSERT_FALSE(std::isnan(res.state[i])) << "final_state " << i << " not written";
+  }
+  for (std::size_t i = n_out; i < out.size(); ++i) {
+    unsigned char bytes[sizeof(T)];
+    std::memcpy(bytes, &out[i], sizeof(T));
+    for (unsigned char byte : bytes) ASSERT_EQ(byte, 0xFF) << "output written past the end at " << i;
+  }
+  for (std::size_t i = n_state; i < state.size(); ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &state[i], 4);
+    ASSERT_EQ(bits, 0xFFFFFFFFu) << "final_state written past the end at " << i;
+  }
+  ASSERT_EQ(0, std::memcmp(init_before.data(), st.init.data(), st.init.size() * sizeof(float)))
+      << "initial_state modified";
+}
+
+double rel_l2(const std::vector<double>& got, const std::vector<double>& want) {
+  double err = 0.0, norm = 0.0;
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    err += (got[i] - want[i]) * (got[i] - want[i]);
+    norm += want[i] * want[i];
+  }
+  return std::sqrt(err / (norm > 0.0 ? norm : 1.0));
+}
+
+template <class T>
+void expect_close(const Result& got, const Result& want, const char* what) {
+  ASSERT_EQ(got.out.size(), want.out.size());
+  ASSERT_EQ(got.state.size(), want.state.size());
+  EXPECT_LE(rel_l2(got.out, want.out), row_norm_test::tolerance<T>()) << what << ": output";
+  EXPECT_LE(rel_l2(got.state, want.state), 1e-5) << what << ": final_state";
+}
+
+Result oracle(const Inputs& in) {
+  auto r = rudnn::reference::gated_delta(in.q, in.k, in.v, in.beta, in.g, in.init, in.shape, in.scale);
+  return {std::move(r.output), std::move(r.final_state)};
+}
+
+const host::Schedule kOrders[] = {host::Schedule::Forward, host::Schedule::Reverse};
+
+// One problem through the recurrent kernel and the chunked kernel at each chunk size, both
+// schedules; each against the oracle and every chunked result against the recurrent one.
+template <class T, class G = T>
+void check_all(const Shape& s, Decay decay, Beta beta, bool with_init, std::vector<int> chunks,
+               int first_variant = 0) {
+  rudnn_emu_bind(host::emulator_api());
+  const std::uint64_t seed = row_norm_test::fresh_seed();
+  SCOPED_TRACE(describe(s) + " decay=" + std::to_string(static_cast<int>(decay)) +
+               " beta=" + std::to_string(static_cast<int>(beta)) + " init=" + std::to_string(with_init) +
+               " seed=" + std::to_string(seed) + " (RUDNN_TEST_SEED reproduces)");
+  Inputs in;
+  Stored<T, G> st;
+  make_inputs<T, G>(s, decay, beta, with_init, seed, in, st);
+  const Result want = oracle(in);
+  int variant = first_variant;
+  for (auto order : kOrders) {
+    Result rec;
+    run<T, G>(in, st, {Form::Recurrent, 0, 0, order}, rec);
+    if (::testing::Test::HasFatalFailure()) return;
+    expect_close<T>(rec, want, "recurrent vs oracle");
+    for (int c : chunks) {
+      // The first variant that fits the shared-memory limit, rotating through the variants.
+      Launch l{Form::Chunked, c, variant, order};
+      for (int tries = 0; tries < 3; ++tries, l.variant = (l.variant + 1) % 3) {
+        int threads, columns;
+        std::size_t shared;
+        chunked_kernel<T, G>(l.variant, c, s.key_dim, threads, shared, columns);
+        if (shared <= host::shared_memory_limit()) break;
+      }
+      variant = (variant + 1) % 3;
+      Result chk;
+      run<T, G>(in, st, l, chk);
+      if (::testing::Test::HasFatalFailure()) return;
+      SCOPED_TRACE(describe(l));
+      expect_close<T>(chk, want, "chunked vs oracle");
+      expect_close<T>(chk, rec, "chunked vs recurrent");
+    }
+  }
+}
+
+const std::vector<int> kChunks = {16, 32, 64};
+
+template <class T>
+void random_suite() {
+  const Shape shapes[] = {
+      {1, 1, 1, 16, 24},    // T = 1
+      {2, 3, 37, 32, 32},   // T not a multiple of any chunk
+      {1, 2, 70, 16, 24},   // K ≠ V, V not a multiple of the slice
+      {1, 1, 64, 64, 40},   // T = one 64-chunk exactly
+      {2, 1, 20, 128, 128},
+      {1, 1, 33, 24, 7},    // V % 4 ≠ 0 (scalar state/output path), K not a power of two
+  };
+  for (const Shape& s : shapes) {
+    check_all<T>(s, Decay::Random, Beta::Random, true, kChunks);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(GatedDeltaTemplate, RandomF32) { random_suite<float>(); }
+TEST(GatedDeltaTemplate, RandomF16) { random_suite<rudnn::f16>(); }
+TEST(GatedDeltaTemplate, RandomBF16) { random_suite<rudnn::bf16>(); }
+
+// beta/log_decay in FP32 while q/k/v are bf16 (the template takes either).
+TEST(GatedDeltaTemplate, Bf16WithFloatGates) {
+  check_all<rudnn::bf16, float>({2, 2, 45, 32, 48}, Decay::Random, Beta::Random, true, kChunks);
+}
+
+TEST(GatedDeltaTemplate, LargeDims) {
+  check_all<rudnn::bf16>({1, 1, 3, 256, 256}, Decay::Random, Beta::Random, true, {16, 64});
+  check_all<float>({1, 1, 5, 256, 16}, Decay::Random, Beta::Random, true, {16, 64});
+  check_all<rudnn::f16>({1, 1, 4, 8, 256}, Decay::Random, Beta::Random, true, {16});
+}
+
+TEST(GatedDeltaTemplate, StrongAndNoDecay) {
+  check_all<float>({1, 2, 41, 32, 32}, Decay::Strong, Beta::Random, true, kChunks);
+  check_all<rudnn::bf16>({1, 2, 41, 32, 32}, Decay::Strong, Beta::Random, true, kChunks);
+  check_all<float>({1, 2, 41, 32, 32}, Decay::None, Beta::Random, true, kChunks);
+  check_all<rudnn::f16>({1, 2, 41, 32, 32}, Decay::None, Beta::Random, true, kChunks);
+}
+
+TEST(GatedDeltaTemplate, BetaZeroAndOne) {
+  check_all<float>({1, 2, 29, 32, 16}, Decay::Random, Beta::Zero, true, kChunks);
+  check_all<float>({1, 2, 29, 32, 16}, Decay::Random, Beta::One, true, kChunks);
+  check_all<rudnn::bf16>({1, 2, 29, 32, 16}, Decay::None, Beta::One, true, kChunks);
+}
+
+TEST(GatedDeltaTemplate, NoInitialState) {
+  check_all<float>({2, 1, 19, 16, 32}, Decay::Random, Beta::Random, false, kChunks);
+}
+
+// T = 0: final_state = initial_state, output untouched (nothing to write; guards checked).
+TEST(GatedDeltaTemplate, EmptySequence) {
+  check_all<float>({2, 2, 0, 16, 24}, Decay::Random, Beta::Random, true, {16});
+  check_all<rudnn::bf16>({1, 1, 0, 32, 8}, Decay::Random, Beta::Random, false, {32});
+}
+
+// Running [0, t) and then [t, T) with the first final_state as the second initial_state equals
+// running [0, T) (and the oracle).
+template <class T>
+void chaining(Form form, int chunk) {
+  rudnn_emu_bind(host::emulator_api());
+  const std::uint64_t seed = row_norm_test::fresh_seed();
+  const Shape full{2, 1, 50, 32, 24};
+  const i64 split = 21;
+  SCOPED_TRACE(describe(full) + " split=" + std::to_string(split) + " chunk=" + std::to_string(chunk) +
+               " seed=" + std::to_string(seed));
+  Inputs in;
+  Stored<T, T> st;
+  make_inputs<T, T>(full, Decay::Random, Beta::Random, true, seed, in, st);
+  const Result want = oracle(in);
+  for (auto order : kOrders) {
+    Result whole;
+    run<T, T>(in, st, {form, chunk, 0, order}, whole);
+    if (::testing::Test::HasFatalFailure()) return;
+    // Segments: slice the [B, H, T, ·] tensors along T.
+    Inputs seg[2];
+    Stored<T, T> sst[2];
+    const i64 bounds[3] = {0, split, full.seq};
+    for (int p = 0; p < 2; ++p) {
+      const i64 t0 = bounds[p], n = bounds[p + 1] - bounds[p];
+      seg[p].shape = {full.batch, full.heads, n, full.key_dim, full.value_dim};
+      seg[p].scale = in.scale;
+      for (i64 bh = 0; bh < full.batch * full.heads; ++bh)
+        for (i64 t = t0; t < t0 + n; ++t) {
+          const i64 row = bh * full.seq + t;
+          for (i64 i = 0; i < full.key_dim; ++i) {
+            sst[p].q.push_back(st.q[static_cast<std::size_t>(row * full.key_dim + i)]);
+            sst[p].k.push_back(st.k[static_cast<std::size_t>(row * full.key_dim + i)]);
+          }
+          for (i64 i = 0; i < full.value_dim; ++i) sst[p].v.push_back(st.v[static_cast<std::size_t>(row * full.value_dim + i)]);
+          sst[p].beta.push_back(st.beta[static_cast<std::size_t>(row)]);
+          sst[p].g.push_back(st.g[static_cast<std::size_t>(row)]);
+        }
+    }
+    sst[0].init = st.init;
+    Result first, second;
+    run<T, T>(seg[0], sst[0], {form, chunk, 1, order}, first);
+    if (::testing::Test::HasFatalFailure()) return;
+    sst[1].init.assign(first.state.begin(), first.state.end());  // exact: the state is FP32
+    run<T, T>(seg[1], sst[1], {form, chunk, 2, order}, second);
+    if (::testing::Test::HasFatalFailure()) return;
+    Result chained;
+    chained.state = second.state;
+    for (i64 bh = 0; bh < full.batch * full.heads; ++bh)
+      for (int p = 0; p < 2; ++p) {
+        const Result& part = p == 0 ? first : second;
+        const i64 n = bounds[p + 1] - bounds[p];
+        const auto begin = part.out.begin() + static_cast<std::ptrdiff_t>(bh * n * full.value_dim);
+        chained.out.insert(chained.out.end(), begin, begin + static_cast<std::ptrdiff_t>(n * full.value_dim));
+      }
+    expect_close<T>(chained, whole, "chained vs whole");
+    expect_close<T>(chained, want, "chained vs oracle");
+  }
+}
+
+TEST(GatedDeltaTemplate, SegmentChainingRecurrent) { chaining<float>(Form::Recurrent, 0); }
+TEST(GatedDeltaTemplate, SegmentChainingChunked) {
+  chaining<float>(Form::Chunked, 16);
+  chaining<rudnn::bf16>(Form::Chunked, 32);
+}
+
+// final_state may alias initial_state (documented): the in-place update matches the oracle.
+TEST(GatedDeltaTemplate, InPlaceState) {
+  rudnn_emu_bind(host::emulator_api());
+  const std::uint64_t seed = row_norm_test::fresh_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  Inputs in;
+  Stored<float, float> st;
+  make_inputs<float, float>({2, 2, 23, 32, 40}, Decay::Random, Beta::Random, true, seed, in, st);
+  const Result want = oracle(in);
+  for (auto order : kOrders) {
+    Result rec, chk;
+    run<float, float>(in, st, {Form::Recurrent, 0, 0, order}, rec, true);
+    if (::testing::Test::HasFatalFailure()) return;
+    expect_close<float>(rec, want, "recurrent in place");
+    run<float, float>(in, st, {Form::Chunked, 16, 0, order}, chk, true);
+    if (::testing::Test::HasFatalFailure()) return;
+    expect_close<float>(chk, want, "chunked in place");
+  }
+}
+
+}  // namespace
