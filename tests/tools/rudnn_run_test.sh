@@ -30,6 +30,25 @@ check "the MoE routing example runs" "[ $rc -eq 0 ]"
 check "routing indices are ui32 [6, 8]" "grep -q 'grouped_indices: \\[6, 8\\] ui32' $WORK/moe.txt"
 check "grouped weights are written" "head -c 128 $WORK/gw.npy | grep -aq \"'<f4'.*(6, 8)\""
 
+# The MoE layer (route → dispatch → experts → combine): the u32 offsets end at T·top_k = 16·8 = 128.
+"$RUN" "$EXAMPLES/moe_forward.mlir" --random-inputs=4 --dynamic-dim 16 --output expert_offsets="$WORK/off.npy" \
+  > "$WORK/moe_forward.txt" 2>&1; rc=$?
+check "the MoE forward example runs" "[ $rc -eq 0 ]"
+check "the MoE output is [16, 64] bf16" "grep -q 'moe_out: \\[16, 64\\] bf16' $WORK/moe_forward.txt"
+check "the offsets end at 128" "python3 -c \"import struct,sys; d=open('$WORK/off.npy','rb').read(); print(struct.unpack('<I', d[-4:])[0])\" | grep -qx 128"
+
+# Gated delta prefill then decode, with ranges for the decay, beta and normalized keys.
+GD_RANGES="--random-range query=-0.15,0.15 --random-range key=-0.15,0.15 --random-range step_query=-0.15,0.15
+  --random-range step_key=-0.15,0.15 --random-range log_decay=-0.5,0 --random-range step_log_decay=-0.5,0
+  --random-range beta=0,1 --random-range step_beta=0,1"
+"$RUN" "$EXAMPLES/gated_delta.mlir" --random-inputs=5 --dynamic-dim 1 $GD_RANGES > "$WORK/gd.txt" 2>&1; rc=$?
+check "the gated delta example runs" "[ $rc -eq 0 ]"
+check "the decode state is [1, 4, 128, 128] f32" "grep -q 'state: \\[1, 4, 128, 128\\] f32' $WORK/gd.txt"
+"$RUN" "$EXAMPLES/gated_delta.mlir" --random-inputs --random-range beta=1,0 > "$WORK/range.txt" 2>&1; rc=$?
+check "an empty --random-range is rejected" "[ $rc -ne 0 ] && grep -q 'LO < HI' $WORK/range.txt"
+"$RUN" "$EXAMPLES/gated_delta.mlir" --random-inputs --random-range nosuch=0,1 > "$WORK/range2.txt" 2>&1; rc=$?
+check "a --random-range of no argument is rejected" "[ $rc -ne 0 ] && grep -q nosuch $WORK/range2.txt"
+
 cat > "$WORK/bad_eps.mlir" <<'MLIR'
 func.func @main(%x: tensor<?x8xf32>, %g: tensor<8xf32>) -> tensor<?x8xf32> {
   %0 = rudnn.rms_norm %x, %g {epsilon = 0.0 : f32} : tensor<?x8xf32>, tensor<8xf32>

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -26,6 +27,8 @@ options:
                             values are cast to the argument's element type (bf16 included)
   --output NAME=file.npy    a result of @main (NAME = rudnn.name or resultI), written as f32
   --random-inputs[=SEED]    fill every argument not given by --input with uniform [-1, 1) values
+  --random-range NAME=LO,HI draw that argument's random values from [LO, HI) instead (repeatable;
+                            e.g. log_decay=-1,0 for a decay)
   --dynamic-dim N           extent used for `?` dims of random inputs (default 8)
   --time N                  after one warm-up run, time N runs and print the median
   --quiet                   print no summary of the outputs
@@ -38,6 +41,7 @@ struct Options {
   std::string file;
   std::string device;
   std::map<std::string, std::string> inputs, outputs;
+  std::map<std::string, std::pair<double, double>> random_ranges;
   bool random_inputs = false;
   std::uint64_t seed = 0;
   std::int64_t dynamic_dim = 8;
@@ -81,6 +85,18 @@ std::optional<std::string> parse_args(int argc, char** argv, Options& o) {
         if (a[15] != '=') return "unknown option " + a;
         o.seed = std::stoull(a.substr(16));
       }
+    } else if (a == "--random-range") {
+      auto v = next();
+      std::map<std::string, std::string> one;
+      if (!v || !split_assignment(*v, one)) return "--random-range needs NAME=LO,HI";
+      const std::string& range = one.begin()->second;
+      const auto comma = range.find(',');
+      char* end = nullptr;
+      const double lo = std::strtod(range.c_str(), &end);
+      const bool lo_ok = comma != std::string::npos && end == range.c_str() + comma;
+      const double hi = lo_ok ? std::strtod(range.c_str() + comma + 1, &end) : 0.0;
+      if (!lo_ok || *end != '\0' || !(lo < hi)) return "--random-range " + *v + ": expected NAME=LO,HI with LO < HI";
+      o.random_ranges[one.begin()->first] = {lo, hi};
     } else if (a == "--dynamic-dim") {
       auto v = next();
       if (!v) return "--dynamic-dim needs a value";
@@ -119,12 +135,14 @@ int run(const Options& o) {
   for (auto& [name, _] : o.inputs)
     if (std::none_of(graph->inputs().begin(), graph->inputs().end(), [&](auto& v) { return v.name == name; }))
       return fail(fmt::format("--input {}: @main has no argument of that name", name));
+  for (auto& [name, _] : o.random_ranges)
+    if (std::none_of(graph->inputs().begin(), graph->inputs().end(), [&](auto& v) { return v.name == name; }))
+      return fail(fmt::format("--random-range {}: @main has no argument of that name", name));
   for (auto& [name, _] : o.outputs)
     if (std::none_of(graph->outputs().begin(), graph->outputs().end(), [&](auto& v) { return v.name == name; }))
       return fail(fmt::format("--output {}: @main has no result of that name", name));
 
   std::mt19937_64 rng(o.seed);
-  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
   std::vector<Tensor> inputs;
   for (const auto& arg : graph->inputs()) {
     HostData data;
@@ -137,7 +155,10 @@ int run(const Options& o) {
       for (auto& d : shape)
         if (d < 0) d = o.dynamic_dim;
       std::vector<double> v(static_cast<std::size_t>(element_count(shape)));
-      for (auto& x : v) x = uniform(rng);
+      auto range = o.random_ranges.find(arg.name);
+      std::uniform_real_distribution<double> in_range(range == o.random_ranges.end() ? -1.0 : range->second.first,
+                                                      range == o.random_ranges.end() ? 1.0 : range->second.second);
+      for (auto& x : v) x = in_range(rng);
       data = HostData::from_f64(shape, arg.dtype, v);
     } else {
       return fail(fmt::format("argument {} has no --input (or use --random-inputs)", arg.name));
