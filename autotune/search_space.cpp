@@ -54,6 +54,7 @@ Registry& registry() {
   static Registry r;
   static const bool builtins = [] {
     r.spaces.push_back(normalization_search_space());
+    r.spaces.push_back(moe_experts_search_space());
     return true;
   }();
   (void)builtins;
@@ -100,7 +101,37 @@ class NormalizationSpace final : public SearchSpace {
   }
 };
 
+// The expert GEMM tiles depend on the weights' shape, the strategy and how many rows each expert
+// gets (the tile's block_m against the load), not on the token count as such.
+class MoeExpertsSpace final : public SearchSpace {
+ public:
+  std::string_view family() const override { return "moe_experts"; }
+  bool covers(std::string_view op) const override { return op == "rudnn.swiglu_experts"; }
+
+  std::optional<TuningKey> key(const compiler::ConfigQuery& query) const override {
+    // Operands: rows [N, H], offsets [E + 1], gate [E, I, H], up, down; options {tensor_core}.
+    if (query.shapes.size() != 5 || query.dtypes.size() != 5 || query.options.size() != 1) return std::nullopt;
+    const auto& gate = query.shapes[2];
+    if (gate.size() != 3 || gate[0] <= 0 || gate[1] <= 0 || gate[2] <= 0 || query.dynamic_values.size() != 1)
+      return std::nullopt;
+    const std::int64_t experts = gate[0];
+    const std::int64_t per_expert = (query.dynamic_values[0] + experts - 1) / experts;
+    return TuningKey{query.op_name, {query.dtypes[2]}, {experts, gate[1], gate[2], query.options[0]},
+                     {anchor(per_expert)}};
+  }
+
+  std::vector<compiler::KernelConfig> candidates(const TuningKey& key) const override {
+    if (!covers(key.op) || key.static_dims.size() != 4) return {};
+    return compiler::expert_variants(key.static_dims[3] != 0);
+  }
+};
+
 }  // namespace
+
+std::shared_ptr<const SearchSpace> moe_experts_search_space() {
+  static const auto space = std::make_shared<const MoeExpertsSpace>();
+  return space;
+}
 
 std::shared_ptr<const SearchSpace> normalization_search_space() {
   static const auto space = std::make_shared<const NormalizationSpace>();

@@ -9,6 +9,13 @@
 #include "contracts/moe.h"
 #include "log.h"
 #include "plan_cache.h"
+#if RUDNN_HAS_AUTOTUNE
+#include <random>
+
+#include "rudnn/autotune.h"
+#include "rudnn/autotune/provider.h"
+#include "rudnn/autotune/tuner.h"
+#endif
 
 namespace rudnn::moe {
 
@@ -215,12 +222,56 @@ contracts::ExpertsStrategy to_contract(GroupedStrategy s) {
   return contracts::ExpertsStrategy::Scalar;
 }
 
-// Rows per expert bucketed to a power of two (≤ 512): the heuristic tile depends on it.
+// Rows per expert bucketed to a power of two: the tile (heuristic or tuned) depends on it. The same
+// anchoring as autotune's (the smallest power of two ≥ the load), so one tuned tile serves the bucket.
 std::int64_t load_bucket(std::int64_t rows, std::int64_t experts) {
   const std::int64_t per = (rows + experts - 1) / std::max<std::int64_t>(experts, 1);
   std::int64_t b = 1;
-  while (b < per && b < 512) b *= 2;
+  while (b < per) b *= 2;
   return b;
+}
+
+// A cached experts plan and, with autotune, the variant it runs and where it came from.
+struct ExpertsPlan : ops::Plan {
+#if RUDNN_HAS_AUTOTUNE
+  std::shared_ptr<const autotune::Choice> choice;
+#endif
+};
+
+// The cold path of the experts: lower (asking autotune for the tile unless it is off), build.
+Result<std::shared_ptr<const ExpertsPlan>, MoeError> make_experts_plan(const compiler::ExpertsRequest& base,
+                                                                      const Device& device,
+                                                                      [[maybe_unused]] bool ask_autotune) {
+  compiler::ExpertsRequest request = base;
+#if RUDNN_HAS_AUTOTUNE
+  std::optional<autotune::AutotuneProvider> provider;
+  if (ask_autotune) {
+    provider.emplace(device, autotune::mode());
+    request.provider = &*provider;
+  }
+#endif
+  auto lowered = compiler::lower_experts(request, ops::target_for(device));
+  if (!lowered.ok()) return MoeError::from(lowered.error());
+  auto built = ops::build_plan(device, lowered.value());
+  if (!built.ok()) return MoeError::from(built.error());
+  auto plan = std::make_shared<ExpertsPlan>();
+  static_cast<ops::Plan&>(*plan) = *built.value();
+  const auto& first = plan->kernels.front().launch;
+  std::string source = "heuristic", key;
+#if RUDNN_HAS_AUTOTUNE
+  auto choice = std::make_shared<autotune::Choice>();
+  choice->op = plan->op_name;
+  choice->kernel = first.entry;
+  choice->config = first.config.to_string();
+  if (provider && provider->answer()) choice->source = autotune::to_source(provider->answer()->source);
+  if (provider && provider->key()) choice->key = provider->key()->to_string();
+  source = autotune::source_name(choice->source);
+  key = choice->key;
+  plan->choice = std::move(choice);
+#endif
+  runtime::log_info("plan {} on {}: {} ({}; {})", key.empty() ? plan->op_name : key, device.to_string(), first.entry,
+                    first.config.to_string(), source);
+  return std::shared_ptr<const ExpertsPlan>(std::move(plan));
 }
 
 }  // namespace
@@ -255,26 +306,37 @@ Result<Tensor, MoeError> SwiGluExperts::forward_dispatched_with_strategy(const D
   }
   const std::int64_t n = rows.shape()[0];
   const std::int64_t bucket = load_bucket(n, experts());
+  // Word 9: the autotune mode (0: heuristic only), which changes where the tile comes from.
+  std::int64_t mode_word = 0;
+#if RUDNN_HAS_AUTOTUNE
+  if (autotune::mode() != autotune::Mode::Off) mode_word = 1 + static_cast<std::int64_t>(autotune::mode());
+#endif
   ops::PlanKey key;
   key.words = {kExpertsKey,
                static_cast<std::int64_t>(dtype()),
                experts(),
                inter(),
                hidden(),
-               static_cast<std::int64_t>(device.kind()),
-               device.ordinal(),
+               static_cast<std::int64_t>(device.kind()) | (static_cast<std::int64_t>(device.ordinal()) << 8),
                resolved == contracts::ExpertsStrategy::TensorCore ? 1 : 0,
                bucket,
+               mode_word,
                0};
-  auto plan = plan_for(key, device, [&](const compiler::Target& target) {
+  auto& cache = ops::PlanCache::instance();
+  std::shared_ptr<const ops::Plan> plan = cache.find(key);
+  if (!plan) {
     compiler::ExpertsRequest request{sig, resolved, std::nullopt, bucket};
-    return compiler::lower_experts(request, target);
-  });
-  if (!plan.ok()) return plan.error();
+    auto made = make_experts_plan(request, device, mode_word != 0);
+    if (!made.ok()) return made.error();
+    plan = made.value();
+    cache.insert(key, plan);
+  }
+#if RUDNN_HAS_AUTOTUNE
+  autotune::note_choice(static_cast<const ExpertsPlan&>(*plan).choice);
+#endif
   auto out = output({n, hidden()}, dtype(), rows.queue());
   if (!out.ok()) return out.error();
-  if (auto s = launch(*plan.value(), rows.queue(),
-                      {&rows, &dispatched.expert_offsets(), &gate_, &up_, &down_, &*out});
+  if (auto s = launch(*plan, rows.queue(), {&rows, &dispatched.expert_offsets(), &gate_, &up_, &down_, &*out});
       !s.ok())
     return s.error();
   return std::move(out.value());
@@ -356,5 +418,139 @@ Result<Tensor, MoeError> SwiGluExperts::forward_sigmoid_grouped(const Tensor& in
   if (!routing.ok()) return routing.error();
   return finish_forward(*this, *routing, input, strategy);
 }
+
+#if RUDNN_HAS_AUTOTUNE
+namespace {
+
+// How autotune builds and times an experts candidate: the key's weights shape and strategy, a
+// uniform load of `bucket` rows per expert (the largest the bucket serves), random rows in `sets`
+// copies and one set of random weights (they dominate the bytes), plans from the same build_plan
+// as real calls.
+class ExpertsTuningProblem final : public autotune::TuningProblem {
+ public:
+  static Result<std::unique_ptr<autotune::TuningProblem>, RuntimeError> make(const Device& device,
+                                                                            const autotune::TuningKey& key) {
+    if (key.op != "rudnn.swiglu_experts" || key.dtypes.size() != 1 || key.static_dims.size() != 4 ||
+        key.buckets.size() != 1)
+      return RuntimeError(ErrorKind::InvalidValue, "key", "rudnn.swiglu_experts dtype [E, I, H, tensor_core] [rows]",
+                          key.to_string());
+    const std::int64_t e = key.static_dims[0], i = key.static_dims[1], h = key.static_dims[2];
+    const DType d = key.dtypes[0];
+    const int id = device.kind() == DeviceKind::Host ? -1 : device.ordinal();
+    contracts::ExpertsSignature sig;
+    sig.weights = {{{e, i, h}, d, id}, {{e, i, h}, d, id}, {{e, h, i}, d, id}};
+    sig.rows = {{e * key.buckets[0], h}, d, id};
+    sig.offsets = {{e + 1}, DType::U32, id};
+    if (auto err = contracts::check_experts(sig))
+      return RuntimeError(err->kind(), err->argument(), err->expected(), err->actual(), err->detail());
+    auto queue = Queue::create(device);
+    if (!queue.ok()) return queue.error();
+    return std::unique_ptr<autotune::TuningProblem>(
+        new ExpertsTuningProblem(device, queue.value(), sig, key.static_dims[3] != 0, key.buckets[0]));
+  }
+
+  const Device& device() const override { return device_; }
+  const Queue& queue() const override { return queue_; }
+  compiler::Target target() const override { return ops::target_for(device_); }
+
+  Result<compiler::LoweredOp, RuntimeError> lower(const compiler::KernelConfig& config) const override {
+    const auto strategy = tensor_core_ ? contracts::ExpertsStrategy::TensorCore : contracts::ExpertsStrategy::Scalar;
+    return compiler::lower_experts(compiler::ExpertsRequest{sig_, strategy, config, per_expert_}, target());
+  }
+
+  Result<std::unique_ptr<autotune::TimedCandidate>, RuntimeError> prepare(const compiler::KernelConfig& config,
+                                                                          const compiler::LoweredOp& lowered) override {
+    auto plan = ops::build_plan(device_, lowered);
+    if (!plan.ok()) return plan.error();
+    return std::unique_ptr<autotune::TimedCandidate>(new Candidate(*this, plan.value(), config.to_string()));
+  }
+
+  std::size_t input_bytes() const override {
+    std::size_t bytes = static_cast<std::size_t>(element_count(sig_.rows.shape)) * dtype_size(sig_.rows.dtype);
+    for (const auto* w : {&sig_.weights.gate, &sig_.weights.up, &sig_.weights.down})
+      bytes += static_cast<std::size_t>(element_count(w->shape)) * dtype_size(w->dtype);
+    return bytes;
+  }
+
+  Status<RuntimeError> make_input_sets(int sets) override {
+    std::mt19937_64 rng(0x5eed);  // fixed: values do not change a GEMM's time
+    auto random = [&](const contracts::MoeOperand& o, double a) -> Result<Tensor, RuntimeError> {
+      std::uniform_real_distribution<double> u(-a, a);
+      std::vector<double> v(static_cast<std::size_t>(element_count(o.shape)));
+      for (double& x : v) x = u(rng);
+      return Tensor::upload(HostData::from_f64(o.shape, o.dtype, v), queue_);
+    };
+    const std::int64_t experts = sig_.weights.gate.shape[0];
+    std::vector<double> offsets(static_cast<std::size_t>(experts + 1));
+    for (std::int64_t e = 0; e <= experts; ++e) offsets[static_cast<std::size_t>(e)] = static_cast<double>(e * per_expert_);
+    auto off = Tensor::upload(HostData::from_f64(sig_.offsets.shape, DType::U32, offsets), queue_);
+    if (!off.ok()) return off.error();
+    offsets_.emplace(std::move(off.value()));
+    const double scale = 1.0 / std::sqrt(static_cast<double>(sig_.weights.gate.shape[2]));
+    for (auto [w, slot] : {std::pair{&sig_.weights.gate, &gate_}, {&sig_.weights.up, &up_}, {&sig_.weights.down, &down_}}) {
+      auto t = random(*w, scale);
+      if (!t.ok()) return t.error();
+      slot->emplace(std::move(t.value()));
+    }
+    for (int i = 0; i < sets; ++i) {
+      auto r = random(sig_.rows, 1.0);
+      if (!r.ok()) return r.error();
+      rows_.push_back(std::move(r.value()));
+    }
+    auto out = Tensor::empty(sig_.rows.shape, sig_.rows.dtype, queue_);
+    if (!out.ok()) return out.error();
+    output_.emplace(std::move(out.value()));
+    return queue_.synchronize();
+  }
+
+ private:
+  class Candidate final : public autotune::TimedCandidate {
+   public:
+    Candidate(ExpertsTuningProblem& p, std::shared_ptr<const ops::Plan> plan, std::string name)
+        : p_(p), plan_(std::move(plan)), name_(std::move(name)) {}
+    const std::string& name() const override { return name_; }
+    // The expert kernels write only their output (and a call-scoped temporary).
+    Status<RuntimeError> launch(int input_set) override {
+      const Tensor& rows = p_.rows_[static_cast<std::size_t>(input_set)];
+      std::array<ops::OperandView, 6> views{};
+      std::size_t n = 0;
+      const Tensor* all[] = {&rows, &*p_.offsets_, &*p_.gate_, &*p_.up_, &*p_.down_, &*p_.output_};
+      for (const Tensor* t : all)
+        views[n++] = {t->data(), &t->shape()};
+      return ops::run_plan(*plan_, p_.queue_, std::span(views.data(), n));
+    }
+
+   private:
+    ExpertsTuningProblem& p_;
+    std::shared_ptr<const ops::Plan> plan_;
+    std::string name_;
+  };
+
+  ExpertsTuningProblem(Device device, Queue queue, contracts::ExpertsSignature sig, bool tensor_core,
+                       std::int64_t per_expert)
+      : device_(std::move(device)),
+        queue_(std::move(queue)),
+        sig_(std::move(sig)),
+        tensor_core_(tensor_core),
+        per_expert_(per_expert) {}
+
+  Device device_;
+  Queue queue_;
+  contracts::ExpertsSignature sig_;
+  bool tensor_core_;
+  std::int64_t per_expert_;
+  std::vector<Tensor> rows_;
+  std::optional<Tensor> offsets_, gate_, up_, down_, output_;
+};
+
+// Registered when librudnn.so (or any binary with these objects) loads.
+const bool kExpertsTuningRegistered = [] {
+  autotune::register_problem_factory(std::string(autotune::moe_experts_search_space()->family()),
+                                     &ExpertsTuningProblem::make);
+  return true;
+}();
+
+}  // namespace
+#endif
 
 }  // namespace rudnn::moe

@@ -5,6 +5,7 @@
 #include "Emitter/KernelSource.h"
 #include "Pipeline/Context.h"
 #include "Pipeline/LaunchExtraction.h"
+#include "Transforms/ResolveStrategy.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -87,7 +88,14 @@ Result<LoweredOp, RuntimeError> lower_experts(const ExpertsRequest& request, con
       op->setAttr(dialect::kRowsPerExpertAttrName, b.getI64IntegerAttr(request.rows_per_expert));
     return op.getOperation();
   });
-  return lowerModule(*module, "rudnn.swiglu_experts", contracts::describe_call(sig), identitySlots(5), target);
+  std::unique_ptr<Pass> strategy;
+  if (request.provider && !request.config) {
+    // @main's one dynamic extent: the rows of `rows`.
+    const std::int64_t rows = sig.rows.shape.empty() ? 0 : sig.rows.shape[0];
+    strategy = createResolveStrategyPass(request.provider, {rows});
+  }
+  return lowerModule(*module, "rudnn.swiglu_experts", contracts::describe_call(sig), identitySlots(5), target,
+                     std::move(strategy));
 }
 
 Result<LoweredOp, RuntimeError> lower_combine(const CombineRequest& request, const Target& target) {

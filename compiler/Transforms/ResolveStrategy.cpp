@@ -1,4 +1,4 @@
-// rudnn-resolve-strategy: for every operator op without a kernel_config, ask the ConfigProvider
+// rudnn-resolve-strategy: for every tunable op (normalization, swiglu_experts) without a kernel_config, ask the ConfigProvider
 // (the autotune component, through the ops layer) and attach its answer. Strategy choice stays
 // separate from carrying it out: this pass only ever produces the kernel_config attribute that
 // rudnn-select-kernel-config would otherwise produce, and lowering reads it.
@@ -62,49 +62,79 @@ struct ResolveStrategy : dialect::impl::ResolveStrategyPassBase<ResolveStrategy>
     return bound;
   }
 
+  // The query of `op` over its present `operands`, with this call's values of their dynamic extents
+  // (cleared when any is unknown).
+  static ConfigQuery queryOf(Operation* op, ArrayRef<Value> operands,
+                             const std::map<std::pair<unsigned, std::size_t>, std::int64_t>& bound) {
+    ConfigQuery query;
+    query.op_name = op->getName().getStringRef().str();
+    bool allKnown = true;
+    for (Value v : operands) {
+      if (!v) continue;
+      auto type = cast<RankedTensorType>(v.getType());
+      query.dtypes.push_back(*dialect::toDType(type.getElementType()));  // the verifier accepted it
+      std::vector<std::int64_t> shape;
+      for (std::size_t d = 0; d < static_cast<std::size_t>(type.getRank()); ++d) {
+        const std::int64_t extent = type.getDimSize(static_cast<unsigned>(d));
+        if (!ShapedType::isDynamic(extent)) {
+          shape.push_back(extent);
+          continue;
+        }
+        shape.push_back(-1);
+        auto arg = dyn_cast<BlockArgument>(v);
+        auto it = arg ? bound.find({arg.getArgNumber(), d}) : bound.end();
+        if (it == bound.end()) allKnown = false;
+        else query.dynamic_values.push_back(it->second);
+      }
+      query.shapes.push_back(std::move(shape));
+    }
+    if (!allKnown) query.dynamic_values.clear();
+    return query;
+  }
+
+  // Attaches a provided config the op's verifier rules accept; a stale one (not in today's space)
+  // is dropped with a warning rather than failing the lowering.
+  static void attach(Operation* op, const ProvidedConfig& answer, const std::optional<std::string>& why) {
+    if (why) {
+      op->emitWarning() << "rudnn-resolve-strategy: provided config " << answer.config.to_string()
+                        << " ignored: " << *why;
+      return;
+    }
+    op->setAttr(dialect::kKernelConfigAttrName, toDictionary(op->getContext(), answer.config));
+  }
+
   void resolveIn(func::FuncOp fn) {
     const auto bound = bindArguments(fn);
     fn.walk([&](Operation* op) {
+      if (auto experts = dyn_cast<dialect::SwiGluExpertsOp>(op)) {
+        // The ops layer resolves "auto" before lowering; an unresolved one keeps the heuristic.
+        if (experts.getKernelConfigAttr() || experts.getStrategy() == "auto") return;
+        ConfigQuery query = queryOf(op, {experts.getRows(), experts.getOffsets(), experts.getGate(), experts.getUp(),
+                                         experts.getDown()},
+                                    bound);
+        const bool tensorCore = experts.getStrategy() == "tensor_core";
+        query.options = {tensorCore ? 1 : 0};
+        std::optional<ProvidedConfig> answer = provider->provide(query);
+        if (!answer) return;
+        std::optional<std::string> why;
+        auto tile = dialect::expertTileOf(toDictionary(op->getContext(), answer->config));
+        if (!tile) why = "not an expert tile";
+        else if (tile->tensorCore != tensorCore) why = "a tile of the other strategy";
+        else why = dialect::moe_config::checkExpertTile(*tile);
+        attach(op, *answer, why);
+        return;
+      }
       std::optional<dialect::NormOpView> norm = dialect::asNormOp(op);
       if (!norm || norm->kernelConfig || op->hasAttr(dialect::kUnalignedAttrName)) return;
-      ConfigQuery query;
-      query.op_name = op->getName().getStringRef().str();
-      bool allKnown = true;
-      for (Value v : {norm->input, norm->gamma, norm->beta}) {
-        if (!v) continue;
-        auto type = cast<RankedTensorType>(v.getType());
-        query.dtypes.push_back(*dialect::toDType(type.getElementType()));  // the verifier accepted it
-        std::vector<std::int64_t> shape;
-        for (std::size_t d = 0; d < static_cast<std::size_t>(type.getRank()); ++d) {
-          const std::int64_t extent = type.getDimSize(static_cast<unsigned>(d));
-          if (!ShapedType::isDynamic(extent)) {
-            shape.push_back(extent);
-            continue;
-          }
-          shape.push_back(-1);
-          auto arg = dyn_cast<BlockArgument>(v);
-          auto it = arg ? bound.find({arg.getArgNumber(), d}) : bound.end();
-          if (it == bound.end()) allKnown = false;
-          else query.dynamic_values.push_back(it->second);
-        }
-        query.shapes.push_back(std::move(shape));
-      }
-      if (!allKnown) query.dynamic_values.clear();
+      ConfigQuery query = queryOf(op, {norm->input, norm->gamma, norm->beta}, bound);
       std::optional<ProvidedConfig> answer = provider->provide(query);
       if (!answer) return;
-      // A provider answers from a search space the verifier accepts; a config that is not (a
-      // stale cache entry, say) is dropped here rather than failing the whole lowering.
       const DType dtype = query.dtypes.front();
       const std::int64_t h = query.shapes.front().back();
       dialect::norm_config::RowConfig row{answer->config.get(dialect::norm_config::kThreadsPerRow),
                                           answer->config.get(dialect::norm_config::kRowsPerBlock),
                                           answer->config.get(dialect::norm_config::kVectorWidth)};
-      if (auto why = dialect::norm_config::checkRowConfig(row, dtype, h)) {
-        op->emitWarning() << "rudnn-resolve-strategy: provided config " << answer->config.to_string()
-                          << " ignored: " << *why;
-        return;
-      }
-      op->setAttr(dialect::kKernelConfigAttrName, toDictionary(op->getContext(), answer->config));
+      attach(op, *answer, dialect::norm_config::checkRowConfig(row, dtype, h));
     });
   }
 

@@ -52,6 +52,11 @@ void unregister_search_space(const SearchSpace* space);
 // dtypes, static dims {H}, buckets {anchor(rows)} where rows is the product of the leading dims.
 std::shared_ptr<const SearchSpace> normalization_search_space();
 
+// The built-in MoE experts space (rudnn.swiglu_experts): the registered tiles of the call's resolved
+// strategy (compiler::expert_variants); key = op, the weights' dtype, static dims {E, I, H,
+// tensor_core}, buckets {anchor(rows per expert)} (rows = the dynamic rows of the dispatched input).
+std::shared_ptr<const SearchSpace> moe_experts_search_space();
+
 // "threads_per_row=128,rows_per_block=1" ↔ KernelConfig (the cache's text form). Nothing for text
 // that is not a comma-separated list of name=integer.
 std::optional<compiler::KernelConfig> parse_config(std::string_view text);

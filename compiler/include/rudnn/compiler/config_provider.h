@@ -32,6 +32,9 @@ struct ConfigQuery {
   std::vector<DType> dtypes;                        // of the op's present operands, in order
   std::vector<std::vector<std::int64_t>> shapes;    // of the op's present operands, in order
   std::vector<std::int64_t> dynamic_values;
+  // Op choices that select a different search space, in the op's own order (rudnn.swiglu_experts:
+  // {tensor_core 0/1}); empty for ops without any.
+  std::vector<std::int64_t> options;
 };
 
 struct ProvidedConfig {

@@ -77,6 +77,9 @@ struct ExpertsRequest {
   contracts::ExpertsStrategy strategy = contracts::ExpertsStrategy::Scalar;
   std::optional<KernelConfig> config;     // forced (tests, autotune); otherwise the heuristic picks
   std::int64_t rows_per_expert = -1;      // the call's load (sizes the heuristic tile); < 0 unknown
+  // Asked by rudnn-resolve-strategy for the tile when `config` is empty and the strategy is
+  // concrete (the ops layer passes the autotune provider); null: the heuristic picks.
+  ConfigProvider* provider = nullptr;
 };
 Result<LoweredOp, RuntimeError> lower_experts(const ExpertsRequest& request, const Target& target);
 
