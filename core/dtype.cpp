@@ -15,14 +15,16 @@ std::string_view dtype_name(DType t) {
     case DType::I32: return "i32";
     case DType::I64: return "i64";
     case DType::FP8E4M3: return "f8E4M3FN";
+    case DType::U8: return "ui8";
   }
   return "?";
 }
 
 std::optional<DType> parse_dtype(std::string_view n) {
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::U32, DType::I32, DType::I64, DType::FP8E4M3})
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::U32, DType::I32, DType::I64, DType::FP8E4M3, DType::U8})
     if (dtype_name(t) == n) return t;
   if (n == "u32") return DType::U32;
+  if (n == "u8" || n == "bool") return DType::U8;
   if (n == "fp8e4m3") return DType::FP8E4M3;
   return std::nullopt;
 }

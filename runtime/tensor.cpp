@@ -103,6 +103,7 @@ std::vector<double> HostData::to_f64() const {
       case DType::I32: { std::int32_t s; std::memcpy(&s, p + 4 * i, 4); v[i] = s; break; }
       case DType::I64: { std::int64_t s; std::memcpy(&s, p + 8 * i, 8); v[i] = static_cast<double>(s); break; }
       case DType::FP8E4M3: v[i] = fp8e4m3_bits_to_float(static_cast<std::uint8_t>(p[i])); break;
+      case DType::U8: v[i] = static_cast<double>(static_cast<std::uint8_t>(p[i])); break;
     }
   }
   return v;
@@ -125,6 +126,7 @@ HostData HostData::from_f64(const Shape& shape, DType dtype, std::span<const dou
       case DType::I32: { auto s = static_cast<std::int32_t>(x); std::memcpy(p + 4 * i, &s, 4); break; }
       case DType::I64: { auto s = static_cast<std::int64_t>(x); std::memcpy(p + 8 * i, &s, 8); break; }
       case DType::FP8E4M3: p[i] = static_cast<std::byte>(float_to_fp8e4m3_bits(static_cast<float>(x))); break;
+      case DType::U8: p[i] = static_cast<std::byte>(static_cast<std::uint8_t>(x)); break;
     }
   }
   return d;

@@ -71,6 +71,8 @@ struct MoeErrorTag {};
 using MoeError = FamilyError<MoeErrorTag>;
 struct GatedDeltaErrorTag {};
 using GatedDeltaError = FamilyError<GatedDeltaErrorTag>;
+struct AttentionSetupErrorTag {};
+using AttentionSetupError = FamilyError<AttentionSetupErrorTag>;
 
 template <class T, class E>
 class [[nodiscard]] Result {

@@ -103,6 +103,7 @@ Status<RuntimeError> write_npy(const std::string& path, const HostData& data) {
     case DType::I32: descr = "<i4"; break;
     case DType::I64: descr = "<i8"; break;
     case DType::U32: descr = "<u4"; break;
+    case DType::U8: descr = "|u1"; break;
     default: descr = "<f4"; break;
   }
   for (double v : values) {
@@ -115,6 +116,8 @@ Status<RuntimeError> write_npy(const std::string& path, const HostData& data) {
     } else if (descr == "<u4") {
       auto x = static_cast<std::uint32_t>(v);
       payload.append(reinterpret_cast<const char*>(&x), 4);
+    } else if (descr == "|u1") {
+      payload.push_back(static_cast<char>(static_cast<std::uint8_t>(v)));
     } else {
       auto x = static_cast<std::int64_t>(v);
       payload.append(reinterpret_cast<const char*>(&x), 8);

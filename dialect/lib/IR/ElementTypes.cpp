@@ -14,6 +14,7 @@ std::optional<DType> toDType(Type t) {
   if (isa<Float8E4M3FNType>(t)) return DType::FP8E4M3;
   if (t.isSignlessInteger(32)) return DType::I32;
   if (t.isUnsignedInteger(32)) return DType::U32;
+  if (t.isUnsignedInteger(8)) return DType::U8;
   if (t.isSignlessInteger(64)) return DType::I64;
   return std::nullopt;
 }
@@ -28,6 +29,7 @@ Type toElementType(MLIRContext* ctx, DType dtype) {
     case DType::I32: return b.getIntegerType(32);
     case DType::U32: return b.getIntegerType(32, /*isSigned=*/false);
     case DType::I64: return b.getIntegerType(64);
+    case DType::U8: return b.getIntegerType(8, /*isSigned=*/false);
   }
   return {};
 }
@@ -41,6 +43,7 @@ const char* cTypeName(DType dtype) {
     case DType::I32: return "rudnn::i32";
     case DType::U32: return "rudnn::u32";
     case DType::I64: return "rudnn::i64";
+    case DType::U8: return "rudnn::u8";
   }
   return "?";
 }
