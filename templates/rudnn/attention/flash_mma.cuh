@@ -1,0 +1,252 @@
+#pragma once
+// FlashBlackboxAccelerated (SPEC §5): a FlashAttention-2-class forward kernel on tensor cores, for
+// T ∈ {f16, bf16} and D = Dv ∈ {64, 96, 128, 256}.
+//
+//   out = softmax(scale · Q·Kᵀ + bias, excluded keys removed) · V      FP32 accumulation, output T
+//
+// Layout: query [B, Hq, Tq, D], key [B, Hkv, Tk, D], value [B, Hkv, Tk, Dv], out [B, Hq, Tq, Dv], all
+// contiguous; Hq % Hkv == 0, query head h reads kv head h / (Hq/Hkv). Mask (u8, nonzero = excluded)
+// and bias (float or T), both optional and logically [B, Hq, Tq, Tk] with element strides
+// (batch_stride, head_stride, Tk, 1), 0 = broadcast; see flash_mma_scores.cuh for MB/BB (void = not
+// compiled in). Causal is bottom-right aligned: query i sees key j iff j ≤ i + Tk − Tq. A row with
+// no kept key outputs zeros.
+//
+// Work decomposition. The group = Hq/Hkv query heads of one kv head are consecutive, so for each
+// (b, kv head) — a "panel" — their group·Tq query rows are contiguous in Q and in out. A block takes a
+// tile of kBM panel rows (all sharing one K/V stream: with GQA the group's heads share every K/V
+// tile, and decode (Tq = 1) fills a tile with the group's rows) and walks the key tiles:
+//   prologue   Q tile + key tile 0 (K and V) by cp.async, one commit group
+//   key tile t wait for tile t; __syncthreads (tile t visible; all warps are done with tile t−1,
+//              whose stage is refilled next); prefetch tile t+1 into the other stage; then per warp:
+//              S = Q·Kᵀ (warp_scores) → scale / bias / mask / range (ScoreMods) → online softmax
+//              (OnlineSoftmax) → O += P·V (warp_accumulate)
+//   epilogue   O / ℓ → T, staged through the warp's Q rows, 16-byte stores (store_output)
+// Each of the 4 warps owns 16·kMI consecutive rows of the tile and needs no other warp's data after
+// the loads: one barrier per key tile. Under causal, key tiles past the tile's last visible key are
+// never loaded, and tiles fully visible to every row of the tile (and inside Tk) skip the
+// per-element masking. Tiles are taken heaviest first (the query blocks nearest the end of a
+// panel see the most keys under causal). The main loop (loads + warp_scores + warp_accumulate) is
+// the part a Hopper wgmma/TMA version replaces; scores, softmax and epilogue only touch registers.
+//
+// Launch (the integrator mirrors this):
+//   block  (Policy::kThreads = 128, 1, 1); anything else traps.
+//   grid   (B·Hkv·ceil(group·Tq / kBlockM), 1, 1); any grid is correct (blocks stride over the
+//          work items by their linear index over x, y and z).
+//   dynamic shared memory  Policy::kSharedBytes = (kBlockM + 4·kBlockN)·(kHeadDim + 8)·2 bytes
+//          (over 48 KiB: set cudaFuncAttributeMaxDynamicSharedMemorySize).
+// Requirements: head_dim == value_dim == kHeadDim, 1 ≤ kv_heads, q_heads % kv_heads == 0,
+// q_heads < 2^31, group·Tq < 2^31 and B·Hkv·ceil(group·Tq / kBlockM) < 2^31 (each else trap); q, k,
+// v, out 16-byte aligned (cp.async and 16-byte stores); finite scale.
+// Tq = 0 or B·Hq = 0 writes nothing; Tk = 0 writes zeros.
+//
+// Policies (4 warps; kMI = kBlockM/64 m16 row tiles per warp) checked with NVRTC 13 under
+// RUDNN_LAUNCH_BOUNDS(128), f16 and bf16, MB/BB ∈ {void/void, u8/float, u8/T}, sm_80 and sm_90a:
+// no spills, no stack frame, no static shared memory. Registers per thread (sm_80 / sm_90a, range
+// over the MB/BB builds) and dynamic shared memory:
+//   FlashMmaPolicy< 64, 128, 64>  228-233 / 234-239   55296 B   default D = 64
+//   FlashMmaPolicy< 96, 128, 64>  252-255 / 244-255   79872 B   default D = 96
+//   FlashMmaPolicy<128, 128, 32>  247-248 / 251-253   69632 B   default D = 128
+//   FlashMmaPolicy<256,  64, 32>  229-241 / 239      101376 B   default D = 256
+//   FlashMmaPolicy<128,  64, 64>  169-177 / 178-187   87040 B   alternative D = 128 (kMI = 1)
+//   FlashMmaPolicy<256,  64, 64>  238-248 / 241-251  168960 B   D = 256, sm_90 only (> sm_80's 163 KiB)
+// FlashMmaPolicy<128, 128, 64> does NOT fit (S and O need ~200 registers before addresses; ptxas
+// spills 56-168 bytes), hence 32-key tiles for D = 128. The register counts are what ptxas chose
+// with the full 255 available (it spends the slack on early ldmatrix); at 2 blocks of 128 threads
+// per SM that costs no occupancy. Keep new variants spill-free: the margins are small.
+#include "rudnn/attention/flash_mma_epilogue.cuh"
+#include "rudnn/attention/flash_mma_scores.cuh"
+#include "rudnn/attention/flash_mma_smem.cuh"
+#include "rudnn/attention/flash_mma_softmax.cuh"
+#include "rudnn/attention/flash_mma_warp.cuh"
+
+namespace rudnn::attention {
+
+template <int kHeadDim, int kBlockM, int kBlockN>
+struct FlashMmaPolicy {
+  static constexpr int kWarps = 4;
+  static_assert(kHeadDim % 16 == 0 && kHeadDim >= 16 && kHeadDim <= 256,
+                "FlashMmaPolicy: head dim a multiple of 16, at most 256");
+  static_assert(kBlockM == 64 || kBlockM == 128, "FlashMmaPolicy: 64 or 128 query rows per block");
+  static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 128, "FlashMmaPolicy: key tile of whole k16 steps");
+
+  static constexpr int kD = kHeadDim;
+  static constexpr int kBM = kBlockM;
+  static constexpr int kBN = kBlockN;
+  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kMI = kBlockM / (16 * kWarps);  // m16 row tiles per warp
+  static constexpr int kNI = kBlockN / 8;               // n8 key tiles of S
+  static constexpr int kDI = kHeadDim / 8;              // n8 value tiles of O
+  using Smem = flash_mma::SmemLayout<kBlockM, kBlockN, kHeadDim>;
+  static constexpr int kLd = Smem::kLd;
+  static constexpr int kSharedBytes = (kBlockM + 4 * kBlockN) * (kHeadDim + 8) * 2;
+  static_assert(kSharedBytes == Smem::kBytes, "FlashMmaPolicy: shared memory formula out of date");
+};
+
+// The per-D default policies (see the table at the top).
+template <int kHeadDim>
+struct FlashMmaDefault;
+template <>
+struct FlashMmaDefault<64> {
+  using type = FlashMmaPolicy<64, 128, 64>;
+};
+template <>
+struct FlashMmaDefault<96> {
+  using type = FlashMmaPolicy<96, 128, 64>;
+};
+template <>
+struct FlashMmaDefault<128> {
+  using type = FlashMmaPolicy<128, 128, 32>;  // 64-key tiles spill (S + O exceed 255 registers)
+};
+template <>
+struct FlashMmaDefault<256> {
+  using type = FlashMmaPolicy<256, 64, 32>;  // 64-key tiles: 168960 B, over sm_80's 163 KiB
+};
+
+namespace flash_mma {
+
+// The linear index of this block and the number of blocks, over all three grid dimensions.
+RUDNN_DEVICE i64 block_linear() {
+  return static_cast<i64>(blockIdx.x) +
+         static_cast<i64>(gridDim.x) * (static_cast<i64>(blockIdx.y) + static_cast<i64>(gridDim.y) * blockIdx.z);
+}
+RUDNN_DEVICE i64 grid_blocks() {
+  return static_cast<i64>(gridDim.x) * static_cast<i64>(gridDim.y) * static_cast<i64>(gridDim.z);
+}
+
+// Index arithmetic in 32 bits: a 64-bit division is a subroutine call in SASS, and ptxas spills the
+// accumulators around calls. The kernel checks at entry that every quotient and dividend fits
+// (work items and group·Tq < 2^31).
+RUDNN_DEVICE i64 div32(i64 a, i64 b) { return static_cast<i64>(static_cast<u32>(a) / static_cast<u32>(b)); }
+
+// Query position of the smallest and the largest i among panel rows [m0, m1): a range that crosses
+// from one head of the group into the next contains both i = 0 and i = Tq − 1.
+RUDNN_DEVICE i64 first_position(i64 m0, i64 m1, i64 q_len) {
+  const i64 h = div32(m0, q_len);
+  return h != div32(m1 - 1, q_len) ? 0 : m0 - h * q_len;
+}
+RUDNN_DEVICE i64 last_position(i64 m0, i64 m1, i64 q_len) {
+  const i64 h = div32(m1 - 1, q_len);
+  return div32(m0, q_len) != h ? q_len - 1 : m1 - 1 - h * q_len;
+}
+
+}  // namespace flash_mma
+
+template <class T, class MB, class BB, class Policy>
+RUDNN_DEVICE void flash_attention_mma(const T* q, const T* k, const T* v, const MB* mask, const BB* bias, T* out,
+                                      i64 batch, i64 q_heads, i64 kv_heads, i64 q_len, i64 kv_len, i64 head_dim,
+                                      i64 value_dim, i64 mask_batch_stride, i64 mask_head_stride,
+                                      i64 bias_batch_stride, i64 bias_head_stride, i64 causal, float scale) {
+  using P = Policy;
+  using Smem = typename P::Smem;
+  constexpr int kD = P::kD, kBM = P::kBM, kBN = P::kBN, kMI = P::kMI, kNI = P::kNI, kDI = P::kDI, kLd = P::kLd;
+  if (blockDim.x != static_cast<unsigned>(P::kThreads) || blockDim.y != 1u || blockDim.z != 1u)
+    trap("rudnn::attention::flash_attention_mma: blockDim must be (Policy::kThreads, 1, 1)");
+  if (head_dim != kD || value_dim != kD)
+    trap("rudnn::attention::flash_attention_mma: head_dim and value_dim must equal Policy::kHeadDim");
+  if (q_len <= 0 || batch <= 0 || q_heads <= 0) return;
+  if (kv_heads < 1 || kv_heads > q_heads || q_heads >= (i64{1} << 31) ||
+      q_heads != flash_mma::div32(q_heads, kv_heads) * kv_heads)
+    trap("rudnn::attention::flash_attention_mma: q_heads must be a multiple of kv_heads");
+
+  T* smem = dynamic_shared<T>();
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid & 31;
+  const int warp_row0 = (tid >> 5) * 16 * kMI;
+  const i64 group = flash_mma::div32(q_heads, kv_heads);
+  const i64 panel_rows = group * q_len;
+  const i64 m_blocks = (panel_rows + kBM - 1) / kBM;
+  const i64 items = batch * kv_heads * m_blocks;
+  if (panel_rows >= (i64{1} << 31) || items >= (i64{1} << 31))
+    trap("rudnn::attention::flash_attention_mma: group·Tq and the work items must be < 2^31");
+  // The work loop in 32 bits (w < items < 2^31 and step ≤ 2^31: no overflow): a 64-bit bound and
+  // counter would be three more registers live across the key loop.
+  const u32 items32 = static_cast<u32>(items);
+  const i64 blocks = flash_mma::grid_blocks();
+  const u32 step = static_cast<u32>(blocks < items ? blocks : items);
+  const i64 first = flash_mma::block_linear();
+  const float scale_log2 = scale * flash_mma::kLog2e;
+
+  for (u32 w = first < items ? static_cast<u32>(first) : items32; w < items32; w += step) {
+    // ---- work item: panel p (batch b, kv head kvh), rows [m0, m0 + rows) of it. 32-bit where the
+    // checks above allow: fewer registers live across the key loop.
+    const int p = static_cast<int>(w / static_cast<u32>(m_blocks));
+    const int m0 = static_cast<int>(m_blocks - 1 - (w - p * m_blocks)) * kBM;  // heaviest (last) block first
+    const int rows = panel_rows - m0 < kBM ? static_cast<int>(panel_rows - m0) : kBM;
+    const i64 b = flash_mma::div32(p, kv_heads), head0 = (p - b * kv_heads) * group;
+
+    flash_mma::ScoreMods<MB, BB> mods;
+    if constexpr (!flash_mma::IsVoid<MB>::value) {
+      if (mask != nullptr) mods.mask = mask + b * mask_batch_stride + head0 * mask_head_stride;
+      mods.mask_head_stride = mask_head_stride;
+    }
+    if constexpr (!flash_mma::IsVoid<BB>::value) {
+      if (bias != nullptr) mods.bias = bias + b * bias_batch_stride + head0 * bias_head_stride;
+      mods.bias_head_stride = bias_head_stride;
+    }
+    mods.q_len = q_len;
+    mods.kv_len = kv_len;
+    mods.panel_rows = panel_rows;
+    mods.causal = causal != 0;
+    // Keys the tile reads at all, and the leading key tiles that every row of the tile sees whole
+    // (inside Tk and causally visible): those skip the per-element work unless a mask or bias is
+    // present.
+    const i64 key_end = mods.key_end(flash_mma::last_position(m0, m0 + rows, q_len));
+    const i64 key_end_all = mods.key_end(flash_mma::first_position(m0, m0 + rows, q_len));
+    const int n_tiles = key_end > 0 ? static_cast<int>((key_end + kBN - 1) / kBN) : 0;
+    const int whole_tiles = mods.has_mask_or_bias() || key_end_all <= 0 ? 0 : static_cast<int>(key_end_all / kBN);
+    const i64 kv_offset = static_cast<i64>(p) * kv_len * kD;
+
+    // ---- prologue
+    __syncthreads();  // every warp is done with the previous item's shared memory
+    if (n_tiles > 0) {
+      flash_mma::copy_rows_async<T, kBM, kD, P::kThreads>(Smem::q(smem), q + (static_cast<i64>(p) * panel_rows + m0) * kD,
+                                                          rows, tid);
+      flash_mma::copy_rows_async<T, kBN, kD, P::kThreads>(Smem::k(smem, 0), k + kv_offset, kv_len, tid);
+      flash_mma::copy_rows_async<T, kBN, kD, P::kThreads>(Smem::v(smem, 0), v + kv_offset, kv_len, tid);
+    }
+    cp_async_commit();
+
+    float o[kMI][kDI][4];
+    RUDNN_UNROLL
+    for (int mi = 0; mi < kMI; ++mi)
+      RUDNN_UNROLL
+      for (int d = 0; d < kDI; ++d)
+        RUDNN_UNROLL
+        for (int e = 0; e < 4; ++e) o[mi][d][e] = 0.0f;
+    flash_mma::OnlineSoftmax<kMI> softmax;
+    softmax.init();
+    const flash_mma::LaneOffsets lo = flash_mma::lane_offsets<kLd>(lane);
+    const T* q_lane = Smem::q(smem) + warp_row0 * kLd + lo.a;
+
+    // ---- main loop over key tiles
+    for (int t = 0; t < n_tiles; ++t) {
+      const int stage = t & 1;
+      cp_async_wait<0>();
+      __syncthreads();
+      if (t + 1 < n_tiles) {
+        const i64 n1 = static_cast<i64>(t + 1) * kBN;
+        flash_mma::copy_rows_async<T, kBN, kD, P::kThreads>(Smem::k(smem, stage ^ 1), k + kv_offset + n1 * kD,
+                                                            kv_len - n1, tid);
+        flash_mma::copy_rows_async<T, kBN, kD, P::kThreads>(Smem::v(smem, stage ^ 1), v + kv_offset + n1 * kD,
+                                                            kv_len - n1, tid);
+      }
+      cp_async_commit();
+
+      float s[kMI][kNI][4];
+      flash_mma::warp_scores<T, kMI, kNI, kD, kLd>(s, q_lane, Smem::k(smem, stage) + lo.b);
+      flash_mma::scale_scores(s, scale_log2);
+      if (t >= whole_tiles) mods.apply(s, m0 + warp_row0 + (lane >> 2), static_cast<i64>(t) * kBN, lane);
+      softmax.update(s, o);
+      flash_mma::warp_accumulate<T, kMI, kNI, kDI, kLd>(o, s, Smem::v(smem, stage) + lo.v);
+    }
+
+    // ---- epilogue
+    float inv[kMI][2];
+    softmax.finish(inv);
+    flash_mma::store_output<T, kMI, kDI, kLd>(Smem::q(smem) + warp_row0 * kLd,
+                                              out + (static_cast<i64>(p) * panel_rows + m0 + warp_row0) * kD,
+                                              rows - warp_row0, o, inv, lane);
+  }
+}
+
+}  // namespace rudnn::attention
