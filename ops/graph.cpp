@@ -15,6 +15,7 @@
 #include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
 #include "rudnn/compiler/main_function.h"
+#include "rudnn/attention.h"
 #include "rudnn/gated_delta.h"
 #include "rudnn/moe.h"
 #include "rudnn/normalization.h"
@@ -96,7 +97,7 @@ Result<Graph, RuntimeError> Graph::parse(const std::string& text, const std::str
   for (mlir::Operation& op : impl->main.getBody().front()) {
     if (llvm::isa<mlir::func::ReturnOp, dialect::LayerNormOp, dialect::RmsNormOp, dialect::SoftmaxLastAxisOp,
                   dialect::RouteOp, dialect::RouteSigmoidGroupedOp, dialect::DispatchOp, dialect::SwiGluExpertsOp,
-                  dialect::CombineOp, dialect::GatedDeltaOp>(op))
+                  dialect::CombineOp, dialect::GatedDeltaOp, dialect::AttentionOp>(op))
       continue;
     return RuntimeError(ErrorKind::Unsupported, op.getName().getStringRef().str(),
                         "rudnn ops that rudnn-run can execute", "an op it cannot");
@@ -221,6 +222,19 @@ Result<std::vector<Tensor>, RuntimeError> Graph::run(const std::vector<Tensor>& 
       if (!r.ok()) return wrap(r.error(), &op);
       env[gd.getOutput()] = storage.emplace_back(std::make_unique<Tensor>(r->output)).get();
       env[gd.getFinalState()] = storage.emplace_back(std::make_unique<Tensor>(r->final_state)).get();
+    } else if (auto at = llvm::dyn_cast<dialect::AttentionOp>(op)) {
+      std::optional<Tensor> mask, bias;
+      if (at.getMask()) mask = *env[at.getMask()];
+      if (at.getAttnBias()) bias = *env[at.getAttnBias()];
+      const auto s = contracts::parse_attention_strategy(at.getStrategy());  // the verifier accepted it
+      const attention::AttentionStrategy strategy[] = {
+          attention::AttentionStrategy::FlashBlackboxAccelerated, attention::AttentionStrategy::FlashUnit,
+          attention::AttentionStrategy::Fallback, attention::AttentionStrategy::Autotune};
+      auto r = attention::attention(*env[at.getQuery()], *env[at.getKey()], *env[at.getValue()], mask, bias,
+                                    {at.getScale().convertToFloat(), at.getCausal()},
+                                    strategy[static_cast<int>(*s)]);
+      if (!r.ok()) return wrap(r.error(), &op);
+      env[at.getOutput()] = storage.emplace_back(std::make_unique<Tensor>(std::move(r.value()))).get();
     } else if (auto ret = llvm::dyn_cast<mlir::func::ReturnOp>(op)) {
       for (mlir::Value v : ret.getOperands()) results.push_back(*env[v]);
     }

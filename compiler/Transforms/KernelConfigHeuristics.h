@@ -2,7 +2,9 @@
 // Heuristic kernel configs (what rudnn-select-kernel-config attaches when autotune has not).
 #include <cstdint>
 
+#include "mlir/Support/LLVM.h"
 #include "rudnn/Dialect/Rudnn/IR/GatedDeltaConfig.h"
+#include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
 #include "rudnn/Dialect/Rudnn/IR/MoEConfig.h"
 #include "rudnn/Dialect/Rudnn/IR/NormConfig.h"
 
@@ -30,5 +32,9 @@ dialect::moe_config::ExpertTile heuristicExpertTile(bool tensorCore, std::int64_
 // else 256, with 32 state columns per block.
 dialect::gated_delta_config::RecurrentTile heuristicRecurrentTile(std::int64_t keyDim);
 dialect::gated_delta_config::ChunkTile heuristicChunkTile(std::int64_t keyDim);
+
+// Attention: the first registered tile of the op's strategy; for "autotune" (no tuned answer) the
+// first strategy that fits in the order flash_mma, flash_unit, fallback.
+mlir::FailureOr<dialect::attention_config::Tile> heuristicAttentionTile(dialect::AttentionOp op);
 
 }  // namespace rudnn::compiler

@@ -1,4 +1,5 @@
 // rudnn-lower-to-launch: every operator op → its rudnn.launch ops (one Conversion/ per family).
+#include "Conversion/AttentionToLaunch/AttentionToLaunch.h"
 #include "Conversion/GatedDeltaToLaunch/GatedDeltaToLaunch.h"
 #include "Conversion/MoEToLaunch/MoEToLaunch.h"
 #include "Conversion/NormToLaunch/NormToLaunch.h"
@@ -25,7 +26,8 @@ struct LowerToLaunch : dialect::impl::LowerToLaunchPassBase<LowerToLaunch> {
     getOperation()->walk([&](Operation* op) {
       if (auto norm = dialect::asNormOp(op)) norms.push_back(*norm);
       if (auto route = dialect::asRouteOp(op)) routes.push_back(*route);
-      if (isa<dialect::DispatchOp, dialect::SwiGluExpertsOp, dialect::CombineOp, dialect::GatedDeltaOp>(op))
+      if (isa<dialect::DispatchOp, dialect::SwiGluExpertsOp, dialect::CombineOp, dialect::GatedDeltaOp,
+              dialect::AttentionOp>(op))
         others.push_back(op);
     });
     IRRewriter rewriter(&getContext());
@@ -38,7 +40,8 @@ struct LowerToLaunch : dialect::impl::LowerToLaunchPassBase<LowerToLaunch> {
                                   .Case([&](dialect::DispatchOp d) { return lowerDispatchOpToLaunch(rewriter, d); })
                                   .Case([&](dialect::SwiGluExpertsOp e) { return lowerExpertsOpToLaunch(rewriter, e); })
                                   .Case([&](dialect::CombineOp c) { return lowerCombineOpToLaunch(rewriter, c); })
-                                  .Case([&](dialect::GatedDeltaOp g) { return lowerGatedDeltaOpToLaunch(rewriter, g); });
+                                  .Case([&](dialect::GatedDeltaOp g) { return lowerGatedDeltaOpToLaunch(rewriter, g); })
+                                  .Case([&](dialect::AttentionOp a) { return lowerAttentionOpToLaunch(rewriter, a); });
       if (failed(lowered)) return signalPassFailure();
     }
   }

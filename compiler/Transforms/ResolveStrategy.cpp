@@ -106,6 +106,24 @@ struct ResolveStrategy : dialect::impl::ResolveStrategyPassBase<ResolveStrategy>
   void resolveIn(func::FuncOp fn) {
     const auto bound = bindArguments(fn);
     fn.walk([&](Operation* op) {
+      if (auto at = dyn_cast<dialect::AttentionOp>(op)) {
+        // Only the Autotune strategy asks: a concrete strategy runs its heuristic tile.
+        if (at.getKernelConfigAttr() || at.getStrategy() != "autotune") return;
+        ConfigQuery query = queryOf(op, {at.getQuery(), at.getKey(), at.getValue(), at.getMask(), at.getAttnBias()},
+                                    bound);
+        query.options = {at.getCausal() ? 1 : 0, at.getMask() ? 1 : 0, at.getAttnBias() ? 1 : 0,
+                         static_cast<std::int64_t>(contracts::AttentionStrategy::Autotune)};
+        std::optional<ProvidedConfig> answer = provider->provide(query);
+        if (!answer) return;
+        auto q = cast<RankedTensorType>(at.getQuery().getType());
+        const std::int64_t d = q.getDimSize(3), dv = cast<RankedTensorType>(at.getValue().getType()).getDimSize(3);
+        std::optional<std::string> why;
+        auto tile = dialect::attentionTileOf(toDictionary(op->getContext(), answer->config), d);
+        if (!tile) why = "not an attention tile";
+        else why = dialect::attention_config::checkTile(*tile, *dialect::toDType(q.getElementType()), d, dv);
+        attach(op, *answer, why);
+        return;
+      }
       if (auto experts = dyn_cast<dialect::SwiGluExpertsOp>(op)) {
         // The ops layer resolves "auto" before lowering; an unresolved one keeps the heuristic.
         if (experts.getKernelConfigAttr() || experts.getStrategy() == "auto") return;

@@ -83,6 +83,26 @@ dialect::gated_delta_config::ChunkTile heuristicChunkTile(std::int64_t keyDim) {
   return keyDim <= 64 ? dialect::gated_delta_config::ChunkTile{128, 32} : dialect::gated_delta_config::ChunkTile{256, 32};
 }
 
+FailureOr<dialect::attention_config::Tile> heuristicAttentionTile(dialect::AttentionOp op) {
+  using dialect::attention_config::Kind;
+  auto q = cast<RankedTensorType>(op.getQuery().getType());
+  const std::int64_t d = q.getDimSize(3), dv = cast<RankedTensorType>(op.getValue().getType()).getDimSize(3);
+  const DType dtype = *dialect::toDType(q.getElementType());
+  const auto strategy = contracts::parse_attention_strategy(op.getStrategy());
+  // Autotune without a provider (or without a cached answer): the fused tensor-core kernel where it
+  // fits, else the fused plain-core one, else the reference path.
+  std::vector<Kind> order = {Kind::FlashMma, Kind::FlashUnit, Kind::Fallback};
+  if (strategy == contracts::AttentionStrategy::FlashBlackboxAccelerated) order = {Kind::FlashMma};
+  if (strategy == contracts::AttentionStrategy::FlashUnit) order = {Kind::FlashUnit};
+  if (strategy == contracts::AttentionStrategy::Fallback) order = {Kind::Fallback};
+  for (Kind kind : order) {
+    auto tiles = dialect::attention_config::tilesFor(kind, dtype, d, dv);
+    if (!tiles.empty()) return tiles.front();
+  }
+  return op.emitOpError() << "no attention strategy serves " << dtype_name(dtype) << " head_dim " << d
+                          << " value_dim " << dv;
+}
+
 namespace {
 
 // The swiglu_experts strategy on `arch`: scalar → scalar; tensor_core → tensor core (the contract
@@ -110,6 +130,13 @@ struct SelectKernelConfig : dialect::impl::SelectKernelConfigPassBase<SelectKern
         if (failed(tensorCore)) return WalkResult::interrupt();
         op->setAttr(dialect::kKernelConfigAttrName,
                     dialect::expertTileConfig(op->getContext(), heuristicExpertTile(*tensorCore, rowsHint)));
+        return WalkResult::advance();
+      }
+      if (auto at = dyn_cast<dialect::AttentionOp>(op)) {
+        if (at.getKernelConfigAttr()) return WalkResult::advance();
+        FailureOr<dialect::attention_config::Tile> tile = heuristicAttentionTile(at);
+        if (failed(tile)) return WalkResult::interrupt();
+        op->setAttr(dialect::kKernelConfigAttrName, dialect::attentionTileConfig(op->getContext(), *tile));
         return WalkResult::advance();
       }
       if (auto gd = dyn_cast<dialect::GatedDeltaOp>(op)) {

@@ -49,6 +49,11 @@ check "an empty --random-range is rejected" "[ $rc -ne 0 ] && grep -q 'LO < HI' 
 "$RUN" "$EXAMPLES/gated_delta.mlir" --random-inputs --random-range nosuch=0,1 > "$WORK/range2.txt" 2>&1; rc=$?
 check "a --random-range of no argument is rejected" "[ $rc -ne 0 ] && grep -q nosuch $WORK/range2.txt"
 
+# Attention (Llama-style GQA, causal, Autotune strategy) after an rms_norm.
+"$RUN" "$EXAMPLES/attention.mlir" --random-inputs=6 --dynamic-dim 1 > "$WORK/attn.txt" 2>&1; rc=$?
+check "the attention example runs" "[ $rc -eq 0 ]"
+check "the attention output is [1, 32, 64, 128] bf16" "grep -q 'attn_out: \\[1, 32, 64, 128\\] bf16' $WORK/attn.txt"
+
 cat > "$WORK/bad_eps.mlir" <<'MLIR'
 func.func @main(%x: tensor<?x8xf32>, %g: tensor<8xf32>) -> tensor<?x8xf32> {
   %0 = rudnn.rms_norm %x, %g {epsilon = 0.0 : f32} : tensor<?x8xf32>, tensor<8xf32>

@@ -57,6 +57,12 @@ std::shared_ptr<const SearchSpace> normalization_search_space();
 // tensor_core}, buckets {anchor(rows per expert)} (rows = the dynamic rows of the dispatched input).
 std::shared_ptr<const SearchSpace> moe_experts_search_space();
 
+// The built-in attention space (rudnn.attention with strategy Autotune): every registered tile of
+// every strategy that fits (compiler::attention_variants); key = op, the query dtype (and the
+// bias dtype), static dims {Hq, Hkv, D, Dv, causal, mask, bias, strategy}, buckets {anchor(B),
+// anchor(Tq), anchor(Tk)}.
+std::shared_ptr<const SearchSpace> attention_search_space();
+
 // "threads_per_row=128,rows_per_block=1" ↔ KernelConfig (the cache's text form). Nothing for text
 // that is not a comma-separated list of name=integer.
 std::optional<compiler::KernelConfig> parse_config(std::string_view text);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "contracts/attention.h"
 #include "contracts/gated_delta.h"
 #include "contracts/moe.h"
 #include "contracts/normalization.h"
@@ -103,6 +104,22 @@ struct GatedDeltaRequest {
   std::optional<KernelConfig> config;        // forced (tests); otherwise the heuristic picks
 };
 Result<LoweredOp, RuntimeError> lower_gated_delta(const GatedDeltaRequest& request, const Target& target);
+
+// rudnn.attention. Batch and lengths are dynamic in the IR; heads and head dims static; a mask or
+// bias keeps a static 1 in a broadcast dim. Slots: query 0, key 1, value 2, mask 3, attn_bias 4 (kept
+// when absent), then output 5; Fallback's score workspace is a temporary.
+struct AttentionRequest {
+  contracts::AttentionSignature signature;  // concrete shapes
+  contracts::AttentionStrategy strategy = contracts::AttentionStrategy::Fallback;
+  std::optional<KernelConfig> config;       // forced (tests, autotune); otherwise the heuristic / provider
+  ConfigProvider* provider = nullptr;       // asked when `config` is empty (the ops layer's autotune)
+};
+Result<LoweredOp, RuntimeError> lower_attention(const AttentionRequest& request, const Target& target);
+
+// Every registered attention config for (strategy, dtype, D, Dv): a concrete strategy's tiles, or for
+// Autotune those of every strategy that fits.
+std::vector<KernelConfig> attention_variants(contracts::AttentionStrategy strategy, DType dtype, std::int64_t head_dim,
+                                             std::int64_t value_dim);
 
 // The registered configs of the recurrence (fitting key_dim) or of the chunked kernel.
 std::vector<KernelConfig> gated_delta_variants(bool chunked, std::int64_t key_dim);

@@ -2,6 +2,7 @@
 // The ops of the rudnn dialect, and a uniform view of the normalization family.
 #include <optional>
 
+#include "contracts/attention.h"
 #include "contracts/gated_delta.h"
 #include "contracts/moe.h"
 #include "contracts/normalization.h"
@@ -9,6 +10,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "rudnn/Dialect/Rudnn/IR/AttentionConfig.h"
 #include "rudnn/Dialect/Rudnn/IR/GatedDeltaConfig.h"
 #include "rudnn/Dialect/Rudnn/IR/MoEConfig.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnAttrs.h"
@@ -65,6 +67,11 @@ mlir::DictionaryAttr expertTileConfig(mlir::MLIRContext* ctx, const moe_config::
 // The gated delta tiles a kernel_config names, or nothing when keys are missing or extra.
 std::optional<gated_delta_config::RecurrentTile> recurrentTileOf(mlir::DictionaryAttr config);
 std::optional<gated_delta_config::ChunkTile> chunkTileOf(mlir::DictionaryAttr config);
+
+// rudnn.attention: its contract signature (device 0), and its kernel_config ↔ tile (head_dim: D).
+mlir::FailureOr<contracts::AttentionSignature> attentionSignatureOf(AttentionOp op);
+std::optional<attention_config::Tile> attentionTileOf(mlir::DictionaryAttr config, std::int64_t headDim);
+mlir::DictionaryAttr attentionTileConfig(mlir::MLIRContext* ctx, const attention_config::Tile& tile);
 
 // The expert weights of a swiglu_experts op as contract operands (device 0).
 contracts::ExpertWeights expertWeightsOf(SwiGluExpertsOp op);

@@ -1,0 +1,87 @@
+#include "rudnn/Dialect/Rudnn/IR/AttentionConfig.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace rudnn::dialect::attention_config {
+
+namespace {
+
+// flash_mma tiles per head dim (each spill-free for sm_80 and sm_90a, shared memory within sm_80's
+// 163 KiB opt-in): D = 64 <128,64>, 96 <128,64>, 128 <128,32> and <64,64>, 256 <64,32>.
+struct MmaEntry {
+  std::int64_t d, bm, bn;
+};
+constexpr MmaEntry kMma[] = {{64, 128, 64}, {96, 128, 64}, {128, 128, 32}, {128, 64, 64}, {256, 64, 32}};
+
+// flash_unit: {block_m, block_n, threads_per_row, max_value_dim}; serves D, Dv ≤ max_value_dim.
+constexpr std::int64_t kUnit[][4] = {{64, 32, 4, 64}, {32, 32, 8, 128}, {16, 32, 16, 256}};
+
+}  // namespace
+
+std::vector<Tile> tilesFor(Kind kind, DType dtype, std::int64_t d, std::int64_t dv) {
+  std::vector<Tile> out;
+  switch (kind) {
+    case Kind::FlashMma:
+      if ((dtype != DType::F16 && dtype != DType::BF16) || d != dv) return out;
+      for (const MmaEntry& e : kMma)
+        if (e.d == d) out.push_back({Kind::FlashMma, e.bm, e.bn, 0, 0, 0, d});
+      return out;
+    case Kind::FlashUnit:
+      for (const auto& u : kUnit)
+        if (d <= u[3] && dv <= u[3]) out.push_back({Kind::FlashUnit, u[0], u[1], u[2], u[3], 0, 0});
+      return out;
+    case Kind::Fallback:
+      if (d > 1024 || dv > 1024) return out;
+      for (std::int64_t bm : {64, 16})
+        for (std::int64_t sm : {32, 8, 256}) out.push_back({Kind::Fallback, bm, 64, 0, 0, sm, 0});
+      return out;
+  }
+  return out;
+}
+
+std::int64_t threads(const Tile& t) {
+  switch (t.kind) {
+    case Kind::FlashMma: return 128;
+    case Kind::FlashUnit: return t.blockM * t.threadsPerRow;
+    case Kind::Fallback: return 256;  // both tile policies: (BM/TM)·(BN/TN) = 256
+  }
+  return 0;
+}
+
+std::int64_t flashMmaSharedBytes(const Tile& t) { return (t.blockM + 4 * t.blockN) * (t.headDim + 8) * 2; }
+
+std::int64_t flashUnitSharedBytes(const Tile& t, std::int64_t d, std::int64_t dv) {
+  const std::int64_t stride = (d + 3) / 4 * 4 + 4;
+  return 4 * ((t.blockM + t.blockN) * stride + t.blockM * (t.blockN + 4) + t.blockN * dv);
+}
+
+std::int64_t fallbackTileSharedBytes(const Tile& t) { return (t.blockM + 64 + 8) * 16 * 4; }
+
+// Softmax policies: 32 threads per row × 8 rows, 8 × 32, 256 × 1.
+std::int64_t fallbackSoftmaxRows(const Tile& t) { return t.softmaxThreads == 8 ? 32 : t.softmaxThreads == 32 ? 8 : 1; }
+
+std::int64_t fallbackSoftmaxSharedBytes(const Tile& t) {
+  return t.softmaxThreads > 32 ? fallbackSoftmaxRows(t) * 2 * (t.softmaxThreads / 32) * 4 : 0;
+}
+
+std::optional<std::string> checkTile(const Tile& t, DType dtype, std::int64_t d, std::int64_t dv) {
+  for (const Tile& k : tilesFor(t.kind, dtype, d, dv)) {
+    Tile probe = t;
+    probe.headDim = k.headDim;  // not part of the config
+    if (probe == k) return std::nullopt;
+  }
+  return fmt::format("{} is not a registered tile for {} head_dim {} value_dim {}", describe(t), dtype_name(dtype), d, dv);
+}
+
+std::string describe(const Tile& t) {
+  switch (t.kind) {
+    case Kind::FlashMma: return fmt::format("flash_mma {}x{}", t.blockM, t.blockN);
+    case Kind::FlashUnit:
+      return fmt::format("flash_unit {}x{} tpr{} dv{}", t.blockM, t.blockN, t.threadsPerRow, t.maxValueDim);
+    case Kind::Fallback: return fmt::format("fallback bm{} softmax{}", t.blockM, t.softmaxThreads);
+  }
+  return "?";
+}
+
+}  // namespace rudnn::dialect::attention_config
