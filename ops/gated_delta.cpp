@@ -27,8 +27,9 @@ Result<GatedDeltaOutput, GatedDeltaError> run(const GatedDeltaInput& in, std::in
   const std::int64_t b = in.query.dim(0), h = in.query.dim(1), t = in.query.dim(2), k = in.query.dim(3),
                      v = in.value.dim(3);
   if (chunk > 0)
-    if (auto e = contracts::check_chunk_shared_memory(chunk, k,
-                                                      static_cast<std::int64_t>(device.info().shared_memory_per_block_optin)))
+    if (auto e = contracts::check_chunk_shared_memory(
+            chunk, k, static_cast<std::int64_t>(device.info().shared_memory_per_block_optin),
+            in.query.dtype() != DType::F32))  // f16/bf16 take the tensor-core kernel
       return *e;
   std::vector<std::pair<const Tensor*, const char*>> all = {
       {&in.query, "query"}, {&in.key, "key"}, {&in.value, "value"}, {&in.beta, "beta"}, {&in.log_decay, "log_decay"}};

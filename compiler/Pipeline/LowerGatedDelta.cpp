@@ -62,12 +62,14 @@ Result<LoweredOp, RuntimeError> lower_gated_delta(const GatedDeltaRequest& reque
   return lowerModule(*module, "rudnn.gated_delta", contracts::describe_call(sig), std::move(slots), target);
 }
 
-std::vector<KernelConfig> gated_delta_variants(bool chunked, std::int64_t key_dim) {
+std::vector<KernelConfig> gated_delta_variants(bool chunked, std::int64_t key_dim, DType dtype) {
   namespace cfg = dialect::gated_delta_config;
   std::vector<KernelConfig> out;
   if (chunked) {
     for (const cfg::ChunkTile& t : cfg::chunkTiles())
-      out.push_back(KernelConfig{{{cfg::kThreads, t.threads}, {cfg::kColumns, t.columns}}});
+      if (!t.tensorCore || dtype != DType::F32)
+        out.push_back(KernelConfig{{{cfg::kThreads, t.threads}, {cfg::kColumns, t.columns},
+                                    {cfg::kTensorCore, t.tensorCore ? 1 : 0}}});
   } else {
     for (const cfg::RecurrentTile& t : cfg::recurrentTiles())
       if (t.maxKeyDim() >= key_dim)

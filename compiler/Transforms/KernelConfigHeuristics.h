@@ -29,9 +29,9 @@ dialect::moe_config::RowCopyConfig heuristicRowCopyConfig(DType dtype, std::int6
 dialect::moe_config::ExpertTile heuristicExpertTile(bool tensorCore, std::int64_t rowsPerExpert);
 
 // Gated delta: the smallest recurrence tile holding key_dim; chunked: 128 threads for key_dim ≤ 64,
-// else 256, with 32 state columns per block.
+// else 256, with 32 state columns per block, on tensor cores for f16/bf16.
 dialect::gated_delta_config::RecurrentTile heuristicRecurrentTile(std::int64_t keyDim);
-dialect::gated_delta_config::ChunkTile heuristicChunkTile(std::int64_t keyDim);
+dialect::gated_delta_config::ChunkTile heuristicChunkTile(std::int64_t keyDim, bool halfPrecision);
 
 // Attention: the first registered tile of the op's strategy; for "autotune" (no tuned answer) the
 // first strategy that fits in the order flash_mma, flash_unit, fallback.

@@ -78,9 +78,10 @@ dialect::gated_delta_config::RecurrentTile heuristicRecurrentTile(std::int64_t k
   return dialect::gated_delta_config::recurrentTiles().back();
 }
 
-dialect::gated_delta_config::ChunkTile heuristicChunkTile(std::int64_t keyDim) {
-  // 128 threads are enough for small keys; 32 columns keep B·H·V/32 blocks and the least shared memory.
-  return keyDim <= 64 ? dialect::gated_delta_config::ChunkTile{128, 32} : dialect::gated_delta_config::ChunkTile{256, 32};
+dialect::gated_delta_config::ChunkTile heuristicChunkTile(std::int64_t keyDim, bool halfPrecision) {
+  // 128 threads are enough for small keys; 32 columns keep B·H·V/32 blocks and the least shared memory;
+  // f16/bf16 take the tensor cores.
+  return {keyDim <= 64 ? 128 : 256, 32, halfPrecision};
 }
 
 FailureOr<dialect::attention_config::Tile> heuristicAttentionTile(dialect::AttentionOp op) {
@@ -149,9 +150,11 @@ struct SelectKernelConfig : dialect::impl::SelectKernelConfigPassBase<SelectKern
           entries = {b.getNamedAttr(dialect::gated_delta_config::kWarps, b.getI64IntegerAttr(t.warps)),
                      b.getNamedAttr(dialect::gated_delta_config::kRowsPerThread, b.getI64IntegerAttr(t.rowsPerThread))};
         } else {
-          const auto t = heuristicChunkTile(ShapedType::isDynamic(k) ? contracts::kMaxGatedDeltaDim : k);
+          const bool half = !cast<RankedTensorType>(gd.getQuery().getType()).getElementType().isF32();
+          const auto t = heuristicChunkTile(ShapedType::isDynamic(k) ? contracts::kMaxGatedDeltaDim : k, half);
           entries = {b.getNamedAttr(dialect::gated_delta_config::kThreads, b.getI64IntegerAttr(t.threads)),
-                     b.getNamedAttr(dialect::gated_delta_config::kColumns, b.getI64IntegerAttr(t.columns))};
+                     b.getNamedAttr(dialect::gated_delta_config::kColumns, b.getI64IntegerAttr(t.columns)),
+                     b.getNamedAttr(dialect::gated_delta_config::kTensorCore, b.getI64IntegerAttr(t.tensorCore ? 1 : 0))};
         }
         op->setAttr(dialect::kKernelConfigAttrName, b.getDictionaryAttr(entries));
         return WalkResult::advance();

@@ -104,13 +104,14 @@ std::optional<GatedDeltaError> check_gated_delta(const GatedDeltaSignature& sig)
   return std::nullopt;
 }
 
-std::optional<GatedDeltaError> check_chunk_shared_memory(std::int64_t c, std::int64_t k, std::int64_t limit) {
+std::optional<GatedDeltaError> check_chunk_shared_memory(std::int64_t c, std::int64_t k, std::int64_t limit,
+                                                         bool tensor_core) {
   if (c <= 0) return fail(ErrorKind::InvalidValue, "chunk_size", "> 0", std::to_string(c));
   if (4 * (c * c + c) > limit)
     return fail(ErrorKind::InvalidValue, "chunk_size",
                 fmt::format("4·(C² + C) <= {} bytes (the device's shared memory per block)", limit),
                 fmt::format("{} ({} bytes)", c, 4 * (c * c + c)));
-  const std::int64_t need = chunk_shared_bytes(c, k, 32);
+  const std::int64_t need = chunk_shared_bytes(c, k, 32, tensor_core);
   if (need > limit)
     return fail(ErrorKind::Unsupported, "chunk_size",
                 fmt::format("a chunk whose kernel fits the device's {} bytes of shared memory per block", limit),

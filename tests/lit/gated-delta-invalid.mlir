@@ -52,6 +52,14 @@ func.func @recurrent_tile(%q: tensor<1x2x8x128xf32>, %b: tensor<1x2x8xf32>) {
 
 func.func @chunk_tile(%q: tensor<1x2x8x16xf32>, %b: tensor<1x2x8xf32>) {
   // expected-error @+1 {{kernel_config: {threads = 64, columns = 32} is not a registered chunk tile}}
-  %o, %s = rudnn.gated_delta %q, %q, %q, %b, %b {query_scale = 1.0 : f32, chunk_size = 16 : i64, kernel_config = {threads = 64, columns = 32}} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8xf32>, tensor<1x2x8xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x16x16xf32>
+  %o, %s = rudnn.gated_delta %q, %q, %q, %b, %b {query_scale = 1.0 : f32, chunk_size = 16 : i64, kernel_config = {threads = 64, columns = 32, tensor_core = 0}} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8xf32>, tensor<1x2x8xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x16x16xf32>
+  return
+}
+
+// -----
+
+func.func @chunk_tensor_core_f32(%q: tensor<1x2x8x16xf32>, %b: tensor<1x2x8xf32>) {
+  // expected-error @+1 {{kernel_config: tensor_core = 1 needs f16 or bf16 inputs}}
+  %o, %s = rudnn.gated_delta %q, %q, %q, %b, %b {query_scale = 1.0 : f32, chunk_size = 16 : i64, kernel_config = {threads = 128, columns = 32, tensor_core = 1}} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8xf32>, tensor<1x2x8xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x16x16xf32>
   return
 }

@@ -11,6 +11,9 @@
 // the oracle sees (inputs are rounded to their storage types first), so it is held to the F32
 // bound 1e-5 whatever the input dtype. Keys and queries are L2-normalized rows (SPEC §7: the caller
 // normalizes them; with β ≤ 1 the recurrence is then contractive and errors do not grow with T).
+// The tensor-core policies (ChunkPolicy<…, true>, f16/bf16 only) are held to the same bounds, state
+// included (chunk_mma.cuh: the state enters the MMAs as an exact-enough three-term split), against
+// the oracle, the recurrence and the plain-core chunked kernel on the same inputs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -41,6 +44,9 @@ using R256 = gd::RecurrentPolicy<8, 8>;   // K ≤ 256, 256 threads
 using C128x32 = gd::ChunkPolicy<128, 32>;
 using C256x32 = gd::ChunkPolicy<256, 32>;
 using C256x64 = gd::ChunkPolicy<256, 64>;
+using C128x32T = gd::ChunkPolicy<128, 32, true>;  // tensor cores (f16/bf16)
+using C256x32T = gd::ChunkPolicy<256, 32, true>;
+using C256x64T = gd::ChunkPolicy<256, 64, true>;
 
 template <class T, class G, class P>
 void recurrent_entry(void** a) {
@@ -74,6 +80,12 @@ struct Inputs {
   float scale;
 };
 
+// Scales of the random data: `magnitude` multiplies values and the initial state, `query_scale`
+// the default query_scale (2/√K). The defaults give O(1) states and outputs.
+struct Magnitudes {
+  double values = 1.0, state = 1.0, query_scale = 1.0;
+};
+
 template <class T, class G>
 struct Stored {
   std::vector<T> q, k, v;
@@ -88,13 +100,13 @@ std::string describe(const Shape& s) {
 
 template <class T, class G>
 void make_inputs(const Shape& s, Decay decay, Beta beta_kind, bool with_init, std::uint64_t seed,
-                 Inputs& in, Stored<T, G>& st) {
+                 Inputs& in, Stored<T, G>& st, Magnitudes mag = {}) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   const i64 rows = s.batch * s.heads * s.seq;
   in.shape = s;
-  in.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.key_dim)) * 2.0);
+  in.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.key_dim)) * 2.0 * mag.query_scale);
   auto fill_normalized = [&](std::vector<T>& dst, std::vector<double>& exact) {
     dst.resize(static_cast<std::size_t>(rows * s.key_dim));
     exact.resize(dst.size());
@@ -113,7 +125,8 @@ void make_inputs(const Shape& s, Decay decay, Beta beta_kind, bool with_init, st
   fill_normalized(st.k, in.k);
   st.v.resize(static_cast<std::size_t>(rows * s.value_dim));
   in.v.resize(st.v.size());
-  for (std::size_t i = 0; i < st.v.size(); ++i) in.v[i] = from_storage(st.v[i] = to_storage<T>(normal(rng)));
+  for (std::size_t i = 0; i < st.v.size(); ++i)
+    in.v[i] = from_storage(st.v[i] = to_storage<T>(mag.values * normal(rng)));
   st.beta.resize(static_cast<std::size_t>(rows));
   st.g.resize(st.beta.size());
   in.beta.resize(st.beta.size());
@@ -129,7 +142,8 @@ void make_inputs(const Shape& s, Decay decay, Beta beta_kind, bool with_init, st
   if (with_init) {
     st.init.resize(static_cast<std::size_t>(s.batch * s.heads * s.key_dim * s.value_dim));
     in.init.resize(st.init.size());
-    for (std::size_t i = 0; i < st.init.size(); ++i) in.init[i] = st.init[i] = static_cast<float>(0.5 * normal(rng));
+    for (std::size_t i = 0; i < st.init.size(); ++i)
+      in.init[i] = st.init[i] = static_cast<float>(0.5 * mag.state * normal(rng));
   }
 }
 
@@ -137,7 +151,7 @@ enum class Form { Recurrent, Chunked };
 struct Launch {
   Form form;
   int chunk;    // chunked only
-  int variant;  // chunked: 0 = <128,32>, 1 = <256,32>, 2 = <256,64>
+  int variant;  // chunked: 0 = <128,32>, 1 = <256,32>, 2 = <256,64>; 3..5 the same with tensor cores
   host::Schedule order;
 };
 
@@ -176,9 +190,29 @@ host::ThreadEntry chunked_kernel(int variant, i64 chunk, i64 k, int& threads, st
     shared = static_cast<std::size_t>(P::shared_bytes(chunk, k));
     return &chunked_entry<T, G, P>;
   };
+  if constexpr (sizeof(T) == 2) {
+    if (variant == 3) return pick(C128x32T{});
+    if (variant == 4) return pick(C256x32T{});
+    if (variant == 5) return pick(C256x64T{});
+  }
   if (variant == 0) return pick(C128x32{});
   if (variant == 1) return pick(C256x32{});
   return pick(C256x64{});
+}
+
+// The first of variants first, first+1, first+2 (mod 3, within its group of three: plain 0..2,
+// tensor cores 3..5) whose shared memory fits the limit for this chunk and K.
+template <class T, class G>
+int fitting_variant(int first, int chunk, i64 k) {
+  const int group = first / 3 * 3;
+  for (int tries = 0; tries < 3; ++tries) {
+    const int v = group + (first - group + tries) % 3;
+    int threads, columns;
+    std::size_t shared;
+    chunked_kernel<T, G>(v, chunk, k, threads, shared, columns);
+    if (shared <= host::shared_memory_limit()) return v;
+  }
+  return first;  // run() reports that it does not fit
 }
 
 // Runs one launch. `alias`: final_state is written over a copy of initial_state (in place).
@@ -271,18 +305,21 @@ Result oracle(const Inputs& in) {
 const host::Schedule kOrders[] = {host::Schedule::Forward, host::Schedule::Reverse};
 
 // One problem through the recurrent kernel and the chunked kernel at each chunk size, both
-// schedules; each against the oracle and every chunked result against the recurrent one.
+// schedules; each against the oracle and every chunked result against the recurrent one. For f16
+// and bf16 every chunk size also runs a tensor-core variant, checked against the oracle, the
+// recurrence and the plain-core chunked result.
 template <class T, class G = T>
 void check_all(const Shape& s, Decay decay, Beta beta, bool with_init, std::vector<int> chunks,
-               int first_variant = 0) {
+               int first_variant = 0, Magnitudes mag = {}) {
   rudnn_emu_bind(host::emulator_api());
   const std::uint64_t seed = row_norm_test::fresh_seed();
   SCOPED_TRACE(describe(s) + " decay=" + std::to_string(static_cast<int>(decay)) +
                " beta=" + std::to_string(static_cast<int>(beta)) + " init=" + std::to_string(with_init) +
-               " seed=" + std::to_string(seed) + " (RUDNN_TEST_SEED reproduces)");
+               " magnitudes=" + std::to_string(mag.values) + "/" + std::to_string(mag.state) + "/" +
+               std::to_string(mag.query_scale) + " seed=" + std::to_string(seed) + " (RUDNN_TEST_SEED reproduces)");
   Inputs in;
   Stored<T, G> st;
-  make_inputs<T, G>(s, decay, beta, with_init, seed, in, st);
+  make_inputs<T, G>(s, decay, beta, with_init, seed, in, st, mag);
   const Result want = oracle(in);
   int variant = first_variant;
   for (auto order : kOrders) {
@@ -292,20 +329,24 @@ void check_all(const Shape& s, Decay decay, Beta beta, bool with_init, std::vect
     expect_close<T>(rec, want, "recurrent vs oracle");
     for (int c : chunks) {
       // The first variant that fits the shared-memory limit, rotating through the variants.
-      Launch l{Form::Chunked, c, variant, order};
-      for (int tries = 0; tries < 3; ++tries, l.variant = (l.variant + 1) % 3) {
-        int threads, columns;
-        std::size_t shared;
-        chunked_kernel<T, G>(l.variant, c, s.key_dim, threads, shared, columns);
-        if (shared <= host::shared_memory_limit()) break;
-      }
-      variant = (variant + 1) % 3;
+      const Launch l{Form::Chunked, c, fitting_variant<T, G>(variant % 3, c, s.key_dim), order};
       Result chk;
       run<T, G>(in, st, l, chk);
       if (::testing::Test::HasFatalFailure()) return;
       SCOPED_TRACE(describe(l));
       expect_close<T>(chk, want, "chunked vs oracle");
       expect_close<T>(chk, rec, "chunked vs recurrent");
+      if constexpr (sizeof(T) == 2) {
+        const Launch tc{Form::Chunked, c, fitting_variant<T, G>(3 + (variant + 1) % 3, c, s.key_dim), order};
+        Result mma;
+        run<T, G>(in, st, tc, mma);
+        if (::testing::Test::HasFatalFailure()) return;
+        SCOPED_TRACE(describe(tc));
+        expect_close<T>(mma, want, "tensor-core chunked vs oracle");
+        expect_close<T>(mma, rec, "tensor-core chunked vs recurrent");
+        expect_close<T>(mma, chk, "tensor-core chunked vs plain-core chunked");
+      }
+      variant = (variant + 1) % 3;
     }
   }
 }
@@ -369,7 +410,7 @@ TEST(GatedDeltaTemplate, EmptySequence) {
 // Running [0, t) and then [t, T) with the first final_state as the second initial_state equals
 // running [0, T) (and the oracle).
 template <class T>
-void chaining(Form form, int chunk) {
+void chaining(Form form, int chunk, int first_variant = 0) {
   rudnn_emu_bind(host::emulator_api());
   const std::uint64_t seed = row_norm_test::fresh_seed();
   const Shape full{2, 1, 50, 32, 24};
@@ -382,7 +423,7 @@ void chaining(Form form, int chunk) {
   const Result want = oracle(in);
   for (auto order : kOrders) {
     Result whole;
-    run<T, T>(in, st, {form, chunk, 0, order}, whole);
+    run<T, T>(in, st, {form, chunk, first_variant, order}, whole);
     if (::testing::Test::HasFatalFailure()) return;
     // Segments: slice the [B, H, T, ·] tensors along T.
     Inputs seg[2];
@@ -406,10 +447,10 @@ void chaining(Form form, int chunk) {
     }
     sst[0].init = st.init;
     Result first, second;
-    run<T, T>(seg[0], sst[0], {form, chunk, 1, order}, first);
+    run<T, T>(seg[0], sst[0], {form, chunk, first_variant + 1, order}, first);
     if (::testing::Test::HasFatalFailure()) return;
     sst[1].init.assign(first.state.begin(), first.state.end());  // exact: the state is FP32
-    run<T, T>(seg[1], sst[1], {form, chunk, 2, order}, second);
+    run<T, T>(seg[1], sst[1], {form, chunk, first_variant + 2, order}, second);
     if (::testing::Test::HasFatalFailure()) return;
     Result chained;
     chained.state = second.state;
@@ -429,6 +470,8 @@ TEST(GatedDeltaTemplate, SegmentChainingRecurrent) { chaining<float>(Form::Recur
 TEST(GatedDeltaTemplate, SegmentChainingChunked) {
   chaining<float>(Form::Chunked, 16);
   chaining<rudnn::bf16>(Form::Chunked, 32);
+  chaining<rudnn::bf16>(Form::Chunked, 64, 3);  // tensor cores
+  chaining<rudnn::f16>(Form::Chunked, 16, 3);
 }
 
 // final_state may alias initial_state (documented): the in-place update matches the oracle.
@@ -448,6 +491,45 @@ TEST(GatedDeltaTemplate, InPlaceState) {
     run<float, float>(in, st, {Form::Chunked, 16, 0, order}, chk, true);
     if (::testing::Test::HasFatalFailure()) return;
     expect_close<float>(chk, want, "chunked in place");
+  }
+}
+
+// Chunk sizes that are not multiples of 16: the tensor-core path pads the chunk's rows to 16 on
+// chip (padded steps are no-ops); the plain path takes them as they are.
+TEST(GatedDeltaTemplate, ChunksNotMultipleOf16) {
+  check_all<rudnn::bf16>({2, 1, 53, 24, 40}, Decay::Random, Beta::Random, true, {1, 8, 24, 40});
+  check_all<rudnn::f16>({1, 2, 37, 40, 16}, Decay::Random, Beta::Random, true, {5, 17, 48});
+}
+
+// The tensor-core path scales the state by a power of two before splitting it (f16 has a 5-bit
+// exponent): states far beyond f16's range and far below its normal range keep the FP32 bound.
+// (Unscaled, the first overflows to inf and the second loses bits to f16 subnormals.) No decay in
+// the f16 cases, so that errors in the start state's products are not decayed away.
+TEST(GatedDeltaTemplate, TensorCoreLargeState) {
+  const Shape s{1, 2, 45, 32, 32};
+  check_all<rudnn::f16>(s, Decay::None, Beta::Random, true, {16, 64}, 0, {1e3, 1e6, 1e-3});
+  check_all<rudnn::bf16>(s, Decay::Random, Beta::Random, true, {32}, 0, {1e4, 1e8, 1e-4});
+}
+TEST(GatedDeltaTemplate, TensorCoreSmallState) {
+  const Shape s{1, 2, 45, 32, 32};
+  check_all<rudnn::f16>(s, Decay::None, Beta::Random, true, {16, 32}, 0, {1e-4, 1e-4, 10.0});
+  check_all<rudnn::bf16>(s, Decay::None, Beta::One, true, {64}, 0, {1e-6, 1e-6, 1.0});
+}
+
+// The tensor-core kernel updates final_state in place like the plain one.
+TEST(GatedDeltaTemplate, TensorCoreInPlaceState) {
+  rudnn_emu_bind(host::emulator_api());
+  const std::uint64_t seed = row_norm_test::fresh_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  Inputs in;
+  Stored<rudnn::bf16, rudnn::bf16> st;
+  make_inputs<rudnn::bf16, rudnn::bf16>({2, 2, 23, 32, 40}, Decay::Random, Beta::Random, true, seed, in, st);
+  const Result want = oracle(in);
+  for (auto order : kOrders) {
+    Result chk;
+    run<rudnn::bf16, rudnn::bf16>(in, st, {Form::Chunked, 16, 3, order}, chk, true);
+    if (::testing::Test::HasFatalFailure()) return;
+    expect_close<rudnn::bf16>(chk, want, "tensor-core chunked in place");
   }
 }
 

@@ -45,11 +45,12 @@ LogicalResult lowerGatedDeltaOpToLaunch(RewriterBase& rewriter, dialect::GatedDe
     auto tile = *dialect::chunkTileOf(config);
     threads = tile.threads;
     columns = tile.columns;
-    shared = contracts::chunk_shared_bytes(chunk, keyDim, tile.columns);
-    policy = fmt::format("rudnn::gated_delta::ChunkPolicy<{}, {}>", tile.threads, tile.columns);
+    shared = contracts::chunk_shared_bytes(chunk, keyDim, tile.columns, tile.tensorCore);
+    policy = fmt::format("rudnn::gated_delta::ChunkPolicy<{}, {}, {}>", tile.threads, tile.columns,
+                         tile.tensorCore ? "true" : "false");
     function = "rudnn::gated_delta::gated_delta_chunked";
-    entry = fmt::format("rudnn_gated_delta_chunked_{}_{}_t{}_c{}", dtype_name(dtype), dtype_name(gtype), tile.threads,
-                        tile.columns);
+    entry = fmt::format("rudnn_gated_delta_chunked_{}_{}_t{}_c{}{}", dtype_name(dtype), dtype_name(gtype), tile.threads,
+                        tile.columns, tile.tensorCore ? "_tc" : "");
   }
   const char* header = chunk == 0 ? "rudnn/gated_delta/recurrent.cuh" : "rudnn/gated_delta/chunked.cuh";
 

@@ -11,7 +11,8 @@ const std::vector<RecurrentTile>& recurrentTiles() {
 }
 
 const std::vector<ChunkTile>& chunkTiles() {
-  static const std::vector<ChunkTile> tiles = {{128, 32}, {256, 32}, {256, 64}};
+  static const std::vector<ChunkTile> tiles = {{128, 32, false}, {256, 32, false}, {256, 64, false},
+                                               {128, 32, true},  {256, 32, true},  {256, 64, true}};
   return tiles;
 }
 
@@ -26,11 +27,12 @@ std::optional<std::string> checkRecurrentTile(const RecurrentTile& t, std::int64
   return std::nullopt;
 }
 
-std::optional<std::string> checkChunkTile(const ChunkTile& t) {
+std::optional<std::string> checkChunkTile(const ChunkTile& t, bool halfPrecision) {
   const auto& tiles = chunkTiles();
   if (std::find(tiles.begin(), tiles.end(), t) == tiles.end())
     return fmt::format("{{threads = {}, columns = {}}} is not a registered chunk tile (128x32, 256x32, 256x64)",
                        t.threads, t.columns);
+  if (t.tensorCore && !halfPrecision) return std::string("tensor_core = 1 needs f16 or bf16 inputs");
   return std::nullopt;
 }
 

@@ -43,11 +43,12 @@ std::optional<gated_delta_config::RecurrentTile> recurrentTileOf(DictionaryAttr 
 }
 
 std::optional<gated_delta_config::ChunkTile> chunkTileOf(DictionaryAttr config) {
-  if (!config || config.size() != 2) return std::nullopt;
+  if (!config || config.size() != 3) return std::nullopt;
   auto t = config.getAs<IntegerAttr>(gated_delta_config::kThreads);
   auto c = config.getAs<IntegerAttr>(gated_delta_config::kColumns);
-  if (!t || !c) return std::nullopt;
-  return gated_delta_config::ChunkTile{t.getInt(), c.getInt()};
+  auto tc = config.getAs<IntegerAttr>(gated_delta_config::kTensorCore);
+  if (!t || !c || !tc) return std::nullopt;
+  return gated_delta_config::ChunkTile{t.getInt(), c.getInt(), tc.getInt() != 0};
 }
 
 LogicalResult GatedDeltaOp::verify() {
@@ -87,8 +88,11 @@ LogicalResult GatedDeltaOp::verify() {
         return emitOpError() << "kernel_config: " << *why;
     } else {
       auto tile = chunkTileOf(config);
-      if (!tile) return emitOpError() << "kernel_config: expected integers 'threads' and 'columns', got " << config;
-      if (auto why = gated_delta_config::checkChunkTile(*tile)) return emitOpError() << "kernel_config: " << *why;
+      if (!tile)
+        return emitOpError() << "kernel_config: expected integers 'threads', 'columns' and 'tensor_core', got "
+                             << config;
+      if (auto why = gated_delta_config::checkChunkTile(*tile, sig.query.dtype != DType::F32))
+        return emitOpError() << "kernel_config: " << *why;
     }
   }
   return success();

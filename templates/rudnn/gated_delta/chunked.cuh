@@ -24,12 +24,27 @@
 // concurrently and share q/k through L2), o is written once, the state never leaves the chip
 // between chunks, and the only HBM state traffic is initial/final state. Parallelism is
 // B·H·⌈V/BV⌉ blocks (e.g. 32k tokens as 8×4k, H = 16, V = 128, BV = 32: 512 blocks). The cost is
-// that the key-only work (A, T, Q̂Kᵀ) is repeated per V slice, compute that tensor cores absorb;
-// this first version does all products in FP32 on the plain cores (block_gemm.cuh), no tensor
-// cores yet. When B·H is too small to fill the GPU, a later variant can split the sequence.
+// that the key-only work (A, T, Q̂Kᵀ) is repeated per V slice, compute that tensor cores absorb.
+// When B·H is too small to fill the GPU, a later variant can split the sequence.
 //
-// Per chunk: 5 barriers, phases (1) stage k, q̂, v slice, β; decay scan (2) A; R = β(V − e^γ K S₀);
-// Q̂S₀ e^γ (3) T (4) U = T R; P = Q̂Kᵀ ⊙ M (5) O = Q̂S₀e^γ + P U → global; S ← e^{γ_last} S + Kᵀ(e^{γ_last−γ} U).
+// Two paths, chosen by the policy:
+//   plain (ChunkPolicy<threads, columns>, any T): every product in FP32 on the plain cores
+//     (block_gemm.cuh). The only path for f32 inputs.
+//   tensor cores (ChunkPolicy<threads, columns, true>, T = f16 or bf16 only): A's K·Kᵀ, Q̂·Kᵀ, K·S₀
+//     and Q̂·S₀ by mma.sync m16n8k16 with FP32 accumulation, one 16×16 output block per warp job
+//     (chunk_mma.cuh). Keys and queries are kept on chip as stored (exact; query_scale is applied
+//     to the FP32 results), the state stays FP32 and enters the MMAs as a power-of-two-scaled
+//     three-term split hi + mid + lo in T (exact for bf16, ≤ 2⁻³⁹·max|S| per element for f16;
+//     Q̂·S₀, which only feeds the rounded output, uses hi + mid): the final state keeps the plain
+//     path's FP32 accuracy (chunk_mma.cuh has the argument; rounding S₀ to bf16 instead measured
+//     ~1e-4 relative state error against the FP32 path's ~1e-7). The triangular solve, the decay
+//     scan, U = T·R, P·U and the state update stay FP32 on the plain cores (U is not rounded: it
+//     carries the state). The chunk's rows are padded to Cp = 16⌈C/16⌉ on chip (the extra steps
+//     are zero, exact no-ops), the key dim to Kr = 16⌈K/16⌉ (zero columns), so any C and K work.
+//
+// Per chunk: 5 barriers, phases (1) stage k, q̂, v slice, β; decay scan; [tensor cores: split
+// S₀] (2) A; R = β(V − e^γ K S₀); Q̂S₀ e^γ (3) T (4) U = T R; P = Q̂Kᵀ ⊙ M (5) O = Q̂S₀e^γ + P U
+// → global; S ← e^{γ_last} S + Kᵀ(e^{γ_last−γ} U) [tensor cores: and the slice's max |S|].
 //
 // Parameters (launch order): query, key [B, H, T, K] T; value [B, H, T, V] T; beta, log_decay
 // [B, H, T] G (G = T or float); initial_state [B, H, K, V] float (nullptr = zeros; only read);
@@ -39,39 +54,54 @@
 // row-major tensors, log_decay ≤ 0 (a decay; e^{γ_i−γ_j} for j ≤ i must not overflow), T = 0
 // copies initial_state to final_state. final_state may alias initial_state, nothing else.
 // Launch: block = Policy::kThreads (x only); grid = any ≥ 1 (B·H·⌈V/BV⌉ fills it); dynamic shared
-// memory = Policy::shared_bytes(C, K) = 8·C + 4·(2·C·K + 3·C·BV + 2·C² + K·BV + 3·C) bytes.
+// memory = Policy::shared_bytes(C, K) bytes:
+//   plain:        8·C + 4·(2·C·K + 3·C·BV + 2·C² + K·BV + 3·C)
+//   tensor cores: 8·Cp + 4·Cp·(Kr + 8) + 6·Kr·(BV + 8) + 4·(3·Cp·BV + 2·Cp² + K·BV + 3·Cp + 32)
+//                 with Cp = 16⌈C/16⌉, Kr = 16⌈K/16⌉ (γ FP64 [Cp]; keys and queries 16-bit
+//                 [Cp][Kr + 8]; the split 3 × 16-bit [Kr][BV + 8]; FP32 values/R/Q̂S₀ [Cp][BV],
+//                 A and T [Cp][Cp], state [K][BV], β, e^γ, e^{γ_last−γ} [Cp], 32 warp maxima).
+//   e.g. C = 64, BV = 32: K = 128 → plain 140544, tensor cores 140672; K = 256 → 222464 / 220544.
 #include "rudnn/gated_delta/block_gemm.cuh"
+#include "rudnn/gated_delta/chunk_mma.cuh"
 #include "rudnn/gated_delta/decay_scan.cuh"
 #include "rudnn/gated_delta/stage.cuh"
 #include "rudnn/gated_delta/unit_lower_inverse.cuh"
 
 namespace rudnn::gated_delta {
 
-// kThreads per block; kColumns (BV) state columns per block.
-template <int kThreads, int kColumns>
+// kThreads per block; kColumns (BV) state columns per block; kTensorCore: the chunk's key-only and
+// state products on tensor cores (f16/bf16 only; see the header and chunk_mma.cuh).
+template <int kThreads, int kColumns, bool kTensorCore = false>
 struct ChunkPolicy {
   static_assert(kThreads % 32 == 0 && kThreads >= 32 && kThreads <= 1024, "ChunkPolicy: whole warps");
   static_assert(kColumns % 4 == 0 && kColumns >= 4, "ChunkPolicy: columns in fours");
+  static_assert(!kTensorCore || kColumns % 16 == 0, "ChunkPolicy: tensor-core slices are whole n16 blocks");
   static constexpr int kThreadsV = kThreads;
   static constexpr int kBV = kColumns;
+  static constexpr bool kMma = kTensorCore;
   static constexpr int kTM = 4;  // register tile of block_gemm
   static constexpr int kTN = 4;
 #if !defined(__CUDACC_RTC__)
   // Host side only (launch rules, tests; NVRTC allows no host functions): bytes of dynamic shared
-  // memory for chunk C and key dim K.
+  // memory for chunk C and key dim K (the header's formulas).
   static constexpr long long shared_bytes(long long c, long long k) {
-    return 8 * c + 4 * (2 * c * k + 3 * c * kColumns + 2 * c * c + k * kColumns + 3 * c);
+    if (!kTensorCore) return 8 * c + 4 * (2 * c * k + 3 * c * kColumns + 2 * c * c + k * kColumns + 3 * c);
+    const long long cp = (c + 15) / 16 * 16, kr = (k + 15) / 16 * 16;
+    return 8 * cp + 4 * cp * (kr + 8) + 6 * kr * (kColumns + 8) +
+           4 * (3 * cp * kColumns + 2 * cp * cp + k * kColumns + 3 * cp + 32);
   }
 #endif
 };
 
+namespace chunked_detail {
+
+// The plain-core path: every product in FP32 (block_gemm.cuh). Parameters as gated_delta_chunked.
 template <class T, class G, class Policy>
-RUDNN_DEVICE void gated_delta_chunked(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRICT key,
-                                      const T* RUDNN_RESTRICT value, const G* RUDNN_RESTRICT beta,
-                                      const G* RUDNN_RESTRICT log_decay, const float* initial_state,
-                                      T* RUDNN_RESTRICT output, float* final_state, i64 batch,
-                                      i64 heads, i64 seq, i64 key_dim, i64 value_dim, i64 chunk,
-                                      float query_scale) {
+RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRICT key,
+                            const T* RUDNN_RESTRICT value, const G* RUDNN_RESTRICT beta,
+                            const G* RUDNN_RESTRICT log_decay, const float* initial_state,
+                            T* RUDNN_RESTRICT output, float* final_state, i64 batch, i64 heads, i64 seq,
+                            i64 key_dim, i64 value_dim, i64 chunk, float query_scale) {
   using P = Policy;
   constexpr int BV = P::kBV;
   constexpr int NT = P::kThreadsV;
@@ -175,6 +205,191 @@ RUDNN_DEVICE void gated_delta_chunked(const T* RUDNN_RESTRICT query, const T* RU
       const int r = idx / BV, j = idx - (idx / BV) * BV;
       if (j < cols) final_state[(bh * key_dim + r) * value_dim + v0 + j] = ss[idx];
     }
+  }
+}
+
+// The tensor-core path (f16/bf16): A = K·Kᵀ, K·S₀, Q·S₀ and Q·Kᵀ by mma.sync (chunk_mma.cuh), the
+// rest as run_plain. Chunk rows are padded to Cp = 16⌈C/16⌉ on chip (padded steps are exact
+// no-ops), keys and queries kept as stored in 16 bits, the state in FP32 plus its split.
+template <class T, class G, class Policy>
+RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRICT key,
+                                  const T* RUDNN_RESTRICT value, const G* RUDNN_RESTRICT beta,
+                                  const G* RUDNN_RESTRICT log_decay, const float* initial_state,
+                                  T* RUDNN_RESTRICT output, float* final_state, i64 batch, i64 heads, i64 seq,
+                                  i64 key_dim, i64 value_dim, i64 chunk, float query_scale) {
+  using P = Policy;
+  constexpr int BV = P::kBV;
+  constexpr int NT = P::kThreadsV;
+  constexpr int kWarps = NT / 32;
+  constexpr int kColBlocks = BV / 16;
+  constexpr int ld_s = BV + 8;                       // split row stride (elements)
+  const int step = static_cast<int>(chunk);          // real steps per chunk
+  const int C = round_up_16(step);                   // rows on chip
+  const int K = static_cast<int>(key_dim);
+  const int Kr = round_up_16(K);                     // key dim in whole k16 steps
+  const int ld_k = Kr + 8;                           // key/query row stride (elements)
+  const int plane = Kr * ld_s;
+  const int nb = C / 16;
+  const int tri = nb * (nb + 1) / 2;                 // lower 16×16 blocks of a C×C product
+  const int state_jobs = nb * kColBlocks;            // 16×16 blocks of K·S₀ (and Q·S₀)
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid & 31, warp = tid >> 5;
+
+  // Shared memory (the header's formula): γ in FP64, the 16-bit operands (16-byte aligned: every
+  // size before them is a multiple of 16 bytes), then FP32 arrays.
+  double* const sgamma = dynamic_shared<double>();          // [C]
+  T* const sk = reinterpret_cast<T*>(sgamma + C);           // [C][ld_k] keys as stored
+  T* const sq = sk + C * ld_k;                              // [C][ld_k] queries as stored (unscaled)
+  T* const split = sq + C * ld_k;                           // [3][Kr][ld_s] S₀/σ = hi + mid + lo
+  float* const su = reinterpret_cast<float*>(split + kStateTerms * plane);  // [C][BV] values, then U
+  float* const sr = su + C * BV;                            // [C][BV] R = β(V − e^γ K S₀)
+  float* const so = sr + C * BV;                            // [C][BV] e^γ Q̂ S₀
+  float* const sa = so + C * BV;                            // [C][C]  A, then P = Q̂Kᵀ ⊙ M
+  float* const st = sa + C * C;                             // [C][C]  T = (I + A)⁻¹
+  float* const ss = st + C * C;                             // [K][BV] state slice (FP32, the truth)
+  float* const sbeta = ss + K * BV;                         // [C]
+  float* const sexp = sbeta + C;                            // [C]
+  float* const send = sexp + C;                             // [C]
+  float* const smax = send + C;                             // [32] per-warp max |S| (σ of the split)
+
+  const i64 slices = (value_dim + BV - 1) / BV;
+  const i64 items = batch * heads * slices;
+  for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
+    const i64 bh = item / slices;
+    const i64 v0 = (item - bh * slices) * BV;
+    const int cols = static_cast<int>(min_i64(BV, value_dim - v0));
+
+    float local_max = 0.0f;
+    for (int idx = tid; idx < K * BV; idx += NT) {
+      const int r = idx / BV, j = idx - (idx / BV) * BV;
+      const float x = initial_state != nullptr && j < cols ? initial_state[(bh * key_dim + r) * value_dim + v0 + j] : 0.0f;
+      ss[idx] = x;
+      local_max = fmaxf(local_max, fabsf(x));
+    }
+    publish_warp_max(local_max, smax, tid);
+    __syncthreads();  // the first split reads every thread's state entries and maxima
+
+    for (i64 t0 = 0; t0 < seq; t0 += step) {
+      const int L = static_cast<int>(min_i64(step, seq - t0));
+      const i64 row0 = bh * seq + t0;
+
+      // (1) The state's split, the chunk (zero-padded to C steps) and its cumulative decay.
+      float inv_sigma;
+      const float sigma = split_scale(block_max(smax, kWarps), inv_sigma);
+      split_state<T>(ss, K, BV, inv_sigma, split, plane, ld_s, Kr, tid, NT);
+      stage_rows_raw(sk, ld_k, key + row0 * key_dim, key_dim, L, K, C, Kr, tid, NT);
+      stage_rows_raw(sq, ld_k, query + row0 * key_dim, key_dim, L, K, C, Kr, tid, NT);
+      stage_rows(su, BV, value + row0 * value_dim + v0, value_dim, L, cols, C, BV, 1.0f, tid, NT);
+      stage_rows(sbeta, 1, beta + row0, 1, L, 1, C, 1, 1.0f, tid, NT);
+      if (tid < 32) decay_scan(log_decay + row0, L, C, sgamma, sexp, send, tid);
+      __syncthreads();
+
+      // (2) On tensor cores, one 16×16 block per warp job: R = β(V − e^γ K S₀) with e^γ Q̂ S₀ (the
+      // costlier jobs first), then A (strictly lower; diagonal blocks mask their upper half).
+      for (int job = warp; job < state_jobs + tri; job += kWarps) {
+        if (job < state_jobs) {
+          const int r0 = (job / kColBlocks) * 16, c0 = (job - (job / kColBlocks) * kColBlocks) * 16;
+          Block16 ks, qs;
+          ks.zero();
+          qs.zero();
+          warp_state_blocks<T>(ks, qs, sk, sq, ld_k, split, plane, ld_s, r0, c0, Kr, lane);
+          ks.each(lane, [&](int i, int j, float acc) {
+            i += r0;
+            j += c0;
+            sr[i * BV + j] = sbeta[i] * (su[i * BV + j] - sexp[i] * (sigma * acc));
+          });
+          qs.each(lane, [&](int i, int j, float acc) {
+            i += r0;
+            j += c0;
+            so[i * BV + j] = query_scale * sexp[i] * (sigma * acc);
+          });
+        } else {
+          int bi, bj;
+          lower_block(job - state_jobs, bi, bj);
+          Block16 a;
+          a.zero();
+          warp_block_nt<T>(a, sk, sk, ld_k, 16 * bi, 16 * bj, Kr, lane);
+          a.each(lane, [&](int i, int j, float acc) {
+            i += 16 * bi;
+            j += 16 * bj;
+            sa[i * C + j] = j < i ? sbeta[i] * expf(static_cast<float>(sgamma[i] - sgamma[j])) * acc : 0.0f;
+          });
+        }
+      }
+      __syncthreads();
+
+      // (3) T = (I + A)⁻¹. Only A's lower blocks exist; the solve reads j < i only.
+      unit_lower_inverse(sa, st, C, tid, NT);
+      __syncthreads();
+
+      // (4) U = T R (FP32); P = Q̂Kᵀ ⊙ M on tensor cores (lower blocks; P·U below reads a row's
+      // entries only up to its 4-row tile, inside the diagonal block, which is fully written).
+      block_gemm<P::kTM, P::kTN, false, true>(
+          C, BV, C, [&](int i, int p) { return st[i * C + p]; },
+          [&](int p, int j) { return sr[p * BV + j]; }, [&](int i, int j, float acc) { su[i * BV + j] = acc; },
+          tid, NT);
+      for (int job = warp; job < tri; job += kWarps) {
+        int bi, bj;
+        lower_block(job, bi, bj);
+        Block16 p;
+        p.zero();
+        warp_block_nt<T>(p, sq, sk, ld_k, 16 * bi, 16 * bj, Kr, lane);
+        p.each(lane, [&](int i, int j, float acc) {
+          i += 16 * bi;
+          j += 16 * bj;
+          sa[i * C + j] = j <= i ? query_scale * expf(static_cast<float>(sgamma[i] - sgamma[j])) * acc : 0.0f;
+        });
+      }
+      __syncthreads();
+
+      // (5) Outputs of the real rows, and the state (FP32) with its new max for the next split.
+      const float decay_all = sexp[L - 1];
+      block_gemm<P::kTM, P::kTN, false, true>(
+          C, BV, C, [&](int i, int p) { return sa[i * C + p]; },
+          [&](int p, int j) { return su[p * BV + j]; },
+          [&](int i, int j, float acc) {
+            if (i < L && j < cols) output[(row0 + i) * value_dim + v0 + j] = from_float<T>(so[i * BV + j] + acc);
+          },
+          tid, NT);
+      local_max = 0.0f;
+      block_gemm<P::kTM, P::kTN, false, false>(
+          K, BV, C, [&](int i, int p) { return to_float(sk[p * ld_k + i]) * send[p]; },
+          [&](int p, int j) { return su[p * BV + j]; },
+          [&](int i, int j, float acc) {
+            const float x = decay_all * ss[i * BV + j] + acc;
+            ss[i * BV + j] = x;
+            local_max = fmaxf(local_max, fabsf(x));
+          },
+          tid, NT);
+      publish_warp_max(local_max, smax, tid);  // read after the barrier by (1); last read before (1)
+      __syncthreads();
+    }
+
+    for (int idx = tid; idx < K * BV; idx += NT) {
+      const int r = idx / BV, j = idx - (idx / BV) * BV;
+      if (j < cols) final_state[(bh * key_dim + r) * value_dim + v0 + j] = ss[idx];
+    }
+  }
+}
+
+}  // namespace chunked_detail
+
+template <class T, class G, class Policy>
+RUDNN_DEVICE void gated_delta_chunked(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRICT key,
+                                      const T* RUDNN_RESTRICT value, const G* RUDNN_RESTRICT beta,
+                                      const G* RUDNN_RESTRICT log_decay, const float* initial_state,
+                                      T* RUDNN_RESTRICT output, float* final_state, i64 batch,
+                                      i64 heads, i64 seq, i64 key_dim, i64 value_dim, i64 chunk,
+                                      float query_scale) {
+  if constexpr (Policy::kMma) {
+    static_assert(sizeof(T) == 2, "gated_delta_chunked: tensor-core policies need f16 or bf16 inputs");
+    chunked_detail::run_tensor_core<T, G, Policy>(query, key, value, beta, log_decay, initial_state, output,
+                                                  final_state, batch, heads, seq, key_dim, value_dim, chunk,
+                                                  query_scale);
+  } else {
+    chunked_detail::run_plain<T, G, Policy>(query, key, value, beta, log_decay, initial_state, output,
+                                            final_state, batch, heads, seq, key_dim, value_dim, chunk,
+                                            query_scale);
   }
 }
 

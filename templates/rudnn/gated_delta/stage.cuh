@@ -31,4 +31,19 @@ RUDNN_DEVICE void stage_rows(float* dst, int dst_stride, const T* src, i64 src_s
   }
 }
 
+// The same copy of 16-bit elements as stored (no conversion, no scale) into a 16-bit array: the
+// operands of the tensor-core products (chunk_mma.cuh), exact. Padding is +0.
+template <class T>
+RUDNN_DEVICE void stage_rows_raw(T* dst, int dst_stride, const T* src, i64 src_stride, int rows, int cols,
+                                 int rows_total, int cols_total, int tid, int nthreads) {
+  const int total = rows_total * cols_total;
+  for (int idx = tid; idx < total; idx += nthreads) {
+    const int i = idx / cols_total;
+    const int j = idx - i * cols_total;
+    T x{0};
+    if (i < rows && j < cols) x = src[i * src_stride + j];
+    dst[i * dst_stride + j] = x;
+  }
+}
+
 }  // namespace rudnn::gated_delta

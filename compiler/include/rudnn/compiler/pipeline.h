@@ -121,7 +121,8 @@ Result<LoweredOp, RuntimeError> lower_attention(const AttentionRequest& request,
 std::vector<KernelConfig> attention_variants(contracts::AttentionStrategy strategy, DType dtype, std::int64_t head_dim,
                                              std::int64_t value_dim);
 
-// The registered configs of the recurrence (fitting key_dim) or of the chunked kernel.
-std::vector<KernelConfig> gated_delta_variants(bool chunked, std::int64_t key_dim);
+// The registered configs of the recurrence (fitting key_dim) or of the chunked kernel (its tensor-core
+// tiles only for f16/bf16).
+std::vector<KernelConfig> gated_delta_variants(bool chunked, std::int64_t key_dim, DType dtype);
 
 }  // namespace rudnn::compiler

@@ -1,0 +1,198 @@
+#pragma once
+// Tensor-core pieces of the chunked gated delta rule (chunked.cuh, ChunkPolicy<…, true>): warp-level
+// 16×16 output blocks of mma.sync m16n8k16 (f16/bf16 operands, FP32 accumulation) over operands in
+// shared memory with runtime row strides, and the FP32 state's exact-enough 16-bit split.
+//
+// Operand layouts (all 16-bit, every row start 16-byte aligned, as ldmatrix needs):
+//   keys / queries  [Cp][ld_k] K-contiguous rows, columns [K, Kr) zero (Kr = 16⌈K/16⌉), so a
+//                   product over the key dim runs Kr/16 whole k16 steps. ld_k = Kr + 8: a row
+//                   stride of 4 (mod 8) words puts the 8 rows of one ldmatrix 8×8 matrix on 8
+//                   disjoint 4-bank groups (conflict-free without a swizzle).
+//   state split     kStateTerms planes of [Kr][ld_s], ld_s = BV + 8 (same argument), V-contiguous
+//                   rows (the FP32 state's own layout); rows [K, Kr) zero. Read as the B operand
+//                   (k = state row, n = column) with ldmatrix.trans.
+//
+// Why a split of the state rather than rounding it: K·S₀ feeds R = β(V − e^γ K S₀), hence U and
+// the next state. Rounding S₀ to bf16 (8 significant bits) would put ~2⁻⁹ relative error into
+// every chunk's state update, far above FP32 (the final state is an FP32 output that chains
+// segments and is tested at 1e-5 relative). So S₀/σ is written as hi + mid + lo, each rounded
+// to T, and K·S₀ = σ·(K·hi + K·mid + K·lo) accumulates the three MMAs in FP32:
+//   bf16: 3 × 8 significant bits = 24 = FP32's, and bf16 has FP32's exponent range: the split is
+//         exact (each residual is exactly representable), only the accumulation order differs.
+//   f16:  3 × 11 bits, but a 5-bit exponent: σ = 2^e scales the slice's largest |S| into
+//         [2¹⁴, 2¹⁵) (no overflow; hi is normal down to 2⁻²⁸ of the max), leaving an absolute
+//         error ≤ 2⁻²⁵σ ≤ 2⁻³⁹·max|S| per element (subnormal lo): below FP32 rounding.
+// Measured on the emulator's tests (final state, relative L2 vs the FP64 oracle): hi only for K·S₀
+// ~1e-4 to 1e-3 (fails the 1e-5 bound), hi + mid ≤ 1.4e-6, hi + mid + lo ≤ 2e-7 = the plain path.
+// Q̂·S₀ only feeds the output, which is rounded to T (2⁻⁹ / 2⁻¹² relative): it uses hi + mid
+// (relative error ≤ 2⁻¹⁶ bf16, 2⁻²² f16), one MMA less.
+// Keys and queries are staged as stored (exact); query_scale is applied in FP32 afterwards.
+#include "rudnn/gemm/mma_tile.cuh"
+#include "rudnn/numeric.cuh"
+
+// Keeps the k16 loops and the split loop rolled on the GPU: unrolled (and software-pipelined) they
+// keep several iterations' values live, and ptxas spilled a few bytes on sm_80 under the kernel's
+// launch bounds.
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define RUDNN_GD_ROLLED _Pragma("unroll 1")
+#else
+#define RUDNN_GD_ROLLED
+#endif
+
+namespace rudnn::gated_delta {
+
+inline constexpr int kStateTerms = 3;   // hi, mid, lo planes of the state split
+inline constexpr int kOutputTerms = 2;  // the planes Q̂·S₀ uses
+
+RUDNN_DEVICE constexpr int round_up_16(int x) { return (x + 15) / 16 * 16; }
+
+// A fragment (m16 × k16) at (row0, k0) of a K-contiguous operand with row stride `ld`.
+// ldmatrix.x4 matrices: (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15),
+// (rows 8-15, k 8-15) = registers a0..a3; lane l addresses row l%16 at column 8·(l/16).
+template <class T>
+RUDNN_DEVICE void a_fragment(u32 (&a)[4], const T* base, int ld, int row0, int k0, int lane) {
+  ldmatrix_x4(a, base + (row0 + (lane & 15)) * ld + k0 + ((lane >> 4) << 3));
+}
+
+// B fragments (k16 × n8) of the n8 tiles n0.. and n0+8.. from an operand whose rows are the n
+// index, K-contiguous ("NT": B = Yᵀ for a row-major Y). Matrices (n 0-7, k 0-7), (n 0-7, k 8-15),
+// (n 8-15, k 0-7), (n 8-15, k 8-15); lane l addresses n row 8·(l/16) + l%8 at k 8·((l/8)%2).
+template <class T>
+RUDNN_DEVICE void b_fragments_nt(u32 (&b)[2][2], const T* base, int ld, int n0, int k0, int lane) {
+  u32 r[4];
+  ldmatrix_x4(r, base + (n0 + ((lane >> 4) << 3) + (lane & 7)) * ld + k0 + (((lane >> 3) & 1) << 3));
+  b[0][0] = r[0];
+  b[0][1] = r[1];
+  b[1][0] = r[2];
+  b[1][1] = r[3];
+}
+
+// The same two B fragments from an operand stored [k][n] (n contiguous), by ldmatrix.trans: an 8×8
+// matrix of k rows transposed gives lane l (k = 2(l%4), 2(l%4)+1; n = l/4), the .col B layout.
+// Matrices (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15); lane l addresses
+// k row l%8 + 8·((l/8)%2) at column n0 + 8·(l/16).
+template <class T>
+RUDNN_DEVICE void b_fragments_kn(u32 (&b)[2][2], const T* base, int ld, int k0, int n0, int lane) {
+  u32 r[4];
+  ldmatrix_x4_trans(r, base + (k0 + (lane & 7) + (((lane >> 3) & 1) << 3)) * ld + n0 + ((lane >> 4) << 3));
+  b[0][0] = r[0];
+  b[0][1] = r[1];
+  b[1][0] = r[2];
+  b[1][1] = r[3];
+}
+
+// FP32 accumulators of one warp's 16×16 output block: two m16n8 tiles. Lane l holds, of tile h,
+// (row l/4, cols 8h + 2(l%4) + {0,1}) in c[h][0..1] and row l/4 + 8 in c[h][2..3].
+struct Block16 {
+  float c[2][4];
+  RUDNN_DEVICE void zero() {
+    RUDNN_UNROLL
+    for (int h = 0; h < 2; ++h)
+      RUDNN_UNROLL
+      for (int v = 0; v < 4; ++v) c[h][v] = 0.0f;
+  }
+  template <class T>
+  RUDNN_DEVICE void mma(const u32 (&a)[4], const u32 (&b)[2][2]) {
+    gemm::mma_16816<T>(c[0], a, b[0]);
+    gemm::mma_16816<T>(c[1], a, b[1]);
+  }
+  // store(i, j, acc) for the 8 entries this lane holds, (i, j) relative to the block.
+  template <class Store>
+  RUDNN_DEVICE void each(int lane, const Store& store) const {
+    RUDNN_UNROLL
+    for (int h = 0; h < 2; ++h)
+      RUDNN_UNROLL
+      for (int v = 0; v < 4; ++v) store((lane >> 2) + 8 * (v >> 1), 8 * h + 2 * (lane & 3) + (v & 1), c[h][v]);
+  }
+};
+
+// acc += X[row0:row0+16, :depth] · Y[col0:col0+16, :depth]ᵀ, X and Y K-contiguous (stride ld),
+// depth a multiple of 16.
+template <class T>
+RUDNN_DEVICE void warp_block_nt(Block16& acc, const T* x, const T* y, int ld, int row0, int col0, int depth,
+                                int lane) {
+  RUDNN_GD_ROLLED
+  for (int k0 = 0; k0 < depth; k0 += 16) {
+    u32 a[4], b[2][2];
+    a_fragment(a, x, ld, row0, k0, lane);
+    b_fragments_nt(b, y, ld, col0, k0, lane);
+    acc.mma<T>(a, b);
+  }
+}
+
+// The (i, j) block of the lower block triangle of an nb×nb grid of blocks, j ≤ i, for
+// index = i(i+1)/2 + j.
+RUDNN_DEVICE void lower_block(int index, int& i, int& j) {
+  i = 0;
+  while ((i + 1) * (i + 2) / 2 <= index) ++i;
+  j = index - i * (i + 1) / 2;
+}
+
+// One warp's blocks of K·S₀ and Q·S₀ at rows row0.., columns col0.. of the slice: the keys use all
+// kStateTerms planes of the split, the queries the first kOutputTerms (see the header). Each B
+// fragment is loaded once and feeds both products.
+template <class T>
+RUDNN_DEVICE void warp_state_blocks(Block16& ks, Block16& qs, const T* keys, const T* queries, int ld_k,
+                                    const T* split, int plane, int ld_s, int row0, int col0, int depth,
+                                    int lane) {
+  RUDNN_GD_ROLLED
+  for (int k0 = 0; k0 < depth; k0 += 16) {
+    u32 ak[4], aq[4];
+    a_fragment(ak, keys, ld_k, row0, k0, lane);
+    a_fragment(aq, queries, ld_k, row0, k0, lane);
+    RUDNN_UNROLL
+    for (int t = 0; t < kStateTerms; ++t) {
+      u32 b[2][2];
+      b_fragments_kn(b, split + t * plane, ld_s, k0, col0, lane);
+      ks.mma<T>(ak, b);
+      if (t < kOutputTerms) qs.mma<T>(aq, b);
+    }
+  }
+}
+
+// σ for the split: the power of two that puts `max_abs` (the slice's largest |S|) into
+// [2¹⁴, 2¹⁵), clamped to normal powers whose reciprocal is normal too; 1/σ in `inv`. Exact powers
+// of two, so S/σ and σ·acc add no rounding. Zero (or a subnormal max) gives σ = 2⁻¹²⁶.
+RUDNN_DEVICE float split_scale(float max_abs, float& inv) {
+  int e = static_cast<int>((float_as_bits(max_abs) >> 23) & 0xffu) - 14;
+  e = e < 1 ? 1 : e > 253 ? 253 : e;
+  inv = bits_as_float(static_cast<u32>(254 - e) << 23);
+  return bits_as_float(static_cast<u32>(e) << 23);
+}
+
+// The largest of the per-warp maxima `warp_max[0..warps)` (every thread reads them in the same
+// order, so all get the same value).
+RUDNN_DEVICE float block_max(const float* warp_max, int warps) {
+  float m = 0.0f;
+  for (int w = 0; w < warps; ++w) m = fmaxf(m, warp_max[w]);
+  return m;
+}
+
+// Publishes a thread's max |S| over the state entries it wrote: the warp's maximum goes to
+// warp_max[warp]. All 32 lanes of every warp call it (no barrier inside).
+RUDNN_DEVICE void publish_warp_max(float m, float* warp_max, int tid) {
+  RUDNN_UNROLL
+  for (int d = 16; d >= 1; d /= 2) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, d));
+  if ((tid & 31) == 0) warp_max[tid >> 5] = m;
+}
+
+// split[t][r][j] (plane stride `plane`, row stride ld_s), t < kStateTerms, for r < rows_padded and
+// j < bv: the terms of S[r][j]/σ (S is `state` [rows][bv] FP32), hi first, each the residual of the
+// ones before rounded to T; rows ≥ rows are zero. No barrier inside.
+template <class T>
+RUDNN_DEVICE void split_state(const float* state, int rows, int bv, float inv_sigma, T* split, int plane, int ld_s,
+                              int rows_padded, int tid, int nthreads) {
+  RUDNN_GD_ROLLED
+  for (int idx = tid; idx < rows_padded * bv; idx += nthreads) {
+    const int r = idx / bv, j = idx - (idx / bv) * bv;
+    float x = r < rows ? state[idx] * inv_sigma : 0.0f;
+    RUDNN_UNROLL
+    for (int t = 0; t < kStateTerms; ++t) {
+      const T h = from_float<T>(x);
+      split[t * plane + r * ld_s + j] = h;
+      x -= to_float(h);
+    }
+  }
+}
+
+}  // namespace rudnn::gated_delta
