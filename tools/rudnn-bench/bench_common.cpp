@@ -1,0 +1,152 @@
+#include "bench_common.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+namespace rudnn::bench {
+
+int fail(const std::string& s) {
+  std::fprintf(stderr, "rudnn-bench: error: %s\n", s.c_str());
+  return 1;
+}
+
+std::optional<std::int64_t> parse_int(const std::string& s, std::int64_t lo, std::int64_t hi) {
+  if (s.empty()) return std::nullopt;
+  std::size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(s, &used);
+  } catch (...) {
+    return std::nullopt;
+  }
+  if (used != s.size() || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
+std::optional<std::string> parse_options(int argc, char** argv, int first, const OptionHandler& on) {
+  for (int i = first; i < argc; ++i) {
+    const std::string name = argv[i];
+    if (name.rfind("--", 0) != 0) return "unexpected argument " + name;
+    if (i + 1 >= argc) return name + " needs a value";
+    if (auto e = on(name, argv[++i])) return e;
+  }
+  return std::nullopt;
+}
+
+bool wants_help(int argc, char** argv, int first) {
+  for (int i = first; i < argc; ++i)
+    if (std::strcmp(argv[i], "--help") == 0 || std::strcmp(argv[i], "-h") == 0) return true;
+  return false;
+}
+
+const char* const kCommonOptionsHelp =
+    R"(  --device host|cuda:N       (default: RUDNN_DEVICE, else the first GPU, else host)
+  --iters N                  calls per timed run (default 20)
+  --runs N                   timed runs, the median is printed (default 15)
+  --budget-ms MS             for slow steps, fewer runs and iters so that the timed calls of one
+                             step take about MS (at least one call; default 0 = never)
+)";
+
+bool common_option(const std::string& name, const std::string& value, Device* device, Timing* timing,
+                   std::optional<std::string>* error) {
+  if (name == "--device") {
+    auto d = Device::parse(value);
+    if (!d.ok())
+      *error = d.error().message();
+    else
+      *device = d.value();
+  } else if (name == "--iters" || name == "--runs") {
+    auto n = parse_int(value, 1, 1000000);
+    if (!n)
+      *error = name + " wants an integer ≥ 1, got " + value;
+    else
+      (name == "--iters" ? timing->iters : timing->runs) = static_cast<int>(*n);
+  } else if (name == "--budget-ms") {
+    auto n = parse_int(value, 0, 100000000);
+    if (!n)
+      *error = "--budget-ms wants an integer ≥ 0, got " + value;
+    else
+      timing->budget_ms = static_cast<double>(*n);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+Measured time_call(const Queue& queue, const Timing& timing, const Call& call) {
+  using clock = std::chrono::steady_clock;
+  auto sync = [&]() -> std::optional<std::string> {
+    if (auto s = queue.synchronize(); !s.ok()) return s.error().message();
+    return std::nullopt;
+  };
+  auto ms_since = [](clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+  };
+  // Warm call: compiles, loads, warms the caches.
+  auto t0 = clock::now();
+  if (auto e = call()) return {0, *e};
+  if (auto e = sync()) return {0, *e};
+  int iters = timing.iters, runs = timing.runs;
+  if (timing.budget_ms > 0) {
+    // A warm call alone over the budget (compilation takes well under a second): one timed call.
+    double one_ms = ms_since(t0);
+    if (one_ms < timing.budget_ms) {
+      t0 = clock::now();
+      if (auto e = call()) return {0, *e};
+      if (auto e = sync()) return {0, *e};
+      one_ms = std::max(ms_since(t0), 1e-3);
+    }
+    const double calls = timing.budget_ms / one_ms;
+    runs = std::clamp(static_cast<int>(calls), 1, timing.runs);
+    iters = std::clamp(static_cast<int>(calls / runs), 1, timing.iters);
+  }
+  std::vector<double> us;
+  for (int r = 0; r < runs; ++r) {
+    t0 = clock::now();
+    for (int k = 0; k < iters; ++k)
+      if (auto e = call()) return {0, *e};
+    if (auto e = sync()) return {0, *e};
+    us.push_back(ms_since(t0) * 1000.0 / iters);
+  }
+  std::sort(us.begin(), us.end());
+  return {us[us.size() / 2], {}};
+}
+
+Result<Tensor, RuntimeError> random_tensor(const Shape& shape, DType dtype, const Device& device,
+                                           const std::function<double()>& draw) {
+  // An odd pool length, so a repeated pool does not line up with power-of-two rows.
+  constexpr std::int64_t kPool = (1 << 20) + 7;
+  const std::int64_t n = element_count(shape);
+  std::vector<double> pool(static_cast<std::size_t>(std::min(n, kPool)));
+  for (auto& v : pool) v = draw();
+  HostData part = HostData::from_f64({static_cast<std::int64_t>(pool.size())}, dtype, pool);
+  HostData data{shape, dtype, {}};
+  const std::size_t total = static_cast<std::size_t>(n) * dtype_size(dtype);
+  data.bytes.resize(total);
+  for (std::size_t at = 0; at < total; at += part.bytes.size())
+    std::memcpy(data.bytes.data() + at, part.bytes.data(), std::min(part.bytes.size(), total - at));
+  return Tensor::upload(data, device);
+}
+
+Result<Tensor, RuntimeError> uniform_tensor(const Shape& shape, DType dtype, const Device& device, double lo,
+                                            double hi, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(lo, hi);
+  return random_tensor(shape, dtype, device, [&] { return u(rng); });
+}
+
+Result<Tensor, RuntimeError> normal_tensor(const Shape& shape, DType dtype, const Device& device, double mean,
+                                           double stddev, std::mt19937_64& rng) {
+  std::normal_distribution<double> g(mean, stddev);
+  return random_tensor(shape, dtype, device, [&] { return g(rng); });
+}
+
+std::string csv_number(std::optional<double> v, int decimals) {
+  if (!v) return {};
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, *v);
+  return buf;
+}
+
+}  // namespace rudnn::bench

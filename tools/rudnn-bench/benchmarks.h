@@ -1,0 +1,10 @@
+#pragma once
+// The rudnn-bench subcommands; each takes main's argc/argv (argv[1] is the subcommand's name),
+// prints its CSV to stdout and returns the exit code.
+namespace rudnn::bench {
+
+int run_norm(int argc, char** argv);         // bench_norm.cpp
+int run_moe(int argc, char** argv);          // bench_moe.cpp
+int run_gated_delta(int argc, char** argv);  // bench_gated_delta.cpp
+
+}  // namespace rudnn::bench
