@@ -136,6 +136,17 @@ TEST(AttentionEquivalence, StrategiesAgreeAndFallbackTakesLargeHeadDims) {
   run_case({1, 2, 1, 3, 5, 512, 300, false, false, false, 0}, DType::F32, AttentionStrategy::Fallback, seed);
 }
 
+// The long odd length: Tq = Tk = 1000, causal, one head (kept small for the emulator).
+TEST(AttentionLong, Length1000EveryStrategy) {
+  ops::set_poison_outputs(true);
+  const std::uint64_t seed = fresh_seed();
+  SCOPED_TRACE(fmt::format("seed={}", seed));
+  const Case c{1, 1, 1, 1000, 1000, 64, 64, true, false, false, 0};
+  for (AttentionStrategy s : {AttentionStrategy::FlashBlackboxAccelerated, AttentionStrategy::FlashUnit,
+                              AttentionStrategy::Fallback})
+    run_case(c, DType::BF16, s, seed);
+}
+
 TEST(AttentionAutotune, PicksAFittingStrategy) {
   ops::set_poison_outputs(true);
   const auto saved = autotune::mode();

@@ -63,6 +63,19 @@ TEST(DType, Fp8E4M3) {
   EXPECT_TRUE(std::isnan(fp8e4m3_bits_to_float(0x7f)));
 }
 
+TEST(DType, U8HoldsBooleanMasks) {
+  EXPECT_EQ(dtype_size(DType::U8), 1u);
+  EXPECT_EQ(dtype_name(DType::U8), "ui8");
+  EXPECT_EQ(parse_dtype("u8"), DType::U8);
+  EXPECT_EQ(parse_dtype("bool"), DType::U8);
+  EXPECT_FALSE(is_float(DType::U8));
+  EXPECT_FALSE(is_quantized(DType::U8));
+  const std::vector<double> v = {0, 1, 255, 7};
+  auto d = HostData::from_f64({4}, DType::U8, v);
+  EXPECT_EQ(d.bytes.size(), 4u);
+  EXPECT_EQ(d.to_f64(), v);
+}
+
 TEST(HostData, F64RoundTripPerDtype) {
   const std::vector<double> v = {1.0, -2.5, 3.0, 0.0};
   for (DType t : {DType::F32, DType::F16, DType::BF16, DType::I32, DType::I64}) {
