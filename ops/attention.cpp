@@ -10,6 +10,7 @@
 #include "contracts/attention.h"
 #include "log.h"
 #include "plan_cache.h"
+#include "tuned_plan.h"
 #if RUDNN_HAS_AUTOTUNE
 #include "rudnn/autotune.h"
 #include "rudnn/autotune/provider.h"
@@ -42,47 +43,6 @@ std::int64_t log2_bucket(std::int64_t v) {
   std::int64_t b = 0;
   while ((std::int64_t{1} << b) < v) ++b;
   return b;
-}
-
-struct AttentionPlan : ops::Plan {
-#if RUDNN_HAS_AUTOTUNE
-  std::shared_ptr<const autotune::Choice> choice;
-#endif
-};
-
-Result<std::shared_ptr<const AttentionPlan>, AttentionSetupError> make_plan(const compiler::AttentionRequest& base,
-                                                                            const Device& device,
-                                                                            [[maybe_unused]] bool ask_autotune) {
-  compiler::AttentionRequest request = base;
-#if RUDNN_HAS_AUTOTUNE
-  std::optional<autotune::AutotuneProvider> provider;
-  if (ask_autotune) {
-    provider.emplace(device, autotune::mode());
-    request.provider = &*provider;
-  }
-#endif
-  auto lowered = compiler::lower_attention(request, ops::target_for(device));
-  if (!lowered.ok()) return AttentionSetupError::from(lowered.error());
-  auto built = ops::build_plan(device, lowered.value());
-  if (!built.ok()) return AttentionSetupError::from(built.error());
-  auto plan = std::make_shared<AttentionPlan>();
-  static_cast<ops::Plan&>(*plan) = *built.value();
-  const auto& first = plan->kernels.front().launch;
-  std::string source = "heuristic", key;
-#if RUDNN_HAS_AUTOTUNE
-  auto choice = std::make_shared<autotune::Choice>();
-  choice->op = plan->op_name;
-  choice->kernel = first.entry;
-  choice->config = first.config.to_string();
-  if (provider && provider->answer()) choice->source = autotune::to_source(provider->answer()->source);
-  if (provider && provider->key()) choice->key = provider->key()->to_string();
-  source = autotune::source_name(choice->source);
-  key = choice->key;
-  plan->choice = std::move(choice);
-#endif
-  runtime::log_info("plan {} on {}: {} ({}; {})", key.empty() ? plan->op_name : key, device.to_string(), first.entry,
-                    first.config.to_string(), source);
-  return std::shared_ptr<const AttentionPlan>(std::move(plan));
 }
 
 // The operand views in slot order: query, key, value, mask, attn_bias, output.
@@ -166,14 +126,15 @@ Result<Tensor, AttentionSetupError> attention(const Tensor& query, const Tensor&
   auto& cache = ops::PlanCache::instance();
   std::shared_ptr<const ops::Plan> plan = cache.find(pkey);
   if (!plan) {
-    auto made = make_plan(compiler::AttentionRequest{sig, requested, std::nullopt, nullptr}, device, mode_word != 0);
-    if (!made.ok()) return made.error();
+    auto made = ops::make_tuned_plan(device, mode_word != 0, [&](compiler::ConfigProvider* provider) {
+      return compiler::lower_attention(compiler::AttentionRequest{sig, requested, std::nullopt, provider},
+                                       ops::target_for(device));
+    });
+    if (!made.ok()) return AttentionSetupError::from(made.error());
     plan = made.value();
     cache.insert(pkey, plan);
   }
-#if RUDNN_HAS_AUTOTUNE
-  autotune::note_choice(static_cast<const AttentionPlan&>(*plan).choice);
-#endif
+  ops::note_choice(*plan);
   auto out = Tensor::empty({b, hq, tq, dv}, query.dtype(), query.queue());
   if (!out.ok()) return AttentionSetupError::from(out.error());
   if (ops::poison_outputs())

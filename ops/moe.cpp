@@ -9,6 +9,7 @@
 #include "contracts/moe.h"
 #include "log.h"
 #include "plan_cache.h"
+#include "tuned_plan.h"
 #if RUDNN_HAS_AUTOTUNE
 #include <random>
 
@@ -231,49 +232,6 @@ std::int64_t load_bucket(std::int64_t rows, std::int64_t experts) {
   return b;
 }
 
-// A cached experts plan and, with autotune, the variant it runs and where it came from.
-struct ExpertsPlan : ops::Plan {
-#if RUDNN_HAS_AUTOTUNE
-  std::shared_ptr<const autotune::Choice> choice;
-#endif
-};
-
-// The cold path of the experts: lower (asking autotune for the tile unless it is off), build.
-Result<std::shared_ptr<const ExpertsPlan>, MoeError> make_experts_plan(const compiler::ExpertsRequest& base,
-                                                                      const Device& device,
-                                                                      [[maybe_unused]] bool ask_autotune) {
-  compiler::ExpertsRequest request = base;
-#if RUDNN_HAS_AUTOTUNE
-  std::optional<autotune::AutotuneProvider> provider;
-  if (ask_autotune) {
-    provider.emplace(device, autotune::mode());
-    request.provider = &*provider;
-  }
-#endif
-  auto lowered = compiler::lower_experts(request, ops::target_for(device));
-  if (!lowered.ok()) return MoeError::from(lowered.error());
-  auto built = ops::build_plan(device, lowered.value());
-  if (!built.ok()) return MoeError::from(built.error());
-  auto plan = std::make_shared<ExpertsPlan>();
-  static_cast<ops::Plan&>(*plan) = *built.value();
-  const auto& first = plan->kernels.front().launch;
-  std::string source = "heuristic", key;
-#if RUDNN_HAS_AUTOTUNE
-  auto choice = std::make_shared<autotune::Choice>();
-  choice->op = plan->op_name;
-  choice->kernel = first.entry;
-  choice->config = first.config.to_string();
-  if (provider && provider->answer()) choice->source = autotune::to_source(provider->answer()->source);
-  if (provider && provider->key()) choice->key = provider->key()->to_string();
-  source = autotune::source_name(choice->source);
-  key = choice->key;
-  plan->choice = std::move(choice);
-#endif
-  runtime::log_info("plan {} on {}: {} ({}; {})", key.empty() ? plan->op_name : key, device.to_string(), first.entry,
-                    first.config.to_string(), source);
-  return std::shared_ptr<const ExpertsPlan>(std::move(plan));
-}
-
 }  // namespace
 
 Result<SwiGluExperts, MoeError> SwiGluExperts::create(Tensor gate, Tensor up, Tensor down) {
@@ -325,15 +283,15 @@ Result<Tensor, MoeError> SwiGluExperts::forward_dispatched_with_strategy(const D
   auto& cache = ops::PlanCache::instance();
   std::shared_ptr<const ops::Plan> plan = cache.find(key);
   if (!plan) {
-    compiler::ExpertsRequest request{sig, resolved, std::nullopt, bucket};
-    auto made = make_experts_plan(request, device, mode_word != 0);
-    if (!made.ok()) return made.error();
+    auto made = ops::make_tuned_plan(device, mode_word != 0, [&](compiler::ConfigProvider* provider) {
+      return compiler::lower_experts(compiler::ExpertsRequest{sig, resolved, std::nullopt, bucket, provider},
+                                     ops::target_for(device));
+    });
+    if (!made.ok()) return MoeError::from(made.error());
     plan = made.value();
     cache.insert(key, plan);
   }
-#if RUDNN_HAS_AUTOTUNE
-  autotune::note_choice(static_cast<const ExpertsPlan&>(*plan).choice);
-#endif
+  ops::note_choice(*plan);
   auto out = output({n, hidden()}, dtype(), rows.queue());
   if (!out.ok()) return out.error();
   if (auto s = launch(*plan, rows.queue(), {&rows, &dispatched.expert_offsets(), &gate_, &up_, &down_, &*out});

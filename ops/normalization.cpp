@@ -13,6 +13,7 @@
 #include "contracts/normalization.h"
 #include "log.h"
 #include "plan_cache.h"
+#include "tuned_plan.h"
 #if RUDNN_HAS_AUTOTUNE
 #include "rudnn/autotune.h"
 #include "rudnn/autotune/provider.h"
@@ -37,14 +38,6 @@ std::optional<NormalizationError> check_layout(const Tensor& t, const char* name
 }
 
 bool aligned16(const Tensor& t) { return (reinterpret_cast<std::uintptr_t>(t.data()) & 15u) == 0; }
-
-// A cached normalization plan and, with autotune, the variant it runs and where that came from.
-// Every plan this file inserts into the plan cache under its keys (word 0: the NormKind) is one.
-struct NormPlan : ops::Plan {
-#if RUDNN_HAS_AUTOTUNE
-  std::shared_ptr<const autotune::Choice> choice;
-#endif
-};
 
 // The operand slots as the lowering numbers them: input, [gamma, [beta]], output.
 std::size_t operand_views(NormKind kind, const Tensor& input, const Tensor* gamma, const Tensor* beta,
@@ -72,40 +65,17 @@ std::pair<std::int64_t, std::int64_t> strategy_words(const Shape& shape, bool al
 }
 #endif
 
-// The cold path: lower (asking autotune unless it is off), build, and describe the choice.
-Result<std::shared_ptr<const NormPlan>, NormalizationError> make_plan(const contracts::NormSignature& sig,
-                                                                     const Device& device, bool aligned,
-                                                                     [[maybe_unused]] bool ask_autotune) {
-  compiler::NormRequest request{sig, aligned, std::nullopt};
-#if RUDNN_HAS_AUTOTUNE
-  std::optional<autotune::AutotuneProvider> provider;
-  if (ask_autotune) {
-    provider.emplace(device, autotune::mode());
-    request.provider = &*provider;
-  }
-#endif
-  auto lowered = compiler::lower_normalization(request, ops::target_for(device));
-  if (!lowered.ok()) return NormalizationError::from(lowered.error());
-  auto built = ops::build_plan(device, lowered.value());
-  if (!built.ok()) return NormalizationError::from(built.error());
-  auto plan = std::make_shared<NormPlan>();
-  static_cast<ops::Plan&>(*plan) = *built.value();
-  const auto& first = plan->kernels.front().launch;
-  std::string source = "heuristic", key;
-#if RUDNN_HAS_AUTOTUNE
-  auto choice = std::make_shared<autotune::Choice>();
-  choice->op = plan->op_name;
-  choice->kernel = first.entry;
-  choice->config = first.config.to_string();
-  if (provider && provider->answer()) choice->source = autotune::to_source(provider->answer()->source);
-  if (provider && provider->key()) choice->key = provider->key()->to_string();
-  source = autotune::source_name(choice->source);
-  key = choice->key;
-  plan->choice = std::move(choice);
-#endif
-  runtime::log_info("plan {} on {}: {} ({}; {})", key.empty() ? plan->op_name : key, device.to_string(), first.entry,
-                    first.config.to_string(), source);
-  return std::shared_ptr<const NormPlan>(std::move(plan));
+// The cold path: lower (asking autotune unless it is off) and build (ops/tuned_plan.h).
+Result<std::shared_ptr<const ops::TunedPlan>, NormalizationError> make_plan(const contracts::NormSignature& sig,
+                                                                           const Device& device, bool aligned,
+                                                                           bool ask_autotune) {
+  auto made = ops::make_tuned_plan(device, ask_autotune, [&](compiler::ConfigProvider* provider) {
+    compiler::NormRequest request{sig, aligned, std::nullopt};
+    request.provider = provider;
+    return compiler::lower_normalization(request, ops::target_for(device));
+  });
+  if (!made.ok()) return NormalizationError::from(made.error());
+  return made.value();
 }
 
 Result<Tensor, NormalizationError> run(NormKind kind, const Tensor& input, const Tensor* gamma, const Tensor* beta,
@@ -145,9 +115,7 @@ Result<Tensor, NormalizationError> run(NormKind kind, const Tensor& input, const
     plan = made.value();
     cache.insert(key, plan);
   }
-#if RUDNN_HAS_AUTOTUNE
-  autotune::note_choice(static_cast<const NormPlan&>(*plan).choice);
-#endif
+  ops::note_choice(*plan);
 
   auto output = Tensor::empty(input.shape(), input.dtype(), input.queue());
   if (!output.ok()) return NormalizationError::from(output.error());

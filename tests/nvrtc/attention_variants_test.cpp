@@ -7,10 +7,10 @@
 #include <cstdio>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "backends/nvrtc/nvrtc_backend.h"
+#include "variant_check.h"
 
 #if RUDNN_TEST_USE_COMPILER
 #include "rudnn/compiler/pipeline.h"
@@ -22,9 +22,7 @@ using rudnn::contracts::AttentionStrategy;
 
 namespace {
 
-struct Variant {
-  std::string entry, source;
-};
+using Variant = rudnn::testing::KernelVariant;
 
 std::vector<Variant> attention_variants() {
   std::vector<Variant> out;
@@ -66,36 +64,7 @@ TEST(AttentionVariants, EveryRegisteredConfigLowers) {
 
 TEST(AttentionVariants, CompileForSm80AndSm90aWithoutSpills) {
   if (!nv::available()) GTEST_SKIP() << "SKIP: NVRTC is not installed here";
-  const auto variants = attention_variants();
-  struct Row {
-    std::string entry, arch, error;
-    nv::PtxasReport report;
-  };
-  std::vector<Row> rows(variants.size() * 2);
-  auto work = [&](std::size_t first) {
-    for (std::size_t i = first; i < rows.size(); i += 2) {
-      const Variant& v = variants[i / 2];
-      const char* arch = i % 2 ? "sm_90a" : "sm_80";
-      rows[i].entry = v.entry;
-      rows[i].arch = arch;
-      auto k = nv::compile(v.source, v.entry, arch);
-      if (!k.ok()) rows[i].error = k.error().message();
-      else rows[i].report = k->report;
-    }
-  };
-  std::thread a(work, 0), b(work, 1);
-  a.join();
-  b.join();
-  for (const Row& r : rows) {
-    SCOPED_TRACE(r.entry + " " + r.arch);
-    ASSERT_TRUE(r.error.empty()) << r.error;
-    ASSERT_TRUE(r.report.found);
-    EXPECT_EQ(r.report.spill_stores_bytes, 0);
-    EXPECT_EQ(r.report.spill_loads_bytes, 0);
-    EXPECT_EQ(r.report.stack_bytes, 0);
-    EXPECT_EQ(r.report.shared_bytes, 0);
-    std::printf("%-64s %-7s registers %3d\n", r.entry.c_str(), r.arch.c_str(), r.report.registers);
-  }
+  rudnn::testing::expect_spill_free_on_sm80_and_sm90a(attention_variants());
 }
 
 }  // namespace
