@@ -12,7 +12,7 @@ T="--iters 1 --runs 1"
 
 "$BENCH" --help > "$WORK/help.txt"; rc=$?
 check "--help exits 0" "[ $rc -eq 0 ]"
-check "--help names every benchmark" "grep -q '^  norm' $WORK/help.txt && grep -q '^  moe' $WORK/help.txt && grep -q '^  gated-delta' $WORK/help.txt"
+check "--help names every benchmark" "grep -q '^  norm' $WORK/help.txt && grep -q '^  moe' $WORK/help.txt && grep -q '^  gated-delta' $WORK/help.txt && grep -q '^  attention' $WORK/help.txt"
 "$BENCH" > /dev/null 2>&1; rc=$?
 check "no benchmark exits non-zero" "[ $rc -ne 0 ]"
 "$BENCH" moe --help > "$WORK/moe-help.txt"; rc=$?
@@ -41,6 +41,18 @@ check "gated-delta CSV header" "[ \"\$(head -1 $WORK/gd.csv)\" = 'mode,batch,hea
 check "gated-delta: prefill row with its chunk" "grep -Eq '^prefill,1,2,20,16,8,16,bf16,host,[0-9.]+,[0-9]+,[0-9.]+\$' $WORK/gd.csv"
 check "gated-delta: decode row, T = 1, no chunk" "grep -Eq '^decode,3,2,1,16,8,,bf16,host,' $WORK/gd.csv"
 
+# Attention at a tiny shape: B = 64 / 32 = 2, GQA 2, causal and not; f32 skips flash_mma with a note.
+"$BENCH" attention --tokens 64 --seq 32 --q-heads 4 --kv-heads 2 --head-dim 64 --causal 0 --causal 1 $T \
+  > "$WORK/attn.csv" 2> "$WORK/attn.err"; rc=$?
+check "attention runs" "[ $rc -eq 0 ]"
+check "attention CSV header" "[ \"\$(head -1 $WORK/attn.csv)\" = 'strategy,batch,q_heads,kv_heads,seq,head_dim,causal,dtype,device,median_us,tflops' ]"
+check "attention: 8 rows (4 strategies × causal 0/1)" "[ \$(tail -n +2 $WORK/attn.csv | wc -l) -eq 8 ]"
+check "attention: flash_mma non-causal with tflops" "grep -Eq '^flash_mma,2,4,2,32,64,0,bf16,host,[0-9.]+,[0-9.]+\$' $WORK/attn.csv"
+check "attention: every strategy, causal" "(for s in flash_mma flash_unit fallback autotune; do grep -Eq \"^\$s,2,4,2,32,64,1,bf16,host,\" $WORK/attn.csv || exit 1; done)"
+"$BENCH" attention --tokens 8 --seq 8 --q-heads 2 --kv-heads 1 --head-dim 64 --causal 1 --dtype f32 \
+  --strategies flash_mma,flash_unit $T > "$WORK/attn32.csv" 2> "$WORK/attn32.err"; rc=$?
+check "attention f32: flash_mma skipped with a note, flash_unit measured" "[ $rc -eq 0 ] && grep -q 'flash_mma skipped' $WORK/attn32.err && [ \$(grep -c '^flash_unit,1,2,1,8,64,1,f32,host,' $WORK/attn32.csv) -eq 1 ] && ! grep -q '^flash_mma' $WORK/attn32.csv"
+
 bad() {  # $1: what, rest: arguments that must be rejected with an error line and no CSV
   local what=$1; shift
   "$BENCH" "$@" > "$WORK/bad.out" 2> "$WORK/bad.err"; local rc=$?
@@ -58,6 +70,10 @@ bad "an unknown mode" gated-delta --modes prefill,nope
 bad "a bad dtype" gated-delta --dtype i8
 bad "a bad device" moe --device tpu:0
 bad "a bad --shape" norm --shape 4xq
+bad "a bad --causal" attention --causal 2
+bad "an unknown attention strategy" attention --strategies flash_mma,wgmma
+bad "--tokens not a multiple of --seq" attention --tokens 100 --seq 64
+bad "--kv-heads not dividing --q-heads" attention --q-heads 32 --kv-heads 5
 
 echo "$fails failed"
 [ $fails -eq 0 ]

@@ -17,6 +17,8 @@ benchmarks (warm plans; median of runs, each run = --iters calls between two que
                 CSV: step,tokens,experts,hidden,inter,top_k,dtype,strategy,device,median_us,tflops
   gated-delta   chunk_gated_delta_rule prefill and gated_delta_rule decode
                 CSV: mode,batch,heads,seq,key_dim,value_dim,chunk,dtype,device,median_us,tokens_per_s,gb_per_s
+  attention     attention per strategy (flash_mma, flash_unit, fallback, autotune)
+                CSV: strategy,batch,q_heads,kv_heads,seq,head_dim,causal,dtype,device,median_us,tflops
 
 `rudnn-bench <benchmark> --help` lists a benchmark's options.
 
@@ -36,5 +38,6 @@ int main(int argc, char** argv) {
   if (what == "norm") return run_norm(argc, argv);
   if (what == "moe") return run_moe(argc, argv);
   if (what == "gated-delta") return run_gated_delta(argc, argv);
-  return fail("unknown benchmark " + what + " (norm, moe, gated-delta)");
+  if (what == "attention") return run_attention(argc, argv);
+  return fail("unknown benchmark " + what + " (norm, moe, gated-delta, attention)");
 }
