@@ -152,7 +152,7 @@ namespace {
 // How autotune builds and times an attention candidate: the key's heads, dims, flags and the
 // buckets' sizes (B, Tq, Tk), random q/k/v (and a mask excluding ~10 % of keys, a bias), plans from
 // the same build_plan as real calls.
-class AttentionTuningProblem final : public autotune::TuningProblem {
+class AttentionTuningProblem final : public ops::PlanTuningProblem {
  public:
   static Result<std::unique_ptr<autotune::TuningProblem>, RuntimeError> make(const Device& device,
                                                                             const autotune::TuningKey& key) {
@@ -179,19 +179,8 @@ class AttentionTuningProblem final : public autotune::TuningProblem {
         device, queue.value(), sig, static_cast<contracts::AttentionStrategy>(s[7])));
   }
 
-  const Device& device() const override { return device_; }
-  const Queue& queue() const override { return queue_; }
-  compiler::Target target() const override { return ops::target_for(device_); }
-
   Result<compiler::LoweredOp, RuntimeError> lower(const compiler::KernelConfig& config) const override {
     return compiler::lower_attention(compiler::AttentionRequest{sig_, strategy_, config, nullptr}, target());
-  }
-
-  Result<std::unique_ptr<autotune::TimedCandidate>, RuntimeError> prepare(const compiler::KernelConfig& config,
-                                                                          const compiler::LoweredOp& lowered) override {
-    auto plan = ops::build_plan(device_, lowered);
-    if (!plan.ok()) return plan.error();
-    return std::unique_ptr<autotune::TimedCandidate>(new Candidate(*this, plan.value(), config.to_string()));
   }
 
   std::size_t input_bytes() const override {
@@ -239,28 +228,15 @@ class AttentionTuningProblem final : public autotune::TuningProblem {
   struct Set {
     std::optional<Tensor> q, k, v;
   };
-  class Candidate final : public autotune::TimedCandidate {
-   public:
-    Candidate(AttentionTuningProblem& p, std::shared_ptr<const ops::Plan> plan, std::string name)
-        : p_(p), plan_(std::move(plan)), name_(std::move(name)) {}
-    const std::string& name() const override { return name_; }
-    Status<RuntimeError> launch(int input_set) override {
-      const Set& s = p_.sets_[static_cast<std::size_t>(input_set)];
-      return attention::launch(*plan_, p_.queue_, *s.q, *s.k, *s.v, p_.mask_ ? &*p_.mask_ : nullptr,
-                               p_.bias_ ? &*p_.bias_ : nullptr, *p_.out_);
-    }
+  Status<RuntimeError> launch_plan(const ops::Plan& plan, int input_set) override {
+    const Set& s = sets_[static_cast<std::size_t>(input_set)];
+    return attention::launch(plan, queue_, *s.q, *s.k, *s.v, mask_ ? &*mask_ : nullptr, bias_ ? &*bias_ : nullptr, *out_);
+  }
 
-   private:
-    AttentionTuningProblem& p_;
-    std::shared_ptr<const ops::Plan> plan_;
-    std::string name_;
-  };
+  AttentionTuningProblem(Device device, Queue queue, contracts::AttentionSignature sig,
+                         contracts::AttentionStrategy strategy)
+      : PlanTuningProblem(std::move(device), std::move(queue)), sig_(std::move(sig)), strategy_(strategy) {}
 
-  AttentionTuningProblem(Device device, Queue queue, contracts::AttentionSignature sig, contracts::AttentionStrategy strategy)
-      : device_(std::move(device)), queue_(std::move(queue)), sig_(std::move(sig)), strategy_(strategy) {}
-
-  Device device_;
-  Queue queue_;
   contracts::AttentionSignature sig_;
   contracts::AttentionStrategy strategy_;
   std::vector<Set> sets_;

@@ -384,7 +384,7 @@ namespace {
 // uniform load of `bucket` rows per expert (the largest the bucket serves), random rows in `sets`
 // copies and one set of random weights (they dominate the bytes), plans from the same build_plan
 // as real calls.
-class ExpertsTuningProblem final : public autotune::TuningProblem {
+class ExpertsTuningProblem final : public ops::PlanTuningProblem {
  public:
   static Result<std::unique_ptr<autotune::TuningProblem>, RuntimeError> make(const Device& device,
                                                                             const autotune::TuningKey& key) {
@@ -407,20 +407,9 @@ class ExpertsTuningProblem final : public autotune::TuningProblem {
         new ExpertsTuningProblem(device, queue.value(), sig, key.static_dims[3] != 0, key.buckets[0]));
   }
 
-  const Device& device() const override { return device_; }
-  const Queue& queue() const override { return queue_; }
-  compiler::Target target() const override { return ops::target_for(device_); }
-
   Result<compiler::LoweredOp, RuntimeError> lower(const compiler::KernelConfig& config) const override {
     const auto strategy = tensor_core_ ? contracts::ExpertsStrategy::TensorCore : contracts::ExpertsStrategy::Scalar;
     return compiler::lower_experts(compiler::ExpertsRequest{sig_, strategy, config, per_expert_}, target());
-  }
-
-  Result<std::unique_ptr<autotune::TimedCandidate>, RuntimeError> prepare(const compiler::KernelConfig& config,
-                                                                          const compiler::LoweredOp& lowered) override {
-    auto plan = ops::build_plan(device_, lowered);
-    if (!plan.ok()) return plan.error();
-    return std::unique_ptr<autotune::TimedCandidate>(new Candidate(*this, plan.value(), config.to_string()));
   }
 
   std::size_t input_bytes() const override {
@@ -462,38 +451,23 @@ class ExpertsTuningProblem final : public autotune::TuningProblem {
   }
 
  private:
-  class Candidate final : public autotune::TimedCandidate {
-   public:
-    Candidate(ExpertsTuningProblem& p, std::shared_ptr<const ops::Plan> plan, std::string name)
-        : p_(p), plan_(std::move(plan)), name_(std::move(name)) {}
-    const std::string& name() const override { return name_; }
-    // The expert kernels write only their output (and a call-scoped temporary).
-    Status<RuntimeError> launch(int input_set) override {
-      const Tensor& rows = p_.rows_[static_cast<std::size_t>(input_set)];
-      std::array<ops::OperandView, 6> views{};
-      std::size_t n = 0;
-      const Tensor* all[] = {&rows, &*p_.offsets_, &*p_.gate_, &*p_.up_, &*p_.down_, &*p_.output_};
-      for (const Tensor* t : all)
-        views[n++] = {t->data(), &t->shape()};
-      return ops::run_plan(*plan_, p_.queue_, std::span(views.data(), n));
-    }
-
-   private:
-    ExpertsTuningProblem& p_;
-    std::shared_ptr<const ops::Plan> plan_;
-    std::string name_;
-  };
+  // The expert kernels write only their output (and a call-scoped temporary).
+  Status<RuntimeError> launch_plan(const ops::Plan& plan, int input_set) override {
+    const Tensor& rows = rows_[static_cast<std::size_t>(input_set)];
+    std::array<ops::OperandView, 6> views{};
+    std::size_t n = 0;
+    const Tensor* all[] = {&rows, &*offsets_, &*gate_, &*up_, &*down_, &*output_};
+    for (const Tensor* t : all) views[n++] = {t->data(), &t->shape()};
+    return ops::run_plan(plan, queue_, std::span(views.data(), n));
+  }
 
   ExpertsTuningProblem(Device device, Queue queue, contracts::ExpertsSignature sig, bool tensor_core,
                        std::int64_t per_expert)
-      : device_(std::move(device)),
-        queue_(std::move(queue)),
+      : PlanTuningProblem(std::move(device), std::move(queue)),
         sig_(std::move(sig)),
         tensor_core_(tensor_core),
         per_expert_(per_expert) {}
 
-  Device device_;
-  Queue queue_;
   contracts::ExpertsSignature sig_;
   bool tensor_core_;
   std::int64_t per_expert_;

@@ -149,7 +149,7 @@ namespace {
 // How autotune builds and launches a normalization candidate: the key's signature with
 // rows = the bucket (the largest size the bucket serves), random inputs in `sets` copies,
 // plans from the same build_plan as real calls (so tuned kernels land in the disk cache).
-class NormTuningProblem final : public autotune::TuningProblem {
+class NormTuningProblem final : public ops::PlanTuningProblem {
  public:
   static Result<std::unique_ptr<autotune::TuningProblem>, RuntimeError> make(const Device& device,
                                                                             const autotune::TuningKey& key) {
@@ -177,19 +177,8 @@ class NormTuningProblem final : public autotune::TuningProblem {
     return std::unique_ptr<autotune::TuningProblem>(new NormTuningProblem(device, queue.value(), sig));
   }
 
-  const Device& device() const override { return device_; }
-  const Queue& queue() const override { return queue_; }
-  compiler::Target target() const override { return ops::target_for(device_); }
-
   Result<compiler::LoweredOp, RuntimeError> lower(const compiler::KernelConfig& config) const override {
     return compiler::lower_normalization(compiler::NormRequest{sig_, true, config}, target());
-  }
-
-  Result<std::unique_ptr<autotune::TimedCandidate>, RuntimeError> prepare(const compiler::KernelConfig& config,
-                                                                          const compiler::LoweredOp& lowered) override {
-    auto plan = ops::build_plan(device_, lowered);
-    if (!plan.ok()) return plan.error();
-    return std::unique_ptr<autotune::TimedCandidate>(new Candidate(*this, plan.value(), config.to_string()));
   }
 
   std::size_t input_bytes() const override {
@@ -231,32 +220,19 @@ class NormTuningProblem final : public autotune::TuningProblem {
     std::optional<Tensor> input, gamma, beta;
   };
 
-  class Candidate final : public autotune::TimedCandidate {
-   public:
-    Candidate(NormTuningProblem& p, std::shared_ptr<const ops::Plan> plan, std::string name)
-        : p_(p), plan_(std::move(plan)), name_(std::move(name)) {}
-    const std::string& name() const override { return name_; }
-    // Normalization kernels write only their output, never an input: nothing to restore
-    // between launches (TimedCandidate::restore_outputs stays the default no-op).
-    Status<RuntimeError> launch(int input_set) override {
-      const InputSet& set = p_.sets_[static_cast<std::size_t>(input_set)];
-      std::array<ops::OperandView, 4> views{};
-      const std::size_t n = operand_views(p_.sig_.kind, *set.input, set.gamma ? &*set.gamma : nullptr,
-                                          set.beta ? &*set.beta : nullptr, *p_.output_, views);
-      return ops::run_plan(*plan_, p_.queue_, std::span(views.data(), n));
-    }
-
-   private:
-    NormTuningProblem& p_;
-    std::shared_ptr<const ops::Plan> plan_;
-    std::string name_;
-  };
+  // Normalization kernels write only their output, never an input: nothing to restore between
+  // launches (TimedCandidate::restore_outputs stays the default no-op).
+  Status<RuntimeError> launch_plan(const ops::Plan& plan, int input_set) override {
+    const InputSet& set = sets_[static_cast<std::size_t>(input_set)];
+    std::array<ops::OperandView, 4> views{};
+    const std::size_t n = operand_views(sig_.kind, *set.input, set.gamma ? &*set.gamma : nullptr,
+                                        set.beta ? &*set.beta : nullptr, *output_, views);
+    return ops::run_plan(plan, queue_, std::span(views.data(), n));
+  }
 
   NormTuningProblem(Device device, Queue queue, contracts::NormSignature sig)
-      : device_(std::move(device)), queue_(std::move(queue)), sig_(std::move(sig)) {}
+      : PlanTuningProblem(std::move(device), std::move(queue)), sig_(std::move(sig)) {}
 
-  Device device_;
-  Queue queue_;
   contracts::NormSignature sig_;
   std::vector<InputSet> sets_;
   std::optional<Tensor> output_;

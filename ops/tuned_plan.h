@@ -9,6 +9,7 @@
 #if RUDNN_HAS_AUTOTUNE
 #include "rudnn/autotune.h"
 #include "rudnn/autotune/provider.h"
+#include "rudnn/autotune/tuner.h"
 #endif
 
 namespace rudnn::ops {
@@ -62,5 +63,47 @@ inline void note_choice([[maybe_unused]] const Plan& plan) {
   autotune::note_choice(static_cast<const TunedPlan&>(plan).choice);
 #endif
 }
+
+#if RUDNN_HAS_AUTOTUNE
+// What every family's autotune problem shares: its device, the queue candidates are timed on, and
+// candidates built by the same build_plan as real calls (so tuned kernels land in the disk cache)
+// and launched through the family's launch_plan. A family adds make(), lower(), its inputs, and
+// launch_plan. Kernels that write only their outputs need nothing restored between launches.
+class PlanTuningProblem : public autotune::TuningProblem {
+ public:
+  const Device& device() const override { return device_; }
+  const Queue& queue() const override { return queue_; }
+  compiler::Target target() const override { return target_for(device_); }
+
+  Result<std::unique_ptr<autotune::TimedCandidate>, RuntimeError> prepare(const compiler::KernelConfig& config,
+                                                                          const compiler::LoweredOp& lowered) override {
+    auto plan = build_plan(device_, lowered);
+    if (!plan.ok()) return plan.error();
+    return std::unique_ptr<autotune::TimedCandidate>(new Candidate(*this, plan.value(), config.to_string()));
+  }
+
+ protected:
+  PlanTuningProblem(Device device, Queue queue) : device_(std::move(device)), queue_(std::move(queue)) {}
+  // Queues `plan`'s kernels on queue() reading input copy `input_set`.
+  virtual Status<RuntimeError> launch_plan(const Plan& plan, int input_set) = 0;
+
+  Device device_;
+  Queue queue_;
+
+ private:
+  class Candidate final : public autotune::TimedCandidate {
+   public:
+    Candidate(PlanTuningProblem& p, std::shared_ptr<const Plan> plan, std::string name)
+        : p_(p), plan_(std::move(plan)), name_(std::move(name)) {}
+    const std::string& name() const override { return name_; }
+    Status<RuntimeError> launch(int input_set) override { return p_.launch_plan(*plan_, input_set); }
+
+   private:
+    PlanTuningProblem& p_;
+    std::shared_ptr<const Plan> plan_;
+    std::string name_;
+  };
+};
+#endif
 
 }  // namespace rudnn::ops

@@ -121,4 +121,37 @@ RUDNN_DEVICE void store_vec(T* p, const Vec<T, N>& v) {
   }
 }
 
+// FP32 staging in shared memory (the plain-core tile kernels): 16- and 8-byte float vectors, and
+// N consecutive floats loaded into registers as the widest aligned vectors N allows.
+struct alignas(16) RUDNN_VECTOR_MAY_ALIAS_STRUCT Floats4 {
+  float v[4];
+};
+struct alignas(8) RUDNN_VECTOR_MAY_ALIAS_STRUCT Floats2 {
+  float v[2];
+};
+
+RUDNN_DEVICE Floats4 load_floats4(const float* p) { return *reinterpret_cast<const Floats4*>(p); }
+
+template <int N>
+RUDNN_DEVICE void load_floats(float (&dst)[N], const float* src) {
+  if constexpr (N % 4 == 0) {
+    RUDNN_UNROLL
+    for (int c = 0; c < N / 4; ++c) {
+      const Floats4 q = reinterpret_cast<const Floats4*>(src)[c];
+      RUDNN_UNROLL
+      for (int i = 0; i < 4; ++i) dst[4 * c + i] = q.v[i];
+    }
+  } else if constexpr (N % 2 == 0) {
+    RUDNN_UNROLL
+    for (int c = 0; c < N / 2; ++c) {
+      const Floats2 q = reinterpret_cast<const Floats2*>(src)[c];
+      dst[2 * c] = q.v[0];
+      dst[2 * c + 1] = q.v[1];
+    }
+  } else {
+    RUDNN_UNROLL
+    for (int i = 0; i < N; ++i) dst[i] = src[i];
+  }
+}
+
 }  // namespace rudnn

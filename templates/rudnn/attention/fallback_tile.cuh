@@ -8,7 +8,7 @@
 // 16-byte alignment of the fragment reads and breaks the bank pattern of the transposing stores.
 // Thread (ty, tx) owns the kTM × kTN register tile of rows ty·kTM + i, columns tx·kTN + j.
 #include "rudnn/numeric.cuh"
-#include "rudnn/vector.cuh"  // RUDNN_VECTOR_MAY_ALIAS_STRUCT
+#include "rudnn/vector.cuh"  // load_floats
 
 namespace rudnn::attention {
 
@@ -30,40 +30,6 @@ struct FallbackTilePolicy {
   // Dynamic shared memory of every kernel built on this tile (bytes).
   static constexpr int kSharedBytes = (kStrideA + kStrideB) * kBlockK * 4;
 };
-
-namespace fallback_detail {
-
-struct alignas(16) RUDNN_VECTOR_MAY_ALIAS_STRUCT Floats4 {
-  float v[4];
-};
-struct alignas(8) RUDNN_VECTOR_MAY_ALIAS_STRUCT Floats2 {
-  float v[2];
-};
-
-// N consecutive floats of shared memory, as the widest aligned vectors N allows.
-template <int N>
-RUDNN_DEVICE void load_floats(float (&dst)[N], const float* src) {
-  if constexpr (N % 4 == 0) {
-    RUDNN_UNROLL
-    for (int c = 0; c < N / 4; ++c) {
-      const Floats4 q = reinterpret_cast<const Floats4*>(src)[c];
-      RUDNN_UNROLL
-      for (int i = 0; i < 4; ++i) dst[4 * c + i] = q.v[i];
-    }
-  } else if constexpr (N % 2 == 0) {
-    RUDNN_UNROLL
-    for (int c = 0; c < N / 2; ++c) {
-      const Floats2 q = reinterpret_cast<const Floats2*>(src)[c];
-      dst[2 * c] = q.v[0];
-      dst[2 * c + 1] = q.v[1];
-    }
-  } else {
-    RUDNN_UNROLL
-    for (int i = 0; i < N; ++i) dst[i] = src[i];
-  }
-}
-
-}  // namespace fallback_detail
 
 // Stages rows [0, kRows) × k ∈ [k0, k0 + kBK) of a source into dst[k·kStride + row] as FP32.
 // load(row, k) returns the element (0 past the source's ends). kKContiguous says which index is
@@ -87,8 +53,8 @@ RUDNN_DEVICE void multiply_slice(float (&acc)[P::kTM][P::kTN], const float* a, c
   for (int k = 0; k < P::kBK; ++k) {
     float af[P::kTM];
     float bf[P::kTN];
-    fallback_detail::load_floats(af, a + k * P::kStrideA + ty * P::kTM);
-    fallback_detail::load_floats(bf, b + k * P::kStrideB + tx * P::kTN);
+    load_floats(af, a + k * P::kStrideA + ty * P::kTM);
+    load_floats(bf, b + k * P::kStrideB + tx * P::kTN);
     RUDNN_UNROLL
     for (int i = 0; i < P::kTM; ++i)
       RUDNN_UNROLL

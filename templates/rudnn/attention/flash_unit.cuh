@@ -66,12 +66,6 @@ using FlashUnitLarge = FlashUnitPolicy<16, 32, 16, 256>;
 
 namespace flash_unit_detail {
 
-struct alignas(16) RUDNN_VECTOR_MAY_ALIAS_STRUCT Floats4 {
-  float v[4];
-};
-
-RUDNN_DEVICE Floats4 load4(const float* p) { return *reinterpret_cast<const Floats4*>(p); }
-
 // Stages `count` rows of `len` elements (global row stride `len`) into FP32 rows of `stride`
 // floats, zero-filling columns [len, padded) and whole rows [count, kRows). One warp per row at a
 // time, lanes along the row (coalesced).
@@ -126,7 +120,6 @@ RUDNN_DEVICE void flash_attention_unit(const T* q, const T* k, const T* v, const
                                        i64 batch, i64 q_heads, i64 kv_heads, i64 q_len, i64 kv_len, i64 head_dim,
                                        i64 value_dim, i64 mask_batch_stride, i64 mask_head_stride,
                                        i64 bias_batch_stride, i64 bias_head_stride, i64 causal, float scale) {
-  using flash_unit_detail::load4;
   // Columns past kMaxValueDim would have no accumulator: refuse rather than drop them.
   if (value_dim > P::kMaxDv) trap("flash_attention_unit: value_dim exceeds the policy's kMaxValueDim");
   const Problem pr(batch, q_heads, kv_heads, q_len, kv_len, head_dim, value_dim, mask_batch_stride,
@@ -184,10 +177,10 @@ RUDNN_DEVICE void flash_attention_unit(const T* q, const T* k, const T* v, const
       const float* qrow = sq + row * ds;
       RUDNN_ATTENTION_ROLLED
       for (i64 d = 0; d < d_padded; d += 4) {
-        const flash_unit_detail::Floats4 qv = load4(qrow + d);
+        const Floats4 qv = load_floats4(qrow + d);
         RUDNN_UNROLL
         for (int t = 0; t < P::kKeysPerThread; ++t) {
-          const flash_unit_detail::Floats4 kv = load4(sk + (sub + t * P::kTPR) * ds + d);
+          const Floats4 kv = load_floats4(sk + (sub + t * P::kTPR) * ds + d);
           s[t] += qv.v[0] * kv.v[0] + qv.v[1] * kv.v[1] + qv.v[2] * kv.v[2] + qv.v[3] * kv.v[3];
         }
       }
@@ -208,7 +201,7 @@ RUDNN_DEVICE void flash_attention_unit(const T* q, const T* k, const T* v, const
       __syncwarp(0xffffffffu);
       RUDNN_ATTENTION_ROLLED
       for (int j = 0; j < P::kBN; j += 4) {
-        const flash_unit_detail::Floats4 p4 = load4(prow + j);
+        const Floats4 p4 = load_floats4(prow + j);
         RUDNN_UNROLL
         for (int jj = 0; jj < 4; ++jj) {
           const float* vrow = sv + (j + jj) * Dv + sub;

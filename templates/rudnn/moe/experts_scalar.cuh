@@ -24,7 +24,7 @@
 // Parameters (launch order): gate_up: rows, offsets, gate, up, act, n_rows, experts, hidden, inter;
 //                            down:    act, offsets, down, out, n_rows, experts, inter, hidden.
 #include "rudnn/numeric.cuh"
-#include "rudnn/vector.cuh"  // RUDNN_VECTOR_MAY_ALIAS_STRUCT
+#include "rudnn/vector.cuh"  // load_floats
 
 namespace rudnn::moe {
 
@@ -116,36 +116,6 @@ RUDNN_DEVICE void stage_slice(float* dst, const T* src, i64 count, i64 K, i64 k0
   }
 }
 
-struct alignas(16) RUDNN_VECTOR_MAY_ALIAS_STRUCT Floats4 {
-  float v[4];
-};
-struct alignas(8) RUDNN_VECTOR_MAY_ALIAS_STRUCT Floats2 {
-  float v[2];
-};
-
-// N consecutive floats of shared memory into registers, as the widest aligned vectors N allows.
-template <int N>
-RUDNN_DEVICE void load_fragment(float (&dst)[N], const float* src) {
-  if constexpr (N % 4 == 0) {
-    RUDNN_UNROLL
-    for (int c = 0; c < N / 4; ++c) {
-      const Floats4 q = reinterpret_cast<const Floats4*>(src)[c];
-      RUDNN_UNROLL
-      for (int i = 0; i < 4; ++i) dst[4 * c + i] = q.v[i];
-    }
-  } else if constexpr (N % 2 == 0) {
-    RUDNN_UNROLL
-    for (int c = 0; c < N / 2; ++c) {
-      const Floats2 q = reinterpret_cast<const Floats2*>(src)[c];
-      dst[2 * c] = q.v[0];
-      dst[2 * c + 1] = q.v[1];
-    }
-  } else {
-    RUDNN_UNROLL
-    for (int i = 0; i < N; ++i) dst[i] = src[i];
-  }
-}
-
 // acc[m][i][j] += Σ_k A[row(i), k]·B_m[col(j), k] over one staged slice, for kMats B tiles that
 // share the A tile. Thread (ty, tx) owns rows ty·kTM + i and columns tx·kTN + j.
 template <class P, int kMats>
@@ -154,11 +124,11 @@ RUDNN_DEVICE void multiply_slice(float (&acc)[kMats][P::kTM][P::kTN], const floa
   RUDNN_UNROLL
   for (int k = 0; k < P::kBK; ++k) {
     float af[P::kTM];
-    load_fragment(af, a + k * P::kStrideA + ty * P::kTM);
+    load_floats(af, a + k * P::kStrideA + ty * P::kTM);
     RUDNN_UNROLL
     for (int m = 0; m < kMats; ++m) {
       float bf[P::kTN];
-      load_fragment(bf, b + (m * P::kBK + k) * P::kStrideB + tx * P::kTN);
+      load_floats(bf, b + (m * P::kBK + k) * P::kStrideB + tx * P::kTN);
       RUDNN_UNROLL
       for (int i = 0; i < P::kTM; ++i)
         RUDNN_UNROLL
