@@ -9,36 +9,16 @@
 #include <cstdlib>
 
 #include "../ops/op_test_util.h"
+#include "gpu_test_util.h"
 #include "reference/moe.h"
 #include "rudnn/moe.h"
 
 namespace rudnn {
 namespace {
 
-// Outputs are filled with 0xff bytes (NaN in every float dtype) before each launch, so an element a
-// kernel fails to write fails the L2 check. Set before main, i.e. before the library first reads it;
-// an explicit RUDNN_POISON_OUTPUTS wins.
-[[maybe_unused]] const bool kPoisonOutputs = setenv("RUDNN_POISON_OUTPUTS", "1", 0) == 0;
+using testing::host_values;
 
-std::vector<double> host_values(const Tensor& t) {
-  auto h = to_host(t);
-  EXPECT_TRUE(h.ok()) << h.error().message();
-  return h.ok() ? h->to_f64() : std::vector<double>{};
-}
-
-class MoeOnGpu : public ::testing::Test {
- protected:
-  void SetUp() override {
-    // RUDNN_GPU_TESTS_ON_HOST=1: the host emulation device instead (slow; checks the tests themselves
-    // on a machine without a GPU, e.g. with --gtest_filter='*Sanitized*').
-    if (const char* on_host = std::getenv("RUDNN_GPU_TESTS_ON_HOST"); on_host && std::string(on_host) == "1") return;
-    if (Device::cuda_device_count() == 0) GTEST_SKIP() << "SKIP: no CUDA device";
-    auto d = Device::cuda(0);
-    ASSERT_TRUE(d.ok()) << d.error().message();
-    device_ = d.value();
-  }
-  Device device_ = Device::host();
-};
+class MoeOnGpu : public testing::GpuTest {};
 
 struct Case {
   std::int64_t t, e, k, h, i;

@@ -31,11 +31,7 @@ struct Case {
   double logit_scale = 1.0;
 };
 
-std::vector<double> values_of(const Tensor& t) {
-  auto h = to_host(t);
-  EXPECT_TRUE(h.ok());
-  return h.ok() ? h->to_f64() : std::vector<double>{};
-}
+using testing::host_values;
 
 // Runs `c` with `strategy` (both schedules) and checks against the oracle; returns the output.
 std::vector<double> run_case(const Case& c, DType dtype, AttentionStrategy strategy, std::uint64_t seed) {
@@ -75,7 +71,7 @@ std::vector<double> run_case(const Case& c, DType dtype, AttentionStrategy strat
     EXPECT_TRUE(out.ok()) << out.error().message();
     if (!out.ok()) return {};
     EXPECT_EQ(out->shape(), (Shape{c.b, c.hq, c.tq, c.dv}));
-    got = values_of(*out);
+    got = host_values(*out);
     EXPECT_LE(testing::relative_l2(got, want), 2 * testing::tolerance(dtype));
     if (c.mask)  // the fully masked rows are exactly zero
       for (std::int64_t bh = 0; bh < c.b * c.hq; ++bh)

@@ -24,11 +24,7 @@ namespace {
 using runtime::host::Schedule;
 using testing::fresh_seed;
 
-std::vector<double> host_values(const Tensor& t) {
-  auto h = to_host(t);
-  EXPECT_TRUE(h.ok()) << h.error().message();
-  return h.ok() ? h->to_f64() : std::vector<double>{};
-}
+using testing::host_values;
 
 struct Problem {
   std::int64_t b, h, t, k, v;

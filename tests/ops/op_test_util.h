@@ -46,6 +46,13 @@ inline double relative_l2(const std::vector<double>& got, const std::vector<doub
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
+// The tensor's values as doubles (waits for its queue); empty, with a test failure, on error.
+inline std::vector<double> host_values(const Tensor& t) {
+  auto h = to_host(t);
+  EXPECT_TRUE(h.ok()) << h.error().message();
+  return h.ok() ? h->to_f64() : std::vector<double>{};
+}
+
 inline Tensor upload(const Shape& shape, DType dtype, const std::vector<double>& values, const Device& device) {
   auto t = Tensor::upload(HostData::from_f64(shape, dtype, values), device);
   EXPECT_TRUE(t.ok()) << t.error().message();
