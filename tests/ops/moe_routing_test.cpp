@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <limits>
+#include <set>
 
 #include "host/emulator.h"
 #include "jit.h"
@@ -30,24 +31,22 @@ std::vector<double> grid_logits(std::size_t n, std::mt19937_64& rng, double step
   return v;
 }
 
+// The weight dtype's smallest normal: the floor of the relative weight bound (reference::RoutingTolerance).
+double smallest_normal(DType dtype) { return dtype == DType::F16 ? 6.103515625e-05 : 1.1754943508222875e-38; }
+
+// Shapes and dtypes, then indices exact (the inputs have no near ties: grid logits or deep
+// underflow) and weights within the dtype's relative bound.
 void expect_routing(const moe::RoutingPlan& plan, const reference::Routing& want, DType dtype, std::int64_t t,
-                    std::int64_t k) {
+                    std::int64_t e, std::int64_t k) {
   EXPECT_EQ(plan.expert_indices().shape(), (Shape{t, k}));
   EXPECT_EQ(plan.expert_indices().dtype(), DType::U32);
   EXPECT_EQ(plan.weights().shape(), (Shape{t, k}));
   EXPECT_EQ(plan.weights().dtype(), dtype);
-  auto idx = to_host(plan.expert_indices())->to_f64();
-  auto w = to_host(plan.weights())->to_f64();
-  ASSERT_EQ(idx.size(), want.indices.size());
-  for (std::size_t i = 0; i < idx.size(); ++i) {
-    ASSERT_EQ(idx[i], static_cast<double>(want.indices[i])) << "slot " << i;
-    if (std::isnan(want.weights[i])) {
-      EXPECT_TRUE(std::isnan(w[i])) << "slot " << i;
-    } else {
-      EXPECT_NEAR(w[i], want.weights[i], testing::tolerance(dtype) * std::max(1.0, std::fabs(want.weights[i])))
-          << "slot " << i;
-    }
-  }
+  std::vector<std::uint32_t> idx;
+  for (double v : testing::host_values(plan.expert_indices())) idx.push_back(static_cast<std::uint32_t>(v));
+  EXPECT_EQ(reference::routing_mismatch(want, e, k, idx, testing::host_values(plan.weights()),
+                                        {testing::tolerance(dtype), smallest_normal(dtype)}),
+            "");
 }
 
 class MoeRouting : public ::testing::TestWithParam<DType> {
@@ -73,7 +72,7 @@ TEST_P(MoeRouting, SoftmaxTopKMatchesReference) {
         runtime::host::set_default_schedule({order, seed});
         auto plan = moe::route(tx, {s.k, renorm});
         ASSERT_TRUE(plan.ok()) << plan.error().message();
-        expect_routing(plan.value(), want, dtype, s.t, s.k);
+        expect_routing(plan.value(), want, dtype, s.t, s.e, s.k);
       }
     }
   }
@@ -93,8 +92,36 @@ TEST_P(MoeRouting, SoftmaxSpecialRows) {
   for (bool renorm : {true, false}) {
     auto plan = moe::route(tx, {4, renorm});
     ASSERT_TRUE(plan.ok()) << plan.error().message();
-    expect_routing(plan.value(), reference::route_softmax_topk(x, 5, 6, 4, renorm), dtype, 5, 4);
+    expect_routing(plan.value(), reference::route_softmax_topk(x, 5, 6, 4, renorm), dtype, 5, 6, 4);
   }
+}
+
+// Issue 10 item 12: the FP32 probabilities are ranked (SPEC §3), so probabilities that underflow
+// to 0 tie and go to the smaller index, whatever the order of their logits.
+TEST_P(MoeRouting, SoftmaxUnderflowTies) {
+  const DType dtype = GetParam();
+  const std::uint64_t seed = fresh_seed();
+  SCOPED_TRACE(fmt::format("seed={}", seed));
+  std::mt19937_64 rng(seed);
+  const std::int64_t e = 5, t = 24;
+  std::vector<double> x = {0, -150, -120, -300, -200};  // the issue's row, extended: → 0, 1, 2, 3
+  std::uniform_int_distribution<int> deep(110, 250), pos(0, e - 1);
+  for (std::int64_t r = 1; r < t; ++r) {
+    std::vector<double> row(static_cast<std::size_t>(e));
+    for (double& v : row) v = -deep(rng);
+    row[static_cast<std::size_t>(pos(rng))] = 0.5;
+    x.insert(x.end(), row.begin(), row.end());
+  }
+  Tensor tx = testing::upload({t, e}, dtype, x, Device::host());
+  for (bool renorm : {true, false})
+    for (std::int64_t k : {2, 4}) {
+      auto plan = moe::route(tx, {k, renorm});
+      ASSERT_TRUE(plan.ok()) << plan.error().message();
+      expect_routing(plan.value(), reference::route_softmax_topk(x, t, e, k, renorm), dtype, t, e, k);
+      const auto idx = testing::host_values(plan->expert_indices());
+      ASSERT_GE(idx.size(), 2u);
+      EXPECT_EQ(idx[1], 1.0) << "row [0, −150, −120, ...]: the underflowed probabilities tie";
+    }
 }
 
 TEST_P(MoeRouting, GroupedDeepSeekV3) {
@@ -116,25 +143,29 @@ TEST_P(MoeRouting, GroupedDeepSeekV3) {
     runtime::host::set_default_schedule({order, seed});
     auto plan = moe::route_sigmoid_grouped(tx, tb, o);
     ASSERT_TRUE(plan.ok()) << plan.error().message();
-    expect_routing(plan.value(), want, dtype, t, 8);
+    expect_routing(plan.value(), want, dtype, t, e, 8);
   }
   // Without bias, group max, no renormalize.
   moe::GroupRoutingOptions o2{6, 8, 3, false, false, 1.0f};
   auto plan = moe::route_sigmoid_grouped(tx, std::nullopt, o2);
   ASSERT_TRUE(plan.ok()) << plan.error().message();
-  expect_routing(plan.value(), reference::route_sigmoid_grouped(x, {}, t, e, 6, 8, 3, false, false, 1.0), dtype, t, 6);
+  expect_routing(plan.value(), reference::route_sigmoid_grouped(x, {}, t, e, 6, 8, 3, false, false, 1.0), dtype, t, e,
+                 6);
 }
 
 TEST_P(MoeRouting, GroupedEdges) {
   const DType dtype = GetParam();
-  std::mt19937_64 rng(3);
+  const std::uint64_t seed = fresh_seed();
+  SCOPED_TRACE(fmt::format("seed={}", seed));
+  std::mt19937_64 rng(seed);
   // E = 1; E = 1024 with 128 groups and top_k 64; T = 1.
   {
     std::vector<double> x = {0.5};
     auto plan = moe::route_sigmoid_grouped(testing::upload({1, 1}, dtype, x, Device::host()), std::nullopt,
                                            {1, 1, 1, false, true, 1.0f});
     ASSERT_TRUE(plan.ok()) << plan.error().message();
-    expect_routing(plan.value(), reference::route_sigmoid_grouped(x, {}, 1, 1, 1, 1, 1, false, true, 1.0), dtype, 1, 1);
+    expect_routing(plan.value(), reference::route_sigmoid_grouped(x, {}, 1, 1, 1, 1, 1, false, true, 1.0), dtype, 1, 1,
+                   1);
   }
   {
     auto x = grid_logits(3 * 1024, rng);
@@ -142,7 +173,52 @@ TEST_P(MoeRouting, GroupedEdges) {
                                            {64, 128, 128, true, false, 1.0f});
     ASSERT_TRUE(plan.ok()) << plan.error().message();
     expect_routing(plan.value(), reference::route_sigmoid_grouped(x, {}, 3, 1024, 64, 128, 128, true, false, 1.0),
-                   dtype, 3, 64);
+                   dtype, 3, 1024, 64);
+  }
+}
+
+// Issue 10 item 13: an infinite correction bias. +inf + −inf in one group is a NaN group score,
+// ranked above every number (docs/moe.md); exactly selected_groups groups are kept.
+TEST_P(MoeRouting, GroupedInfiniteBias) {
+  const DType dtype = GetParam();
+  const double inf = std::numeric_limits<double>::infinity();
+  // The issue's case: E = 4, 2 groups, top-two, bias [+inf, −inf, 0, 0], one group selected.
+  std::vector<double> x = {0.5, -0.25, 1, 2};
+  std::vector<double> bias = {inf, -inf, 0, 0};
+  auto plan = moe::route_sigmoid_grouped(testing::upload({1, 4}, dtype, x, Device::host()),
+                                         testing::upload({4}, DType::F32, bias, Device::host()),
+                                         {2, 2, 1, true, true, 1.0f});
+  ASSERT_TRUE(plan.ok()) << plan.error().message();
+  expect_routing(plan.value(), reference::route_sigmoid_grouped(x, {inf, -inf, 0, 0}, 1, 4, 2, 2, 1, true, true, 1.0),
+                 dtype, 1, 4, 2);
+  EXPECT_EQ(testing::host_values(plan->expert_indices()), (std::vector<double>{0, 1}));
+
+  // Random ±inf/finite biases, DeepSeek-V3's shape with every expert of the kept groups selected:
+  // the picks span exactly selected_groups groups.
+  const std::uint64_t seed = fresh_seed();
+  SCOPED_TRACE(fmt::format("seed={}", seed));
+  std::mt19937_64 rng(seed);
+  const std::int64_t t = 11, e = 256, groups = 32, selected = 2, per = e / groups, k = selected * per;
+  auto logits = grid_logits(static_cast<std::size_t>(t * e), rng);
+  std::vector<double> b(static_cast<std::size_t>(e));
+  std::uniform_int_distribution<int> kind(0, 5);
+  for (double& v : b) {
+    const int c = kind(rng);
+    v = c == 0 ? inf : c == 1 ? -inf : 0.125 * c;
+  }
+  std::vector<float> b32(b.begin(), b.end());
+  auto grouped = moe::route_sigmoid_grouped(testing::upload({t, e}, dtype, logits, Device::host()),
+                                            testing::upload({e}, DType::F32, b, Device::host()),
+                                            {k, groups, selected, true, false, 1.0f});
+  ASSERT_TRUE(grouped.ok()) << grouped.error().message();
+  expect_routing(grouped.value(),
+                 reference::route_sigmoid_grouped(logits, b32, t, e, k, groups, selected, true, false, 1.0), dtype, t,
+                 e, k);
+  const auto idx = testing::host_values(grouped->expert_indices());
+  for (std::int64_t r = 0; r < t; ++r) {
+    std::set<std::int64_t> kept;
+    for (std::int64_t j = 0; j < k; ++j) kept.insert(static_cast<std::int64_t>(idx[static_cast<std::size_t>(r * k + j)]) / per);
+    EXPECT_EQ(static_cast<std::int64_t>(kept.size()), selected) << "row " << r;
   }
 }
 

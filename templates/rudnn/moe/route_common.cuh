@@ -43,6 +43,19 @@ RUDNN_DEVICE void warp_best(float& v, u32& i) {
   }
 }
 
+// Group order of the grouped routing: is group (w, h) ahead of group (v, g)? Larger score first,
+// ties → smaller group index, and a NaN score ahead of every number (NaNs among themselves by
+// index). A NaN group score only arises as +inf + (−inf) under group_top_two (a group holding
+// both an expert biased to +inf and one biased to −inf); ranking it first keeps the order total, so
+// exactly selected_groups groups are kept, and matches torch.sort / torch.topk (NaN as the
+// largest value), which DeepSeek-V3's reference grouped routing uses. See docs/moe.md.
+RUDNN_DEVICE bool group_ahead(float w, i64 h, float v, i64 g) {
+  const bool wn = is_nan(w), vn = is_nan(v);
+  if (wn != vn) return wn;
+  if (!wn && w != v) return w > v;
+  return h < g;
+}
+
 RUDNN_DEVICE float route_nan() { return bits_as_float(0x7fc00000u); }
 
 }  // namespace rudnn::moe

@@ -4,8 +4,9 @@
 //
 //   s = sigmoid(FP32 logit); c = s + bias (bias optional; selection only).
 //   group score = sum of the two largest c in the group (group_top_two) or the largest c.
-//   The selected_groups best groups are kept (ties → smaller group index), then the top_k experts
-//   by c among them (ties → smaller expert index).
+//   The selected_groups best groups are kept (ties → smaller group index; a NaN group score, i.e.
+//   +inf + −inf from an infinite bias, ranks above every number: group_ahead), then the top_k
+//   experts by c among them (ties → smaller expert index). ±inf in c are ordinary scores.
 //   weights = s_i, or s_i / Σ_selected s_j (renormalize; summed in selection order), × scale, to T.
 //   A row whose s or c holds a NaN: weights NaN, indices 0, 1, ..., top_k − 1.
 //
@@ -75,14 +76,12 @@ RUDNN_DEVICE void route_sigmoid_grouped(const T* logits, const float* bias, u32*
     }
     __syncwarp(0xffffffffu);
 
-    // Group selection by rank: kept when fewer than selected_groups groups are ahead of it.
+    // Group selection by rank: kept when fewer than selected_groups groups are ahead of it. The
+    // order is total (NaN included), so exactly selected_groups groups are kept.
     for (i64 g = lane; g < groups; g += 32) {
       const float v = gscore[g];
       i64 ahead = 0;
-      for (i64 h = 0; h < groups; ++h) {
-        const float w = gscore[h];
-        ahead += (w > v || (w == v && h < g)) ? 1 : 0;
-      }
+      for (i64 h = 0; h < groups; ++h) ahead += group_ahead(gscore[h], h, v, g) ? 1 : 0;
       gkeep[g] = ahead < selected_groups ? 1.0f : 0.0f;
     }
     __syncwarp(0xffffffffu);

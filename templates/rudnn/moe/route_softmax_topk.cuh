@@ -2,12 +2,13 @@
 // Softmax top-k routing (SPEC §3): one warp per token row, kRowsPerBlock rows per block, grid
 // stride over rows; any number of experts E (each lane walks the row in strides of 32).
 //
-//   p = softmax(FP32(logits row)), computed in FP32 with the row max subtracted.
-//   indices: the top_k experts by p, ties to the smaller index. Since softmax is monotone, the
-//            selection ranks the FP32 logits themselves (the exact order of p; no ties invented
-//            by exp rounding or underflow).
+//   p_i = expf(x_i − max) / Σ_j expf(x_j − max): the FP32 softmax, one expression (route_prob).
+//   indices: the top_k experts by p, ties to the smaller index. The selection ranks these FP32
+//            probabilities themselves, not the logits: two logits whose probabilities round to the
+//            same float (both underflowing to 0, say) tie, as SPEC §3 (softmax, then top-k)
+//            says. Ranking the logits would order them by a difference the weights cannot show.
 //   weights: p_i, or p_i / Σ_selected p_j with renormalize (summed in selection order), converted
-//            to T.
+//            to T. Without renormalize the weight is bit for bit the value that was ranked.
 //   A row containing NaN or +inf, or all −inf: weights NaN and indices 0, 1, ..., top_k − 1
 //   (documented, well defined; no uniform fallback).
 //
@@ -24,6 +25,10 @@ struct RoutePolicy {
   static constexpr int kRowsPerBlockV = kRowsPerBlock;
   static constexpr int kThreads = 32 * kRowsPerBlock;
 };
+
+// The FP32 probability of logit x in a row with max mx and denominator sum. The selection and the
+// weights both call this, so the ranked value and the returned weight are the same float.
+RUDNN_DEVICE float route_prob(float x, float mx, float sum) { return expf(x - mx) / sum; }
 
 template <class T, class Policy>
 RUDNN_DEVICE void route_softmax_topk(const T* logits, u32* indices, T* weights, i64 rows, i64 experts,
@@ -61,8 +66,9 @@ RUDNN_DEVICE void route_softmax_topk(const T* logits, u32* indices, T* weights, 
     RUDNN_UNROLL
     for (int m = 16; m >= 1; m /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, m);
 
-    // Selection: top_k rounds of a warp-wide best among the candidates behind the last pick.
-    // Lane 0 keeps the pick and the running sum of the selected exponentials (selection order).
+    // Selection: top_k rounds of a warp-wide best probability among the candidates behind the
+    // last pick (p is recomputed per round: no shared memory, and expf is cheap next to the
+    // experts). Lane 0 keeps the pick and the running sum of the selected p (selection order).
     float last_v = 0.0f;
     u32 last_i = kNone;
     float selected_sum = 0.0f;
@@ -72,7 +78,7 @@ RUDNN_DEVICE void route_softmax_topk(const T* logits, u32* indices, T* weights, 
       u32 bi = kNone;
       RUDNN_MOE_ROLLED
       for (i64 e = poisoned ? experts : lane; e < experts; e += 32) {
-        const float v = to_float(x[e]);
+        const float v = route_prob(to_float(x[e]), mx, sum);
         const u32 i = static_cast<u32>(e);
         if (route_after(v, i, last_v, last_i) && route_ahead(bv, bi, v, i)) {
           bv = v;
@@ -84,16 +90,16 @@ RUDNN_DEVICE void route_softmax_topk(const T* logits, u32* indices, T* weights, 
       last_i = bi;
       if (lane == 0) {
         out_i[j] = poisoned ? static_cast<u32>(j) : bi;
-        selected_sum += poisoned ? 0.0f : expf(bv - mx);
+        selected_sum += poisoned ? 0.0f : bv;
       }
     }
-    // Weights: lane 0 reads back the indices it wrote.
+    // Weights: lane 0 reads back the indices it wrote. selected_sum > 0: the row's max has p ≥ 1/E
+    // and is always selected first.
     if (lane == 0) {
-      const float denom = renormalize ? selected_sum : sum;
       RUDNN_MOE_ROLLED
       for (i64 j = 0; j < top_k; ++j) {
-        const float p = poisoned ? route_nan() : expf(to_float(x[out_i[j]]) - mx) / denom;
-        out_w[j] = from_float<T>(p);
+        const float p = poisoned ? route_nan() : route_prob(to_float(x[out_i[j]]), mx, sum);
+        out_w[j] = from_float<T>(renormalize ? p / selected_sum : p);
       }
     }
     __syncwarp(0xffffffffu);
