@@ -106,9 +106,11 @@ Result<Graph, RuntimeError> Graph::parse(const std::string& text, const std::str
 }
 
 Result<Graph, RuntimeError> Graph::parse_file(const std::string& path) {
-  auto buffer = llvm::MemoryBuffer::getFile(path);
-  if (!buffer) return RuntimeError(ErrorKind::IoFailure, path, "a readable .mlir file", buffer.getError().message());
-  return parse((*buffer)->getBuffer().str(), path);
+  // Through the compiler's bounded reader: a directory, /dev/zero or a file over the input limit
+  // is an error before anything is read whole (parse() checks the nesting limit).
+  auto text = compiler::read_source_file(path);
+  if (!text.ok()) return text.error();
+  return parse(text.value(), path);
 }
 
 Result<std::vector<Tensor>, RuntimeError> Graph::run(const std::vector<Tensor>& inputs) const {
