@@ -94,5 +94,38 @@ RUDNN_CACHE_DIR=$WORK/empty-cache RUDNN_DISABLE_JIT=1 "$RUN" "$EXAMPLES/odd_size
   > "$WORK/nojit2.txt" 2>&1; rc=$?
 check "JIT disabled + empty cache is a clear error" "[ $rc -ne 0 ] && grep -q RUDNN_DISABLE_JIT $WORK/nojit2.txt"
 
+# --- Issue 10 item 4 (T1): malformed .npy inputs are an error naming `--input x=FILE`, exit 1, no
+# crash, no output (docs/input-limits.md). The files are written here, one per reproducer.
+python3 - "$WORK" <<'PY'
+import struct, sys
+w = sys.argv[1]
+def npy(name, descr, shape, fortran="False", data=b""):
+    h = "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }" % (descr, fortran, shape)
+    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+    open(f"{w}/{name}.npy", "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + data)
+npy("extent_overflow", "<f4", "(99999999999999999999, 4096)")
+npy("huge_width", "<f99999999999", "(2, 4096)")
+npy("negative", "<f4", "(-2, 4096)", data=bytes(2 * 4096 * 4))
+npy("string_extent", "<f4", "('2', 4096)", data=bytes(2 * 4096 * 4))
+npy("double_comma", "<f4", "(2, 4096,,)", data=bytes(2 * 4096 * 4))
+npy("fortran_int", "<f4", "(2, 4096)", fortran="1", data=bytes(2 * 4096 * 4))
+npy("count_overflow", "<f4", "(4503599627370496, 4096)")
+npy("no_data", "<f4", "(1000000000000, 4096)", data=bytes(16))
+PY
+for spec in "extent_overflow.npy:int64" "huge_width.npy:<f99999999999" "negative.npy:(-2, 4096)" \
+            "string_extent.npy:('2', 4096)" "double_comma.npy:(2, 4096,,)" "fortran_int.npy:True or False" \
+            "count_overflow.npy:element count" "no_data.npy:truncated" "/dev/zero:a character device" \
+            "$WORK:a directory"; do
+  f=${spec%%:*}; pattern=${spec#*:}
+  path=$f; [ "${f#/}" = "$f" ] && path=$WORK/$f
+  rm -f "$WORK/npy_out.npy"
+  "$RUN" "$EXAMPLES/normalization.mlir" --random-inputs --input x="$path" --output normed="$WORK/npy_out.npy" \
+    > "$WORK/npy_err.txt" 2>&1; rc=$?
+  check "--input x=$f: exit 1 (got $rc)" "[ $rc -eq 1 ]"
+  check "--input x=$f: the error names the argument and says '$pattern'" \
+    "grep -qF -- '--input x=$path: expected' $WORK/npy_err.txt && grep -qF -- \"$pattern\" $WORK/npy_err.txt"
+  check "--input x=$f: no output written" "[ ! -e $WORK/npy_out.npy ]"
+done
+
 echo "$fails failure(s)"
 [ $fails -eq 0 ]
