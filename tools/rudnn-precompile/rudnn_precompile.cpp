@@ -44,7 +44,8 @@ using namespace rudnn;
 constexpr const char* kUsage = R"(usage: rudnn-precompile FILE.mlir... --arch ARCH[,ARCH...] -o PACK [options]
 
 Compiles the kernels of every rudnn op in each file's func.func @main for each arch into one kernel
-pack. Leading dims may be dynamic (`?`); the last dim must be static. At run time,
+pack (each FILE.mlir a regular file of at most 64 MiB nested at most 64 deep: docs/input-limits.md).
+Leading dims may be dynamic (`?`); the last dim must be static. At run time,
 RUDNN_KERNEL_PACK=PACK makes the library load kernels from the pack before its disk cache, and with
 RUDNN_DISABLE_JIT=1 a kernel missing from both is an error instead of a compile.
 

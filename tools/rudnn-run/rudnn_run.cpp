@@ -19,7 +19,8 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: rudnn-run FILE.mlir [options]
 
-Runs the func.func @main of FILE.mlir (a module of rudnn ops) on one device.
+Runs the func.func @main of FILE.mlir (a module of rudnn ops) on one device. FILE.mlir is a regular
+file of at most 64 MiB nested at most 64 deep; a .npy input is read strictly (docs/input-limits.md).
 
 options:
   --device host|cuda:N      device (default: RUDNN_DEVICE, else the first GPU, else host)
