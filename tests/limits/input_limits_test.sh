@@ -62,6 +62,9 @@ echo 'func.func @f() { return }' | "$OPT" --mlir-print-op-generic | "$OPT" > "$W
 check "rudnn-opt still round-trips through pipes" "[ $rc -eq 0 ] && grep -q 'func.func @f()' $WORK/rt.txt"
 "$OPT" --help > "$WORK/help.txt" 2>&1
 check "rudnn-opt --help states the limits" "grep -q 'at most 64 MiB and nests at most 64 deep' $WORK/help.txt"
+"$RUN" --help > "$WORK/run_help.txt" 2>&1; "$PRECOMPILE" --help > "$WORK/pre_help.txt" 2>&1
+check "rudnn-run and rudnn-precompile --help state the limits" \
+  "grep -q 'at most 64 MiB' $WORK/run_help.txt && grep -q 'at most 64 MiB' $WORK/pre_help.txt"
 "$OPT" --show-dialects < /dev/null > "$WORK/dialects.txt" 2>&1
 check "rudnn-opt --show-dialects reads no input" "grep -q rudnn $WORK/dialects.txt"
 printf '// expected-error@+2 {{custom op}}\n// expected-note@+1 {{Available dialects}}\nfoo.bar\n' > "$WORK/diag.mlir"
