@@ -21,7 +21,7 @@ struct GatedDeltaInput {
   Tensor key;        // [B, H, T, K]  the query dtype
   Tensor value;      // [B, H, T, V]  the query dtype
   Tensor beta;       // [B, H, T]     the query dtype or f32
-  Tensor log_decay;  // [B, H, T]     g_t ≤ 0 (a decay), the dtype of beta
+  Tensor log_decay;  // [B, H, T]     the dtype of beta; any value (a decay is ≤ 0; others: docs/gated_delta.md)
   std::optional<Tensor> initial_state;  // f32 [B, H, K, V]; absent = zeros
   float query_scale = 1.0f;             // finite
 };

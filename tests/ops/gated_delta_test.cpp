@@ -105,6 +105,38 @@ TEST_P(GatedDelta, ChunkedAndRecurrentMatchTheRecurrence) {
   }
 }
 
+// Issue 10 item 14: every log_decay, not only decays (≤ 0): positive steps, −inf (a full reset) and
+// ordinary steps mixed, so that chunks the WY form cannot take (run step by step) and WY chunks
+// hand the state to each other. The chunked entry equals the recurrence and the oracle.
+TEST_P(GatedDelta, AnyLogDecay) {
+  const DType dtype = GetParam();
+  const std::uint64_t seed = fresh_seed();
+  SCOPED_TRACE(fmt::format("seed={}", seed));
+  std::mt19937_64 rng(seed);
+  const Problem p{1, 2, 90, 16, 24, -0.5, 0.0, 0.0, 1.0, true};
+  Inputs in = make(p, dtype, rng);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (double& x : in.g) {
+    const double r = u(rng);
+    if (r < 0.04) x = -std::numeric_limits<double>::infinity();
+    if (r > 0.9) x = 0.5 * r;
+  }
+  in.g = HostData::from_f64({static_cast<std::int64_t>(in.g.size())}, dtype, in.g).to_f64();  // as stored
+  in.api().log_decay = testing::upload({p.b, p.h, p.t}, dtype, in.g, Device::host());
+  auto want = reference::gated_delta(in.q, in.k, in.v, in.beta, in.g, in.s0, {p.b, p.h, p.t, p.k, p.v}, 0.75);
+  for (Schedule order : {Schedule::Forward, Schedule::Reverse}) {
+    runtime::host::set_default_schedule({order, seed});
+    std::vector<Result<gated_delta::GatedDeltaOutput, GatedDeltaError>> runs;
+    runs.push_back(gated_delta::gated_delta_rule(in.api()));
+    for (std::int64_t c : {16, 32, 64}) runs.push_back(gated_delta::chunk_gated_delta_rule(in.api(), c));
+    for (auto& r : runs) {
+      ASSERT_TRUE(r.ok()) << r.error().message();
+      EXPECT_LE(testing::relative_l2(host_values(r->output), want.output), 2 * testing::tolerance(dtype));
+      EXPECT_LE(testing::relative_l2(host_values(r->final_state), want.final_state), 1e-4);
+    }
+  }
+}
+
 TEST_P(GatedDelta, SegmentsChain) {
   const DType dtype = GetParam();
   const std::uint64_t seed = fresh_seed();

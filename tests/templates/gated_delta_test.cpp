@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -71,7 +72,10 @@ void chunked_entry(void** a) {
 }
 
 using Shape = rudnn::reference::GatedDeltaShape;
-enum class Decay { Random, Strong, None };
+// Random: log_decay in (−1, 0]; Strong: (−20, −19]; None: 0; Growth: [0, 0.05) (a positive log
+// decay: every chunk runs step by step); Mixed: Random with ~4% −inf (a full reset) and ~4% positive
+// steps, so chunks of both kinds alternate and hand the state to each other.
+enum class Decay { Random, Strong, None, Growth, Mixed };
 enum class Beta { Random, Zero, One };
 
 struct Inputs {
@@ -133,7 +137,10 @@ void make_inputs(const Shape& s, Decay decay, Beta beta_kind, bool with_init, st
   in.g.resize(st.beta.size());
   for (std::size_t i = 0; i < st.beta.size(); ++i) {
     const double b = beta_kind == Beta::Zero ? 0.0 : beta_kind == Beta::One ? 1.0 : unit(rng);
-    const double g = decay == Decay::None ? 0.0 : decay == Decay::Strong ? -20.0 + unit(rng) : -unit(rng);
+    const double x = unit(rng);
+    double g = decay == Decay::None ? 0.0 : decay == Decay::Strong ? -20.0 + x : decay == Decay::Growth ? 0.05 * x : -x;
+    if (decay == Decay::Mixed && x < 0.04) g = -std::numeric_limits<double>::infinity();
+    if (decay == Decay::Mixed && x > 0.96) g = 0.5 * x;
     in.beta[i] = from_storage(st.beta[i] = to_storage<G>(b));
     in.g[i] = from_storage(st.g[i] = to_storage<G>(g));
   }
@@ -304,6 +311,9 @@ Result oracle(const Inputs& in) {
 
 const host::Schedule kOrders[] = {host::Schedule::Forward, host::Schedule::Reverse};
 
+template <class T, class G>
+void check_inputs(const Inputs& in, const Stored<T, G>& st, const std::vector<int>& chunks, int first_variant);
+
 // One problem through the recurrent kernel and the chunked kernel at each chunk size, both
 // schedules; each against the oracle and every chunked result against the recurrent one. For f16
 // and bf16 every chunk size also runs a tensor-core variant, checked against the oracle, the
@@ -320,6 +330,12 @@ void check_all(const Shape& s, Decay decay, Beta beta, bool with_init, std::vect
   Inputs in;
   Stored<T, G> st;
   make_inputs<T, G>(s, decay, beta, with_init, seed, in, st, mag);
+  check_inputs<T, G>(in, st, chunks, first_variant);
+}
+
+template <class T, class G>
+void check_inputs(const Inputs& in, const Stored<T, G>& st, const std::vector<int>& chunks, int first_variant) {
+  const Shape& s = in.shape;
   const Result want = oracle(in);
   int variant = first_variant;
   for (auto order : kOrders) {
@@ -514,6 +530,48 @@ TEST(GatedDeltaTemplate, TensorCoreSmallState) {
   const Shape s{1, 2, 45, 32, 32};
   check_all<rudnn::f16>(s, Decay::None, Beta::Random, true, {16, 32}, 0, {1e-4, 1e-4, 10.0});
   check_all<rudnn::bf16>(s, Decay::None, Beta::One, true, {64}, 0, {1e-6, 1e-6, 1.0});
+}
+
+// Issue 10 item 14: log_decay that is not a decay (positive, −inf, both mixed with ordinary
+// chunks). The WY form overflows (e^{γ}) or makes NaN (−inf − −inf) on these; such chunks run step by
+// step, so the chunked kernels equal the recurrence and the oracle for every log_decay.
+TEST(GatedDeltaTemplate, NonDecayingLogDecay) {
+  check_all<float>({1, 2, 37, 32, 40}, Decay::Growth, Beta::Random, true, {16, 32});
+  check_all<rudnn::bf16>({1, 1, 37, 16, 24}, Decay::Growth, Beta::Random, true, {16});
+  check_all<float>({2, 1, 100, 16, 24}, Decay::Mixed, Beta::Random, true, kChunks);
+  check_all<rudnn::f16>({1, 1, 100, 16, 24}, Decay::Mixed, Beta::Random, true, kChunks);
+  check_all<rudnn::bf16, float>({1, 2, 100, 24, 40}, Decay::Mixed, Beta::Random, true, {16, 40});
+}
+
+// The issue's case: log_decay +1.5 at every step, keys cycling through the K = 2 unit vectors,
+// β = 1. Each update replaces the state along its key, so the recurrence stays bounded
+// (≤ e^{1.5}·|v|; a larger growth between resets would make the FP32 recurrence itself lose
+// digits to the cancellation in v − Sᵀk), while the WY form's e^{γ_last} = e^{1.5·64} overflows
+// FP32 for C = 64.
+template <class T>
+void growing_state_bounded() {
+  rudnn_emu_bind(host::emulator_api());
+  const std::uint64_t seed = row_norm_test::fresh_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  const Shape s{1, 2, 150, 2, 24};
+  Inputs in;
+  Stored<T, T> st;
+  make_inputs<T, T>(s, Decay::None, Beta::One, true, seed, in, st);
+  for (i64 row = 0; row < s.batch * s.heads * s.seq; ++row) {
+    const i64 t = row % s.seq;
+    for (i64 i = 0; i < s.key_dim; ++i) {
+      const std::size_t at = static_cast<std::size_t>(row * s.key_dim + i);
+      st.k[at] = to_storage<T>(i == t % s.key_dim ? 1.0 : 0.0);
+      in.k[at] = from_storage(st.k[at]);
+    }
+    st.g[static_cast<std::size_t>(row)] = to_storage<T>(1.5);
+    in.g[static_cast<std::size_t>(row)] = 1.5;
+  }
+  check_inputs<T, T>(in, st, {16, 64}, 0);
+}
+TEST(GatedDeltaTemplate, PositiveLogDecayBoundedState) {
+  growing_state_bounded<float>();
+  growing_state_bounded<rudnn::bf16>();
 }
 
 // The tensor-core kernel updates final_state in place like the plain one.

@@ -50,9 +50,20 @@
 // [B, H, T] G (G = T or float); initial_state [B, H, K, V] float (nullptr = zeros; only read);
 // output [B, H, T, V] T; final_state [B, H, K, V] float; batch, heads, seq (T), key_dim (K),
 // value_dim (V), chunk (C) as i64; query_scale float.
+// Decays the WY form cannot take: it forms e^{γ_i−γ_j}, e^{γ_i} and e^{γ_last−γ_i}, which are ≤ 1 only
+// while γ is finite and non-increasing. A positive log_decay makes them grow (e^{γ_i} overflows
+// FP32 once γ > 88, e.g. after 64 steps of +1.5, where the recurrence stays finite because each
+// update replaces the state along k), and −inf (a full reset) gives γ_i − γ_j = −inf − (−inf) =
+// NaN. So a window of C steps holding any log_decay that is not finite and ≤ 0 (positive, ±inf,
+// NaN) is taken one step at a time (chunks of length 1, the rest of the window padded), until the
+// window is clean again. A one-step chunk forms no growing exponential: only e^{g} itself, as
+// the recurrence does, and decay factors between equal γ (the diagonal, the padding; decay_between)
+// are exactly 1, never e^{−inf − (−inf)}. The check is one __syncthreads_or per chunk. Every
+// log_decay is accepted and the chunked form equals the recurrence (to rounding) for all of them
+// (docs/gated_delta.md); a non-decaying window costs up to C one-step passes.
 // Requirements: K ≥ 1, V ≥ 1, C ≥ 1 (any value; 16/32/64 are the intended ones), contiguous
-// row-major tensors, log_decay ≤ 0 (a decay; e^{γ_i−γ_j} for j ≤ i must not overflow), T = 0
-// copies initial_state to final_state. final_state may alias initial_state, nothing else.
+// row-major tensors, T = 0 copies initial_state to final_state. final_state may alias
+// initial_state, nothing else.
 // Launch: block = Policy::kThreads (x only); grid = any ≥ 1 (B·H·⌈V/BV⌉ fills it); dynamic shared
 // memory = Policy::shared_bytes(C, K) bytes:
 //   plain:        8·C + 4·(2·C·K + 3·C·BV + 2·C² + K·BV + 3·C)
@@ -94,6 +105,18 @@ struct ChunkPolicy {
 };
 
 namespace chunked_detail {
+
+// Can the WY form take this step's log_decay (finite and ≤ 0)? NaN is not.
+RUDNN_DEVICE bool wy_decay(float g) { return g <= 0.0f && !is_inf(g); }
+
+// Does any of the window's L log_decay values need one-step chunks? Every thread of the block calls
+// it (a barrier).
+template <class G>
+RUDNN_DEVICE bool needs_steps(const G* log_decay, int L, int tid, int nthreads) {
+  int odd = 0;
+  for (int i = tid; i < L; i += nthreads) odd |= wy_decay(to_float(log_decay[i])) ? 0 : 1;
+  return __syncthreads_or(odd) != 0;
+}
 
 // The plain-core path: every product in FP32 (block_gemm.cuh). Parameters as gated_delta_chunked.
 template <class T, class G, class Policy>
@@ -138,8 +161,10 @@ RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRI
       ss[idx] = initial_state != nullptr && j < cols ? initial_state[(bh * key_dim + r) * value_dim + v0 + j] : 0.0f;
     }
 
-    for (i64 t0 = 0; t0 < seq; t0 += C) {
-      const int L = static_cast<int>(min_i64(C, seq - t0));
+    int L = 0;  // this chunk's real steps
+    for (i64 t0 = 0; t0 < seq; t0 += L) {
+      L = static_cast<int>(min_i64(C, seq - t0));
+      if (needs_steps(log_decay + bh * seq + t0, L, tid, NT)) L = 1;  // a non-decay: one step (header)
       const i64 row0 = bh * seq + t0;
 
       // (1) Stage the chunk (zero-padded to C steps) and its cumulative decay.
@@ -155,7 +180,7 @@ RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRI
           C, C, K, [&](int i, int p) { return sk[i * K + p]; },
           [&](int p, int j) { return sk[j * K + p]; },
           [&](int i, int j, float acc) {
-            sa[i * C + j] = j < i ? sbeta[i] * expf(static_cast<float>(sgamma[i] - sgamma[j])) * acc : 0.0f;
+            sa[i * C + j] = j < i ? sbeta[i] * decay_between(sgamma[i], sgamma[j]) * acc : 0.0f;
           },
           tid, NT);
       block_gemm<P::kTM, P::kTN, false, false>(
@@ -181,7 +206,7 @@ RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRI
       block_gemm<P::kTM, P::kTN, true, false>(
           C, C, K, [&](int i, int p) { return sq[i * K + p]; },
           [&](int p, int j) { return sk[j * K + p]; },
-          [&](int i, int j, float acc) { sa[i * C + j] = j <= i ? expf(static_cast<float>(sgamma[i] - sgamma[j])) * acc : 0.0f; },
+          [&](int i, int j, float acc) { sa[i * C + j] = j <= i ? decay_between(sgamma[i], sgamma[j]) * acc : 0.0f; },
           tid, NT);
       __syncthreads();
 
@@ -269,8 +294,10 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
     publish_warp_max(local_max, smax, tid);
     __syncthreads();  // the first split reads every thread's state entries and maxima
 
-    for (i64 t0 = 0; t0 < seq; t0 += step) {
-      const int L = static_cast<int>(min_i64(step, seq - t0));
+    int L = 0;  // this chunk's real steps
+    for (i64 t0 = 0; t0 < seq; t0 += L) {
+      L = static_cast<int>(min_i64(step, seq - t0));
+      if (needs_steps(log_decay + bh * seq + t0, L, tid, NT)) L = 1;  // a non-decay: one step (header)
       const i64 row0 = bh * seq + t0;
 
       // (1) The state's split, the chunk (zero-padded to C steps) and its cumulative decay.
@@ -312,7 +339,7 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
           a.each(lane, [&](int i, int j, float acc) {
             i += 16 * bi;
             j += 16 * bj;
-            sa[i * C + j] = j < i ? sbeta[i] * expf(static_cast<float>(sgamma[i] - sgamma[j])) * acc : 0.0f;
+            sa[i * C + j] = j < i ? sbeta[i] * decay_between(sgamma[i], sgamma[j]) * acc : 0.0f;
           });
         }
       }
@@ -337,7 +364,7 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
         p.each(lane, [&](int i, int j, float acc) {
           i += 16 * bi;
           j += 16 * bj;
-          sa[i * C + j] = j <= i ? query_scale * expf(static_cast<float>(sgamma[i] - sgamma[j])) * acc : 0.0f;
+          sa[i * C + j] = j <= i ? query_scale * decay_between(sgamma[i], sgamma[j]) * acc : 0.0f;
         });
       }
       __syncthreads();

@@ -13,12 +13,19 @@
 // Writes, for i < c: gamma[i] = γ_i (FP64), exp_gamma[i] = e^{γ_i}, to_end[i] = e^{γ_last − γ_i}
 // with γ_last = γ_{valid−1} (the chunk's last real step; the decay from step i to the chunk's end,
 // as one exponential of the difference: e^{γ_last} and e^{−γ_i} separately could underflow or
-// overflow where their product does not).
+// overflow where their product does not; decay_between: 1 where they are equal).
 // All 32 lanes of the calling warp must call it with the same arguments (1 ≤ valid ≤ c); no
 // block barrier inside.
 #include "rudnn/numeric.cuh"
 
 namespace rudnn::gated_delta {
+
+// e^{γ_i − γ_j}, exactly 1 when γ_i = γ_j: the diagonal and the padded steps (g = 0) after a
+// one-step chunk whose γ is ±inf, where the difference itself would be NaN (chunked.cuh header).
+// Identical to expf(0) = 1 for finite γ.
+RUDNN_DEVICE float decay_between(double gi, double gj) {
+  return gi == gj ? 1.0f : expf(static_cast<float>(gi - gj));
+}
 
 template <class G>
 RUDNN_DEVICE void decay_scan(const G* log_decay, int valid, int c, double* gamma, float* exp_gamma,
@@ -40,7 +47,7 @@ RUDNN_DEVICE void decay_scan(const G* log_decay, int valid, int c, double* gamma
   const double last = gamma[valid - 1];
   for (int i = lane; i < c; i += 32) {
     exp_gamma[i] = expf(static_cast<float>(gamma[i]));
-    to_end[i] = expf(static_cast<float>(last - gamma[i]));
+    to_end[i] = decay_between(last, gamma[i]);
   }
 }
 
