@@ -1,9 +1,17 @@
 #!/bin/sh
 # CXX_COMPILER_LAUNCHER / CXX_LINKER_LAUNCHER of the fuzz targets: CMake runs
-#   clang-launcher.sh CLANGXX <the project's C++ compiler> <its arguments...>
-# and this replaces the compiler (g++) with clang++ and adds libFuzzer + ASan, so a fuzz target
-# is compiled and linked by clang inside the g++ build, with the project's own flags and link line.
+#   clang-launcher.sh CLANGXX SANITIZERS <the project's C++ compiler> <its arguments...>
+# and this replaces the compiler (g++) with clang++, so a fuzz target is compiled and linked by
+# clang inside the g++ build, with the project's own flags and link line. A compile (-c) gets
+# -fsanitize=SANITIZERS (fuzzer: coverage for libFuzzer; address: ASan); the link always gets
+# libFuzzer and the ASan runtime (signal handling on an alternate stack, allocation limits).
 clang=$1
-shift 2
-# clang 14 warns about operator== overloads in the LLVM 22 headers that g++ accepts.
-exec "$clang" "$@" -g -fsanitize=fuzzer,address -Wno-ambiguous-reversed-operator
+sanitizers=$2
+shift 3
+for arg in "$@"; do
+  if [ "$arg" = "-c" ]; then
+    # clang 14 warns about operator== overloads in the LLVM 22 headers that g++ accepts.
+    exec "$clang" "$@" -g -fsanitize="$sanitizers" -Wno-ambiguous-reversed-operator
+  fi
+done
+exec "$clang" "$@" -g -fsanitize=fuzzer,address
