@@ -58,6 +58,7 @@ Status<RuntimeError> check_source_limits(std::string_view text, const std::strin
     } else if (c == '"') {
       for (++i; i < text.size() && text[i] != '"' && text[i] != '\n'; ++i)
         if (text[i] == '\\') ++i;
+      if (i < text.size() && text[i] == '\n') --i;  // an unterminated string: the next line counts
     } else if (c == '/' && next == '/') {
       while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
     } else if (c == '(' || c == '[' || c == '{' || c == '<') {

@@ -51,6 +51,10 @@ TEST(SourceLimits, StringsCommentsAndArrowsAreNotNesting) {
   const std::string deep = repeat("{", kMaxNestingDepth + 1);
   EXPECT_TRUE(within("%0 = \"" + deep + "\" // " + deep + "\n"));
   EXPECT_TRUE(within("\"\\\"" + deep + "\""));  // an escaped quote does not end the string
+  // An unterminated string ends at its line: the next line's nesting counts, on its own line.
+  auto s = check_source_limits("\"open\n" + deep, "t.mlir");
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.error().message().find("line 2, column 65"), std::string::npos) << s.error().message();
   // '->' and '>=' close nothing, so they cannot hide real depth...
   EXPECT_FALSE(within(repeat("(", kMaxNestingDepth) + "->" + "(" + repeat(")", kMaxNestingDepth + 1)));
   EXPECT_FALSE(within(repeat("<", kMaxNestingDepth) + ">=" + "<"));
