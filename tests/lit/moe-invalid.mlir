@@ -146,6 +146,25 @@ func.func @dispatch_offsets(%x: tensor<?x16xf32>, %i: tensor<?x2xui32>) {
 
 // -----
 
+// Issue 10 item 7: a dispatch whose `experts` differs from the routing that made its indices.
+func.func @dispatch_experts_vs_route(%x: tensor<?x16xf32>, %l: tensor<?x8xf32>) {
+  %i, %w = rudnn.route %l {top_k = 2 : i64, renormalize = true} : tensor<?x8xf32> -> tensor<?x2xui32>, tensor<?x2xf32>
+  // expected-error @+1 {{'rudnn.dispatch' op experts: expected 8 (the experts of the rudnn.route its indices come from), got 4}}
+  %r, %o, %s = rudnn.dispatch %x, %i {experts = 4 : i64} : tensor<?x16xf32>, tensor<?x2xui32> -> tensor<?x16xf32>, tensor<5xui32>, tensor<?x2xui32>
+  return
+}
+
+// -----
+
+func.func @dispatch_experts_vs_grouped_route(%x: tensor<?x16xf32>, %l: tensor<?x8xf32>) {
+  %i, %w = rudnn.route_sigmoid_grouped %l {top_k = 2 : i64, groups = 2 : i64, selected_groups = 1 : i64, group_top_two = true, renormalize = true, scale = 1.0 : f32} : tensor<?x8xf32> -> tensor<?x2xui32>, tensor<?x2xf32>
+  // expected-error @+1 {{'rudnn.dispatch' op experts: expected 8 (the experts of the rudnn.route_sigmoid_grouped its indices come from), got 16}}
+  %r, %o, %s = rudnn.dispatch %x, %i {experts = 16 : i64} : tensor<?x16xf32>, tensor<?x2xui32> -> tensor<?x16xf32>, tensor<17xui32>, tensor<?x2xui32>
+  return
+}
+
+// -----
+
 func.func @experts_strategy(%r: tensor<?x16xbf16>, %o: tensor<5xui32>, %g: tensor<4x8x16xbf16>, %u: tensor<4x8x16xbf16>, %d: tensor<4x16x8xbf16>) {
   // expected-error @+1 {{strategy: expected "scalar", "tensor_core" or "auto", got "fast"}}
   %y = rudnn.swiglu_experts %r, %o, %g, %u, %d {strategy = "fast"} : tensor<?x16xbf16>, tensor<5xui32>, tensor<4x8x16xbf16>, tensor<4x8x16xbf16>, tensor<4x16x8xbf16> -> tensor<?x16xbf16>

@@ -166,6 +166,18 @@ LogicalResult DispatchOp::verify() {
   if (failed(verifyElementTypes(*this, {"input", "indices"}))) return failure();
   contracts::DispatchSignature sig{operandOf(getInput()), operandOf(getIndices()), getExpertsAttr().getInt()};
   if (auto error = contracts::check_dispatch(sig)) return emitOpError() << error->message();
+  // Indices straight from a routing op of known expert count: `experts` must be that count (the
+  // routing decides which experts run; the attribute only sizes the offsets). Indices from
+  // elsewhere (an argument) carry no count to compare with.
+  mlir::Operation* producer = getIndices().getDefiningOp();  // null for a block argument
+  std::optional<RouteOpView> route = producer ? asRouteOp(producer) : std::nullopt;
+  if (route && getIndices() == producer->getResult(0)) {
+    const std::int64_t routed = route->logitsType().getDimSize(1);
+    if (!ShapedType::isDynamic(routed) && routed != getExpertsAttr().getInt())
+      return emitOpError() << "experts: expected " << routed << " (the experts of the "
+                           << route->op->getName() << " its indices come from), got "
+                           << getExpertsAttr().getInt();
+  }
   auto input = cast<RankedTensorType>(getInput().getType());
   auto indices = cast<RankedTensorType>(getIndices().getType());
   const std::int64_t assignments = product(indices.getDimSize(0), indices.getDimSize(1));
