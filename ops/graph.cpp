@@ -12,6 +12,7 @@
 #include <mlir/Parser/Parser.h>
 #include <llvm/Support/MemoryBuffer.h>
 
+#include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
 #include "rudnn/compiler/main_function.h"
@@ -24,24 +25,57 @@ namespace rudnn::graph {
 
 namespace {
 
-std::optional<DType> to_dtype(mlir::Type t) {
-  if (t.isF32()) return DType::F32;
-  if (t.isF16()) return DType::F16;
-  if (t.isBF16()) return DType::BF16;
-  if (t.isInteger(32)) return t.isUnsignedInteger() ? DType::U32 : DType::I32;
-  if (t.isInteger(64)) return DType::I64;
-  if (llvm::isa<mlir::Float8E4M3FNType>(t)) return DType::FP8E4M3;
-  return std::nullopt;
+std::string type_string(mlir::Type t) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  t.print(os);
+  return s;
 }
 
+// An argument or result of @main: a ranked tensor of an element type rudnn has (the dialect's one
+// mapping, ui8 included); the error names the type it got.
 Result<Value, RuntimeError> describe(mlir::Type type, std::string name) {
   auto ranked = llvm::dyn_cast<mlir::RankedTensorType>(type);
-  if (!ranked) return RuntimeError(ErrorKind::Unsupported, name, "a ranked tensor", "another type");
-  auto dtype = to_dtype(ranked.getElementType());
-  if (!dtype) return RuntimeError(ErrorKind::UnsupportedDType, name, "f32/f16/bf16/ui32/i32/i64/f8E4M3FN", "other");
+  if (!ranked) return RuntimeError(ErrorKind::Unsupported, name, "a ranked tensor", type_string(type));
+  auto dtype = dialect::toDType(ranked.getElementType());
+  if (!dtype)
+    return RuntimeError(ErrorKind::UnsupportedDType, name, "f32/f16/bf16/ui8/ui32/i32/i64/f8E4M3FN",
+                        type_string(ranked.getElementType()));
   Value v{std::move(name), {}, *dtype};
   for (auto d : ranked.getShape()) v.shape.push_back(mlir::ShapedType::isDynamic(d) ? -1 : d);
   return v;
+}
+
+// "[?, 64]": a declared shape, dynamic extents as `?`.
+std::string declared_shape(const Shape& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + (shape[i] < 0 ? std::string("?") : std::to_string(shape[i]));
+  return s + "]";
+}
+
+// A tensor against a declared value (an argument, a result, an op's result type): same dtype, same
+// rank, equal static extents (a dynamic extent matches any).
+std::optional<RuntimeError> check_tensor(const Value& want, const Tensor& t) {
+  bool shape_ok = t.rank() == static_cast<std::int64_t>(want.shape.size());
+  for (std::size_t d = 0; shape_ok && d < want.shape.size(); ++d)
+    shape_ok = want.shape[d] < 0 || want.shape[d] == t.shape()[d];
+  if (!shape_ok) return RuntimeError(ErrorKind::ShapeMismatch, want.name, declared_shape(want.shape), shape_to_string(t.shape()));
+  if (t.dtype() != want.dtype)
+    return RuntimeError(ErrorKind::UnsupportedDType, want.name, std::string(dtype_name(want.dtype)),
+                        std::string(dtype_name(t.dtype())));
+  return std::nullopt;
+}
+
+// The names --input/--output address values by: a repeated one would make one of them unreachable.
+std::optional<RuntimeError> check_unique_names(const std::vector<Value>& values, const char* what) {
+  for (std::size_t i = 0; i < values.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (values[i].name == values[j].name)
+        return RuntimeError(ErrorKind::InvalidValue, fmt::format("{} {} rudnn.name", what, i),
+                            fmt::format("a name no other {} of @main has", what),
+                            fmt::format("\"{}\", the name of {} {}", values[i].name, what, j));
+  return std::nullopt;
 }
 
 RuntimeError wrap(const Error& e, mlir::Operation* op) {
@@ -94,6 +128,8 @@ Result<Graph, RuntimeError> Graph::parse(const std::string& text, const std::str
     if (!v.ok()) return v.error();
     impl->outputs.push_back(v.value());
   }
+  if (auto e = check_unique_names(impl->inputs, "argument")) return *e;
+  if (auto e = check_unique_names(impl->outputs, "result")) return *e;
   for (mlir::Operation& op : impl->main.getBody().front()) {
     if (llvm::isa<mlir::func::ReturnOp, dialect::LayerNormOp, dialect::RmsNormOp, dialect::SoftmaxLastAxisOp,
                   dialect::RouteOp, dialect::RouteSigmoidGroupedOp, dialect::DispatchOp, dialect::SwiGluExpertsOp,
@@ -118,37 +154,37 @@ Result<std::vector<Tensor>, RuntimeError> Graph::run(const std::vector<Tensor>& 
   if (inputs.size() != impl_->inputs.size())
     return RuntimeError(ErrorKind::ShapeMismatch, "inputs", fmt::format("{} tensors", impl_->inputs.size()),
                         std::to_string(inputs.size()));
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const Value& want = impl_->inputs[i];
-    const Tensor& t = inputs[i];
-    bool shape_ok = t.rank() == static_cast<std::int64_t>(want.shape.size());
-    for (std::size_t d = 0; shape_ok && d < want.shape.size(); ++d)
-      shape_ok = want.shape[d] < 0 || want.shape[d] == t.shape()[d];
-    if (!shape_ok)
-      return RuntimeError(ErrorKind::ShapeMismatch, want.name, shape_to_string(want.shape), shape_to_string(t.shape()));
-    if (t.dtype() != want.dtype)
-      return RuntimeError(ErrorKind::UnsupportedDType, want.name, std::string(dtype_name(want.dtype)),
-                          std::string(dtype_name(t.dtype())));
-  }
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (auto e = check_tensor(impl_->inputs[i], inputs[i])) return *e;
   llvm::DenseMap<mlir::Value, Tensor*> env;
   std::vector<std::unique_ptr<Tensor>> storage;
   auto& block = impl_->main.getBody().front();
   for (unsigned i = 0; i < block.getNumArguments(); ++i)
     env[block.getArgument(i)] = storage.emplace_back(std::make_unique<Tensor>(inputs[i])).get();
+  // Every value an op produces is bound here, checked against the type the IR declares for it: an
+  // entry that disagrees with the verifier's types (an attribute the entry does not see, a shape
+  // rule that differs) is an error at the op that produced it, not a wrong result downstream.
+  auto set = [&](mlir::Value v, Tensor t, mlir::Operation* op) -> std::optional<RuntimeError> {
+    auto declared = describe(v.getType(), fmt::format("{} result {}", op->getName().getStringRef().str(),
+                                                      llvm::cast<mlir::OpResult>(v).getResultNumber()));
+    if (!declared.ok()) return declared.error();
+    if (auto e = check_tensor(declared.value(), t)) return e;
+    env[v] = storage.emplace_back(std::make_unique<Tensor>(std::move(t))).get();
+    return std::nullopt;
+  };
   auto bind = [&](mlir::Value v, Result<Tensor, NormalizationError> r, mlir::Operation* op) -> std::optional<RuntimeError> {
     if (!r.ok()) return wrap(r.error(), op);
-    env[v] = storage.emplace_back(std::make_unique<Tensor>(std::move(r.value()))).get();
-    return std::nullopt;
+    return set(v, std::move(r.value()), op);
   };
   // MoE steps pass objects, not only tensors, along the graph: the routing plan a dispatch starts
   // from (keyed by its indices value) and the dispatched rows that experts and combine read (keyed
-  // by the dispatch's rows and slots values).
+  // by the dispatch's rows, offsets and slots values).
   llvm::DenseMap<mlir::Value, std::shared_ptr<moe::RoutingPlan>> routings;
   llvm::DenseMap<mlir::Value, std::shared_ptr<moe::Dispatched>> dispatches;
   auto bind_routing = [&](mlir::Operation* op, Result<moe::RoutingPlan, MoeError> r) -> std::optional<RuntimeError> {
     if (!r.ok()) return wrap(r.error(), op);
-    env[op->getResult(0)] = storage.emplace_back(std::make_unique<Tensor>(r->expert_indices())).get();
-    env[op->getResult(1)] = storage.emplace_back(std::make_unique<Tensor>(r->weights())).get();
+    if (auto e = set(op->getResult(0), r->expert_indices(), op)) return e;
+    if (auto e = set(op->getResult(1), r->weights(), op)) return e;
     routings[op->getResult(0)] = std::make_shared<moe::RoutingPlan>(std::move(r.value()));
     return std::nullopt;
   };
@@ -186,17 +222,27 @@ Result<std::vector<Tensor>, RuntimeError> Graph::run(const std::vector<Tensor>& 
     } else if (auto dp = llvm::dyn_cast<dialect::DispatchOp>(op)) {
       auto routing = routings.lookup(dp.getIndices());
       if (!routing) return moe_error(&op, "indices", "the indices result of a routing op in this graph");
+      // The attribute sizes the offsets; the routing's logits fixed the expert count that runs.
+      const std::int64_t experts = dp.getExpertsAttr().getInt();
+      if (experts != routing->experts())
+        return RuntimeError(ErrorKind::InvalidValue, "rudnn.dispatch experts",
+                            fmt::format("{} (the expert count of the routing its indices come from)",
+                                        routing->experts()),
+                            std::to_string(experts));
       auto d = routing->dispatch(*env[dp.getInput()]);
       if (!d.ok()) return wrap(d.error(), &op);
       auto shared = std::make_shared<moe::Dispatched>(std::move(d.value()));
-      env[dp.getRows()] = storage.emplace_back(std::make_unique<Tensor>(shared->rows())).get();
-      env[dp.getOffsets()] = storage.emplace_back(std::make_unique<Tensor>(shared->expert_offsets())).get();
-      env[dp.getSlots()] = storage.emplace_back(std::make_unique<Tensor>(shared->slots())).get();
+      if (!(err = set(dp.getRows(), shared->rows(), &op)) && !(err = set(dp.getOffsets(), shared->expert_offsets(), &op)))
+        err = set(dp.getSlots(), shared->slots(), &op);
       dispatches[dp.getRows()] = shared;
       dispatches[dp.getSlots()] = shared;
     } else if (auto ex = llvm::dyn_cast<dialect::SwiGluExpertsOp>(op)) {
       auto d = dispatches.lookup(ex.getRows());
       if (!d) return moe_error(&op, "rows", "the rows result of a rudnn.dispatch in this graph");
+      // The experts run on the dispatch object, which carries its own offsets: offsets from anywhere
+      // else would be ignored, so they are an error (as combine's foreign weights are).
+      if (env[ex.getOffsets()]->data() != d->expert_offsets().data())
+        return moe_error(&op, "offsets", "the offsets of the dispatch the rows came from");
       auto experts = moe::SwiGluExperts::create(*env[ex.getGate()], *env[ex.getUp()], *env[ex.getDown()]);
       if (!experts.ok()) return wrap(experts.error(), &op);
       const llvm::StringRef s = ex.getStrategy();
@@ -205,7 +251,7 @@ Result<std::vector<Tensor>, RuntimeError> Graph::run(const std::vector<Tensor>& 
                                                : moe::GroupedStrategy::Scalar;
       auto out = experts->forward_dispatched_with_strategy(*d, strategy);
       if (!out.ok()) return wrap(out.error(), &op);
-      env[ex.getOutput()] = storage.emplace_back(std::make_unique<Tensor>(std::move(out.value()))).get();
+      err = set(ex.getOutput(), std::move(out.value()), &op);
     } else if (auto cb = llvm::dyn_cast<dialect::CombineOp>(op)) {
       auto d = dispatches.lookup(cb.getSlots());
       if (!d) return moe_error(&op, "slots", "the slots result of a rudnn.dispatch in this graph");
@@ -213,7 +259,7 @@ Result<std::vector<Tensor>, RuntimeError> Graph::run(const std::vector<Tensor>& 
         return moe_error(&op, "weights", "the weights of the routing the slots came from");
       auto out = d->combine(*env[cb.getExpertRows()]);
       if (!out.ok()) return wrap(out.error(), &op);
-      env[cb.getOutput()] = storage.emplace_back(std::make_unique<Tensor>(std::move(out.value()))).get();
+      err = set(cb.getOutput(), std::move(out.value()), &op);
     } else if (auto gd = llvm::dyn_cast<dialect::GatedDeltaOp>(op)) {
       gated_delta::GatedDeltaInput in{*env[gd.getQuery()], *env[gd.getKey()],      *env[gd.getValue()],
                                       *env[gd.getBeta()],  *env[gd.getLogDecay()], std::nullopt,
@@ -222,8 +268,7 @@ Result<std::vector<Tensor>, RuntimeError> Graph::run(const std::vector<Tensor>& 
       const std::int64_t chunk = gd.getChunkSizeAttr().getInt();
       auto r = chunk > 0 ? gated_delta::chunk_gated_delta_rule(in, chunk) : gated_delta::gated_delta_rule(in);
       if (!r.ok()) return wrap(r.error(), &op);
-      env[gd.getOutput()] = storage.emplace_back(std::make_unique<Tensor>(r->output)).get();
-      env[gd.getFinalState()] = storage.emplace_back(std::make_unique<Tensor>(r->final_state)).get();
+      if (!(err = set(gd.getOutput(), r->output, &op))) err = set(gd.getFinalState(), r->final_state, &op);
     } else if (auto at = llvm::dyn_cast<dialect::AttentionOp>(op)) {
       std::optional<Tensor> mask, bias;
       if (at.getMask()) mask = *env[at.getMask()];
@@ -236,12 +281,15 @@ Result<std::vector<Tensor>, RuntimeError> Graph::run(const std::vector<Tensor>& 
                                     {at.getScale().convertToFloat(), at.getCausal()},
                                     strategy[static_cast<int>(*s)]);
       if (!r.ok()) return wrap(r.error(), &op);
-      env[at.getOutput()] = storage.emplace_back(std::make_unique<Tensor>(std::move(r.value()))).get();
+      err = set(at.getOutput(), std::move(r.value()), &op);
     } else if (auto ret = llvm::dyn_cast<mlir::func::ReturnOp>(op)) {
       for (mlir::Value v : ret.getOperands()) results.push_back(*env[v]);
     }
     if (err) return *err;
   }
+  // What ran against what @main declares, named as --output names them.
+  for (std::size_t i = 0; i < results.size(); ++i)
+    if (auto e = check_tensor(impl_->outputs[i], results[i])) return *e;
   return results;
 }
 
