@@ -3,19 +3,28 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <map>
+#include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <map>
+#include <new>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "common/host_data.h"
 #include "common/npy.h"
+#include "common/numbers.h"
+#include "common/output_files.h"
 #include "rudnn/graph.h"
 #include "rudnn/stats.h"
 
 namespace {
+
+using namespace rudnn;
 
 constexpr const char* kUsage = R"(usage: rudnn-run FILE.mlir [options]
 
@@ -25,11 +34,15 @@ file of at most 64 MiB nested at most 64 deep; a .npy input is read strictly (do
 options:
   --device host|cuda:N      device (default: RUDNN_DEVICE, else the first GPU, else host)
   --input NAME=file.npy     an argument of @main (NAME = its rudnn.name attribute or argI);
-                            values are cast to the argument's element type (bf16 included)
+                            values are cast to the argument's element type (bf16 included); an
+                            integer argument takes only integral values inside its type's range
   --output NAME=file.npy    a result of @main (NAME = rudnn.name or resultI), written as f32
+                            (integer results as their type); all outputs are written or none
   --random-inputs[=SEED]    fill every argument not given by --input with uniform [-1, 1) values
+                            (integer arguments: uniform integers in [0, 2), i.e. 0 or 1)
   --random-range NAME=LO,HI draw that argument's random values from [LO, HI) instead (repeatable;
-                            e.g. log_decay=-1,0 for a decay)
+                            e.g. log_decay=-1,0 for a decay; integers k with LO <= k < HI for an
+                            integer argument)
   --dynamic-dim N           extent used for `?` dims of random inputs (default 8)
   --time N                  after one warm-up run, time N runs and print the median
   --quiet                   print no summary of the outputs
@@ -40,7 +53,7 @@ example:
 
 struct Options {
   std::string file;
-  std::string device;
+  std::optional<std::string> device;  // given (even as ""), or the default device
   std::map<std::string, std::string> inputs, outputs;
   std::map<std::string, std::pair<double, double>> random_ranges;
   bool random_inputs = false;
@@ -55,11 +68,16 @@ int fail(const std::string& text) {
   return 1;
 }
 
-bool split_assignment(const std::string& arg, std::map<std::string, std::string>& into) {
+// NAME=VALUE into `into`; an error message for a malformed or repeated NAME (a second value would
+// silently replace the first).
+std::optional<std::string> split_assignment(const std::string& option, const std::string& arg, const char* form,
+                                            std::map<std::string, std::string>& into) {
   auto eq = arg.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size()) return false;
-  into[arg.substr(0, eq)] = arg.substr(eq + 1);
-  return true;
+  if (eq == std::string::npos || eq == 0 || eq + 1 == arg.size())
+    return fmt::format("{}: expected {}, got \"{}\"", option, form, arg);
+  if (!into.emplace(arg.substr(0, eq), arg.substr(eq + 1)).second)
+    return fmt::format("{} {}: expected each NAME once, got it again (\"{}\")", option, arg.substr(0, eq), arg);
+  return std::nullopt;
 }
 
 std::optional<std::string> parse_args(int argc, char** argv, Options& o) {
@@ -74,40 +92,48 @@ std::optional<std::string> parse_args(int argc, char** argv, Options& o) {
       std::exit(0);
     } else if (a == "--device") {
       auto v = next();
-      if (!v) return "--device needs a value";
+      if (!v) return "--device: expected host or cuda:N, got nothing";
       o.device = *v;
     } else if (a == "--input" || a == "--output") {
       auto v = next();
-      if (!v || !split_assignment(*v, a == "--input" ? o.inputs : o.outputs)) return a + " needs NAME=file.npy";
+      if (!v) return a + ": expected NAME=file.npy, got nothing";
+      if (auto e = split_assignment(a, *v, "NAME=file.npy", a == "--input" ? o.inputs : o.outputs)) return e;
     } else if (a.rfind("--random-inputs", 0) == 0) {
       o.random_inputs = true;
       o.seed = std::random_device{}();
       if (a.size() > 15) {
         if (a[15] != '=') return "unknown option " + a;
-        o.seed = std::stoull(a.substr(16));
+        auto seed = tools::parse_uint64("--random-inputs", a.substr(16));
+        if (!seed.ok()) return seed.error().message();
+        o.seed = seed.value();
       }
     } else if (a == "--random-range") {
       auto v = next();
+      if (!v) return "--random-range: expected NAME=LO,HI, got nothing";
       std::map<std::string, std::string> one;
-      if (!v || !split_assignment(*v, one)) return "--random-range needs NAME=LO,HI";
-      const std::string& range = one.begin()->second;
+      if (auto e = split_assignment(a, *v, "NAME=LO,HI", one)) return e;
+      const auto& [name, range] = *one.begin();
       const auto comma = range.find(',');
-      char* end = nullptr;
-      const double lo = std::strtod(range.c_str(), &end);
-      const bool lo_ok = comma != std::string::npos && end == range.c_str() + comma;
-      const double hi = lo_ok ? std::strtod(range.c_str() + comma + 1, &end) : 0.0;
-      if (!lo_ok || *end != '\0' || !(lo < hi)) return "--random-range " + *v + ": expected NAME=LO,HI with LO < HI";
-      o.random_ranges[one.begin()->first] = {lo, hi};
+      if (comma == std::string::npos) return fmt::format("--random-range {}: expected LO,HI, got \"{}\"", name, range);
+      auto lo = tools::parse_double("--random-range " + name + " LO", range.substr(0, comma));
+      auto hi = tools::parse_double("--random-range " + name + " HI", range.substr(comma + 1));
+      if (!lo.ok()) return lo.error().message();
+      if (!hi.ok()) return hi.error().message();
+      if (!(*lo < *hi)) return fmt::format("--random-range {}: expected LO < HI, got \"{}\"", name, range);
+      if (!o.random_ranges.emplace(name, std::pair{*lo, *hi}).second)
+        return fmt::format("--random-range {}: expected each NAME once, got it again (\"{}\")", name, *v);
     } else if (a == "--dynamic-dim") {
       auto v = next();
-      if (!v) return "--dynamic-dim needs a value";
-      o.dynamic_dim = std::stoll(*v);
-      if (o.dynamic_dim < 0) return "--dynamic-dim must be >= 0";
+      if (!v) return "--dynamic-dim: expected an integer >= 0, got nothing";
+      auto n = tools::parse_int(a, *v, 0);
+      if (!n.ok()) return n.error().message();
+      o.dynamic_dim = n.value();
     } else if (a == "--time") {
       auto v = next();
-      if (!v) return "--time needs a value";
-      o.time_runs = std::stoi(*v);
-      if (o.time_runs < 1) return "--time must be >= 1";
+      if (!v) return "--time: expected an integer >= 1, got nothing";
+      auto n = tools::parse_int(a, *v, 1, 1000000);
+      if (!n.ok()) return n.error().message();
+      o.time_runs = static_cast<int>(n.value());
     } else if (a == "--quiet") {
       o.quiet = true;
     } else if (!a.empty() && a[0] == '-') {
@@ -122,14 +148,70 @@ std::optional<std::string> parse_args(int argc, char** argv, Options& o) {
   return std::nullopt;
 }
 
-int run(const Options& o) {
-  using namespace rudnn;
-  Device device = Device::default_device();
-  if (!o.device.empty()) {
-    auto d = Device::parse(o.device);
-    if (!d.ok()) return fail(d.error().message());
-    device = d.value();
+// Random values for an argument not given by --input: uniform reals in [lo, hi) for a float
+// argument; for an integer argument uniform integers k with lo <= k < hi (default [0, 2): 0 or 1,
+// valid as a mask, an index or a count), each inside the argument's type or an error.
+Result<HostData, RuntimeError> random_input(const graph::Value& arg, const Options& o, std::mt19937_64& rng) {
+  Shape shape = arg.shape;
+  for (auto& d : shape)
+    if (d < 0) d = o.dynamic_dim;
+  auto data = tools::allocate_host(arg.name, shape, arg.dtype);
+  if (!data.ok()) return data.error();
+  const auto given = o.random_ranges.find(arg.name);
+  const auto ints = tools::int_range(arg.dtype);
+  auto [lo, hi] = given != o.random_ranges.end() ? given->second : ints ? std::pair{0.0, 2.0} : std::pair{-1.0, 1.0};
+  const std::size_t n = static_cast<std::size_t>(element_count(shape));  // allocated, so it fits
+  if (!ints) {
+    std::uniform_real_distribution<double> draw(lo, hi);
+    for (std::size_t i = 0; i < n; ++i)
+      if (auto s = tools::store(*data, i, draw(rng), arg.name); !s.ok()) return s.error();
+    return data;
   }
+  // The integers of [lo, hi), as the argument's type can hold them.
+  const double first = std::ceil(lo), last = std::ceil(hi) - 1;
+  if (first > last || first < static_cast<double>(ints->lo) || last > static_cast<double>(ints->hi))
+    return RuntimeError(ErrorKind::InvalidValue, "--random-range " + arg.name,
+                        fmt::format("a range of integers inside [{}, {}] ({})", ints->lo, ints->hi,
+                                    dtype_name(arg.dtype)),
+                        fmt::format("[{}, {})", lo, hi));
+  // (an i64 range may end at 2^63 as a double, one past INT64_MAX)
+  std::uniform_int_distribution<std::int64_t> draw(
+      static_cast<std::int64_t>(first),
+      last >= 0x1p63 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(last));
+  for (std::size_t i = 0; i < n; ++i)
+    if (auto s = tools::store(*data, i, draw(rng), arg.name); !s.ok()) return s.error();
+  return data;
+}
+
+// "<name>: [6, 8] ui32 on host  sum=...  first: ..." without converting the whole output to
+// doubles at once (a large output would need 8 bytes per element more).
+void print_summary(const std::string& name, const HostData& h, const Device& device) {
+  constexpr std::size_t kChunk = 1 << 20;
+  const std::size_t size = dtype_size(h.dtype), n = h.bytes.size() / size;
+  double sum = 0;
+  std::string head;
+  for (std::size_t at = 0; at < n; at += kChunk) {
+    const std::size_t k = std::min(kChunk, n - at);
+    HostData part{{static_cast<std::int64_t>(k)}, h.dtype, {}};
+    part.bytes.assign(h.bytes.begin() + static_cast<std::ptrdiff_t>(at * size),
+                      h.bytes.begin() + static_cast<std::ptrdiff_t>((at + k) * size));
+    const auto v = part.to_f64();
+    for (double x : v) sum += x;
+    for (std::size_t j = 0; at == 0 && j < std::min<std::size_t>(v.size(), 4); ++j) head += fmt::format("{:.5g} ", v[j]);
+  }
+  std::printf("%s: %s %s on %s  sum=%.6g  first: %s\n", name.c_str(), shape_to_string(h.shape).c_str(),
+              std::string(dtype_name(h.dtype)).c_str(), device.to_string().c_str(), sum, head.c_str());
+}
+
+int run(const Options& o) {
+  // --device when given (an empty value is an error, not the default), else the default device
+  // (whose error, e.g. a bad RUDNN_DEVICE, is the run's).
+  auto chosen = o.device ? Device::parse(*o.device) : Device::default_device();
+  if (!chosen.ok()) {
+    if (!o.device) return fail(chosen.error().message());
+    return fail(tools::bad_option("--device", "host or cuda:N", *o.device).message());
+  }
+  const Device device = chosen.value();
   auto graph = graph::Graph::parse_file(o.file);
   if (!graph.ok()) return fail(graph.error().message());
 
@@ -142,25 +224,28 @@ int run(const Options& o) {
   for (auto& [name, _] : o.outputs)
     if (std::none_of(graph->outputs().begin(), graph->outputs().end(), [&](auto& v) { return v.name == name; }))
       return fail(fmt::format("--output {}: @main has no result of that name", name));
+  // Every output path is checked before anything runs (and written all or nothing at the end).
+  std::vector<tools::OutputFile> files;
+  std::vector<std::size_t> file_result;  // the result each file writes
+  for (std::size_t i = 0; i < graph->outputs().size(); ++i)
+    if (auto it = o.outputs.find(graph->outputs()[i].name); it != o.outputs.end()) {
+      files.push_back({"--output " + it->first, it->second});
+      file_result.push_back(i);
+    }
+  if (auto s = tools::check_output_paths(files); !s.ok()) return fail(s.error().message());
 
   std::mt19937_64 rng(o.seed);
   std::vector<Tensor> inputs;
   for (const auto& arg : graph->inputs()) {
     HostData data;
     if (auto it = o.inputs.find(arg.name); it != o.inputs.end()) {
-      auto r = tools::read_npy(it->second, arg.dtype);
+      auto r = tools::read_npy(it->second, arg.dtype, fmt::format("--input {}={}", arg.name, it->second));
       if (!r.ok()) return fail(r.error().message());
       data = std::move(r.value());
     } else if (o.random_inputs) {
-      Shape shape = arg.shape;
-      for (auto& d : shape)
-        if (d < 0) d = o.dynamic_dim;
-      std::vector<double> v(static_cast<std::size_t>(element_count(shape)));
-      auto range = o.random_ranges.find(arg.name);
-      std::uniform_real_distribution<double> in_range(range == o.random_ranges.end() ? -1.0 : range->second.first,
-                                                      range == o.random_ranges.end() ? 1.0 : range->second.second);
-      for (auto& x : v) x = in_range(rng);
-      data = HostData::from_f64(shape, arg.dtype, v);
+      auto r = random_input(arg, o, rng);
+      if (!r.ok()) return fail(r.error().message());
+      data = std::move(r.value());
     } else {
       return fail(fmt::format("argument {} has no --input (or use --random-inputs)", arg.name));
     }
@@ -193,32 +278,30 @@ int run(const Options& o) {
                 device.to_string().c_str(), ms.front(), ms.back());
   }
 
-  for (std::size_t i = 0; i < host.size(); ++i) {
-    const auto& out = graph->outputs()[i];
-    if (auto it = o.outputs.find(out.name); it != o.outputs.end())
-      if (auto s = tools::write_npy(it->second, host[i]); !s.ok()) return fail(s.error().message());
-    if (!o.quiet) {
-      auto v = host[i].to_f64();
-      double sum = 0;
-      for (double x : v) sum += x;
-      std::string head;
-      for (std::size_t k = 0; k < std::min<std::size_t>(v.size(), 4); ++k) head += fmt::format("{:.5g} ", v[k]);
-      std::printf("%s: %s %s on %s  sum=%.6g  first: %s\n", out.name.c_str(), shape_to_string(host[i].shape).c_str(),
-                  std::string(dtype_name(host[i].dtype)).c_str(), device.to_string().c_str(), sum, head.c_str());
-    }
+  std::vector<const HostData*> written;
+  for (std::size_t i : file_result) written.push_back(&host[i]);
+  if (auto s = tools::write_npy_files(files, written); !s.ok()) return fail(s.error().message());
+  if (!o.quiet) {
+    for (std::size_t i = 0; i < host.size(); ++i) print_summary(graph->outputs()[i].name, host[i], device);
+    std::printf("stats: %s\n", stats_to_string(stats()).c_str());
   }
-  if (!o.quiet) std::printf("stats: %s\n", stats_to_string(stats()).c_str());
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
+  // The last guard: every failure is reported as an error line and exit code 1, never an uncaught
+  // exception (the paths above return typed errors; this catches what a library call might throw).
   try {
+    Options o;
     if (auto e = parse_args(argc, argv, o)) return fail(*e);
-  } catch (const std::exception&) {
-    return fail("a numeric option has a bad value (see --help)");
+    return run(o);
+  } catch (const std::bad_alloc&) {
+    return fail(rudnn::RuntimeError(rudnn::ErrorKind::OutOfMemory, "rudnn-run", "enough host memory",
+                                    "an allocation failure")
+                    .message());
+  } catch (const std::exception& e) {
+    return fail(rudnn::RuntimeError(rudnn::ErrorKind::Internal, "rudnn-run", "no exception", e.what()).message());
   }
-  return run(o);
 }
