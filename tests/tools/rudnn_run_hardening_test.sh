@@ -168,5 +168,51 @@ sed 's/%r, %off, %g/%r, %o, %g/' "$WORK/offsets.mlir" > "$WORK/offsets_ok.mlir"
 "$RUN" "$WORK/offsets_ok.mlir" --random-inputs=1 --dynamic-dim 3 --quiet > "$WORK/off_ok.txt" 2>&1; rc=$?
 check "... and with the dispatch's own offsets it runs" "[ $rc -eq 0 ] || { cat $WORK/off_ok.txt; false; }"
 
+# --- item 9: integer arguments take only integral values inside their type, exactly (no cast
+# through double): out-of-range, fractional, NaN and huge values are errors naming the element.
+cat > "$WORK/ints.mlir" <<'MLIR'
+func.func @main(%u: tensor<1xui32> {rudnn.name = "u"}, %i: tensor<1xi32> {rudnn.name = "i"}, %l: tensor<2xi64> {rudnn.name = "l"}) -> (tensor<1xui32>, tensor<1xi32>, tensor<2xi64> {rudnn.name = "l_out"}) {
+  return %u, %i, %l : tensor<1xui32>, tensor<1xi32>, tensor<2xi64>
+}
+MLIR
+cat > "$WORK/npy.py" <<'PY'
+import struct, sys
+def npy(path, descr, fmt, values):
+    h = "{'descr': '%s', 'fortran_order': False, 'shape': (%d,), }" % (descr, len(values))
+    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+    data = struct.pack("<" + fmt * len(values), *values)
+    open(path, "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + data)
+w = sys.argv[1]
+npy(f"{w}/minus1.npy", "<i8", "q", [-1])
+npy(f"{w}/two32p3.npy", "<i8", "q", [2**32 + 3])
+npy(f"{w}/nan.npy", "<f8", "d", [float("nan")])
+npy(f"{w}/frac.npy", "<f8", "d", [1.7])
+npy(f"{w}/big.npy", "<f8", "d", [1e20])
+npy(f"{w}/two63.npy", "<u8", "Q", [2**63, 0])
+npy(f"{w}/u_ok.npy", "<f8", "d", [4294967295.0])
+npy(f"{w}/i_ok.npy", "<i2", "h", [-7])
+npy(f"{w}/l_ok.npy", "<i8", "q", [2**63 - 1, -2**63])
+PY
+python3 "$WORK/npy.py" "$WORK"
+OK_INPUTS="--input u=$WORK/u_ok.npy --input i=$WORK/i_ok.npy --input l=$WORK/l_ok.npy"
+rejected "-1 for ui32" "expected an integer in [0, 4294967295] (ui32), got -1 at element 0" \
+  "$WORK/ints.mlir" --input u="$WORK/minus1.npy" --input i="$WORK/i_ok.npy" --input l="$WORK/l_ok.npy"
+rejected "2^32 + 3 for ui32" "expected an integer in [0, 4294967295] (ui32), got 4294967299 at element 0" \
+  "$WORK/ints.mlir" --input u="$WORK/two32p3.npy" --input i="$WORK/i_ok.npy" --input l="$WORK/l_ok.npy"
+rejected "NaN for i32" "expected an integer in [-2147483648, 2147483647] (i32), got nan at element 0" \
+  "$WORK/ints.mlir" --input u="$WORK/u_ok.npy" --input i="$WORK/nan.npy" --input l="$WORK/l_ok.npy"
+rejected "1.7 for i32" "(i32), got 1.7 at element 0" \
+  "$WORK/ints.mlir" --input u="$WORK/u_ok.npy" --input i="$WORK/frac.npy" --input l="$WORK/l_ok.npy"
+rejected "1e20 for i32" "(i32), got 1e+20 at element 0" \
+  "$WORK/ints.mlir" --input u="$WORK/u_ok.npy" --input i="$WORK/big.npy" --input l="$WORK/l_ok.npy"
+rejected "2^63 for i64" "(i64), got 9223372036854775808 at element 0" \
+  "$WORK/ints.mlir" --input u="$WORK/u_ok.npy" --input i="$WORK/i_ok.npy" --input l="$WORK/two63.npy"
+check "... naming the --input" "grep -qF -- '--input l=' $WORK/err.txt"
+"$RUN" "$WORK/ints.mlir" $OK_INPUTS --output l_out="$WORK/l_out.npy" --output result0="$WORK/u_out.npy" \
+  --output result1="$WORK/i_out.npy" --quiet > "$WORK/ints.txt" 2>&1; rc=$?
+check "in-range integers run" "[ $rc -eq 0 ] || { cat $WORK/ints.txt; false; }"
+check "i64 2^63 - 1 and -2^63 come back exactly" "python3 -c \"import struct; d=open('$WORK/l_out.npy','rb').read(); assert struct.unpack('<2q', d[-16:]) == (2**63 - 1, -2**63)\""
+check "ui32 4294967295 (from f8) and i32 -7 (from i2) come back exactly" "python3 $WORK/values.py $WORK/u_out.npy I 4294967295 4294967295 && python3 $WORK/values.py $WORK/i_out.npy i -7 -7"
+
 echo "$fails failed"
 [ $fails -eq 0 ]

@@ -333,7 +333,6 @@ Result<HostData, RuntimeError> read_npy(const std::string& path, DType dtype, co
 Status<RuntimeError> write_npy(const std::string& path, const HostData& data) {
   std::string descr;
   std::string payload;
-  const auto values = data.to_f64();
   switch (data.dtype) {
     case DType::I32: descr = "<i4"; break;
     case DType::I64: descr = "<i8"; break;
@@ -341,21 +340,14 @@ Status<RuntimeError> write_npy(const std::string& path, const HostData& data) {
     case DType::U8: descr = "|u1"; break;
     default: descr = "<f4"; break;
   }
-  for (double v : values) {
-    if (descr == "<f4") {
-      float f = static_cast<float>(v);
+  if (descr != "<f4") {
+    // Integers as stored (the dtype's own little-endian layout): exact, never through double, where
+    // an i64 of 2^63 - 1 would round to 2^63 and wrap to -2^63.
+    payload.assign(reinterpret_cast<const char*>(data.bytes.data()), data.bytes.size());
+  } else {
+    for (double v : data.to_f64()) {
+      const float f = static_cast<float>(v);
       payload.append(reinterpret_cast<const char*>(&f), 4);
-    } else if (descr == "<i4") {
-      auto x = static_cast<std::int32_t>(v);
-      payload.append(reinterpret_cast<const char*>(&x), 4);
-    } else if (descr == "<u4") {
-      auto x = static_cast<std::uint32_t>(v);
-      payload.append(reinterpret_cast<const char*>(&x), 4);
-    } else if (descr == "|u1") {
-      payload.push_back(static_cast<char>(static_cast<std::uint8_t>(v)));
-    } else {
-      auto x = static_cast<std::int64_t>(v);
-      payload.append(reinterpret_cast<const char*>(&x), 8);
     }
   }
   std::string shape;
