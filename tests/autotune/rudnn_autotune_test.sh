@@ -28,4 +28,19 @@ grep -q "rudnn.softmax_last_axis" "$work/a.txt" || fail "no summary table: $(cat
 RUDNN_AUTOTUNE_CACHE="$work/merged.host.sqlite" RUDNN_AUTOTUNE=cached RUDNN_LOG=info \
   "$run" "$src/softmax_h3.mlir" --device host --random-inputs --dynamic-dim 4 --quiet 2> "$work/run.txt" || fail "rudnn-run: $(cat "$work/run.txt")"
 grep -q "plan rudnn.softmax_last_axis f32 \[3\] buckets \[4\] on host: .*; cache)" "$work/run.txt" || fail "cached variant not used: $(cat "$work/run.txt")"
+
+# Issue 10 item 16: a run that fails before storing a record creates no cache file; a missing
+# directory is named as such (not SQLite's "read-only"). Item 10: numeric options parse whole.
+printf 'func.func @main( broken\n' > "$work/broken.mlir"
+printf 'func.func @main(%%x: tensor<4xf32>) -> tensor<4xf32> {\n  return %%x : tensor<4xf32>\n}\n' > "$work/no_ops.mlir"
+printf 'func.func @main(%%x: tensor<?x?xf32>) -> tensor<?x?xf32> {\n  %%0 = rudnn.softmax_last_axis %%x : tensor<?x?xf32>\n  return %%0 : tensor<?x?xf32>\n}\n' > "$work/dyn.mlir"
+for input in missing broken no_ops dyn; do
+  "$tool" "$work/$input.mlir" --device host --rows 4 -o "$work/$input.host.sqlite" > "$work/$input.txt" 2>&1 && fail "$input.mlir accepted"
+  grep -q "rudnn-autotune: error:" "$work/$input.txt" || fail "$input.mlir: no error line: $(cat "$work/$input.txt")"
+  [ ! -e "$work/$input.host.sqlite" ] || fail "$input.mlir left a cache file behind"
+done
+"$tool" "$src/softmax_h3.mlir" --device host --rows 4 -o "$work/nodir/t.host.sqlite" 2> "$work/nodir.txt" && fail "missing directory accepted"
+grep -q "expected a path in an existing directory" "$work/nodir.txt" || fail "missing directory not named: $(cat "$work/nodir.txt")"
+"$tool" "$src/softmax_h3.mlir" --device host --jobs 5abc -o "$work/j.host.sqlite" 2>&1 | grep -q -- '--jobs: expected an integer in \[1, 2147483647\], got "5abc"' || fail "--jobs 5abc not rejected"
+"$tool" "$src/softmax_h3.mlir" --device host --rows 4,1e3 -o "$work/j.host.sqlite" 2>&1 | grep -q -- '--rows: expected an integer >= 1, got "1e3"' || fail "--rows 1e3 not rejected"
 echo PASS

@@ -75,5 +75,18 @@ bad "an unknown attention strategy" attention --strategies flash_mma,wgmma
 bad "--tokens not a multiple of --seq" attention --tokens 100 --seq 64
 bad "--kv-heads not dividing --q-heads" attention --q-heads 32 --kv-heads 5
 
+# Issue 10 items 2/3 and 10: numeric options parse whole; sizes that overflow are rejected, sizes the
+# host cannot allocate are an OutOfMemory error line (exit 1, no crash; address space capped so
+# nothing large is ever touched).
+bad "an --iters with a suffix" norm --iters 5abc
+bad "a --tokens in exponent form" moe --tokens 1e3
+bad "a --seq with a leading space" gated-delta --seq ' 5'
+bad "an overflowing --shape (2^52 x 4096)" norm --shape 4503599627370496x4096
+check "... named with its value" "grep -qF -- '--shape: expected RxH, integers >= 1 whose product' $WORK/bad.err && grep -qF '4503599627370496x4096' $WORK/bad.err"
+(ulimit -v 8000000; "$BENCH" norm --shape 1000000000x4096 --dtype f32 $T > /dev/null 2> "$WORK/oom.err"); rc=$?
+check "an unallocatable norm shape is OutOfMemory, exit 1" "[ $rc -eq 1 ] && grep -qF '16384000000000 bytes of host memory' $WORK/oom.err"
+(ulimit -v 8000000; "$BENCH" moe --experts 4503599627370496 --hidden 4096 --inter 4096 --tokens 1 --top-k 1 $T > /dev/null 2> "$WORK/moe-big.err"); rc=$?
+check "overflowing expert weights are an error, exit 1" "[ $rc -eq 1 ] && grep -qF 'fits in 64 bits' $WORK/moe-big.err"
+
 echo "$fails failed"
 [ $fails -eq 0 ]

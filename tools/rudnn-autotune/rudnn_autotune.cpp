@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -15,6 +17,7 @@
 #include <mlir/IR/BuiltinOps.h>
 #include <mlir/IR/MLIRContext.h>
 
+#include "common/numbers.h"
 #include "common/progress.h"
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
@@ -69,14 +72,12 @@ int fail(const std::string& text) {
   return 1;
 }
 
+// The tools' one strict parser (tools/common/numbers.h), in the shape the option loop uses.
 std::optional<std::string> parse_int(const std::string& flag, const std::string& text, std::int64_t min,
-                                     std::int64_t& out) {
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end || errno || v < min)
-    return fmt::format("{}: expected an integer >= {}, got \"{}\"", flag, min, text);
-  out = v;
+                                     std::int64_t max, std::int64_t& out) {
+  auto v = tools::parse_int(flag, text, min, max);
+  if (!v.ok()) return v.error().message();
+  out = v.value();
   return std::nullopt;
 }
 
@@ -102,7 +103,7 @@ std::optional<std::string> parse_args(int argc, char** argv, Options& o) {
       while (start <= v->size()) {
         const std::size_t comma = v->find(',', start);
         std::int64_t r = 0;
-        if (auto e = parse_int("--rows", v->substr(start, comma - start), 1, r)) return e;
+        if (auto e = parse_int("--rows", v->substr(start, comma - start), 1, INT64_MAX, r)) return e;
         o.rows.push_back(r);
         if (comma == std::string::npos) break;
         start = comma + 1;
@@ -111,7 +112,7 @@ std::optional<std::string> parse_args(int argc, char** argv, Options& o) {
       auto v = value();
       std::int64_t n = 0;
       if (!v) return a + ": expected an integer >= 1, got nothing";
-      if (auto e = parse_int(a, *v, 1, n)) return e;
+      if (auto e = parse_int(a, *v, 1, INT32_MAX, n)) return e;
       (a == "--jobs" ? o.jobs : o.repeats) = static_cast<int>(n);
     } else if (a == "-o" || a == "--output") {
       auto v = value();
@@ -129,6 +130,14 @@ std::optional<std::string> parse_args(int argc, char** argv, Options& o) {
   }
   if (o.files.empty()) return o.merge ? "--merge: expected input caches, got none" : "expected FILE.mlir..., got none";
   if (o.output.empty()) return "-o: expected the output cache path, got none";
+  // The cache's directory must exist (SQLite would report a missing one as "read-only").
+  std::error_code ec;
+  if (std::filesystem::is_directory(o.output, ec))
+    return fmt::format("-o: expected a cache file path, got \"{}\" (a directory)", o.output);
+  const std::filesystem::path dir = std::filesystem::path(o.output).parent_path();
+  if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
+    return fmt::format("-o: expected a path in an existing directory, got \"{}\" (no directory {})", o.output,
+                       dir.string());
   return std::nullopt;
 }
 
@@ -207,9 +216,6 @@ int tune_all(const Options& o) {
                               autotune::cache_class_name(cls), o.device, autotune::cache_class_name(existing.value()),
                               o.output));
   }
-  auto cache = autotune::TuningCache::open(o.output, {.read_only = false, .create = true, .expected = cls});
-  if (!cache.ok()) return fail(cache.error().message());
-
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
   mlir::DialectRegistry registry;
   registry.insert<mlir::func::FuncDialect, dialect::RudnnDialect>();
@@ -248,6 +254,9 @@ int tune_all(const Options& o) {
   options.jobs = o.jobs ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   if (progress) options.on_progress = [&](const std::string& item) { progress->advance(1, item); };
 
+  // The cache is opened (and created) at the first record to store, so a run that fails before any
+  // tuning succeeds (no tunable op, a dynamic last dim, every tuning failing) leaves no empty file.
+  std::unique_ptr<autotune::TuningCache> cache;
   std::vector<autotune::TuneReport> reports;
   int failures = 0;
   for (const auto& [where, key] : work) {
@@ -258,12 +267,18 @@ int tune_all(const Options& o) {
       failures++;
       continue;
     }
-    if (auto s = cache.value()->store(report->record()); !s.ok()) return fail(s.error().message());
+    if (!cache) {
+      auto opened = autotune::TuningCache::open(o.output, {.read_only = false, .create = true, .expected = cls});
+      if (!opened.ok()) return fail(opened.error().message());
+      cache = std::move(opened.value());
+    }
+    if (auto s = cache->store(report->record()); !s.ok()) return fail(s.error().message());
     reports.push_back(std::move(report.value()));
   }
   if (progress) progress->finish();
-  if (auto s = cache.value()->compact_for_shipping(); !s.ok())
-    std::fprintf(stderr, "rudnn-autotune: note: %s\n", s.error().message().c_str());
+  if (cache)
+    if (auto s = cache->compact_for_shipping(); !s.ok())
+      std::fprintf(stderr, "rudnn-autotune: note: %s\n", s.error().message().c_str());
 
   if (!o.quiet) {
     std::printf("%-24s %-14s %-8s %-8s %-54s %12s %9s\n", "op", "dtypes", "H", "rows<=", "winner", "time (us)",
@@ -277,8 +292,11 @@ int tune_all(const Options& o) {
                   fmt::format("{}", fmt::join(r.key.buckets, ",")).c_str(), r.winner.to_string().c_str(),
                   r.time_ms * 1000.0, r.runner_up_ratio);
     }
-    std::printf("%zu keys tuned, %d failed; %s cache %s\n", reports.size(), failures,
-                std::string(autotune::cache_class_name(cls)).c_str(), o.output.c_str());
+    if (cache)
+      std::printf("%zu keys tuned, %d failed; %s cache %s\n", reports.size(), failures,
+                  std::string(autotune::cache_class_name(cls)).c_str(), o.output.c_str());
+    else
+      std::printf("0 keys tuned, %d failed; no cache written\n", failures);
   }
   return failures ? 2 : 0;
 }
@@ -286,7 +304,14 @@ int tune_all(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
-  if (auto e = parse_args(argc, argv, o)) return fail(*e);
-  return o.merge ? merge(o) : tune_all(o);
+  // The last guard: a failure is an error line and a non-zero exit, never an uncaught exception.
+  try {
+    Options o;
+    if (auto e = parse_args(argc, argv, o)) return fail(*e);
+    return o.merge ? merge(o) : tune_all(o);
+  } catch (const std::bad_alloc&) {
+    return fail("rudnn-autotune: expected enough host memory, got an allocation failure");
+  } catch (const std::exception& e) {
+    return fail(fmt::format("rudnn-autotune: expected no exception, got {}", e.what()));
+  }
 }

@@ -81,7 +81,7 @@ int run_attention(int argc, char** argv) {
     std::printf("%s%s%s", kUsage, kCommonOptionsHelp, kExample);
     return 0;
   }
-  Device device = Device::default_device();
+  std::optional<Device> chosen;  // --device; else Device::default_device(), resolved after the options
   Timing timing;
   std::int64_t tokens = 16384, q_heads = 32;
   std::vector<std::int64_t> seqs, kv_heads_list, head_dims, causals;
@@ -89,22 +89,22 @@ int run_attention(int argc, char** argv) {
   std::vector<StrategyName> strategies(std::begin(kStrategies), std::end(kStrategies));
   auto bad = parse_options(argc, argv, 2, [&](const std::string& a, const std::string& v) -> std::optional<std::string> {
     std::optional<std::string> error;
-    if (common_option(a, v, &device, &timing, &error)) return error;
+    if (common_option(a, v, &chosen, &timing, &error)) return error;
     std::vector<std::int64_t>* list = a == "--seq"        ? &seqs
                                       : a == "--kv-heads" ? &kv_heads_list
                                       : a == "--head-dim" ? &head_dims
                                                           : nullptr;
     if (list || a == "--tokens" || a == "--q-heads") {
-      auto n = parse_int(v, 1, INT64_MAX);
-      if (!n) return a + " wants an integer ≥ 1, got " + v;
+      std::int64_t n = 0;
+      if (auto e = int_option(a, v, 1, INT64_MAX, &n)) return e;
       if (list)
-        list->push_back(*n);
+        list->push_back(n);
       else
-        (a == "--tokens" ? tokens : q_heads) = *n;
+        (a == "--tokens" ? tokens : q_heads) = n;
     } else if (a == "--causal") {
-      auto n = parse_int(v, 0, 1);
-      if (!n) return "--causal wants 0 or 1, got " + v;
-      causals.push_back(*n);
+      std::int64_t n = 0;
+      if (auto e = int_option(a, v, 0, 1, &n)) return e;
+      causals.push_back(n);
     } else if (a == "--dtype") {
       auto t = parse_dtype(v);
       if (!t || !is_float(*t)) return "--dtype wants f32, f16 or bf16, got " + v;
@@ -119,6 +119,9 @@ int run_attention(int argc, char** argv) {
     return std::nullopt;
   });
   if (bad) return fail(*bad);
+  auto resolved = chosen ? Result<Device, RuntimeError>(*chosen) : Device::default_device();
+  if (!resolved.ok()) return fail(resolved.error().message());
+  const Device device = resolved.value();
   if (seqs.empty()) seqs = {512, 1024, 2048, 4096, 8192, 16384};
   if (kv_heads_list.empty()) kv_heads_list = {32, 8};
   if (head_dims.empty()) head_dims = {64, 128};
@@ -145,7 +148,7 @@ int run_attention(int argc, char** argv) {
         auto v = normal_tensor({b, hkv, t, d}, dtype, device, 0, 1, rng);
         if (!k.ok() || !v.ok()) return fail(!k.ok() ? k.error().message() : v.error().message());
         for (std::int64_t causal : causals) {
-          const double flops = 4.0 * static_cast<double>(b * q_heads) * static_cast<double>(t) *
+          const double flops = 4.0 * static_cast<double>(b) * static_cast<double>(q_heads) * static_cast<double>(t) *
                                static_cast<double>(t) * static_cast<double>(d) * (causal ? 0.5 : 1.0);
           const std::string shape = "B=" + std::to_string(b) + " Hq=" + std::to_string(q_heads) +
                                     " Hkv=" + std::to_string(hkv) + " T=" + std::to_string(t) +

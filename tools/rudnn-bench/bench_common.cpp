@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/host_data.h"
+#include "common/numbers.h"
+
 namespace rudnn::bench {
 
 int fail(const std::string& s) {
@@ -12,17 +15,12 @@ int fail(const std::string& s) {
   return 1;
 }
 
-std::optional<std::int64_t> parse_int(const std::string& s, std::int64_t lo, std::int64_t hi) {
-  if (s.empty()) return std::nullopt;
-  std::size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(s, &used);
-  } catch (...) {
-    return std::nullopt;
-  }
-  if (used != s.size() || v < lo || v > hi) return std::nullopt;
-  return v;
+std::optional<std::string> int_option(const std::string& name, const std::string& value, std::int64_t lo,
+                                      std::int64_t hi, std::int64_t* into) {
+  auto n = tools::parse_int(name, value, lo, hi);
+  if (!n.ok()) return n.error().message();
+  *into = n.value();
+  return std::nullopt;
 }
 
 std::optional<std::string> parse_options(int argc, char** argv, int first, const OptionHandler& on) {
@@ -49,7 +47,7 @@ const char* const kCommonOptionsHelp =
                              step take about MS (at least one call; default 0 = never)
 )";
 
-bool common_option(const std::string& name, const std::string& value, Device* device, Timing* timing,
+bool common_option(const std::string& name, const std::string& value, std::optional<Device>* device, Timing* timing,
                    std::optional<std::string>* error) {
   if (name == "--device") {
     auto d = Device::parse(value);
@@ -58,17 +56,13 @@ bool common_option(const std::string& name, const std::string& value, Device* de
     else
       *device = d.value();
   } else if (name == "--iters" || name == "--runs") {
-    auto n = parse_int(value, 1, 1000000);
-    if (!n)
-      *error = name + " wants an integer ≥ 1, got " + value;
-    else
-      (name == "--iters" ? timing->iters : timing->runs) = static_cast<int>(*n);
+    std::int64_t n = 0;
+    *error = int_option(name, value, 1, 1000000, &n);
+    if (!*error) (name == "--iters" ? timing->iters : timing->runs) = static_cast<int>(n);
   } else if (name == "--budget-ms") {
-    auto n = parse_int(value, 0, 100000000);
-    if (!n)
-      *error = "--budget-ms wants an integer ≥ 0, got " + value;
-    else
-      timing->budget_ms = static_cast<double>(*n);
+    std::int64_t n = 0;
+    *error = int_option(name, value, 0, 100000000, &n);
+    if (!*error) timing->budget_ms = static_cast<double>(n);
   } else {
     return false;
   }
@@ -118,13 +112,14 @@ Result<Tensor, RuntimeError> random_tensor(const Shape& shape, DType dtype, cons
                                            const std::function<double()>& draw) {
   // An odd pool length, so a repeated pool does not line up with power-of-two rows.
   constexpr std::int64_t kPool = (1 << 20) + 7;
-  const std::int64_t n = element_count(shape);
+  auto allocated = tools::allocate_host("tensor " + shape_to_string(shape), shape, dtype);
+  if (!allocated.ok()) return allocated.error();
+  HostData& data = allocated.value();
+  const std::size_t total = data.bytes.size();
+  const std::int64_t n = static_cast<std::int64_t>(total / dtype_size(dtype));
   std::vector<double> pool(static_cast<std::size_t>(std::min(n, kPool)));
   for (auto& v : pool) v = draw();
   HostData part = HostData::from_f64({static_cast<std::int64_t>(pool.size())}, dtype, pool);
-  HostData data{shape, dtype, {}};
-  const std::size_t total = static_cast<std::size_t>(n) * dtype_size(dtype);
-  data.bytes.resize(total);
   for (std::size_t at = 0; at < total; at += part.bytes.size())
     std::memcpy(data.bytes.data() + at, part.bytes.data(), std::min(part.bytes.size(), total - at));
   return Tensor::upload(data, device);

@@ -16,8 +16,11 @@ namespace rudnn::bench {
 // Prints "rudnn-bench: error: <s>" to stderr; returns the exit code 1.
 int fail(const std::string& s);
 
-// Strict integer parse: the whole string, in [lo, hi]; nullopt otherwise.
-std::optional<std::int64_t> parse_int(const std::string& s, std::int64_t lo, std::int64_t hi);
+// `--name N` with N in [lo, hi] into *into, through the tools' one strict parser
+// (tools/common/numbers.h); the error message ("--tokens: expected an integer >= 1, got \"12x\"")
+// or nullopt.
+std::optional<std::string> int_option(const std::string& name, const std::string& value, std::int64_t lo,
+                                      std::int64_t hi, std::int64_t* into);
 
 // Walks argv[first..] as "--name value" pairs, calling on(name, value), which returns an error
 // message (or nullopt). A missing value or an error → the message, else nullopt.
@@ -51,12 +54,13 @@ Measured time_call(const Queue& queue, const Timing& timing, const Call& call);
 
 // Options shared by the subcommands: --device, --iters, --runs, --budget-ms. Returns true (and sets
 // *error on a bad value) if `name` was one of them.
-bool common_option(const std::string& name, const std::string& value, Device* device, Timing* timing,
+bool common_option(const std::string& name, const std::string& value, std::optional<Device>* device, Timing* timing,
                    std::optional<std::string>* error);
 extern const char* const kCommonOptionsHelp;
 
 // A device tensor of `shape` filled with values of `dtype` drawn from `draw` (already rounded to
-// the dtype). Large tensors repeat a pool of ~1M drawn values (timing does not depend on the values;
+// the dtype). A shape whose size overflows is an InvalidValue, a host allocation failure an
+// OutOfMemory naming the bytes (tools/common/host_data.h), never a wrap or an exception. Large tensors repeat a pool of ~1M drawn values (timing does not depend on the values;
 // drawing billions of numbers for expert weights would take the GPU check's minutes).
 Result<Tensor, RuntimeError> random_tensor(const Shape& shape, DType dtype, const Device& device,
                                            const std::function<double()>& draw);

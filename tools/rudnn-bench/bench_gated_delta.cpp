@@ -63,7 +63,7 @@ int run_gated_delta(int argc, char** argv) {
     std::printf("%s%s%s", kUsage, kCommonOptionsHelp, kExample);
     return 0;
   }
-  Device device = Device::default_device();
+  std::optional<Device> chosen;  // --device; else Device::default_device(), resolved after the options
   Timing timing;
   std::int64_t batch = 8, heads = 16, seq = 4096, key_dim = 128, value_dim = 128, chunk = 64;
   std::int64_t decode_batch = 64, decode_seq = 1;
@@ -71,7 +71,7 @@ int run_gated_delta(int argc, char** argv) {
   std::vector<std::string> modes = {"prefill", "decode"};
   auto bad = parse_options(argc, argv, 2, [&](const std::string& a, const std::string& v) -> std::optional<std::string> {
     std::optional<std::string> error;
-    if (common_option(a, v, &device, &timing, &error)) return error;
+    if (common_option(a, v, &chosen, &timing, &error)) return error;
     std::int64_t* into = a == "--batch"          ? &batch
                          : a == "--heads"        ? &heads
                          : a == "--seq"          ? &seq
@@ -82,9 +82,7 @@ int run_gated_delta(int argc, char** argv) {
                          : a == "--decode-seq"   ? &decode_seq
                                                  : nullptr;
     if (into) {
-      auto n = parse_int(v, 1, INT64_MAX);
-      if (!n) return a + " wants an integer ≥ 1, got " + v;
-      *into = *n;
+      return int_option(a, v, 1, INT64_MAX, into);
     } else if (a == "--dtype") {
       auto t = parse_dtype(v);
       if (!t || !is_float(*t)) return "--dtype wants f32, f16 or bf16, got " + v;
@@ -104,6 +102,9 @@ int run_gated_delta(int argc, char** argv) {
     return std::nullopt;
   });
   if (bad) return fail(*bad);
+  auto resolved = chosen ? Result<Device, RuntimeError>(*chosen) : Device::default_device();
+  if (!resolved.ok()) return fail(resolved.error().message());
+  const Device device = resolved.value();
 
   const std::string dname(dtype_name(dtype)), dev = device.to_string();
   const float query_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(key_dim)));
@@ -135,8 +136,9 @@ int run_gated_delta(int argc, char** argv) {
     });
     if (!m.ok()) return fail(mode + ": " + m.error);
     const double ds = static_cast<double>(dtype_size(dtype));
-    const double tokens = static_cast<double>(s.b * s.t);
-    const double state_bytes = 4.0 * static_cast<double>(s.b * s.h * s.k * s.v);
+    const double tokens = static_cast<double>(s.b) * static_cast<double>(s.t);
+    const double state_bytes = 4.0 * static_cast<double>(s.b) * static_cast<double>(s.h) * static_cast<double>(s.k) *
+                               static_cast<double>(s.v);
     const double bytes = tokens * static_cast<double>(s.h) * ds * static_cast<double>(2 * s.k + 2 * s.v + 2) +
                          state_bytes * (input.initial_state ? 2 : 1);
     std::printf("%s,%lld,%lld,%lld,%lld,%lld,%s,%s,%s,%.2f,%.0f,%.1f\n", mode.c_str(), static_cast<long long>(s.b),

@@ -70,7 +70,7 @@ int run_moe(int argc, char** argv) {
     std::printf("%s%s%s", kUsage, kCommonOptionsHelp, kExample);
     return 0;
   }
-  Device device = Device::default_device();
+  std::optional<Device> chosen;  // --device; else Device::default_device(), resolved after the options
   Timing timing;
   std::vector<std::int64_t> tokens, experts_list;
   std::int64_t hidden = 4096, inter = 1408, top_k = 8;
@@ -79,13 +79,8 @@ int run_moe(int argc, char** argv) {
   std::vector<std::string> steps = all_steps, strategies = {"scalar", "tensorcore"};
   auto bad = parse_options(argc, argv, 2, [&](const std::string& a, const std::string& v) -> std::optional<std::string> {
     std::optional<std::string> error;
-    if (common_option(a, v, &device, &timing, &error)) return error;
-    auto positive = [&](std::int64_t* into) -> std::optional<std::string> {
-      auto n = parse_int(v, 1, INT64_MAX);
-      if (!n) return a + " wants an integer ≥ 1, got " + v;
-      *into = *n;
-      return std::nullopt;
-    };
+    if (common_option(a, v, &chosen, &timing, &error)) return error;
+    auto positive = [&](std::int64_t* into) { return int_option(a, v, 1, INT64_MAX, into); };
     std::int64_t n = 0;
     if (a == "--tokens" || a == "--experts") {
       if (auto e = positive(&n)) return e;
@@ -114,6 +109,9 @@ int run_moe(int argc, char** argv) {
     return std::nullopt;
   });
   if (bad) return fail(*bad);
+  auto resolved = chosen ? Result<Device, RuntimeError>(*chosen) : Device::default_device();
+  if (!resolved.ok()) return fail(resolved.error().message());
+  const Device device = resolved.value();
   if (tokens.empty()) tokens = {16, 512, 4096};
   if (experts_list.empty()) experts_list = {64, 256};
   for (std::int64_t e : experts_list)
@@ -145,7 +143,7 @@ int run_moe(int argc, char** argv) {
       auto rows = experts->forward_dispatched_with_strategy(*dispatched, moe::GroupedStrategy::Auto);
       if (!rows.ok()) return fail(rows.error().message());
       const Queue& queue = x->queue();
-      const double flops = 6.0 * static_cast<double>(t * top_k) * static_cast<double>(hidden) *
+      const double flops = 6.0 * static_cast<double>(t) * static_cast<double>(top_k) * static_cast<double>(hidden) *
                            static_cast<double>(inter);
       auto line = [&](const std::string& step, const std::string& strategy, const Measured& m, bool gemm) {
         std::printf("%s,%lld,%lld,%lld,%lld,%lld,%s,%s,%s,%.2f,%s\n", step.c_str(), static_cast<long long>(t),

@@ -8,6 +8,7 @@
 
 #include "bench_common.h"
 #include "benchmarks.h"
+#include "common/numbers.h"
 #include "rudnn/normalization.h"
 
 namespace rudnn::bench {
@@ -37,19 +38,21 @@ int run_norm(int argc, char** argv) {
     std::printf("%s%s%s", kUsage, kCommonOptionsHelp, kExample);
     return 0;
   }
-  Device device = Device::default_device();
+  std::optional<Device> chosen;  // --device; else Device::default_device(), resolved after the options
   Timing timing;  // 20 iters, 15 runs
   std::vector<std::pair<std::int64_t, std::int64_t>> shapes;
   std::vector<DType> dtypes;
   std::vector<std::string> ops = {"layer_norm", "rms_norm", "softmax"};
   auto bad = parse_options(argc, argv, 2, [&](const std::string& a, const std::string& v) -> std::optional<std::string> {
     std::optional<std::string> error;
-    if (common_option(a, v, &device, &timing, &error)) return error;
+    if (common_option(a, v, &chosen, &timing, &error)) return error;
     if (a == "--shape") {
-      auto x = v.find('x');
-      auto r = x == std::string::npos ? std::nullopt : parse_int(v.substr(0, x), 1, INT64_MAX);
-      auto h = x == std::string::npos ? std::nullopt : parse_int(v.substr(x + 1), 1, INT64_MAX);
-      if (!r || !h) return "--shape wants RxH, got " + v;
+      // R·H must fit in 64 bits (with the bytes): a wrapped product would size a tiny tensor.
+      const auto x = v.find('x');
+      auto r = tools::parse_int(a, x == std::string::npos ? "" : v.substr(0, x), 1);
+      auto h = tools::parse_int(a, x == std::string::npos ? "" : v.substr(x + 1), 1);
+      if (!r.ok() || !h.ok() || !checked_byte_count({*r, *h}, DType::F32))
+        return tools::bad_option(a, "RxH, integers >= 1 whose product's f32 bytes fit in 64 bits", v).message();
       shapes.emplace_back(*r, *h);
     } else if (a == "--dtype") {
       auto t = parse_dtype(v);
@@ -68,19 +71,18 @@ int run_norm(int argc, char** argv) {
     return std::nullopt;
   });
   if (bad) return fail(*bad);
+  auto resolved = chosen ? Result<Device, RuntimeError>(*chosen) : Device::default_device();
+  if (!resolved.ok()) return fail(resolved.error().message());
+  const Device device = resolved.value();
   if (shapes.empty()) shapes = {{16384, 4096}, {4096, 8192}};
   if (dtypes.empty()) dtypes = {DType::BF16, DType::F32};
 
   std::printf("op,shape,dtype,device,median_us,gb_per_s\n");
   std::mt19937_64 rng(1);
-  std::uniform_real_distribution<double> u(-1, 1);
   for (auto [rows, h] : shapes)
     for (DType dtype : dtypes) {
-      std::vector<double> xv(static_cast<std::size_t>(rows * h)), gv(static_cast<std::size_t>(h));
-      for (auto& e : xv) e = u(rng);
-      for (auto& e : gv) e = 1 + 0.1 * u(rng);
-      auto x = Tensor::upload(HostData::from_f64({rows, h}, dtype, xv), device);
-      auto g = Tensor::upload(HostData::from_f64({h}, DType::F32, gv), device);
+      auto x = uniform_tensor({rows, h}, dtype, device, -1, 1, rng);
+      auto g = uniform_tensor({h}, DType::F32, device, 0.9, 1.1, rng);
       if (!x.ok() || !g.ok()) return fail(!x.ok() ? x.error().message() : g.error().message());
       for (const auto& op : ops) {
         auto call = [&]() -> std::optional<std::string> {
@@ -93,7 +95,8 @@ int run_norm(int argc, char** argv) {
         const Measured m = time_call(x->queue(), timing, call);
         if (!m.ok()) return fail(m.error);
         // Bytes that must move: input read + output written (+ gamma/beta, negligible but counted).
-        const double bytes = 2.0 * static_cast<double>(rows * h) * static_cast<double>(dtype_size(dtype)) +
+        const double bytes = 2.0 * static_cast<double>(rows) * static_cast<double>(h) *
+                                 static_cast<double>(dtype_size(dtype)) +
                              (op == "softmax" ? 0 : (op == "layer_norm" ? 2 : 1) * 4.0 * static_cast<double>(h));
         std::printf("%s,%lldx%lld,%s,%s,%.2f,%.1f\n", op.c_str(), static_cast<long long>(rows),
                     static_cast<long long>(h), std::string(dtype_name(dtype)).c_str(), device.to_string().c_str(),

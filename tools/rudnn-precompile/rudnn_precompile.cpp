@@ -25,6 +25,7 @@
 #include <mlir/IR/MLIRContext.h>
 
 #include "cache/kernel_pack.h"
+#include "common/numbers.h"
 #include "common/progress.h"
 #include "contracts/normalization.h"
 #include "jit.h"
@@ -117,11 +118,9 @@ std::optional<std::string> parse_args(int argc, char** argv, Options& o) {
     } else if (a == "-j" || a == "--jobs") {
       auto v = value();
       if (!v) return a + ": expected a positive count, got nothing";
-      char* end = nullptr;
-      const long n = std::strtol(v->c_str(), &end, 10);
-      if (v->empty() || *end != '\0' || n < 1 || n > 1024)
-        return fmt::format("{}: expected a count in [1, 1024], got \"{}\"", a, *v);
-      o.jobs = static_cast<unsigned>(n);
+      auto n = tools::parse_int(a, *v, 1, 1024);  // the tools' one strict parser
+      if (!n.ok()) return n.error().message();
+      o.jobs = static_cast<unsigned>(n.value());
     } else if (a == "--quiet") {
       o.quiet = true;
     } else if (!a.empty() && a[0] == '-') {
@@ -388,7 +387,14 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
-  if (auto e = parse_args(argc, argv, o)) return fail(*e);
-  return run(o);
+  // The last guard: a failure is an error line and a non-zero exit, never an uncaught exception.
+  try {
+    Options o;
+    if (auto e = parse_args(argc, argv, o)) return fail(*e);
+    return run(o);
+  } catch (const std::bad_alloc&) {
+    return fail("rudnn-precompile: expected enough host memory, got an allocation failure");
+  } catch (const std::exception& e) {
+    return fail(fmt::format("rudnn-precompile: expected no exception, got {}", e.what()));
+  }
 }
