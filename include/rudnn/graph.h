@@ -19,7 +19,8 @@ struct Value {
 
 class RUDNN_API Graph {
  public:
-  // Parses and verifies a module; errors carry MLIR's diagnostics.
+  // Parses and verifies a module; errors carry MLIR's diagnostics. Two arguments (or two results)
+  // with one name are an error.
   static Result<Graph, RuntimeError> parse(const std::string& text, const std::string& source_name = "<string>");
   static Result<Graph, RuntimeError> parse_file(const std::string& path);
   ~Graph();
@@ -28,7 +29,9 @@ class RUDNN_API Graph {
 
   const std::vector<Value>& inputs() const;
   const std::vector<Value>& outputs() const;
-  // Checks each input against @main's argument types, then runs every op in order.
+  // Checks each input against @main's argument types, then runs every op in order; every value an op
+  // produces is checked against its declared type and every result against @main's result type
+  // (a dynamic extent matches any), so what runs never silently differs from what the IR says.
   Result<std::vector<Tensor>, RuntimeError> run(const std::vector<Tensor>& inputs) const;
 
  private:

@@ -97,6 +97,7 @@ bad "no output" "-o: expected the pack" "$E" --arch host
 bad "an output in a missing directory" "expected an existing directory" "$E" --arch host -o "$WORK/nodir/bad.pack"
 bad "an output that is a directory" "got a directory" "$E" --arch host -o "$WORK"
 bad "a bad --jobs" "--jobs: expected an integer in \[1, 1024\], got .zero." "$E" --arch host --jobs zero -o "$WORK/bad.pack"
+bad "a --jobs with a leading space (issue 10 item 10)" "--jobs: expected an integer in \[1, 1024\], got . 4." "$E" --arch host --jobs ' 4' -o "$WORK/bad.pack"
 bad "an unknown option" "unknown option --fast" "$E" --arch host --fast -o "$WORK/bad.pack"
 bad "no input file" "no input file" --arch host -o "$WORK/bad.pack"
 
