@@ -35,8 +35,13 @@ inline double tolerance(DType dtype) {
   }
 }
 
-// ‖got − want‖₂ / ‖want‖₂ (absolute when want is all zeros); NaN if any output is NaN.
+// ‖got − want‖₂ / ‖want‖₂ (absolute when want is all zeros); NaN if any output is NaN, and NaN with
+// a test failure when the sizes differ (a short result must not pass on its prefix).
 inline double relative_l2(const std::vector<double>& got, const std::vector<double>& want) {
+  if (got.size() != want.size()) {
+    ADD_FAILURE() << "relative_l2: " << got.size() << " values, expected " << want.size();
+    return NAN;
+  }
   double num = 0, den = 0;
   for (std::size_t i = 0; i < want.size(); ++i) {
     if (std::isnan(got[i])) return NAN;
