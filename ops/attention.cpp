@@ -85,7 +85,7 @@ Result<Tensor, AttentionSetupError> attention(const Tensor& query, const Tensor&
                                "a build without it");
 #endif
   if (requested != contracts::AttentionStrategy::Autotune)
-    if (auto e = contracts::check_strategy_fits(sig, requested)) return *e;
+    if (auto e = contracts::check_strategy_fits(sig, requested, ops::target_for(query.device()).arch)) return *e;
   std::vector<std::pair<const Tensor*, const char*>> all = {{&query, "query"}, {&key, "key"}, {&value, "value"}};
   if (mask) all.push_back({&*mask, "mask"});
   if (attn_bias) all.push_back({&*attn_bias, "attn_bias"});
@@ -192,11 +192,9 @@ class AttentionTuningProblem final : public ops::PlanTuningProblem {
 
   Status<RuntimeError> make_input_sets(int sets) override {
     std::mt19937_64 rng(0x5eed);
-    auto random = [&](const contracts::AttentionOperand& o, bool mask) -> Result<Tensor, RuntimeError> {
-      std::uniform_real_distribution<double> u(-1.0, 1.0);
-      std::vector<double> v(static_cast<std::size_t>(element_count(o.shape)));
-      for (double& x : v) x = mask ? (u(rng) > 0.8 ? 1.0 : 0.0) : u(rng);
-      return Tensor::upload(HostData::from_f64(o.shape, o.dtype, v), queue_);
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    auto random = [&](const contracts::AttentionOperand& o, bool mask) {
+      return random_tensor("tuning operand", o.shape, o.dtype, [&] { return mask ? (u(rng) > 0.8 ? 1.0 : 0.0) : u(rng); });
     };
     for (int i = 0; i < sets; ++i) {
       Set set;

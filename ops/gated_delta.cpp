@@ -2,6 +2,8 @@
 // device's real limit) → plan cache → (cold) compiler → one launch.
 #include "rudnn/gated_delta.h"
 
+#include "contracts/arch.h"
+
 #include <bit>
 
 #include "contracts/gated_delta.h"
@@ -29,7 +31,8 @@ Result<GatedDeltaOutput, GatedDeltaError> run(const GatedDeltaInput& in, std::in
   if (chunk > 0)
     if (auto e = contracts::check_chunk_shared_memory(
             chunk, k, static_cast<std::int64_t>(device.info().shared_memory_per_block_optin),
-            in.query.dtype() != DType::F32))  // f16/bf16 take the tensor-core kernel
+            // f16/bf16 take the tensor-core kernel where the device has tensor cores
+            in.query.dtype() != DType::F32 && contracts::has_mma_m16n8k16(ops::target_for(device).arch)))
       return *e;
   std::vector<std::pair<const Tensor*, const char*>> all = {
       {&in.query, "query"}, {&in.key, "key"}, {&in.value, "value"}, {&in.beta, "beta"}, {&in.log_decay, "log_decay"}};

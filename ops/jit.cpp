@@ -15,9 +15,11 @@
 #include "cache/kernel_cache.h"
 #include "cache/kernel_pack.h"
 #include "templates/embedded.h"
+#include "env.h"
 #include "log.h"
 #include "queue_impl.h"
 #include "stats_counters.h"
+#include "checked_math.h"
 
 namespace rudnn::ops {
 
@@ -190,6 +192,8 @@ Result<runtime::KernelBinary, RuntimeError> kernel_binary(const Device& device, 
 }
 
 Result<std::shared_ptr<const Plan>, RuntimeError> build_plan(const Device& device, const compiler::LoweredOp& lowered) {
+  // The first plan a process builds is the switches' first use: an undocumented value is an error.
+  if (auto env = runtime::check_environment(); !env.ok()) return env.error();
   // Loaded kernels are shared between plans that instantiate the same source (e.g. two epsilons).
   static std::mutex mutex;
   static std::map<std::pair<std::string, std::string>, std::shared_ptr<runtime::LoadedKernel>> loaded;
@@ -222,25 +226,38 @@ Result<std::shared_ptr<const Plan>, RuntimeError> build_plan(const Device& devic
 
 namespace {
 
-std::int64_t size_value(const compiler::SizeRef& ref, std::span<const OperandView> operands) {
+// Sizes of a launch (grid, size params, temporaries) are products of the call's extents: each is
+// computed with overflow checks, and an overflow is an error naming the kernel rather than a
+// wrapped grid or a tiny workspace for a huge problem.
+std::optional<std::int64_t> size_value(const compiler::SizeRef& ref, std::span<const OperandView> operands) {
   using K = compiler::SizeRef::Kind;
   switch (ref.kind) {
     case K::Const: return ref.value;
     case K::Rows: {
       const Shape& s = *operands[static_cast<std::size_t>(ref.operand)].shape;
-      std::int64_t n = 1;
-      for (std::size_t i = 0; i + 1 < s.size(); ++i) n *= s[i];
-      return n;
+      return checked_element_count(Shape(s.begin(), s.end() - (s.empty() ? 0 : 1)));
     }
     case K::Dim: return (*operands[static_cast<std::size_t>(ref.operand)].shape)[static_cast<std::size_t>(ref.dim)];
   }
-  return 0;
+  return std::nullopt;
 }
 
-std::int64_t evaluate(const compiler::SizeExpr& e, std::span<const OperandView> operands) {
+std::optional<std::int64_t> evaluate(const compiler::SizeExpr& e, std::span<const OperandView> operands) {
   std::int64_t n = 1;
-  for (const auto& f : e.factors) n *= size_value(f, operands);
-  return (n + e.divisor - 1) / e.divisor;
+  for (const auto& f : e.factors) {
+    auto v = size_value(f, operands);
+    if (!v) return std::nullopt;
+    auto product = checked_mul(n, *v);
+    if (!product) return std::nullopt;
+    n = *product;
+  }
+  if (e.divisor <= 0) return std::nullopt;
+  return n / e.divisor + (n % e.divisor != 0 ? 1 : 0);  // ceil, without n + divisor - 1 overflowing
+}
+
+RuntimeError size_overflow(const std::string& what, const std::string& op) {
+  return RuntimeError(ErrorKind::InvalidValue, what, "a size that fits in 64 bits",
+                      "an overflowing product of the call's extents", "in " + op);
 }
 
 }  // namespace
@@ -266,16 +283,23 @@ Status<RuntimeError> run_with_temporaries(const Plan& plan, const Queue& queue, 
   Status<RuntimeError> status;
   for (std::size_t i = first; i < total && status.ok(); ++i) {
     const compiler::Temporary& t = plan.temporaries[i - first];
-    const std::int64_t elements = evaluate(t.elements, std::span<const OperandView>(views.data(), i));
+    const auto elements = evaluate(t.elements, std::span<const OperandView>(views.data(), i));
+    const auto byte_count = elements ? checked_mul(std::max<std::int64_t>(*elements, 1), t.element_bytes) : std::nullopt;
+    if (!byte_count) {
+      status = size_overflow(fmt::format("temporary {}", i - first), plan.op_name);
+      break;
+    }
     shapes[i] = t.shape;
     std::int64_t known = 1;
-    for (std::int64_t d : t.shape) known *= d < 0 ? 1 : d;
+    for (std::int64_t d : t.shape) known *= d < 0 ? 1 : d;  // static extents of the IR: small
     for (std::int64_t& d : shapes[i])
-      if (d < 0) d = known > 0 ? elements / known : 0;
-    const std::size_t bytes = static_cast<std::size_t>(std::max<std::int64_t>(elements, 1) * t.element_bytes);
+      if (d < 0) d = known > 0 ? *elements / known : 0;
+    const std::size_t bytes = static_cast<std::size_t>(*byte_count);
     auto memory = backend.allocate(bytes, stream);
     if (!memory.ok()) {
-      status = memory.error();
+      const RuntimeError& e = memory.error();
+      status = RuntimeError(e.kind(), fmt::format("temporary {} of {}", i - first, plan.op_name), e.expected(),
+                            e.actual(), e.detail());
       break;
     }
     views[i] = {memory.value(), &shapes[i]};
@@ -304,7 +328,9 @@ Status<RuntimeError> launch_kernels(const Plan& plan, const Queue& queue, std::s
     runtime::LaunchGeometry g;
     bool empty = false;
     for (int i = 0; i < 3; ++i) {
-      std::int64_t n = evaluate(l.grid[i], operands);
+      const auto grid = evaluate(l.grid[i], operands);
+      if (!grid) return size_overflow(fmt::format("grid dimension {} of kernel {}", i, l.entry), plan.op_name);
+      const std::int64_t n = *grid;
       if (n <= 0) empty = true;
       // Templates stride over the grid, so a grid larger than the device allows is clamped.
       const std::int64_t limit = i == 0 ? info.max_grid_x : info.max_grid_yz;
@@ -332,7 +358,9 @@ Status<RuntimeError> launch_kernels(const Plan& plan, const Queue& queue, std::s
         }
         case K::NullBuffer: slots[i] = 0; break;
         case K::Size: {
-          const long long v = evaluate(p.size, operands);
+          const auto size = evaluate(p.size, operands);
+          if (!size) return size_overflow(fmt::format("parameter {} of kernel {}", p.name, l.entry), plan.op_name);
+          const long long v = *size;
           std::memcpy(&slots[i], &v, sizeof(v));
           break;
         }

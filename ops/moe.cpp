@@ -118,10 +118,45 @@ Result<RoutingPlan, MoeError> run(bool grouped, const contracts::GroupRouteSigna
     if (auto s = ops::run_plan(*plan.value(), logits.queue(), std::span(views.data(), n)); !s.ok())
       return MoeError::from(s.error());
   }
-  return RoutingPlan(std::move(indices.value()), std::move(weights.value()), logits.shape()[1]);
+  return make_routing_plan(std::move(indices.value()), std::move(weights.value()), logits.shape()[1]);
 }
 
 }  // namespace
+
+Result<RoutingPlan, MoeError> make_routing_plan(Tensor expert_indices, Tensor weights, std::int64_t experts) {
+  return RoutingPlan(std::move(expert_indices), std::move(weights), experts);
+}
+
+Result<RoutingPlan, MoeError> RoutingPlan::create(Tensor expert_indices, Tensor weights, std::int64_t experts) {
+  if (experts < 1) return MoeError(ErrorKind::InvalidValue, "experts", ">= 1", std::to_string(experts));
+  const Tensor& ix = expert_indices;
+  if (ix.dtype() != DType::U32)
+    return MoeError(ErrorKind::UnsupportedDType, "expert_indices", "u32", std::string(dtype_name(ix.dtype())));
+  if (ix.rank() != 2 || ix.dim(1) < 1 || ix.dim(1) > experts)
+    return MoeError(ErrorKind::ShapeMismatch, "expert_indices",
+                    fmt::format("rank 2 [tokens, top_k] with 1 <= top_k <= {} (experts)", experts),
+                    shape_to_string(ix.shape()));
+  if (!is_float(weights.dtype()) || is_quantized(weights.dtype()))
+    return MoeError(ErrorKind::UnsupportedDType, "weights", "f32, f16 or bf16", std::string(dtype_name(weights.dtype())));
+  if (weights.shape() != ix.shape())
+    return MoeError(ErrorKind::ShapeMismatch, "weights", shape_to_string(ix.shape()) + " (the shape of expert_indices)",
+                    shape_to_string(weights.shape()));
+  if (weights.device() != ix.device())
+    return MoeError(ErrorKind::DeviceMismatch, "weights", "the device of expert_indices (" + ix.device().to_string() + ")",
+                    weights.device().to_string());
+  if (auto e = same_queue(weights, "weights", ix, "expert_indices")) return *e;
+  for (auto [t, name] : {std::pair{&ix, "expert_indices"}, {&weights, "weights"}})
+    if (auto e = check_layout(*t, name)) return *e;
+  auto host = to_host(ix);
+  if (!host.ok()) return MoeError::from(host.error());
+  const auto values = host->to_f64();
+  for (std::size_t i = 0; i < values.size(); ++i)
+    if (values[i] >= static_cast<double>(experts))
+      return MoeError(ErrorKind::InvalidValue, "expert_indices", fmt::format("indices < {} (experts)", experts),
+                      fmt::format("{} at [{}, {}]", values[i], i / static_cast<std::size_t>(ix.dim(1)),
+                                  i % static_cast<std::size_t>(ix.dim(1))));
+  return RoutingPlan(std::move(expert_indices), std::move(weights), experts);
+}
 
 Result<RoutingPlan, MoeError> route(const Tensor& logits, RoutingOptions options) {
   contracts::RouteSignature sig{operand(logits), options.top_k, options.renormalize};
@@ -191,6 +226,7 @@ Result<Tensor, MoeError> Dispatched::combine(const Tensor& expert_output) const 
                     fmt::format("[{}, {}] (the dispatched rows' shape)", rows_.shape()[0], hidden()),
                     shape_to_string(expert_output.shape()));
   if (auto e = same_queue(expert_output, "expert_output", slots_, "the routing")) return *e;
+  if (auto e = same_queue(routing_.weights(), "weights", expert_output, "expert_output")) return *e;
   const Device& device = expert_output.device();
   ops::PlanKey key;
   key.words = {kCombineKey, static_cast<std::int64_t>(expert_output.dtype()),
@@ -320,6 +356,11 @@ std::optional<MoeError> SwiGluExperts::check_forward(const Tensor& input, const 
     return MoeError(ErrorKind::DeviceMismatch, "logits", "the experts' device (" + gate_.device().to_string() + ")",
                     logits.device().to_string());
   if (auto e = same_queue(input, "input", logits, "logits")) return e;
+  // The experts run on the input's queue: a mismatch found after routing and dispatch had run
+  // would have compiled and launched three kernels for a call that must write nothing.
+  if (auto e = same_queue(input, "input", gate_, "the expert weights")) return e;
+  for (auto [t, name] : {std::pair{&input, "input"}, {&logits, "logits"}})
+    if (auto e = check_layout(*t, name)) return e;
   return std::nullopt;
 }
 
@@ -421,11 +462,9 @@ class ExpertsTuningProblem final : public ops::PlanTuningProblem {
 
   Status<RuntimeError> make_input_sets(int sets) override {
     std::mt19937_64 rng(0x5eed);  // fixed: values do not change a GEMM's time
-    auto random = [&](const contracts::MoeOperand& o, double a) -> Result<Tensor, RuntimeError> {
+    auto random = [&](const contracts::MoeOperand& o, double a) {
       std::uniform_real_distribution<double> u(-a, a);
-      std::vector<double> v(static_cast<std::size_t>(element_count(o.shape)));
-      for (double& x : v) x = u(rng);
-      return Tensor::upload(HostData::from_f64(o.shape, o.dtype, v), queue_);
+      return random_tensor("tuning operand", o.shape, o.dtype, [&] { return u(rng); });
     };
     const std::int64_t experts = sig_.weights.gate.shape[0];
     std::vector<double> offsets(static_cast<std::size_t>(experts + 1));

@@ -191,10 +191,8 @@ class NormTuningProblem final : public ops::PlanTuningProblem {
   Status<RuntimeError> make_input_sets(int sets) override {
     std::mt19937_64 rng(0x5eed);  // fixed: inputs do not change a normalization kernel's time
     std::uniform_real_distribution<double> u(-1.0, 1.0);
-    auto random = [&](const contracts::NormOperand& o) -> Result<Tensor, RuntimeError> {
-      std::vector<double> v(static_cast<std::size_t>(element_count(o.shape)));
-      for (double& x : v) x = u(rng);
-      return Tensor::upload(HostData::from_f64(o.shape, o.dtype, v), queue_);
+    auto random = [&](const contracts::NormOperand& o) {
+      return random_tensor("tuning input", o.shape, o.dtype, [&] { return u(rng); });
     };
     for (int i = 0; i < sets; ++i) {
       InputSet set;

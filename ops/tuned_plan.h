@@ -3,7 +3,9 @@
 // unless autotune is off), build the plan, and remember which variant it runs and where that came
 // from (rudnn::autotune::last_choice()). Without the autotune component only the heuristic decides.
 #include <memory>
+#include <vector>
 
+#include "env.h"
 #include "jit.h"
 #include "log.h"
 #if RUDNN_HAS_AUTOTUNE
@@ -25,6 +27,8 @@ struct TunedPlan : Plan {
 template <class Lower>
 Result<std::shared_ptr<const TunedPlan>, RuntimeError> make_tuned_plan(const Device& device, [[maybe_unused]] bool ask_autotune,
                                                                        Lower lower) {
+  // Before lowering: an undocumented RUDNN_AUTOTUNE must not be tuned with (build_plan checks too).
+  if (auto env = runtime::check_environment(); !env.ok()) return env.error();
   compiler::ConfigProvider* provider_ptr = nullptr;
 #if RUDNN_HAS_AUTOTUNE
   std::optional<autotune::AutotuneProvider> provider;
@@ -84,6 +88,27 @@ class PlanTuningProblem : public autotune::TuningProblem {
 
  protected:
   PlanTuningProblem(Device device, Queue queue) : device_(std::move(device)), queue_(std::move(queue)) {}
+  // A tensor of `shape` on queue() filled by `draw()`, or the error: the shape comes from a tuning
+  // key (rows anchored from a user's --rows), so its size is checked and an allocation failure is an
+  // OutOfMemory naming the operand rather than an exception.
+  template <class Draw>
+  Result<Tensor, RuntimeError> random_tensor(const char* operand, const Shape& shape, DType dtype, Draw draw) const {
+    const auto count = checked_byte_count(shape, dtype) ? checked_element_count(shape) : std::nullopt;
+    if (!count)
+      return RuntimeError(ErrorKind::InvalidValue, operand, "a tuning shape whose size fits in 64 bits",
+                          shape_to_string(shape));
+    std::vector<double> values;
+    try {
+      values.resize(static_cast<std::size_t>(*count));
+    } catch (const std::exception&) {
+      return RuntimeError(ErrorKind::OutOfMemory, operand,
+                          std::to_string(*count * static_cast<std::int64_t>(sizeof(double))) + " bytes of host memory",
+                          "allocation failure");
+    }
+    for (double& x : values) x = draw();
+    return Tensor::upload(HostData::from_f64(shape, dtype, values), queue_);
+  }
+
   // Queues `plan`'s kernels on queue() reading input copy `input_set`.
   virtual Status<RuntimeError> launch_plan(const Plan& plan, int input_set) = 0;
 

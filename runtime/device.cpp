@@ -5,6 +5,7 @@
 
 #include "cuda/cuda_device.h"
 #include "host/host_device.h"
+#include "env.h"
 #include "log.h"
 #include "queue_impl.h"
 
@@ -42,12 +43,16 @@ Result<Device, RuntimeError> Device::parse(const std::string& spec) {
   return RuntimeError(ErrorKind::InvalidValue, "device", "host or cuda:N", spec);
 }
 
-Device Device::default_device() {
+Result<Device, RuntimeError> Device::default_device() {
+  if (auto env = runtime::check_environment(); !env.ok()) return env.error();
   if (const char* env = std::getenv("RUDNN_DEVICE"); env && *env) {
     auto d = parse(env);
-    if (d.ok()) return d.value();
-    runtime::log_info("RUDNN_DEVICE={} is unusable ({}); using host", env, d.error().message());
-    return host();
+    if (!d.ok()) {
+      const RuntimeError& e = d.error();
+      return RuntimeError(e.kind(), "RUDNN_DEVICE", "a device this machine has (" + e.expected() + ")",
+                          "\"" + std::string(env) + "\"", e.message());
+    }
+    return d.value();
   }
   if (cuda_device_count() > 0) {
     auto d = cuda(0);

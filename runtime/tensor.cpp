@@ -1,6 +1,9 @@
 // Tensors, host data and readback.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+
+#include <fmt/format.h>
 
 #include "queue_impl.h"
 #include "rudnn/tensor.h"
@@ -17,10 +20,16 @@ Shape contiguous_strides(const Shape& shape) {
   return strides;
 }
 
-std::optional<RuntimeError> check_shape(const Shape& shape) {
+// The byte size of a tensor of `shape`, or the error: every extent non-negative and the byte count
+// representable (an element count that wraps would allocate a tiny buffer for a huge shape).
+Result<std::size_t, RuntimeError> byte_size(const Shape& shape, DType dtype) {
   for (auto d : shape)
     if (d < 0) return RuntimeError(ErrorKind::ShapeMismatch, "shape", "non-negative extents", shape_to_string(shape));
-  return std::nullopt;
+  auto bytes = checked_byte_count(shape, dtype);
+  if (!bytes)
+    return RuntimeError(ErrorKind::InvalidValue, "shape", "an element count whose size in bytes fits in 64 bits",
+                        shape_to_string(shape) + " of " + std::string(dtype_name(dtype)));
+  return static_cast<std::size_t>(*bytes);
 }
 
 }  // namespace
@@ -31,11 +40,16 @@ Tensor::Tensor(std::shared_ptr<Buffer> buffer, Shape shape, DType dtype, Queue q
 }
 
 Result<Tensor, RuntimeError> Tensor::empty(const Shape& shape, DType dtype, const Queue& queue) {
-  if (auto e = check_shape(shape)) return *e;
-  const std::size_t bytes = static_cast<std::size_t>(element_count(shape)) * dtype_size(dtype);
-  auto ptr = queue.device().backend().allocate(bytes, queue.impl().stream());
-  if (!ptr.ok()) return ptr.error();
-  return Tensor(std::make_shared<Buffer>(runtime::QueueImpl::unwrap(queue), ptr.value(), bytes), shape, dtype, queue);
+  auto bytes = byte_size(shape, dtype);
+  if (!bytes.ok()) return bytes.error();
+  auto ptr = queue.device().backend().allocate(*bytes, queue.impl().stream());
+  if (!ptr.ok()) {
+    const RuntimeError& e = ptr.error();
+    if (e.kind() != ErrorKind::OutOfMemory) return e;
+    return RuntimeError(ErrorKind::OutOfMemory, "tensor " + shape_to_string(shape) + " of " + std::string(dtype_name(dtype)),
+                        e.expected(), e.actual(), e.detail());
+  }
+  return Tensor(std::make_shared<Buffer>(runtime::QueueImpl::unwrap(queue), ptr.value(), *bytes), shape, dtype, queue);
 }
 
 Result<Tensor, RuntimeError> Tensor::empty(const Shape& shape, DType dtype, const Device& device) {
@@ -43,8 +57,9 @@ Result<Tensor, RuntimeError> Tensor::empty(const Shape& shape, DType dtype, cons
 }
 
 Result<Tensor, RuntimeError> Tensor::upload(const HostData& data, const Queue& queue) {
-  const std::size_t expected = static_cast<std::size_t>(element_count(data.shape)) * dtype_size(data.dtype);
-  if (auto e = check_shape(data.shape)) return *e;
+  auto size = byte_size(data.shape, data.dtype);
+  if (!size.ok()) return size.error();
+  const std::size_t expected = *size;
   if (data.bytes.size() != expected)
     return RuntimeError(ErrorKind::ShapeMismatch, "data", std::to_string(expected) + " bytes for " +
                         shape_to_string(data.shape), std::to_string(data.bytes.size()) + " bytes");
@@ -77,7 +92,12 @@ Result<HostData, RuntimeError> to_host(const Tensor& tensor) {
   HostData out;
   out.shape = tensor.shape();
   out.dtype = tensor.dtype();
-  out.bytes.resize(tensor.nbytes());
+  try {
+    out.bytes.resize(tensor.nbytes());
+  } catch (const std::exception&) {  // std::bad_alloc or length_error: the host cannot hold it
+    return RuntimeError(ErrorKind::OutOfMemory, "to_host", fmt::format("{} bytes of host memory", tensor.nbytes()),
+                        "allocation failure");
+  }
   if (!out.bytes.empty()) {
     auto& q = tensor.queue();
     auto s = q.device().backend().copy_to_host(q.impl().stream(), out.bytes.data(), tensor.data(), out.bytes.size());
@@ -91,7 +111,9 @@ Result<HostData, RuntimeError> to_host(const Tensor& tensor) {
 // --- host data conversions ---------------------------------------------------------------------
 
 std::vector<double> HostData::to_f64() const {
-  const std::size_t n = static_cast<std::size_t>(numel());
+  // The values the bytes hold (a HostData whose shape could not be allocated holds none).
+  const auto count = checked_element_count(shape);
+  const std::size_t n = std::min(count ? static_cast<std::size_t>(*count) : 0, bytes.size() / dtype_size(dtype));
   std::vector<double> v(n);
   const std::byte* p = bytes.data();
   for (std::size_t i = 0; i < n; ++i) {
@@ -113,8 +135,16 @@ HostData HostData::from_f64(const Shape& shape, DType dtype, std::span<const dou
   HostData d;
   d.shape = shape;
   d.dtype = dtype;
-  const std::size_t n = static_cast<std::size_t>(element_count(shape));
-  d.bytes.resize(n * dtype_size(dtype));
+  // No Result here (a plain builder): a shape that overflows or cannot be allocated gives data with
+  // no bytes, which Tensor::upload then rejects with a typed error naming the shape and the bytes.
+  const auto total = checked_byte_count(shape, dtype);
+  if (!total) return d;
+  try {
+    d.bytes.resize(static_cast<std::size_t>(*total));
+  } catch (const std::exception&) {
+    return d;
+  }
+  const std::size_t n = static_cast<std::size_t>(*total) / dtype_size(dtype);
   std::byte* p = d.bytes.data();
   for (std::size_t i = 0; i < n && i < values.size(); ++i) {
     const double x = values[i];

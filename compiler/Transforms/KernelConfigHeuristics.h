@@ -31,10 +31,10 @@ dialect::moe_config::ExpertTile heuristicExpertTile(bool tensorCore, std::int64_
 // Gated delta: the smallest recurrence tile holding key_dim; chunked: 128 threads for key_dim ≤ 64,
 // else 256, with 32 state columns per block, on tensor cores for f16/bf16.
 dialect::gated_delta_config::RecurrentTile heuristicRecurrentTile(std::int64_t keyDim);
-dialect::gated_delta_config::ChunkTile heuristicChunkTile(std::int64_t keyDim, bool halfPrecision);
+dialect::gated_delta_config::ChunkTile heuristicChunkTile(std::int64_t keyDim, bool tensorCores);
 
 // Attention: the first registered tile of the op's strategy; for "autotune" (no tuned answer) the
 // first strategy that fits in the order flash_mma, flash_unit, fallback.
-mlir::FailureOr<dialect::attention_config::Tile> heuristicAttentionTile(dialect::AttentionOp op);
+mlir::FailureOr<dialect::attention_config::Tile> heuristicAttentionTile(dialect::AttentionOp op, const std::string& arch);
 
 }  // namespace rudnn::compiler

@@ -20,28 +20,31 @@ namespace {
 
 struct LowerToLaunch : dialect::impl::LowerToLaunchPassBase<LowerToLaunch> {
   void runOnOperation() override {
-    SmallVector<dialect::NormOpView> norms;
-    SmallVector<dialect::RouteOpView> routes;
-    SmallVector<Operation*> others;  // dispatch, experts, combine, gated delta: one pattern function each
+    // Collect the ops first, then lower them in program order. Only Operation* is kept across
+    // rewrites: a view (NormOpView, RouteOpView) holds operand Values, and the op that produced an
+    // operand may itself be replaced by an earlier lowering (a chain of two norms), leaving the view
+    // pointing at an erased op. Each view is therefore taken just before its op is lowered.
+    SmallVector<Operation*> ops;
     getOperation()->walk([&](Operation* op) {
-      if (auto norm = dialect::asNormOp(op)) norms.push_back(*norm);
-      if (auto route = dialect::asRouteOp(op)) routes.push_back(*route);
-      if (isa<dialect::DispatchOp, dialect::SwiGluExpertsOp, dialect::CombineOp, dialect::GatedDeltaOp,
+      if (dialect::asNormOp(op) || dialect::asRouteOp(op) ||
+          isa<dialect::DispatchOp, dialect::SwiGluExpertsOp, dialect::CombineOp, dialect::GatedDeltaOp,
               dialect::AttentionOp>(op))
-        others.push_back(op);
+        ops.push_back(op);
     });
     IRRewriter rewriter(&getContext());
-    for (const dialect::NormOpView& norm : norms)
-      if (failed(lowerNormOpToLaunch(rewriter, norm))) return signalPassFailure();
-    for (const dialect::RouteOpView& route : routes)
-      if (failed(lowerRouteOpToLaunch(rewriter, route))) return signalPassFailure();
-    for (Operation* op : others) {
-      LogicalResult lowered = TypeSwitch<Operation*, LogicalResult>(op)
-                                  .Case([&](dialect::DispatchOp d) { return lowerDispatchOpToLaunch(rewriter, d); })
-                                  .Case([&](dialect::SwiGluExpertsOp e) { return lowerExpertsOpToLaunch(rewriter, e); })
-                                  .Case([&](dialect::CombineOp c) { return lowerCombineOpToLaunch(rewriter, c); })
-                                  .Case([&](dialect::GatedDeltaOp g) { return lowerGatedDeltaOpToLaunch(rewriter, g); })
-                                  .Case([&](dialect::AttentionOp a) { return lowerAttentionOpToLaunch(rewriter, a); });
+    for (Operation* op : ops) {
+      LogicalResult lowered = failure();
+      if (auto norm = dialect::asNormOp(op))
+        lowered = lowerNormOpToLaunch(rewriter, *norm);
+      else if (auto route = dialect::asRouteOp(op))
+        lowered = lowerRouteOpToLaunch(rewriter, *route);
+      else
+        lowered = TypeSwitch<Operation*, LogicalResult>(op)
+                      .Case([&](dialect::DispatchOp d) { return lowerDispatchOpToLaunch(rewriter, d); })
+                      .Case([&](dialect::SwiGluExpertsOp e) { return lowerExpertsOpToLaunch(rewriter, e); })
+                      .Case([&](dialect::CombineOp c) { return lowerCombineOpToLaunch(rewriter, c); })
+                      .Case([&](dialect::GatedDeltaOp g) { return lowerGatedDeltaOpToLaunch(rewriter, g); })
+                      .Case([&](dialect::AttentionOp a) { return lowerAttentionOpToLaunch(rewriter, a); });
       if (failed(lowered)) return signalPassFailure();
     }
   }

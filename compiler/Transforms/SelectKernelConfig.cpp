@@ -2,6 +2,8 @@
 // has none. Autotune produces the same attribute; a config already attached is never replaced.
 #include "Transforms/KernelConfigHeuristics.h"
 
+#include "contracts/arch.h"
+
 #include "mlir/IR/Builders.h"
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
@@ -78,13 +80,13 @@ dialect::gated_delta_config::RecurrentTile heuristicRecurrentTile(std::int64_t k
   return dialect::gated_delta_config::recurrentTiles().back();
 }
 
-dialect::gated_delta_config::ChunkTile heuristicChunkTile(std::int64_t keyDim, bool halfPrecision) {
+dialect::gated_delta_config::ChunkTile heuristicChunkTile(std::int64_t keyDim, bool tensorCores) {
   // 128 threads are enough for small keys; 32 columns keep B·H·V/32 blocks and the least shared memory;
-  // f16/bf16 take the tensor cores.
-  return {keyDim <= 64 ? 128 : 256, 32, halfPrecision};
+  // f16/bf16 take the tensor cores where the target has them.
+  return {keyDim <= 64 ? 128 : 256, 32, tensorCores};
 }
 
-FailureOr<dialect::attention_config::Tile> heuristicAttentionTile(dialect::AttentionOp op) {
+FailureOr<dialect::attention_config::Tile> heuristicAttentionTile(dialect::AttentionOp op, const std::string& arch) {
   using dialect::attention_config::Kind;
   auto q = cast<RankedTensorType>(op.getQuery().getType());
   const std::int64_t d = q.getDimSize(3), dv = cast<RankedTensorType>(op.getValue().getType()).getDimSize(3);
@@ -97,11 +99,36 @@ FailureOr<dialect::attention_config::Tile> heuristicAttentionTile(dialect::Atten
   if (strategy == contracts::AttentionStrategy::FlashUnit) order = {Kind::FlashUnit};
   if (strategy == contracts::AttentionStrategy::Fallback) order = {Kind::Fallback};
   for (Kind kind : order) {
+    if (kind == Kind::FlashMma && !contracts::has_mma_m16n8k16(arch)) continue;  // no tensor cores to run it
     auto tiles = dialect::attention_config::tilesFor(kind, dtype, d, dv);
     if (!tiles.empty()) return tiles.front();
   }
   return op.emitOpError() << "no attention strategy serves " << dtype_name(dtype) << " head_dim " << d
-                          << " value_dim " << dv;
+                          << " value_dim " << dv << " on " << arch;
+}
+
+// A kernel_config attached before this pass (by the autotuner, a user, a test) that names a
+// tensor-core kernel the target cannot run: an error naming the requirement, rather than a compile
+// failure in NVRTC. Every tensor-core config of every family is checked here, against one rule.
+LogicalResult checkTensorCoreConfig(Operation* op, const std::string& arch) {
+  if (contracts::has_mma_m16n8k16(arch)) return success();
+  auto config = op->getAttrOfType<DictionaryAttr>(dialect::kKernelConfigAttrName);
+  if (!config) return success();
+  bool tensorCore = false;
+  if (auto at = dyn_cast<dialect::AttentionOp>(op)) {
+    const std::int64_t d = cast<RankedTensorType>(at.getQuery().getType()).getDimSize(3);
+    auto tile = dialect::attentionTileOf(config, d);
+    tensorCore = tile && tile->kind == dialect::attention_config::Kind::FlashMma;
+  } else if (isa<dialect::GatedDeltaOp>(op)) {
+    auto tile = dialect::chunkTileOf(config);
+    tensorCore = tile && tile->tensorCore;
+  } else if (isa<dialect::SwiGluExpertsOp>(op)) {
+    auto tile = dialect::expertTileOf(config);
+    tensorCore = tile && tile->tensorCore;
+  }
+  if (!tensorCore) return success();
+  return op->emitOpError() << "kernel_config: expected " << contracts::kMmaRequirement << " for " << config
+                           << ", got target " << arch;
 }
 
 namespace {
@@ -123,6 +150,7 @@ struct SelectKernelConfig : dialect::impl::SelectKernelConfigPassBase<SelectKern
   void runOnOperation() override {
     WalkResult walk = getOperation()->walk([&](Operation* op) -> WalkResult {
       Builder b(op->getContext());
+      if (failed(checkTensorCoreConfig(op, arch))) return WalkResult::interrupt();
       if (auto experts = dyn_cast<dialect::SwiGluExpertsOp>(op)) {
         if (experts.getKernelConfigAttr()) return WalkResult::advance();
         FailureOr<bool> tensorCore = resolveTensorCore(experts, arch);
@@ -135,7 +163,7 @@ struct SelectKernelConfig : dialect::impl::SelectKernelConfigPassBase<SelectKern
       }
       if (auto at = dyn_cast<dialect::AttentionOp>(op)) {
         if (at.getKernelConfigAttr()) return WalkResult::advance();
-        FailureOr<dialect::attention_config::Tile> tile = heuristicAttentionTile(at);
+        FailureOr<dialect::attention_config::Tile> tile = heuristicAttentionTile(at, arch);
         if (failed(tile)) return WalkResult::interrupt();
         op->setAttr(dialect::kKernelConfigAttrName, dialect::attentionTileConfig(op->getContext(), *tile));
         return WalkResult::advance();
@@ -151,7 +179,8 @@ struct SelectKernelConfig : dialect::impl::SelectKernelConfigPassBase<SelectKern
                      b.getNamedAttr(dialect::gated_delta_config::kRowsPerThread, b.getI64IntegerAttr(t.rowsPerThread))};
         } else {
           const bool half = !cast<RankedTensorType>(gd.getQuery().getType()).getElementType().isF32();
-          const auto t = heuristicChunkTile(ShapedType::isDynamic(k) ? contracts::kMaxGatedDeltaDim : k, half);
+          const auto t = heuristicChunkTile(ShapedType::isDynamic(k) ? contracts::kMaxGatedDeltaDim : k,
+                                            half && contracts::has_mma_m16n8k16(arch));
           entries = {b.getNamedAttr(dialect::gated_delta_config::kThreads, b.getI64IntegerAttr(t.threads)),
                      b.getNamedAttr(dialect::gated_delta_config::kColumns, b.getI64IntegerAttr(t.columns)),
                      b.getNamedAttr(dialect::gated_delta_config::kTensorCore, b.getI64IntegerAttr(t.tensorCore ? 1 : 0))};

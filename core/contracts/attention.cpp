@@ -1,5 +1,7 @@
 #include "contracts/attention.h"
 
+#include "contracts/arch.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
@@ -116,7 +118,8 @@ std::optional<AttentionSetupError> check_attention(const AttentionSignature& sig
   return std::nullopt;
 }
 
-std::optional<AttentionSetupError> check_strategy_fits(const AttentionSignature& sig, AttentionStrategy strategy) {
+std::optional<AttentionSetupError> check_strategy_fits(const AttentionSignature& sig, AttentionStrategy strategy,
+                                                       const std::string& arch) {
   const std::int64_t d = sig.query.shape[3], dv = sig.value.shape[3];
   const std::string dims = fmt::format("head_dim {}, value_dim {}, {}", ext(d), ext(dv), dtype_name(sig.query.dtype));
   switch (strategy) {
@@ -127,6 +130,9 @@ std::optional<AttentionSetupError> check_strategy_fits(const AttentionSignature&
       if (!half || !dim_ok)
         return fail(ErrorKind::Unsupported, "strategy",
                     "FlashBlackboxAccelerated: f16 or bf16 with head_dim = value_dim in {64, 96, 128, 256}", dims);
+      if (!has_mma_m16n8k16(arch))
+        return fail(ErrorKind::Unsupported, "strategy", std::string("FlashBlackboxAccelerated: ") + kMmaRequirement,
+                    arch);
       return std::nullopt;
     }
     case AttentionStrategy::FlashUnit:

@@ -37,9 +37,11 @@ struct AttentionSignature {
 std::optional<AttentionSetupError> check_attention(const AttentionSignature& sig);
 
 // Why `strategy` cannot serve the call (a concrete strategy, not Autotune), or nothing: the
-// tensor-core flash kernel needs f16/bf16 and D = Dv ∈ {64, 96, 128, 256}; FlashUnit D, Dv ≤ 256;
+// tensor-core flash kernel needs f16/bf16, D = Dv ∈ {64, 96, 128, 256} and a target with
+// mma.sync m16n8k16 (contracts/arch.h; `arch` empty: not checked); FlashUnit D, Dv ≤ 256;
 // Fallback D, Dv ≤ 1024. Kind Unsupported, argument "strategy".
-std::optional<AttentionSetupError> check_strategy_fits(const AttentionSignature& sig, AttentionStrategy strategy);
+std::optional<AttentionSetupError> check_strategy_fits(const AttentionSignature& sig, AttentionStrategy strategy,
+                                                       const std::string& arch = {});
 
 std::string describe_call(const AttentionSignature& sig);
 

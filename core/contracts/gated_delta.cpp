@@ -3,6 +3,8 @@
 #include <cmath>
 #include <fmt/format.h>
 
+#include "checked_math.h"
+
 namespace rudnn::contracts {
 
 namespace {
@@ -99,18 +101,24 @@ std::optional<GatedDeltaError> check_gated_delta(const GatedDeltaSignature& sig)
     if (auto e = check_device(*sig.initial_state, "initial_state", q)) return e;
   if (!std::isfinite(sig.query_scale))
     return fail(ErrorKind::InvalidValue, "query_scale", "a finite value", fmt::format("{}", sig.query_scale));
-  if (sig.chunk_size < 0)
-    return fail(ErrorKind::InvalidValue, "chunk_size", "> 0", std::to_string(sig.chunk_size));
+  if (sig.chunk_size < 0 || sig.chunk_size > kMaxChunkSize)
+    return fail(ErrorKind::InvalidValue, "chunk_size", fmt::format("> 0 and <= {}", kMaxChunkSize),
+                std::to_string(sig.chunk_size));
   return std::nullopt;
 }
 
 std::optional<GatedDeltaError> check_chunk_shared_memory(std::int64_t c, std::int64_t k, std::int64_t limit,
                                                          bool tensor_core) {
   if (c <= 0) return fail(ErrorKind::InvalidValue, "chunk_size", "> 0", std::to_string(c));
-  if (4 * (c * c + c) > limit)
+  // Checked: a huge C (2^62) wraps 4·(C² + C) to a small number that would pass the bound and
+  // leave the kernel walking an enormous chunk.
+  const auto squared = checked_mul(c, c);
+  const auto sum = squared ? checked_add(*squared, c) : std::nullopt;
+  const auto scratch = sum ? checked_mul(4, *sum) : std::nullopt;
+  if (!scratch || *scratch > limit)
     return fail(ErrorKind::InvalidValue, "chunk_size",
                 fmt::format("4·(C² + C) <= {} bytes (the device's shared memory per block)", limit),
-                fmt::format("{} ({} bytes)", c, 4 * (c * c + c)));
+                scratch ? fmt::format("{} ({} bytes)", c, *scratch) : fmt::format("{} (more than 2^63 bytes)", c));
   const std::int64_t need = chunk_shared_bytes(c, k, 32, tensor_core);
   if (need > limit)
     return fail(ErrorKind::Unsupported, "chunk_size",

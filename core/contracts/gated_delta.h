@@ -14,6 +14,9 @@ using GatedDeltaOperand = NormOperand;
 
 // Kernel limits: K and V up to 256 (the recurrence keeps a K×32 slice of the state in registers).
 inline constexpr std::int64_t kMaxGatedDeltaDim = 256;
+// The largest chunk any device could hold: 4·(C² + C) bytes of scratch alone exceed every GPU's
+// shared memory long before this, and the bound keeps every size formula far from overflow.
+inline constexpr std::int64_t kMaxChunkSize = 1024;
 
 struct GatedDeltaSignature {
   GatedDeltaOperand query, key;         // [B, H, T, K], one float dtype

@@ -1,5 +1,7 @@
 #include "contracts/moe.h"
 
+#include "contracts/arch.h"
+
 #include <cmath>
 #include <fmt/format.h>
 
@@ -236,15 +238,7 @@ std::optional<MoeError> check_tensor_core_experts(const ExpertWeights& w, const 
   if (h % 8 != 0 || i % 8 != 0)
     return fail(ErrorKind::Unsupported, "strategy", "hidden and inter multiples of 8 for TensorCore",
                 fmt::format("hidden {}, inter {}", h, i));
-  if (!arch.empty() && arch.rfind("sm_", 0) == 0) {
-    int major = 0;
-    for (char c : arch.substr(3)) {
-      if (c < '0' || c > '9') break;
-      major = major * 10 + (c - '0');
-    }
-    if (major < 80)
-      return fail(ErrorKind::Unsupported, "strategy", "a GPU with mma.sync m16n8k16 bf16/f16 (sm_80 or newer)", arch);
-  }
+  if (!has_mma_m16n8k16(arch)) return fail(ErrorKind::Unsupported, "strategy", kMmaRequirement, arch);
   return std::nullopt;
 }
 

@@ -39,9 +39,10 @@ class RUDNN_API Device {
   static Device host();
   // CUDA GPU `ordinal`; NoDevice when there is no driver or no such GPU.
   static Result<Device, RuntimeError> cuda(int ordinal);
-  // RUDNN_DEVICE=host|cuda:N if set (an unusable value falls back to host with a log line),
-  // else the first CUDA GPU, else host.
-  static Device default_device();
+  // RUDNN_DEVICE=host|cuda:N if set, else the first CUDA GPU, else host. A RUDNN_DEVICE that is not
+  // host|cuda:N (InvalidValue) or names a GPU this machine lacks (NoDevice) is an error, never a
+  // silent fall back to the host.
+  static Result<Device, RuntimeError> default_device();
   // Parses "host" or "cuda:N".
   static Result<Device, RuntimeError> parse(const std::string& spec);
   // Number of CUDA GPUs visible (0 without a driver).

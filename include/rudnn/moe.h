@@ -41,12 +41,18 @@ struct GroupRoutingOptions {
 enum class GroupedStrategy { Scalar, Auto, TensorCore };
 
 class Dispatched;
+class RoutingPlan;
+// The routing ops' constructor of plans they made valid (no read-back).
+Result<RoutingPlan, MoeError> make_routing_plan(Tensor expert_indices, Tensor weights, std::int64_t experts);
 
 // The routing of T tokens over E experts.
 class RUDNN_API RoutingPlan {
  public:
-  RoutingPlan(Tensor expert_indices, Tensor weights, std::int64_t experts)
-      : indices_(std::move(expert_indices)), weights_(std::move(weights)), experts_(experts) {}
+  // A routing made elsewhere (route() and route_sigmoid_grouped() make valid ones): indices U32
+  // [T, top_k] with 1 ≤ top_k ≤ experts, weights float [T, top_k], one device and queue, contiguous.
+  // Every index must be < experts: they are read back to check (one copy and a synchronization of
+  // the indices' queue), since dispatch would otherwise drop a token silently.
+  static Result<RoutingPlan, MoeError> create(Tensor expert_indices, Tensor weights, std::int64_t experts);
   // [T, top_k] U32: the selected experts of each token, best first (ties: smaller index first).
   const Tensor& expert_indices() const { return indices_; }
   // [T, top_k], the logits' dtype: the weight of each selected expert.
@@ -60,6 +66,9 @@ class RUDNN_API RoutingPlan {
   Result<Dispatched, MoeError> dispatch(const Tensor& input) const;
 
  private:
+  friend Result<RoutingPlan, MoeError> make_routing_plan(Tensor, Tensor, std::int64_t);
+  RoutingPlan(Tensor expert_indices, Tensor weights, std::int64_t experts)
+      : indices_(std::move(expert_indices)), weights_(std::move(weights)), experts_(experts) {}
   Tensor indices_, weights_;
   std::int64_t experts_;
 };

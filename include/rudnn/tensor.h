@@ -3,6 +3,7 @@
 // (row-major); the storage is shared between copies of a Tensor handle.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -15,7 +16,13 @@ namespace rudnn {
 
 using Shape = std::vector<std::int64_t>;
 RUDNN_API std::string shape_to_string(const Shape& shape);  // "[2, 3]"
+// The product of the extents. Only for shapes already validated (a Tensor's, a HostData's from
+// from_f64/read): an unvalidated shape goes through checked_element_count.
 RUDNN_API std::int64_t element_count(const Shape& shape);
+// The product of the extents, or nullopt when an extent is negative or the product (or its size in
+// bytes) does not fit in int64: the one check every size formed from user input goes through.
+RUDNN_API std::optional<std::int64_t> checked_element_count(const Shape& shape);
+RUDNN_API std::optional<std::int64_t> checked_byte_count(const Shape& shape, DType dtype);
 
 namespace runtime {
 class Buffer;

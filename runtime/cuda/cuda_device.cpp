@@ -20,16 +20,20 @@ RuntimeError driver_error(ErrorKind kind, const std::string& what, CUresult r) {
 
 class CudaKernel final : public LoadedKernel {
  public:
-  CudaKernel(std::string entry, CUmodule module, CUfunction fn) : LoadedKernel(std::move(entry)), module_(module), fn_(fn) {}
+  CudaKernel(std::string entry, CUmodule module, CUfunction fn, int max_dynamic_shared)
+      : LoadedKernel(std::move(entry)), module_(module), fn_(fn), max_dynamic_shared_(max_dynamic_shared) {}
   ~CudaKernel() override {
     if (auto* d = driver()) d->cuModuleUnload(module_);
   }
   CUfunction fn() const { return fn_; }
-  int configured_shared = 48 * 1024;  // dynamic shared bytes the function is opted in for
+  // Dynamic shared bytes the function is opted in for, fixed at load: a loaded kernel is shared by
+  // every thread's plans, so nothing about it changes after load_kernel returns.
+  int max_dynamic_shared() const { return max_dynamic_shared_; }
 
  private:
   CUmodule module_;
   CUfunction fn_;
+  int max_dynamic_shared_;
 };
 
 class CudaDevice final : public DeviceBackend {
@@ -113,19 +117,28 @@ class CudaDevice final : public DeviceBackend {
       d().cuModuleUnload(module);
       return driver_error(ErrorKind::LaunchFailure, "cuModuleGetFunction(" + entry + ")", r);
     }
-    return std::shared_ptr<LoadedKernel>(std::make_shared<CudaKernel>(entry, module, fn));
+    // Above 48 KiB a function must opt in to more dynamic shared memory. Done once here, for the
+    // device's whole opt-in limit (templates declare no static shared memory), so launches from
+    // many threads only read the kernel.
+    int max_dynamic = 48 * 1024;
+    const int optin = static_cast<int>(info_.shared_memory_per_block_optin);
+    if (optin > max_dynamic) {
+      if (r = d().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin); r != CUDA_SUCCESS) {
+        d().cuModuleUnload(module);
+        return driver_error(ErrorKind::LaunchFailure, "cuFuncSetAttribute(" + entry + ")", r);
+      }
+      max_dynamic = optin;
+    }
+    return std::shared_ptr<LoadedKernel>(std::make_shared<CudaKernel>(entry, module, fn, max_dynamic));
   }
 
   Status<RuntimeError> launch(void* s, const LoadedKernel& kernel, const LaunchGeometry& g, void** args) override {
     bind_context();
-    auto& k = const_cast<CudaKernel&>(static_cast<const CudaKernel&>(kernel));
-    if (static_cast<int>(g.dynamic_shared_bytes) > k.configured_shared) {
-      // Above 48 KiB a function must opt in to more dynamic shared memory.
-      CUresult r = d().cuFuncSetAttribute(k.fn(), CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                          static_cast<int>(g.dynamic_shared_bytes));
-      if (r != CUDA_SUCCESS) return driver_error(ErrorKind::LaunchFailure, "cuFuncSetAttribute(" + k.entry() + ")", r);
-      k.configured_shared = static_cast<int>(g.dynamic_shared_bytes);
-    }
+    const auto& k = static_cast<const CudaKernel&>(kernel);
+    if (g.dynamic_shared_bytes > static_cast<std::uint32_t>(k.max_dynamic_shared()))
+      return RuntimeError(ErrorKind::LaunchFailure, "dynamic shared memory of " + k.entry(),
+                          fmt::format("<= {} bytes (the device's opt-in limit)", k.max_dynamic_shared()),
+                          fmt::format("{} bytes", g.dynamic_shared_bytes));
     CUresult r = d().cuLaunchKernel(k.fn(), g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2],
                                     g.dynamic_shared_bytes, static_cast<CUstream>(s), args, nullptr);
     if (r != CUDA_SUCCESS) return driver_error(ErrorKind::LaunchFailure, "cuLaunchKernel(" + k.entry() + ")", r);

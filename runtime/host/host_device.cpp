@@ -52,7 +52,8 @@ class HostDevice final : public DeviceBackend {
 
   Result<void*, RuntimeError> allocate(std::size_t bytes, void*) override {
     // 256-byte alignment like cudaMalloc, so vectorized kernels see the same alignment facts.
-    void* p = std::aligned_alloc(256, ((bytes + 255) / 256) * 256 + 256);
+    // The rounding must not wrap: a request near SIZE_MAX is simply more than the host has.
+    void* p = bytes > (std::size_t(1) << 62) ? nullptr : std::aligned_alloc(256, ((bytes + 255) / 256) * 256 + 256);
     if (!p)
       return RuntimeError(ErrorKind::OutOfMemory, "allocation", fmt::format("{} bytes of host memory", bytes),
                           "allocation failure");

@@ -61,6 +61,18 @@ func.func @softmax(%x: tensor<?x32000xf32>) -> tensor<?x32000xf32> {
   return %0 : tensor<?x32000xf32>
 }
 
+// A chain: the second op's input is the first op's result, which the first lowering replaces
+// (regression: the pass once kept a view of the second op whose input was the erased op's result).
+// CHECK-LABEL: func.func @softmax_chain
+// CHECK: %[[A:.*]] = rudnn.launch @rudnn_softmax_last_axis_f32_t32_r4_v1(%{{.*}})
+// CHECK: %[[B:.*]] = rudnn.launch @rudnn_softmax_last_axis_f32_t32_r4_v1(%[[A]])
+// CHECK: return %[[B]]
+func.func @softmax_chain(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %0 = rudnn.softmax_last_axis %x {kernel_config = {threads_per_row = 32, rows_per_block = 4, vector_width = 1}} : tensor<?x64xf32>
+  %1 = rudnn.softmax_last_axis %0 {kernel_config = {threads_per_row = 32, rows_per_block = 4, vector_width = 1}} : tensor<?x64xf32>
+  return %1 : tensor<?x64xf32>
+}
+
 // -----
 
 // An op without a config cannot be lowered (rudnn-select-kernel-config or autotune must run first).

@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "host/emulator.h"
+#include "host/host_device.h"
 #include "jit.h"
 #include "op_test_util.h"
 #include "reference/attention.h"
@@ -212,6 +213,42 @@ TEST(AttentionContract, EachLineAndUnfitStrategyRejected) {
   const Stats after = stats();
   EXPECT_EQ(after.kernel_launches, before.kernel_launches) << "a rejected call launched a kernel";
   EXPECT_EQ(after.jit_compiles, before.jit_compiles);
+}
+
+// A device without mma.sync m16n8k16 (sm_75, a T4; the emulator made to report it): the tensor-core
+// strategy is an Unsupported error naming the requirement, with nothing compiled, and Autotune's
+// heuristic runs the plain-core flash kernel instead of handing NVRTC a kernel it cannot compile.
+TEST(AttentionArch, NoTensorCoresBeforeSm80) {
+  ops::set_poison_outputs(true);
+  auto& info = runtime::host_device_info();
+  const std::string saved_arch = info.arch;
+  const auto saved_mode = autotune::mode();
+  info.arch = "sm_75";
+  autotune::set_mode(autotune::Mode::Off);
+  const Device host = Device::host();
+  std::mt19937_64 rng(fresh_seed());
+  // Heads 5/5 and D 96: a plan key no other test builds (the plan cache does not key on the arch).
+  const Shape qs{1, 5, 9, 96}, ks{1, 5, 11, 96};
+  Tensor q = testing::upload(qs, DType::BF16, testing::random_values(5 * 9 * 96, DType::BF16, rng), host);
+  Tensor k = testing::upload(ks, DType::BF16, testing::random_values(5 * 11 * 96, DType::BF16, rng), host);
+  Tensor v = testing::upload(ks, DType::BF16, testing::random_values(5 * 11 * 96, DType::BF16, rng), host);
+  const Stats before = stats();
+  auto flash = attention::attention(q, k, v, {}, {}, {}, AttentionStrategy::FlashBlackboxAccelerated);
+  const Stats rejected = stats();
+  auto tuned = attention::attention(q, k, v, {}, {}, {}, AttentionStrategy::Autotune);
+  const auto choice = autotune::last_choice();
+  info.arch = saved_arch;
+  autotune::set_mode(saved_mode);
+  ASSERT_FALSE(flash.ok());
+  EXPECT_EQ(flash.error().kind(), ErrorKind::Unsupported) << flash.error().message();
+  EXPECT_EQ(flash.error().argument(), "strategy");
+  EXPECT_NE(flash.error().message().find("sm_80"), std::string::npos) << flash.error().message();
+  EXPECT_NE(flash.error().message().find("sm_75"), std::string::npos) << flash.error().message();
+  EXPECT_EQ(rejected.jit_compiles, before.jit_compiles);
+  EXPECT_EQ(rejected.kernel_launches, before.kernel_launches);
+  ASSERT_TRUE(tuned.ok()) << tuned.error().message();
+  ASSERT_TRUE(choice.has_value());
+  EXPECT_EQ(choice->kernel.find("flash_mma"), std::string::npos) << choice->kernel;
 }
 
 }  // namespace

@@ -245,6 +245,10 @@ TEST(GatedDeltaContract, EachLineRejected) {
          "query_scale");
   expect([&](I&) {}, ErrorKind::InvalidValue, "chunk_size", -4);
   expect([&](I&) {}, ErrorKind::InvalidValue, "chunk_size", 1 << 20);  // 4·(C² + C) beyond any device
+  // Sizes whose 4·(C² + C) wraps to a small number (a hang once): rejected by the contract's bound.
+  expect([&](I&) {}, ErrorKind::InvalidValue, "chunk_size", std::int64_t{1} << 62);
+  expect([&](I&) {}, ErrorKind::InvalidValue, "chunk_size", std::numeric_limits<std::int64_t>::max());
+  expect([&](I&) {}, ErrorKind::InvalidValue, "chunk_size", contracts::kMaxChunkSize + 1);
   auto q2 = Queue::create(Device::host());
   ASSERT_TRUE(q2.ok());
   expect([&](I& in) { in.value = t({1, 2, 8, 24}, f, &q2.value()); }, ErrorKind::QueueMismatch, "value");
@@ -255,6 +259,27 @@ TEST(GatedDeltaContract, EachLineRejected) {
   const Stats after = stats();
   EXPECT_EQ(after.kernel_launches, before.kernel_launches) << "a rejected call launched a kernel";
   EXPECT_EQ(after.jit_compiles, before.jit_compiles);
+}
+
+// A device without mma.sync m16n8k16 (sm_75; the emulator made to report it): bf16 chunked calls run
+// the plain-core tile (the tensor-core one would not compile there) and still match the oracle; the
+// shared-memory bound uses the plain path's formula.
+TEST(GatedDeltaArch, PlainCoresBeforeSm80) {
+  ops::set_poison_outputs(true);
+  auto& info = runtime::host_device_info();
+  const std::string saved = info.arch;
+  info.arch = "sm_75";
+  const std::uint64_t seed = fresh_seed();
+  std::mt19937_64 rng(seed);
+  // K 24, V 40, chunk 48: a plan key no other test builds (the plan cache does not key on the arch).
+  const Problem p{1, 2, 50, 24, 40, -0.5, 0.0, 0.0, 1.0, true};
+  Inputs in = make(p, DType::BF16, rng);
+  auto r = gated_delta::chunk_gated_delta_rule(in.api(), 48);
+  info.arch = saved;
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  auto want = reference::gated_delta(in.q, in.k, in.v, in.beta, in.g, in.s0, {p.b, p.h, p.t, p.k, p.v}, 0.75);
+  EXPECT_LE(testing::relative_l2(host_values(r->output), want.output), 2 * testing::tolerance(DType::BF16)) << seed;
+  EXPECT_LE(testing::relative_l2(host_values(r->final_state), want.final_state), 1e-4) << seed;
 }
 
 TEST(GatedDeltaEmpty, ZeroStepsCopyTheState) {

@@ -400,5 +400,51 @@ TEST_F(MoeForwardContract, ExpertsAndForward) {
                   ErrorKind::Unsupported, "strategy");
 }
 
+// Issue 10 item 17: a forward whose input sits on another queue than the experts is rejected before
+// routing runs (nothing compiled or launched); a routing made by hand is validated, its indices
+// included (an out-of-range index would be a dropped token); combine checks the weights' queue.
+TEST_F(MoeForwardContract, QueuesAndHandMadeRoutings) {
+  auto q2 = Queue::create(Device::host());
+  ASSERT_TRUE(q2.ok());
+  auto bf = experts(DType::BF16);
+  const Tensor x2 = t({3, 16}, DType::BF16, &q2.value()), logits2 = t({3, 4}, DType::BF16, &q2.value());
+  expect_rejected(bf.forward(x2, logits2, {2, true}), ErrorKind::QueueMismatch, "input");
+  auto wide = experts(DType::BF16, 16, 8, 16);
+  expect_rejected(wide.forward_sigmoid_grouped(x2, t({3, 16}, DType::BF16, &q2.value()), std::nullopt,
+                                               {4, 4, 2, true, true, 1.0f}, moe::GroupedStrategy::Auto),
+                  ErrorKind::QueueMismatch, "input");
+
+  const Device host = Device::host();
+  auto indices = [&](std::vector<double> v, const Queue* q = nullptr) {
+    auto r = Tensor::upload(HostData::from_f64({3, 2}, DType::U32, v), q ? *q : Queue::default_queue(host));
+    EXPECT_TRUE(r.ok());
+    return std::move(r.value());
+  };
+  const Tensor w = t({3, 2}, DType::F32);
+  expect_rejected(moe::RoutingPlan::create(indices({0, 1, 2, 3, 1, 4}), w, 4), ErrorKind::InvalidValue,
+                  "expert_indices");
+  expect_rejected(moe::RoutingPlan::create(indices({0, 1, 2, 3, 1, 0}), w, 0), ErrorKind::InvalidValue, "experts");
+  expect_rejected(moe::RoutingPlan::create(t({3, 2}, DType::I32), w, 4), ErrorKind::UnsupportedDType,
+                  "expert_indices");
+  expect_rejected(moe::RoutingPlan::create(indices({0, 1, 2, 3, 1, 0}), w, 1), ErrorKind::ShapeMismatch,
+                  "expert_indices");
+  expect_rejected(moe::RoutingPlan::create(indices({0, 1, 2, 3, 1, 0}), t({3, 3}, DType::F32), 4),
+                  ErrorKind::ShapeMismatch, "weights");
+  expect_rejected(moe::RoutingPlan::create(indices({0, 1, 2, 3, 1, 0}), t({3, 2}, DType::U32), 4),
+                  ErrorKind::UnsupportedDType, "weights");
+  expect_rejected(moe::RoutingPlan::create(indices({0, 1, 2, 3, 1, 0}), t({3, 2}, DType::F32, &q2.value()), 4),
+                  ErrorKind::QueueMismatch, "weights");
+  auto bad = moe::RoutingPlan::create(indices({0, 1, 2, 3, 1, 9}), w, 4);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("9 at [2, 1]"), std::string::npos) << bad.error().message();
+
+  // A valid hand-made routing dispatches like route()'s: offsets end at T·top_k.
+  auto good = moe::RoutingPlan::create(indices({0, 1, 2, 3, 1, 0}), w, 4);
+  ASSERT_TRUE(good.ok()) << good.error().message();
+  auto d = good->dispatch(t({3, 16}, DType::F32));
+  ASSERT_TRUE(d.ok()) << d.error().message();
+  EXPECT_EQ(testing::host_values(d->expert_offsets()), (std::vector<double>{0, 2, 4, 5, 6}));
+}
+
 }  // namespace
 }  // namespace rudnn

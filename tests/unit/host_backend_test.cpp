@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <random>
 
 #include "backends/host/host_backend.h"
@@ -38,6 +39,30 @@ TEST(HostBackend, CompileFailureCarriesLogAndSourcePath) {
   const std::string m = so.error().message();
   EXPECT_NE(m.find((dir / "src" / "broken.cpp").string()), std::string::npos) << m;
   EXPECT_NE(m.find("error"), std::string::npos) << "the compiler log is in the message: " << m;
+  fs::remove_all(dir);
+}
+
+// The extracted templates live in a cache directory: a truncated or deleted header is repaired on
+// the next compile rather than failing every host compile from then on.
+TEST(HostBackend, DamagedTemplatesInTheCacheAreRepaired) {
+  const fs::path dir = scratch();
+  const std::string source = R"(#include "rudnn/prelude.cuh"
+RUDNN_KERNEL void k(float* out) { out[threadIdx.x] = 2.0f; }
+extern "C" __attribute__((visibility("default"))) void k_host(void** a) { k(*static_cast<float**>(a[0])); }
+RUDNN_EMU_MODULE();
+)";
+  ASSERT_TRUE(host_cc::compile(source, "k", dir.string()).ok());
+  std::vector<fs::path> headers;
+  for (const auto& e : fs::recursive_directory_iterator(dir / "templates"))
+    if (e.is_regular_file() && e.path().extension() != ".complete" && e.path().filename() != ".complete")
+      headers.push_back(e.path());
+  ASSERT_FALSE(headers.empty());
+  // Truncate every header, delete one: the next compile must still succeed.
+  for (const auto& h : headers) std::ofstream(h, std::ios::trunc) << "";
+  fs::remove(headers.front());
+  auto again = host_cc::compile(source, "k", dir.string());
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  for (const auto& h : headers) EXPECT_GT(fs::file_size(h), 0u) << h;
   fs::remove_all(dir);
 }
 

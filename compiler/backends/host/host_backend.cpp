@@ -54,23 +54,50 @@ int run(const std::vector<std::string>& argv, const fs::path& log) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Writes `text` to `path` atomically (a temporary renamed over it): a reader sees the old file or
+// the new one, never a half-written header.
+bool write_atomically(const fs::path& path, std::string_view text) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  const fs::path tmp = path.string() + ".tmp." + unique_suffix();
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+    if (!out) {
+      fs::remove(tmp, ec);
+      return false;
+    }
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) fs::remove(tmp, ec);
+  return !ec;
+}
+
 // The embedded templates, written once per content hash under work_dir (atomically: a complete
-// tree appears under its final name or not at all).
+// tree appears under its final name or not at all). The tree lives in a cache directory that
+// anything may damage (a full disk, a truncated copy, a user's edit), so every use checks each
+// file against the embedded text and repairs the ones that differ, as corrupt kernel entries are
+// rebuilt: a damaged header must never turn into "every host compile fails from now on".
 Result<std::string, RuntimeError> template_dir(const std::string& work_dir) {
   const fs::path final_dir = fs::path(work_dir) / "templates" / std::string(templates::content_hash());
-  if (fs::exists(final_dir / ".complete")) return final_dir.string();
-  const fs::path tmp = final_dir.string() + ".tmp." + unique_suffix();
   std::error_code ec;
-  for (const auto& f : templates::embedded_files()) {
-    const fs::path p = tmp / f.path;
-    fs::create_directories(p.parent_path(), ec);
-    std::ofstream(p, std::ios::binary) << f.text;
+  if (!fs::exists(final_dir / ".complete")) {
+    const fs::path tmp = final_dir.string() + ".tmp." + unique_suffix();
+    bool written = true;
+    for (const auto& f : templates::embedded_files()) written = written && write_atomically(tmp / f.path, f.text);
+    written = written && write_atomically(tmp / ".complete", "ok");
+    if (written) fs::rename(tmp, final_dir, ec);
+    if (!written || ec) fs::remove_all(tmp, ec);  // another process won the race: use its tree
+    if (!fs::exists(final_dir / ".complete"))
+      return RuntimeError(ErrorKind::IoFailure, "template directory", "a writable directory", final_dir.string());
   }
-  std::ofstream(tmp / ".complete") << "ok";
-  fs::rename(tmp, final_dir, ec);
-  if (ec) fs::remove_all(tmp, ec);  // another process won the race: use its tree
-  if (!fs::exists(final_dir / ".complete"))
-    return RuntimeError(ErrorKind::IoFailure, "template directory", "a writable directory", final_dir.string());
+  for (const auto& f : templates::embedded_files()) {
+    const fs::path p = final_dir / f.path;
+    if (read_file(p) == f.text) continue;
+    if (!write_atomically(p, f.text))
+      return RuntimeError(ErrorKind::IoFailure, "template " + p.string(), "a writable file (to repair it)",
+                          "a failed write");
+  }
   return final_dir.string();
 }
 

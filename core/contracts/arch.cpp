@@ -1,0 +1,16 @@
+#include "contracts/arch.h"
+
+namespace rudnn::contracts {
+
+bool has_mma_m16n8k16(const std::string& arch) {
+  if (arch.empty() || arch.rfind("host", 0) == 0) return true;
+  // "sm_90a", "sm_80", "compute_90": the major.minor digits after the prefix.
+  const auto underscore = arch.find('_');
+  if (underscore == std::string::npos) return false;
+  int number = 0, digits = 0;
+  for (std::size_t i = underscore + 1; i < arch.size() && arch[i] >= '0' && arch[i] <= '9' && digits < 4; ++i, ++digits)
+    number = number * 10 + (arch[i] - '0');
+  return digits > 0 && number >= 80;
+}
+
+}  // namespace rudnn::contracts

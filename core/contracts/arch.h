@@ -1,0 +1,18 @@
+#pragma once
+// What a target architecture can run, for the contracts and the heuristics that pick tensor-core
+// kernels. One place, so the MoE experts, the flash attention kernel and the chunked gated delta
+// rule agree on which GPUs have the instructions their tensor-core paths are written with.
+#include <string>
+
+namespace rudnn::contracts {
+
+// Whether `arch` has mma.sync m16n8k16 with f16/bf16 inputs, ldmatrix and 16-byte cp.async — the
+// instructions of every tensor-core template: sm_80 or newer, and the host emulation device
+// ("host-..."), which emulates them. An empty arch means "not known here" and answers true (the
+// check happens where the target is known).
+bool has_mma_m16n8k16(const std::string& arch);
+
+// The requirement as an error's "expected" text.
+inline constexpr const char* kMmaRequirement = "a GPU with mma.sync m16n8k16 f16/bf16 (sm_80 or newer)";
+
+}  // namespace rudnn::contracts
