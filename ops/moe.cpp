@@ -2,6 +2,7 @@
 #include "rudnn/moe.h"
 
 #include <bit>
+#include <limits>
 #include <initializer_list>
 
 #include <fmt/format.h>
@@ -31,6 +32,17 @@ std::optional<MoeError> check_layout(const Tensor& t, const char* name) {
     return MoeError(ErrorKind::ShapeMismatch, name, "a contiguous tensor", "strides " + shape_to_string(t.strides()));
   return std::nullopt;
 }
+
+}  // namespace
+
+// The one way the routing ops construct a plan (RoutingPlan's constructor is private).
+struct RoutingPlanAccess {
+  static RoutingPlan make(Tensor indices, Tensor weights, std::int64_t experts) {
+    return RoutingPlan(std::move(indices), std::move(weights), experts);
+  }
+};
+
+namespace {
 
 // Plan-key word 0: distinct from every NormKind (0..2).
 constexpr std::int64_t kRouteKey = 100;
@@ -118,17 +130,19 @@ Result<RoutingPlan, MoeError> run(bool grouped, const contracts::GroupRouteSigna
     if (auto s = ops::run_plan(*plan.value(), logits.queue(), std::span(views.data(), n)); !s.ok())
       return MoeError::from(s.error());
   }
-  return make_routing_plan(std::move(indices.value()), std::move(weights.value()), logits.shape()[1]);
+  return RoutingPlanAccess::make(std::move(indices.value()), std::move(weights.value()), logits.shape()[1]);
 }
 
 }  // namespace
 
-Result<RoutingPlan, MoeError> make_routing_plan(Tensor expert_indices, Tensor weights, std::int64_t experts) {
-  return RoutingPlan(std::move(expert_indices), std::move(weights), experts);
-}
 
 Result<RoutingPlan, MoeError> RoutingPlan::create(Tensor expert_indices, Tensor weights, std::int64_t experts) {
-  if (experts < 1) return MoeError(ErrorKind::InvalidValue, "experts", ">= 1", std::to_string(experts));
+  // Indices and offsets are U32: more experts than that could not be addressed (and experts + 1
+  // offsets must not overflow).
+  constexpr std::int64_t kMaxExperts = std::numeric_limits<std::uint32_t>::max();
+  if (experts < 1 || experts > kMaxExperts)
+    return MoeError(ErrorKind::InvalidValue, "experts", fmt::format(">= 1 and <= {}", kMaxExperts),
+                    std::to_string(experts));
   const Tensor& ix = expert_indices;
   if (ix.dtype() != DType::U32)
     return MoeError(ErrorKind::UnsupportedDType, "expert_indices", "u32", std::string(dtype_name(ix.dtype())));

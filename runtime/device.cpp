@@ -1,4 +1,5 @@
 // Device selection and queues.
+#include <charconv>
 #include <cstdlib>
 #include <mutex>
 #include <vector>
@@ -30,13 +31,11 @@ Result<Device, RuntimeError> Device::parse(const std::string& spec) {
     if (spec.size() > 4) {
       if (spec[4] != ':' || spec.size() == 5)
         return RuntimeError(ErrorKind::InvalidValue, "device", "host or cuda:N", spec);
-      try {
-        std::size_t used = 0;
-        ordinal = std::stoi(spec.substr(5), &used);
-        if (used != spec.size() - 5 || ordinal < 0) throw std::invalid_argument(spec);
-      } catch (const std::exception&) {
+      // Digits only (no sign, no space): the same spelling RUDNN_DEVICE takes (runtime/env.cpp).
+      const std::string digits = spec.substr(5);
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), ordinal);
+      if (ec != std::errc() || end != digits.data() + digits.size() || digits[0] < '0' || digits[0] > '9')
         return RuntimeError(ErrorKind::InvalidValue, "device", "host or cuda:N", spec);
-      }
     }
     return cuda(ordinal);
   }

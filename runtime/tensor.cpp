@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "checked_math.h"
 #include "queue_impl.h"
 #include "rudnn/tensor.h"
 
@@ -26,6 +27,11 @@ Result<std::size_t, RuntimeError> byte_size(const Shape& shape, DType dtype) {
   for (auto d : shape)
     if (d < 0) return RuntimeError(ErrorKind::ShapeMismatch, "shape", "non-negative extents", shape_to_string(shape));
   auto bytes = checked_byte_count(shape, dtype);
+  // The contiguous strides (suffix products) must fit too: [0, 2^40, 2^40] has no elements but a
+  // stride of 2^80, whatever order the extents come in.
+  std::optional<std::int64_t> stride = 1;
+  for (std::size_t i = shape.size(); stride && i-- > 1;) stride = checked_mul(*stride, shape[i]);
+  if (!stride) bytes = std::nullopt;
   if (!bytes)
     return RuntimeError(ErrorKind::InvalidValue, "shape", "an element count whose size in bytes fits in 64 bits",
                         shape_to_string(shape) + " of " + std::string(dtype_name(dtype)));

@@ -102,7 +102,7 @@ std::optional<GatedDeltaError> check_gated_delta(const GatedDeltaSignature& sig)
   if (!std::isfinite(sig.query_scale))
     return fail(ErrorKind::InvalidValue, "query_scale", "a finite value", fmt::format("{}", sig.query_scale));
   if (sig.chunk_size < 0 || sig.chunk_size > kMaxChunkSize)
-    return fail(ErrorKind::InvalidValue, "chunk_size", fmt::format("> 0 and <= {}", kMaxChunkSize),
+    return fail(ErrorKind::InvalidValue, "chunk_size", fmt::format("0 (the recurrence) or 1..{}", kMaxChunkSize),
                 std::to_string(sig.chunk_size));
   return std::nullopt;
 }

@@ -168,7 +168,9 @@ std::optional<MoeError> check_dispatch(const DispatchSignature& sig) {
     return fail(ErrorKind::ShapeMismatch, "input",
                 fmt::format("{} tokens (the routing's tokens)", extent(sig.indices.shape[0])),
                 shape_to_string(sig.input.shape));
-  if (sig.experts < 1) return fail(ErrorKind::InvalidValue, "experts", ">= 1", std::to_string(sig.experts));
+  // U32 indices and offsets address at most 2^32 − 1 experts (and experts + 1 must not overflow).
+  if (sig.experts < 1 || sig.experts > std::int64_t{0xffffffff})
+    return fail(ErrorKind::InvalidValue, "experts", ">= 1 and <= 4294967295", std::to_string(sig.experts));
   if (known(sig.indices.shape[1]) && sig.indices.shape[1] > sig.experts)
     return fail(ErrorKind::ShapeMismatch, "indices", fmt::format("top_k <= {} (experts)", sig.experts),
                 shape_to_string(sig.indices.shape));

@@ -41,16 +41,13 @@ struct GroupRoutingOptions {
 enum class GroupedStrategy { Scalar, Auto, TensorCore };
 
 class Dispatched;
-class RoutingPlan;
-// The routing ops' constructor of plans they made valid (no read-back).
-Result<RoutingPlan, MoeError> make_routing_plan(Tensor expert_indices, Tensor weights, std::int64_t experts);
 
 // The routing of T tokens over E experts.
 class RUDNN_API RoutingPlan {
  public:
   // A routing made elsewhere (route() and route_sigmoid_grouped() make valid ones): indices U32
   // [T, top_k] with 1 ≤ top_k ≤ experts, weights float [T, top_k], one device and queue, contiguous.
-  // Every index must be < experts: they are read back to check (one copy and a synchronization of
+  // experts ≤ 2^32 − 1 (indices and offsets are U32). Every index must be < experts: they are read back to check (one copy and a synchronization of
   // the indices' queue), since dispatch would otherwise drop a token silently.
   static Result<RoutingPlan, MoeError> create(Tensor expert_indices, Tensor weights, std::int64_t experts);
   // [T, top_k] U32: the selected experts of each token, best first (ties: smaller index first).
@@ -66,7 +63,9 @@ class RUDNN_API RoutingPlan {
   Result<Dispatched, MoeError> dispatch(const Tensor& input) const;
 
  private:
-  friend Result<RoutingPlan, MoeError> make_routing_plan(Tensor, Tensor, std::int64_t);
+  // Defined only inside the library (ops/moe.cpp): the routing ops build plans they made valid
+  // without create()'s read-back.
+  friend struct RoutingPlanAccess;
   RoutingPlan(Tensor expert_indices, Tensor weights, std::int64_t experts)
       : indices_(std::move(expert_indices)), weights_(std::move(weights)), experts_(experts) {}
   Tensor indices_, weights_;

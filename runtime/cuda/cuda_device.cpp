@@ -118,10 +118,15 @@ class CudaDevice final : public DeviceBackend {
       return driver_error(ErrorKind::LaunchFailure, "cuModuleGetFunction(" + entry + ")", r);
     }
     // Above 48 KiB a function must opt in to more dynamic shared memory. Done once here, for the
-    // device's whole opt-in limit (templates declare no static shared memory), so launches from
-    // many threads only read the kernel.
-    int max_dynamic = 48 * 1024;
-    const int optin = static_cast<int>(info_.shared_memory_per_block_optin);
+    // device's whole opt-in limit less the function's static shared memory (templates declare
+    // none today), so launches from many threads only read the kernel.
+    int static_shared = 0;
+    if (r = d().cuFuncGetAttribute(&static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn); r != CUDA_SUCCESS) {
+      d().cuModuleUnload(module);
+      return driver_error(ErrorKind::LaunchFailure, "cuFuncGetAttribute(" + entry + ")", r);
+    }
+    int max_dynamic = 48 * 1024 - static_shared;
+    const int optin = static_cast<int>(info_.shared_memory_per_block_optin) - static_shared;
     if (optin > max_dynamic) {
       if (r = d().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin); r != CUDA_SUCCESS) {
         d().cuModuleUnload(module);

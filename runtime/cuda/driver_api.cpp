@@ -55,6 +55,7 @@ Loaded load() {
   bind(lib, a.cuModuleUnload, "cuModuleUnload", missing);
   bind(lib, a.cuModuleGetFunction, "cuModuleGetFunction", missing);
   bind(lib, a.cuFuncSetAttribute, "cuFuncSetAttribute", missing);
+  bind(lib, a.cuFuncGetAttribute, "cuFuncGetAttribute", missing);
   bind(lib, a.cuLaunchKernel, "cuLaunchKernel", missing);
   bind(lib, a.cuGetErrorString, "cuGetErrorString", missing);
   // Events only time autotuning: a driver without them still runs kernels (events() says why not).

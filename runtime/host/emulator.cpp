@@ -797,7 +797,7 @@ ScheduleOptions default_schedule() {
   std::lock_guard lock(g_settings_mutex);
   if (!g_schedule) {
     g_schedule = ScheduleOptions{};
-    if (const char* e = std::getenv("RUDNN_EMU_SCHEDULE")) {
+    if (const char* e = std::getenv("RUDNN_EMU_SCHEDULE"); e && *e) {
       if (auto parsed = parse_schedule(e)) {
         g_schedule = *parsed;
       } else {

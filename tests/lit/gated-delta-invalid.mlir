@@ -68,7 +68,7 @@ func.func @chunk_tensor_core_f32(%q: tensor<1x2x8x16xf32>, %b: tensor<1x2x8xf32>
 
 // A chunk whose 4·(C² + C) overflows int64 (2^62): rejected by the contract's bound, not wrapped.
 func.func @chunk_overflow(%q: tensor<1x2x8x16xf32>, %b: tensor<1x2x8xf32>) {
-  // expected-error @+1 {{chunk_size: expected > 0 and <= 1024, got 4611686018427387904}}
+  // expected-error @+1 {{chunk_size: expected 0 (the recurrence) or 1..1024, got 4611686018427387904}}
   %o, %s = rudnn.gated_delta %q, %q, %q, %b, %b {query_scale = 1.0 : f32, chunk_size = 4611686018427387904 : i64} : tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8x16xf32>, tensor<1x2x8xf32>, tensor<1x2x8xf32> -> tensor<1x2x8x16xf32>, tensor<1x2x16x16xf32>
   return
 }

@@ -424,6 +424,8 @@ TEST_F(MoeForwardContract, QueuesAndHandMadeRoutings) {
   expect_rejected(moe::RoutingPlan::create(indices({0, 1, 2, 3, 1, 4}), w, 4), ErrorKind::InvalidValue,
                   "expert_indices");
   expect_rejected(moe::RoutingPlan::create(indices({0, 1, 2, 3, 1, 0}), w, 0), ErrorKind::InvalidValue, "experts");
+  expect_rejected(moe::RoutingPlan::create(indices({0, 1, 2, 3, 1, 0}), w, std::numeric_limits<std::int64_t>::max()),
+                  ErrorKind::InvalidValue, "experts");
   expect_rejected(moe::RoutingPlan::create(t({3, 2}, DType::I32), w, 4), ErrorKind::UnsupportedDType,
                   "expert_indices");
   expect_rejected(moe::RoutingPlan::create(indices({0, 1, 2, 3, 1, 0}), w, 1), ErrorKind::ShapeMismatch,

@@ -209,6 +209,8 @@ int run(const Options& o) {
   auto chosen = o.device ? Device::parse(*o.device) : Device::default_device();
   if (!chosen.ok()) {
     if (!o.device) return fail(chosen.error().message());
+    // A misspelling is the option's error; a GPU that is absent or fails says why (NoDevice, driver).
+    if (chosen.error().kind() != ErrorKind::InvalidValue) return fail("--device " + *o.device + ": " + chosen.error().message());
     return fail(tools::bad_option("--device", "host or cuda:N", *o.device).message());
   }
   const Device device = chosen.value();

@@ -81,14 +81,15 @@ bool write_atomically(const fs::path& path, std::string_view text) {
 Result<std::string, RuntimeError> template_dir(const std::string& work_dir) {
   const fs::path final_dir = fs::path(work_dir) / "templates" / std::string(templates::content_hash());
   std::error_code ec;
-  if (!fs::exists(final_dir / ".complete")) {
+  // A tree missing only its marker (deleted by hand) is repaired in place below, not replaced.
+  if (!fs::exists(final_dir / ".complete") && !fs::is_directory(final_dir)) {
     const fs::path tmp = final_dir.string() + ".tmp." + unique_suffix();
     bool written = true;
     for (const auto& f : templates::embedded_files()) written = written && write_atomically(tmp / f.path, f.text);
     written = written && write_atomically(tmp / ".complete", "ok");
     if (written) fs::rename(tmp, final_dir, ec);
     if (!written || ec) fs::remove_all(tmp, ec);  // another process won the race: use its tree
-    if (!fs::exists(final_dir / ".complete"))
+    if (!fs::is_directory(final_dir))
       return RuntimeError(ErrorKind::IoFailure, "template directory", "a writable directory", final_dir.string());
   }
   for (const auto& f : templates::embedded_files()) {
@@ -98,6 +99,8 @@ Result<std::string, RuntimeError> template_dir(const std::string& work_dir) {
       return RuntimeError(ErrorKind::IoFailure, "template " + p.string(), "a writable file (to repair it)",
                           "a failed write");
   }
+  if (!fs::exists(final_dir / ".complete") && !write_atomically(final_dir / ".complete", "ok"))
+    return RuntimeError(ErrorKind::IoFailure, "template directory", "a writable directory", final_dir.string());
   return final_dir.string();
 }
 
