@@ -24,12 +24,19 @@ fs::path directory_of(const std::string& path) {
   return dir.empty() ? fs::path(".") : dir;
 }
 
-// Removes the staging directories (with whatever a failed write left in them) and the outputs
-// already renamed into place.
+// The previous contents of output i, kept (a hard link) in its staging directory while the
+// outputs are renamed into place, so a failure part-way can put them back.
+fs::path previous_of(const fs::path& stage) { return stage / "previous.npy"; }
+
+// Undoes a failed write: the outputs already renamed into place get their previous contents back
+// (or are removed when there was none), then the staging directories go.
 void clean_up(const std::vector<fs::path>& stages, const std::vector<fs::path>& placed) {
   std::error_code ec;
+  for (std::size_t i = 0; i < placed.size(); ++i) {
+    if (fs::exists(previous_of(stages[i]), ec)) fs::rename(previous_of(stages[i]), placed[i], ec);
+    else fs::remove(placed[i], ec);
+  }
   for (const auto& s : stages) fs::remove_all(s, ec);
-  for (const auto& p : placed) fs::remove(p, ec);
 }
 
 }  // namespace
@@ -74,6 +81,12 @@ Status<RuntimeError> write_npy_files(const std::vector<OutputFile>& files, const
   }
   for (std::size_t i = 0; i < files.size(); ++i) {
     std::error_code ec;
+    std::error_code absent;  // a target that does not exist yet has nothing to keep
+    if (fs::is_regular_file(files[i].path, absent)) fs::create_hard_link(files[i].path, previous_of(stages[i]), ec);
+    if (ec) {
+      clean_up(stages, placed);
+      return bad_path(files[i], "a path whose previous file can be kept until all outputs are written", ec.message());
+    }
     fs::rename(staged[i], files[i].path, ec);
     if (ec) {
       clean_up(stages, placed);
