@@ -49,7 +49,23 @@ std::mutex& tuning_mutex() {
   return m;
 }
 
+struct KeyObserver {
+  std::mutex mutex;
+  std::function<void(const TuningKey&)> observer;
+};
+
+KeyObserver& key_observer() {
+  static KeyObserver o;
+  return o;
+}
+
 }  // namespace
+
+void set_key_observer(std::function<void(const TuningKey&)> observer) {
+  auto& o = key_observer();
+  std::lock_guard lock(o.mutex);
+  o.observer = std::move(observer);
+}
 
 // ---- the store -------------------------------------------------------------------------------
 
@@ -180,6 +196,11 @@ std::optional<compiler::ProvidedConfig> AutotuneProvider::provide(const compiler
   if (!space) return std::nullopt;
   key_ = space->key(query);
   if (!key_) return std::nullopt;
+  {
+    auto& o = key_observer();
+    std::lock_guard lock(o.mutex);
+    if (o.observer) o.observer(*key_);
+  }
   const std::vector<compiler::KernelConfig> candidates = space->candidates(*key_);
   auto in_space = [&](const compiler::KernelConfig& c) {
     const std::string s = c.to_string();

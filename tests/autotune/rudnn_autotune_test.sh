@@ -43,4 +43,17 @@ done
 grep -q "expected a path in an existing directory" "$work/nodir.txt" || fail "missing directory not named: $(cat "$work/nodir.txt")"
 "$tool" "$src/softmax_h3.mlir" --device host --jobs 5abc -o "$work/j.host.sqlite" 2>&1 | grep -q -- '--jobs: expected an integer in \[1, 2147483647\], got "5abc"' || fail "--jobs 5abc not rejected"
 "$tool" "$src/softmax_h3.mlir" --device host --rows 4,1e3 -o "$work/j.host.sqlite" 2>&1 | grep -q -- '--rows: expected an integer >= 1, got "1e3"' || fail "--rows 1e3 not rejected"
+# Issue 11: every tunable family of a graph, keyed as the runtime keys it (the tool runs the graph and
+# tunes the keys the runtime asks for), and the runtime then takes each op's config from the cache.
+"$tool" "$src/families.mlir" --device host --rows 2 --jobs 2 --repeats 2 -o "$work/families.host.sqlite" \
+  > "$work/families.txt" 2>&1 || fail "families.mlir: $(cat "$work/families.txt")"
+for op in rudnn.rms_norm rudnn.swiglu_experts rudnn.attention; do
+  grep -q "^$op " "$work/families.txt" || fail "families.mlir: $op not tuned: $(cat "$work/families.txt")"
+done
+RUDNN_AUTOTUNE_CACHE="$work/families.host.sqlite" RUDNN_AUTOTUNE=cached RUDNN_LOG=info \
+  "$run" "$src/families.mlir" --device host --random-inputs --dynamic-dim 2 --quiet 2> "$work/families-run.txt" ||
+  fail "rudnn-run families.mlir: $(cat "$work/families-run.txt")"
+for op in rudnn.rms_norm rudnn.swiglu_experts rudnn.attention; do
+  grep -q "plan $op .* on host: .*; cache)" "$work/families-run.txt" || fail "$op: cached config not used: $(cat "$work/families-run.txt")"
+done
 echo PASS

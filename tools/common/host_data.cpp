@@ -116,4 +116,32 @@ Status<RuntimeError> store(HostData& data, std::size_t index, std::uint64_t valu
   return {};
 }
 
+Result<HostData, RuntimeError> random_host_data(const std::string& argument, const Shape& shape, DType dtype,
+                                                std::optional<std::pair<double, double>> range, std::mt19937_64& rng) {
+  auto data = allocate_host(argument, shape, dtype);
+  if (!data.ok()) return data.error();
+  const auto ints = int_range(dtype);
+  auto [lo, hi] = range ? *range : ints ? std::pair{0.0, 2.0} : std::pair{-1.0, 1.0};
+  const std::size_t n = static_cast<std::size_t>(element_count(shape));  // allocated, so it fits
+  if (!ints) {
+    std::uniform_real_distribution<double> draw(lo, hi);
+    for (std::size_t i = 0; i < n; ++i)
+      if (auto s = store(*data, i, draw(rng), argument); !s.ok()) return s.error();
+    return data;
+  }
+  // The integers of [lo, hi), as the argument's type can hold them.
+  const double first = std::ceil(lo), last = std::ceil(hi) - 1;
+  if (first > last || first < static_cast<double>(ints->lo) || last > static_cast<double>(ints->hi))
+    return RuntimeError(ErrorKind::InvalidValue, "--random-range " + argument,
+                        fmt::format("a range of integers inside [{}, {}] ({})", ints->lo, ints->hi, dtype_name(dtype)),
+                        fmt::format("[{}, {})", lo, hi));
+  // (an i64 range may end at 2^63 as a double, one past INT64_MAX)
+  std::uniform_int_distribution<std::int64_t> draw(
+      static_cast<std::int64_t>(first),
+      last >= 0x1p63 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(last));
+  for (std::size_t i = 0; i < n; ++i)
+    if (auto s = store(*data, i, draw(rng), argument); !s.ok()) return s.error();
+  return data;
+}
+
 }  // namespace rudnn::tools

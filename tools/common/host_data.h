@@ -5,6 +5,8 @@
 // values (tools/common/npy.cpp, rudnn-run's random inputs) and the bytes an argument gets.
 #include <cstdint>
 #include <optional>
+#include <random>
+#include <utility>
 #include <string>
 
 #include "rudnn/tensor.h"
@@ -31,5 +33,12 @@ Result<HostData, RuntimeError> allocate_host(const std::string& argument, const 
 Status<RuntimeError> store(HostData& data, std::size_t index, double value, const std::string& argument);
 Status<RuntimeError> store(HostData& data, std::size_t index, std::int64_t value, const std::string& argument);
 Status<RuntimeError> store(HostData& data, std::size_t index, std::uint64_t value, const std::string& argument);
+
+// Random host data for `argument`: uniform reals in [lo, hi) for a float dtype (default [-1, 1));
+// for an integer dtype uniform integers k with lo <= k < hi (default [0, 2): 0 or 1, valid as a
+// mask, an index or a count), each inside the dtype or an InvalidValue naming "--random-range
+// <argument>". The one random-input helper of rudnn-run and rudnn-autotune.
+Result<HostData, RuntimeError> random_host_data(const std::string& argument, const Shape& shape, DType dtype,
+                                                std::optional<std::pair<double, double>> range, std::mt19937_64& rng);
 
 }  // namespace rudnn::tools

@@ -1,5 +1,6 @@
-// rudnn-autotune: tunes every rudnn op of each file's @main for each anchored row count on one
-// device and writes the winners to an autotune cache (DESIGN §6); --merge combines caches.
+// rudnn-autotune: tunes every tunable rudnn op of each file's @main, keyed as the runtime keys it,
+// for each --rows value on one device, and writes the winners to an autotune cache (DESIGN §6);
+// --merge combines caches.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -12,20 +13,16 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <llvm/Support/MemoryBuffer.h>
-#include <mlir/Dialect/Func/IR/FuncOps.h>
-#include <mlir/IR/BuiltinOps.h>
-#include <mlir/IR/MLIRContext.h>
+#include <random>
 
+#include "common/host_data.h"
 #include "common/numbers.h"
 #include "common/progress.h"
-#include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
-#include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
-#include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
+#include "rudnn/autotune/provider.h"
 #include "rudnn/autotune/tuner.h"
 #include "rudnn/autotune/tuning_cache.h"
-#include "rudnn/compiler/main_function.h"
 #include "rudnn/device.h"
+#include "rudnn/graph.h"
 
 namespace {
 
@@ -34,14 +31,17 @@ using namespace rudnn;
 constexpr const char* kUsage = R"(usage: rudnn-autotune FILE.mlir... --device cuda:N|host --rows R1,R2,... -o CACHE
        rudnn-autotune --merge A.sqlite B.sqlite... -o OUT.sqlite
 
-Tunes every rudnn op of each file's func.func @main on one device, for each row count (anchored
-to its power-of-two bucket: 300 rows are tuned as 512), and writes the winners to an autotune
-cache (SQLite). Ship the cache with an application and point RUDNN_AUTOTUNE_CACHE at it.
+Tunes every tunable rudnn op of each file's func.func @main on one device (normalization, the MoE
+experts, attention with strategy "autotune"), once for each --rows value, and writes the winners to
+an autotune cache (SQLite). For each value the graph runs once on the device with every dynamic
+(`?`) dim of @main's arguments set to it and random inputs; every key the runtime asks the cache
+for (dynamic extents anchored to power-of-two buckets: 300 rows are tuned as 512) is then tuned.
+Ship the cache with an application and point RUDNN_AUTOTUNE_CACHE at it.
 
 options:
   --device cuda:N|host   the device to tune on (default: cuda:0)
-  --rows R1,R2,...       row counts (product of the leading dims) to tune (default 1,16,512,4096);
-                         --shapes is the same option (the dynamic dims of today's ops are rows)
+  --rows R1,R2,...       extents of the `?` dims to tune for (default 1,16,512,4096): tokens for
+                         a [?, H] graph; --shapes is the same option
   --jobs N               candidates lowered, NVRTC-checked and built at once (default: cores)
   --repeats N            timed samples per candidate (default: 30 on a GPU, 5 on the host)
   -o PATH                the cache to write (created, or merged into: the faster record of a key
@@ -141,50 +141,51 @@ std::optional<std::string> parse_args(int argc, char** argv, Options& o) {
   return std::nullopt;
 }
 
-// One op of a file, as a query whose leading dims are all dynamic (the runtime lowers them so).
-struct OpToTune {
-  std::string where;  // "file.mlir: rudnn.rms_norm #2"
-  compiler::ConfigQuery query;
+// One key to tune, and where it came from.
+struct Work {
+  std::string where;  // "examples/attention.mlir (rows 16)"
+  autotune::TuningKey key;
 };
 
-Result<std::vector<OpToTune>, RuntimeError> read_ops(const std::string& path, mlir::MLIRContext& context) {
-  auto loaded = compiler::read_main_function(path, context);
-  if (!loaded.ok()) return loaded.error();
-  mlir::func::FuncOp main = loaded->main;
-  std::vector<OpToTune> ops;
-  int index = 0;
-  for (mlir::Operation& op : main.getBody().front()) {
-    std::optional<dialect::NormOpView> norm = dialect::asNormOp(&op);
-    if (!norm) continue;
-    OpToTune t;
-    t.where = fmt::format("{}: {} #{}", path, op.getName().getStringRef().str(), ++index);
-    t.query.op_name = op.getName().getStringRef().str();
-    bool first = true;
-    for (mlir::Value v : {norm->input, norm->gamma, norm->beta}) {
-      if (!v) continue;
-      auto type = mlir::cast<mlir::RankedTensorType>(v.getType());
-      t.query.dtypes.push_back(*dialect::toDType(type.getElementType()));
-      std::vector<std::int64_t> shape(type.getShape().begin(), type.getShape().end());
-      for (std::size_t d = 0; d < shape.size(); ++d) {
-        const bool leading = first && d + 1 < shape.size();
-        if (leading || mlir::ShapedType::isDynamic(shape[d])) shape[d] = -1;
-      }
-      t.query.shapes.push_back(shape);
-      first = false;
-    }
-    ops.push_back(std::move(t));
+// Adds the keys the runtime asks the autotune cache for when it runs `path` on `device` with every
+// dynamic (`?`) extent of @main's arguments equal to `rows`. The graph runs once (random inputs, the
+// `cached` mode, heuristic kernels where nothing is cached) with a key observer installed, so every
+// tunable family is covered and keyed exactly as the runtime keys it — no family is named here.
+Status<RuntimeError> observe_keys(const std::string& path, const Device& device, std::int64_t rows,
+                                  std::vector<Work>& work) {
+  auto graph = graph::Graph::parse_file(path);
+  if (!graph.ok()) return graph.error();
+  std::mt19937_64 rng(0x5eed);  // values do not change which keys a run asks for
+  std::vector<Tensor> inputs;
+  for (const auto& arg : graph->inputs()) {
+    // Kernels are specialized on last dims: a `?` there would tune one extent per --rows value.
+    if (!arg.shape.empty() && arg.shape.back() < 0)
+      return RuntimeError(ErrorKind::ShapeMismatch, fmt::format("{}: argument {}", path, arg.name),
+                          "a static last dim (the kernels are specialized on it)", "a dynamic one");
+    Shape shape = arg.shape;
+    for (auto& d : shape)
+      if (d < 0) d = rows;
+    auto data = tools::random_host_data(arg.name, shape, arg.dtype, std::nullopt, rng);
+    if (!data.ok()) return data.error();
+    auto t = Tensor::upload(data.value(), device);
+    if (!t.ok()) return t.error();
+    inputs.push_back(std::move(t.value()));
   }
-  return ops;
-}
-
-// The dynamic values that make `rows` rows: 1 for every leading dim but the last.
-std::vector<std::int64_t> rows_as_dynamic_values(const compiler::ConfigQuery& q, std::int64_t rows) {
-  std::size_t dynamic = 0;
-  for (const auto& s : q.shapes)
-    for (auto d : s) dynamic += d < 0;
-  std::vector<std::int64_t> values(dynamic, 1);
-  if (!values.empty()) values[q.shapes.front().size() >= 2 ? q.shapes.front().size() - 2 : 0] = rows;
-  return values;
+  std::vector<autotune::TuningKey> seen;
+  autotune::set_key_observer([&](const autotune::TuningKey& k) { seen.push_back(k); });
+  const autotune::Mode mode = autotune::mode();
+  autotune::set_mode(autotune::Mode::Cached);
+  auto ran = graph->run(inputs);
+  autotune::set_mode(mode);
+  autotune::set_key_observer({});
+  const std::string where = fmt::format("{} (rows {})", path, rows);
+  if (!ran.ok())
+    return RuntimeError(ran.error().kind(), where + ": " + ran.error().argument(), ran.error().expected(),
+                        ran.error().actual(), ran.error().detail());
+  for (auto& key : seen)
+    if (std::none_of(work.begin(), work.end(), [&](const Work& w) { return w.key == key; }))
+      work.push_back({where, std::move(key)});
+  return {};
 }
 
 bool is_host_cache_name(const std::string& path) {
@@ -216,36 +217,16 @@ int tune_all(const Options& o) {
                               autotune::cache_class_name(cls), o.device, autotune::cache_class_name(existing.value()),
                               o.output));
   }
-  mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
-  mlir::DialectRegistry registry;
-  registry.insert<mlir::func::FuncDialect, dialect::RudnnDialect>();
-  context.appendDialectRegistry(registry);
-  context.loadAllAvailableDialects();
-
-  // Every (op, bucket) once, in file order.
-  std::vector<std::pair<std::string, autotune::TuningKey>> work;
-  for (const std::string& file : o.files) {
-    auto ops = read_ops(file, context);
-    if (!ops.ok()) return fail(ops.error().message());
-    for (OpToTune& op : ops.value()) {
-      auto space = autotune::search_space_for(op.query.op_name);
-      if (!space) {
-        std::fprintf(stderr, "rudnn-autotune: %s has no search space; skipped\n", op.where.c_str());
-        continue;
-      }
-      for (std::int64_t rows : o.rows) {
-        op.query.dynamic_values = rows_as_dynamic_values(op.query, rows);
-        auto key = space->key(op.query);
-        if (!key) return fail(fmt::format("{}: no autotune key (dynamic last dim?)", op.where));
-        if (std::none_of(work.begin(), work.end(), [&](const auto& w) { return w.second == *key; }))
-          work.emplace_back(op.where, *key);
-      }
-    }
-  }
-  if (work.empty()) return fail("no rudnn op with a search space in the given files");
+  // Every key once, in file and row order.
+  std::vector<Work> work;
+  for (const std::string& file : o.files)
+    for (std::int64_t rows : o.rows)
+      if (auto s = observe_keys(file, device.value(), rows, work); !s.ok()) return fail(s.error().message());
+  if (work.empty())
+    return fail("expected a rudnn op with an autotune search space and a static last dim in the given files, got none");
 
   std::size_t units = 0;
-  for (const auto& w : work) units += autotune::progress_units(w.second);
+  for (const auto& w : work) units += autotune::progress_units(w.key);
   std::optional<rudnn::tools::Progress> progress;
   if (!o.quiet) progress.emplace(units, fmt::format("tuning {} keys on {}", work.size(), device->to_string()));
   autotune::TuneOptions options;

@@ -27,11 +27,9 @@
 #include "cache/kernel_pack.h"
 #include "common/numbers.h"
 #include "common/progress.h"
-#include "contracts/normalization.h"
+#include "family.h"
 #include "jit.h"
-#include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
-#include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
 #include "rudnn/compiler/pipeline.h"
 #include "rudnn/compiler/main_function.h"
 #include "rudnn/device.h"
@@ -165,58 +163,35 @@ Result<ArchPlan, RuntimeError> plan_arch(const std::string& name) {
   return p;
 }
 
-// One kernel op of an input file, as its call signature (leading dims dynamic).
+// One kernel op of an input file (its module stays alive in `Inputs`).
 struct OpCall {
   std::string where;  // "file.mlir: rudnn.rms_norm #2"
-  contracts::NormSignature signature;
+  mlir::Operation* op = nullptr;
+  const ops::OpFamily* family = nullptr;
 };
 
-Result<contracts::NormOperand, RuntimeError> operand_of(mlir::Value v, const std::string& where, const char* name) {
-  auto type = llvm::cast<mlir::RankedTensorType>(v.getType());  // the op verifier accepted it
-  contracts::NormOperand o;
-  auto dtype = dialect::toDType(type.getElementType());
-  if (!dtype) return RuntimeError(ErrorKind::UnsupportedDType, where + " " + name, "f32/f16/bf16", "another type");
-  o.dtype = *dtype;
-  for (std::int64_t d : type.getShape()) o.shape.push_back(mlir::ShapedType::isDynamic(d) ? contracts::kDynamic : d);
-  if (o.shape.empty() || o.shape.back() == contracts::kDynamic)
-    return RuntimeError(ErrorKind::ShapeMismatch, where + " " + name, "a static last dim (kernels are specialized on it)",
-                        "tensor with a dynamic last dim");
-  return o;
-}
+struct Inputs {
+  std::vector<compiler::MainFunction> files;
+  std::vector<OpCall> calls;
+};
 
-Result<std::vector<OpCall>, RuntimeError> read_ops(const std::string& path, mlir::MLIRContext& context) {
+Status<RuntimeError> read_ops(const std::string& path, mlir::MLIRContext& context, Inputs& inputs) {
   auto loaded = compiler::read_main_function(path, context);
   if (!loaded.ok()) return loaded.error();
   mlir::func::FuncOp main = loaded->main;
-  std::vector<OpCall> calls;
+  inputs.files.push_back(std::move(loaded.value()));
+  std::size_t count = 0;
   for (mlir::Operation& op : main.getBody().front()) {
     if (llvm::isa<mlir::func::ReturnOp>(op)) continue;
     const std::string name = op.getName().getStringRef().str();
-    const std::string where = fmt::format("{}: {} #{}", path, name, calls.size() + 1);
-    std::optional<dialect::NormOpView> norm = dialect::asNormOp(&op);
-    if (!norm)
+    const ops::OpFamily* family = ops::family_for(name);
+    if (!family)
       return RuntimeError(ErrorKind::Unsupported, path + ": " + name,
-                          "rudnn ops rudnn-precompile can lower (rudnn.layer_norm, rudnn.rms_norm, "
-                          "rudnn.softmax_last_axis)",
-                          name);
-    OpCall call{where, {}};
-    auto& sig = call.signature;
-    sig.kind = norm->kind;
-    sig.epsilon = norm->epsilon;
-    auto input = operand_of(norm->input, where, "input");
-    if (!input.ok()) return input.error();
-    sig.input = input.value();
-    for (auto [value, slot, label] : {std::tuple{norm->gamma, &sig.gamma, "gamma"}, std::tuple{norm->beta, &sig.beta, "beta"}}) {
-      if (!value) continue;
-      auto o = operand_of(value, where, label);
-      if (!o.ok()) return o.error();
-      *slot = o.value();
-    }
-    calls.push_back(std::move(call));
+                          "rudnn ops rudnn-precompile can lower (" + ops::registered_op_list() + ")", name);
+    inputs.calls.push_back({fmt::format("{}: {} #{}", path, name, ++count), &op, family});
   }
-  if (calls.empty())
-    return RuntimeError(ErrorKind::InvalidValue, path, "at least one rudnn op in @main", "none");
-  return calls;
+  if (count == 0) return RuntimeError(ErrorKind::InvalidValue, path, "at least one rudnn op in @main", "none");
+  return {};
 }
 
 // One kernel to compile (after deduplication by digest).
@@ -229,23 +204,18 @@ struct Work {
   double seconds = 0;
 };
 
-// Every kernel of `call` on `arch`: the heuristic configs (aligned and misaligned buffers, as the
-// runtime chooses per call) and, when asked, the whole autotune search space.
+// Every kernel of `call` on `arch`: what its family says the runtime may lower (the heuristic
+// configs of every variant the entry picks per call and, when asked, the whole autotune search space).
 Status<RuntimeError> collect(const OpCall& call, const ArchPlan& arch, bool with_candidates, std::vector<Work>& work,
                              std::map<std::string, std::size_t>& by_digest, std::size_t& duplicates) {
-  std::vector<compiler::NormRequest> requests = {{call.signature, true, std::nullopt},
-                                                 {call.signature, false, std::nullopt}};
-  if (with_candidates)
-    for (auto& config : compiler::normalization_variants(call.signature.kind, call.signature.input.dtype,
-                                                         call.signature.input.shape.back()))
-      requests.push_back({call.signature, true, config});
-  for (const auto& request : requests) {
-    auto lowered = compiler::lower_normalization(request, arch.target);
-    if (!lowered.ok()) {
-      const auto& e = lowered.error();
-      return RuntimeError(e.kind(), call.where, e.expected(), e.actual(), e.detail());
-    }
-    for (auto& launch : lowered->launches) {
+  auto all = call.family->kernels(*call.op, arch.target, with_candidates, call.where);
+  if (!all.ok()) {
+    const auto& e = all.error();
+    return RuntimeError(e.kind(), e.argument().rfind(call.where, 0) == 0 ? e.argument() : call.where + " " + e.argument(),
+                        e.expected(), e.actual(), e.detail());
+  }
+  for (auto& lowered : all.value()) {
+    for (auto& launch : lowered.launches) {
       const std::string digest = ops::kernel_cache_key(launch, arch.compile_arch, arch.compiler_version).digest();
       if (by_digest.count(digest)) {
         ++duplicates;
@@ -254,7 +224,7 @@ Status<RuntimeError> collect(const OpCall& call, const ArchPlan& arch, bool with
       by_digest.emplace(digest, work.size());
       Work w;
       w.arch = &arch;
-      w.entry = {digest, arch.compile_arch, launch.entry, lowered->op_name, launch.config.to_string()};
+      w.entry = {digest, arch.compile_arch, launch.entry, lowered.op_name, launch.config.to_string()};
       w.launch = std::move(launch);
       work.push_back(std::move(w));
     }
@@ -302,12 +272,10 @@ int run(const Options& o) {
   registry.insert<mlir::func::FuncDialect, dialect::RudnnDialect>();
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
-  std::vector<OpCall> calls;
-  for (const auto& file : o.files) {
-    auto ops = read_ops(file, context);
-    if (!ops.ok()) return fail(ops.error().message());
-    for (auto& c : ops.value()) calls.push_back(std::move(c));
-  }
+  Inputs inputs;
+  for (const auto& file : o.files)
+    if (auto s = read_ops(file, context, inputs); !s.ok()) return fail(s.error().message());
+  const std::vector<OpCall>& calls = inputs.calls;
 
   // Lower everything up front (milliseconds per op): the total is known before the long part.
   const auto t0 = std::chrono::steady_clock::now();

@@ -148,39 +148,14 @@ std::optional<std::string> parse_args(int argc, char** argv, Options& o) {
   return std::nullopt;
 }
 
-// Random values for an argument not given by --input: uniform reals in [lo, hi) for a float
-// argument; for an integer argument uniform integers k with lo <= k < hi (default [0, 2): 0 or 1,
-// valid as a mask, an index or a count), each inside the argument's type or an error.
+// Random values for an argument not given by --input (tools/common/host_data.h).
 Result<HostData, RuntimeError> random_input(const graph::Value& arg, const Options& o, std::mt19937_64& rng) {
   Shape shape = arg.shape;
   for (auto& d : shape)
     if (d < 0) d = o.dynamic_dim;
-  auto data = tools::allocate_host(arg.name, shape, arg.dtype);
-  if (!data.ok()) return data.error();
   const auto given = o.random_ranges.find(arg.name);
-  const auto ints = tools::int_range(arg.dtype);
-  auto [lo, hi] = given != o.random_ranges.end() ? given->second : ints ? std::pair{0.0, 2.0} : std::pair{-1.0, 1.0};
-  const std::size_t n = static_cast<std::size_t>(element_count(shape));  // allocated, so it fits
-  if (!ints) {
-    std::uniform_real_distribution<double> draw(lo, hi);
-    for (std::size_t i = 0; i < n; ++i)
-      if (auto s = tools::store(*data, i, draw(rng), arg.name); !s.ok()) return s.error();
-    return data;
-  }
-  // The integers of [lo, hi), as the argument's type can hold them.
-  const double first = std::ceil(lo), last = std::ceil(hi) - 1;
-  if (first > last || first < static_cast<double>(ints->lo) || last > static_cast<double>(ints->hi))
-    return RuntimeError(ErrorKind::InvalidValue, "--random-range " + arg.name,
-                        fmt::format("a range of integers inside [{}, {}] ({})", ints->lo, ints->hi,
-                                    dtype_name(arg.dtype)),
-                        fmt::format("[{}, {})", lo, hi));
-  // (an i64 range may end at 2^63 as a double, one past INT64_MAX)
-  std::uniform_int_distribution<std::int64_t> draw(
-      static_cast<std::int64_t>(first),
-      last >= 0x1p63 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(last));
-  for (std::size_t i = 0; i < n; ++i)
-    if (auto s = tools::store(*data, i, draw(rng), arg.name); !s.ok()) return s.error();
-  return data;
+  return tools::random_host_data(arg.name, shape, arg.dtype,
+                                 given != o.random_ranges.end() ? std::optional(given->second) : std::nullopt, rng);
 }
 
 // "<name>: [6, 8] ui32 on host  sum=...  first: ..." without converting the whole output to

@@ -2,6 +2,7 @@
 // The Autotune strategy as the compiler sees it: a compiler::ConfigProvider that answers from the
 // process's tuned results and the persistent cache, and tunes on a miss in `full` mode. The ops
 // layer makes one per cold call and hands it to rudnn-resolve-strategy through NormRequest.
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -61,6 +62,11 @@ class AutotuneProvider final : public compiler::ConfigProvider {
 };
 
 Source to_source(compiler::ConfigSource source);
+
+// Tools: `observer` sees every key a provider computes, before it looks anything up, so that
+// rudnn-autotune learns the exact keys the runtime asks for by running a graph. Process-wide; an
+// empty function removes it.
+void set_key_observer(std::function<void(const TuningKey&)> observer);
 // The ops layer: the plan a call ran (kept per thread for last_choice(); cheap when unchanged).
 void note_choice(const std::shared_ptr<const Choice>& choice);
 
