@@ -1,4 +1,5 @@
-// The public MoE routing entries: contract check → plan cache → (cold) compiler → launch.
+// The public MoE entries (routing, dispatch, experts, combine, forward): contract check → plan cache
+// → (cold) compiler → launch, written with the entry toolkit (ops/entry.h).
 #include "rudnn/moe.h"
 
 #include <bit>
@@ -8,28 +9,22 @@
 #include <fmt/format.h>
 
 #include "contracts/moe.h"
-#include "log.h"
-#include "plan_cache.h"
-#include "tuned_plan.h"
-#if RUDNN_HAS_AUTOTUNE
-#include <random>
-
-#include "rudnn/autotune.h"
-#include "rudnn/autotune/provider.h"
-#include "rudnn/autotune/tuner.h"
-#endif
+#include "entry.h"
 
 namespace rudnn::moe {
 
 namespace {
 
-int device_id(const Device& d) { return d.kind() == DeviceKind::Host ? -1 : d.ordinal(); }
-
-contracts::MoeOperand operand(const Tensor& t) { return {t.shape(), t.dtype(), device_id(t.device())}; }
+using ops::as;
+using ops::operand;
 
 std::optional<MoeError> check_layout(const Tensor& t, const char* name) {
-  if (!t.is_contiguous())
-    return MoeError(ErrorKind::ShapeMismatch, name, "a contiguous tensor", "strides " + shape_to_string(t.strides()));
+  if (auto e = ops::check_contiguous(t, name)) return as<MoeError>(*e);
+  return std::nullopt;
+}
+
+std::optional<MoeError> same_queue(const Tensor& t, const char* name, const Tensor& ref, const char* ref_name) {
+  if (auto e = ops::check_same_queue(t, name, ref, ref_name)) return as<MoeError>(*e);
   return std::nullopt;
 }
 
@@ -44,91 +39,29 @@ struct RoutingPlanAccess {
 
 namespace {
 
-// Plan-key word 0: distinct from every NormKind (0..2).
-constexpr std::int64_t kRouteKey = 100;
-constexpr std::int64_t kGroupedKey = 101;
-constexpr std::int64_t kDispatchKey = 102;
-constexpr std::int64_t kExpertsKey = 103;
-constexpr std::int64_t kCombineKey = 104;
-
-// The cached plan of `key`, or (cold) the one `lower(target)` describes, built and cached.
-template <class Lower>
-Result<std::shared_ptr<const ops::Plan>, MoeError> plan_for(const ops::PlanKey& key, const Device& device, Lower lower) {
-  auto& cache = ops::PlanCache::instance();
-  if (std::shared_ptr<const ops::Plan> plan = cache.find(key)) return plan;
-  Result<compiler::LoweredOp, RuntimeError> lowered = lower(ops::target_for(device));
-  if (!lowered.ok()) return MoeError::from(lowered.error());
-  auto built = ops::build_plan(device, lowered.value());
-  if (!built.ok()) return MoeError::from(built.error());
-  const auto& first = built.value()->kernels.front().launch;
-  runtime::log_info("plan {} on {}: {} ({}; heuristic)", built.value()->op_name, device.to_string(), first.entry,
-                    first.config.to_string());
-  cache.insert(key, built.value());
-  return built.value();
-}
-
-// Fresh outputs on `queue`, poisoned when the tests ask for it.
-Result<Tensor, MoeError> output(const Shape& shape, DType dtype, const Queue& queue) {
-  auto t = Tensor::empty(shape, dtype, queue);
-  if (!t.ok()) return MoeError::from(t.error());
-  if (ops::poison_outputs())
-    if (auto s = t->poison(); !s.ok()) return MoeError::from(s.error());
-  return std::move(t.value());
-}
-
-Status<MoeError> launch(const ops::Plan& plan, const Queue& queue, std::initializer_list<const Tensor*> slots) {
-  std::array<ops::OperandView, 8> views{};
-  std::size_t n = 0;
-  for (const Tensor* t : slots) views[n++] = {t->data(), &t->shape()};
-  if (auto s = ops::run_plan(plan, queue, std::span(views.data(), n)); !s.ok()) return MoeError::from(s.error());
-  return {};
-}
-
-std::optional<MoeError> same_queue(const Tensor& t, const char* name, const Tensor& ref, const char* ref_name) {
-  if (t.device() == ref.device() && !(t.queue() == ref.queue()))
-    return MoeError(ErrorKind::QueueMismatch, name, std::string("the queue of ") + ref_name,
-                    "another queue of the same device");
-  return std::nullopt;
-}
-
 Result<RoutingPlan, MoeError> run(bool grouped, const contracts::GroupRouteSignature& sig, const Tensor& logits,
                                   const Tensor* bias) {
   const Device& device = logits.device();
-  ops::PlanKey key;
-  if (grouped) {
-    key.words = {kGroupedKey,
-                 static_cast<std::int64_t>(logits.dtype()),
-                 logits.shape()[1],
-                 sig.top_k | (sig.groups << 8) | (sig.selected_groups << 16),
-                 (sig.bias ? 1 : 0) | (sig.group_top_two ? 2 : 0) | (sig.renormalize ? 4 : 0),
-                 static_cast<std::int64_t>(device.kind()),
-                 device.ordinal(),
-                 static_cast<std::int64_t>(std::bit_cast<std::uint32_t>(static_cast<float>(sig.scale))),
-                 0,
-                 0};
-  } else {
-    key.words = {kRouteKey, static_cast<std::int64_t>(logits.dtype()), logits.shape()[1], sig.top_k,
-                 sig.renormalize ? 1 : 0, static_cast<std::int64_t>(device.kind()), device.ordinal(), 0, 0, 0};
-  }
-  auto plan = plan_for(key, device, [&](const compiler::Target& target) {
-    return compiler::lower_routing(compiler::RouteRequest{grouped, sig, std::nullopt}, target);
+  ops::PlanKeyBuilder key(grouped ? "rudnn.route_sigmoid_grouped" : "rudnn.route");
+  key.add(logits.dtype()).add(logits.shape()[1]).add(sig.top_k).add(sig.renormalize).add(device);
+  if (grouped)
+    key.add(sig.groups).add(sig.selected_groups).add(sig.bias.has_value()).add(sig.group_top_two)
+        .add_bits(static_cast<float>(sig.scale));
+  auto plan = ops::cached_plan(key.key(), device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
+    return compiler::lower_routing(compiler::RouteRequest{grouped, sig, std::nullopt}, ops::target_for(device));
   });
-  if (!plan.ok()) return plan.error();
+  if (!plan.ok()) return as<MoeError>(plan.error());
 
   const Shape out_shape{logits.shape()[0], sig.top_k};
-  auto indices = output(out_shape, DType::U32, logits.queue());
-  if (!indices.ok()) return indices.error();
-  auto weights = output(out_shape, logits.dtype(), logits.queue());
-  if (!weights.ok()) return weights.error();
+  auto indices = ops::output(out_shape, DType::U32, logits.queue());
+  if (!indices.ok()) return as<MoeError>(indices.error());
+  auto weights = ops::output(out_shape, logits.dtype(), logits.queue());
+  if (!weights.ok()) return as<MoeError>(weights.error());
   if (out_shape[0] > 0) {
-    std::array<ops::OperandView, 4> views{};
-    std::size_t n = 0;
-    views[n++] = {logits.data(), &logits.shape()};
-    if (grouped) views[n++] = {bias ? bias->data() : nullptr, bias ? &bias->shape() : nullptr};
-    views[n++] = {indices->data(), &indices->shape()};
-    views[n++] = {weights->data(), &weights->shape()};
-    if (auto s = ops::run_plan(*plan.value(), logits.queue(), std::span(views.data(), n)); !s.ok())
-      return MoeError::from(s.error());
+    // Slots: logits, [bias (kept, maybe empty, for grouped routing)], indices, weights.
+    auto launched = grouped ? ops::launch(**plan, logits.queue(), {&logits, bias, &*indices, &*weights})
+                            : ops::launch(**plan, logits.queue(), {&logits, &*indices, &*weights});
+    if (!launched.ok()) return as<MoeError>(launched.error());
   }
   return RoutingPlanAccess::make(std::move(indices.value()), std::move(weights.value()), logits.shape()[1]);
 }
@@ -213,21 +146,20 @@ Result<Dispatched, MoeError> RoutingPlan::dispatch(const Tensor& input) const {
   if (auto e = same_queue(input, "input", indices_, "the routing")) return *e;
   const Device& device = input.device();
   const std::int64_t tokens = input.shape()[0], hidden = input.shape()[1], k = top_k();
-  ops::PlanKey key;
-  key.words = {kDispatchKey, static_cast<std::int64_t>(input.dtype()), hidden, k, experts_,
-               static_cast<std::int64_t>(device.kind()), device.ordinal(), 0, 0, 0};
-  auto plan = plan_for(key, device, [&](const compiler::Target& target) {
-    return compiler::lower_dispatch(compiler::DispatchRequest{sig, std::nullopt}, target);
+  const ops::PlanKey key =
+      ops::PlanKeyBuilder("rudnn.dispatch").add(input.dtype()).add(hidden).add(k).add(experts_).add(device).key();
+  auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
+    return compiler::lower_dispatch(compiler::DispatchRequest{sig, std::nullopt}, ops::target_for(device));
   });
-  if (!plan.ok()) return plan.error();
-  auto rows = output({tokens * k, hidden}, input.dtype(), input.queue());
-  if (!rows.ok()) return rows.error();
-  auto offsets = output({experts_ + 1}, DType::U32, input.queue());
-  if (!offsets.ok()) return offsets.error();
-  auto slots = output({tokens, k}, DType::U32, input.queue());
-  if (!slots.ok()) return slots.error();
-  if (auto s = launch(*plan.value(), input.queue(), {&input, &indices_, &*rows, &*offsets, &*slots}); !s.ok())
-    return s.error();
+  if (!plan.ok()) return as<MoeError>(plan.error());
+  auto rows = ops::output({tokens * k, hidden}, input.dtype(), input.queue());
+  if (!rows.ok()) return as<MoeError>(rows.error());
+  auto offsets = ops::output({experts_ + 1}, DType::U32, input.queue());
+  if (!offsets.ok()) return as<MoeError>(offsets.error());
+  auto slots = ops::output({tokens, k}, DType::U32, input.queue());
+  if (!slots.ok()) return as<MoeError>(slots.error());
+  if (auto s = ops::launch(**plan, input.queue(), {&input, &indices_, &*rows, &*offsets, &*slots}); !s.ok())
+    return as<MoeError>(s.error());
   return Dispatched(*this, std::move(rows.value()), std::move(offsets.value()), std::move(slots.value()));
 }
 
@@ -242,19 +174,22 @@ Result<Tensor, MoeError> Dispatched::combine(const Tensor& expert_output) const 
   if (auto e = same_queue(expert_output, "expert_output", slots_, "the routing")) return *e;
   if (auto e = same_queue(routing_.weights(), "weights", expert_output, "expert_output")) return *e;
   const Device& device = expert_output.device();
-  ops::PlanKey key;
-  key.words = {kCombineKey, static_cast<std::int64_t>(expert_output.dtype()),
-               static_cast<std::int64_t>(routing_.weights().dtype()), hidden(), top_k(),
-               static_cast<std::int64_t>(device.kind()), device.ordinal(), 0, 0, 0};
-  auto plan = plan_for(key, device, [&](const compiler::Target& target) {
-    return compiler::lower_combine(compiler::CombineRequest{sig, std::nullopt}, target);
+  const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.combine")
+                               .add(expert_output.dtype())
+                               .add(routing_.weights().dtype())
+                               .add(hidden())
+                               .add(top_k())
+                               .add(device)
+                               .key();
+  auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
+    return compiler::lower_combine(compiler::CombineRequest{sig, std::nullopt}, ops::target_for(device));
   });
-  if (!plan.ok()) return plan.error();
-  auto out = output({tokens(), hidden()}, expert_output.dtype(), expert_output.queue());
-  if (!out.ok()) return out.error();
-  if (auto s = launch(*plan.value(), expert_output.queue(), {&expert_output, &slots_, &routing_.weights(), &*out});
+  if (!plan.ok()) return as<MoeError>(plan.error());
+  auto out = ops::output({tokens(), hidden()}, expert_output.dtype(), expert_output.queue());
+  if (!out.ok()) return as<MoeError>(out.error());
+  if (auto s = ops::launch(**plan, expert_output.queue(), {&expert_output, &slots_, &routing_.weights(), &*out});
       !s.ok())
-    return s.error();
+    return as<MoeError>(s.error());
   return std::move(out.value());
 }
 
@@ -314,39 +249,27 @@ Result<Tensor, MoeError> SwiGluExperts::forward_dispatched_with_strategy(const D
   }
   const std::int64_t n = rows.shape()[0];
   const std::int64_t bucket = load_bucket(n, experts());
-  // Word 9: the autotune mode (0: heuristic only), which changes where the tile comes from.
-  std::int64_t mode_word = 0;
-#if RUDNN_HAS_AUTOTUNE
-  if (autotune::mode() != autotune::Mode::Off) mode_word = 1 + static_cast<std::int64_t>(autotune::mode());
-#endif
-  ops::PlanKey key;
-  key.words = {kExpertsKey,
-               static_cast<std::int64_t>(dtype()),
-               experts(),
-               inter(),
-               hidden(),
-               static_cast<std::int64_t>(device.kind()) | (static_cast<std::int64_t>(device.ordinal()) << 8),
-               resolved == contracts::ExpertsStrategy::TensorCore ? 1 : 0,
-               bucket,
-               mode_word,
-               0};
-  auto& cache = ops::PlanCache::instance();
-  std::shared_ptr<const ops::Plan> plan = cache.find(key);
-  if (!plan) {
-    auto made = ops::make_tuned_plan(device, mode_word != 0, [&](compiler::ConfigProvider* provider) {
-      return compiler::lower_experts(compiler::ExpertsRequest{sig, resolved, std::nullopt, bucket, provider},
-                                     ops::target_for(device));
-    });
-    if (!made.ok()) return MoeError::from(made.error());
-    plan = made.value();
-    cache.insert(key, plan);
-  }
-  ops::note_choice(*plan);
-  auto out = output({n, hidden()}, dtype(), rows.queue());
-  if (!out.ok()) return out.error();
-  if (auto s = launch(*plan, rows.queue(), {&rows, &dispatched.expert_offsets(), &gate_, &up_, &down_, &*out});
+  const std::int64_t mode = ops::autotune_mode_word(true);
+  const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.swiglu_experts")
+                               .add(dtype())
+                               .add(experts())
+                               .add(inter())
+                               .add(hidden())
+                               .add(device)
+                               .add(resolved == contracts::ExpertsStrategy::TensorCore)
+                               .add(bucket)
+                               .add(mode)
+                               .key();
+  auto plan = ops::cached_plan(key, device, ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
+    return compiler::lower_experts(compiler::ExpertsRequest{sig, resolved, std::nullopt, bucket, provider},
+                                   ops::target_for(device));
+  });
+  if (!plan.ok()) return as<MoeError>(plan.error());
+  auto out = ops::output({n, hidden()}, dtype(), rows.queue());
+  if (!out.ok()) return as<MoeError>(out.error());
+  if (auto s = ops::launch(**plan, rows.queue(), {&rows, &dispatched.expert_offsets(), &gate_, &up_, &down_, &*out});
       !s.ok())
-    return s.error();
+    return as<MoeError>(s.error());
   return std::move(out.value());
 }
 
@@ -432,110 +355,5 @@ Result<Tensor, MoeError> SwiGluExperts::forward_sigmoid_grouped(const Tensor& in
   return finish_forward(*this, *routing, input, strategy);
 }
 
-#if RUDNN_HAS_AUTOTUNE
-namespace {
-
-// How autotune builds and times an experts candidate: the key's weights shape and strategy, a
-// uniform load of `bucket` rows per expert (the largest the bucket serves), random rows in `sets`
-// copies and one set of random weights (they dominate the bytes), plans from the same build_plan
-// as real calls.
-class ExpertsTuningProblem final : public ops::PlanTuningProblem {
- public:
-  static Result<std::unique_ptr<autotune::TuningProblem>, RuntimeError> make(const Device& device,
-                                                                            const autotune::TuningKey& key) {
-    if (key.op != "rudnn.swiglu_experts" || key.dtypes.size() != 1 || key.static_dims.size() != 4 ||
-        key.buckets.size() != 1)
-      return RuntimeError(ErrorKind::InvalidValue, "key", "rudnn.swiglu_experts dtype [E, I, H, tensor_core] [rows]",
-                          key.to_string());
-    const std::int64_t e = key.static_dims[0], i = key.static_dims[1], h = key.static_dims[2];
-    const DType d = key.dtypes[0];
-    const int id = device.kind() == DeviceKind::Host ? -1 : device.ordinal();
-    contracts::ExpertsSignature sig;
-    sig.weights = {{{e, i, h}, d, id}, {{e, i, h}, d, id}, {{e, h, i}, d, id}};
-    sig.rows = {{e * key.buckets[0], h}, d, id};
-    sig.offsets = {{e + 1}, DType::U32, id};
-    if (auto err = contracts::check_experts(sig))
-      return RuntimeError(err->kind(), err->argument(), err->expected(), err->actual(), err->detail());
-    auto queue = Queue::create(device);
-    if (!queue.ok()) return queue.error();
-    return std::unique_ptr<autotune::TuningProblem>(
-        new ExpertsTuningProblem(device, queue.value(), sig, key.static_dims[3] != 0, key.buckets[0]));
-  }
-
-  Result<compiler::LoweredOp, RuntimeError> lower(const compiler::KernelConfig& config) const override {
-    const auto strategy = tensor_core_ ? contracts::ExpertsStrategy::TensorCore : contracts::ExpertsStrategy::Scalar;
-    return compiler::lower_experts(compiler::ExpertsRequest{sig_, strategy, config, per_expert_}, target());
-  }
-
-  std::size_t input_bytes() const override {
-    std::size_t bytes = static_cast<std::size_t>(element_count(sig_.rows.shape)) * dtype_size(sig_.rows.dtype);
-    for (const auto* w : {&sig_.weights.gate, &sig_.weights.up, &sig_.weights.down})
-      bytes += static_cast<std::size_t>(element_count(w->shape)) * dtype_size(w->dtype);
-    return bytes;
-  }
-
-  Status<RuntimeError> make_input_sets(int sets) override {
-    std::mt19937_64 rng(0x5eed);  // fixed: values do not change a GEMM's time
-    auto random = [&](const contracts::MoeOperand& o, double a) {
-      std::uniform_real_distribution<double> u(-a, a);
-      return random_tensor("tuning operand", o.shape, o.dtype, [&] { return u(rng); });
-    };
-    const std::int64_t experts = sig_.weights.gate.shape[0];
-    std::vector<double> offsets(static_cast<std::size_t>(experts + 1));
-    for (std::int64_t e = 0; e <= experts; ++e) offsets[static_cast<std::size_t>(e)] = static_cast<double>(e * per_expert_);
-    auto off = Tensor::upload(HostData::from_f64(sig_.offsets.shape, DType::U32, offsets), queue_);
-    if (!off.ok()) return off.error();
-    offsets_.emplace(std::move(off.value()));
-    const double scale = 1.0 / std::sqrt(static_cast<double>(sig_.weights.gate.shape[2]));
-    for (auto [w, slot] : {std::pair{&sig_.weights.gate, &gate_}, {&sig_.weights.up, &up_}, {&sig_.weights.down, &down_}}) {
-      auto t = random(*w, scale);
-      if (!t.ok()) return t.error();
-      slot->emplace(std::move(t.value()));
-    }
-    for (int i = 0; i < sets; ++i) {
-      auto r = random(sig_.rows, 1.0);
-      if (!r.ok()) return r.error();
-      rows_.push_back(std::move(r.value()));
-    }
-    auto out = Tensor::empty(sig_.rows.shape, sig_.rows.dtype, queue_);
-    if (!out.ok()) return out.error();
-    output_.emplace(std::move(out.value()));
-    return queue_.synchronize();
-  }
-
- private:
-  // The expert kernels write only their output (and a call-scoped temporary).
-  Status<RuntimeError> launch_plan(const ops::Plan& plan, int input_set) override {
-    const Tensor& rows = rows_[static_cast<std::size_t>(input_set)];
-    std::array<ops::OperandView, 6> views{};
-    std::size_t n = 0;
-    const Tensor* all[] = {&rows, &*offsets_, &*gate_, &*up_, &*down_, &*output_};
-    for (const Tensor* t : all) views[n++] = {t->data(), &t->shape()};
-    return ops::run_plan(plan, queue_, std::span(views.data(), n));
-  }
-
-  ExpertsTuningProblem(Device device, Queue queue, contracts::ExpertsSignature sig, bool tensor_core,
-                       std::int64_t per_expert)
-      : PlanTuningProblem(std::move(device), std::move(queue)),
-        sig_(std::move(sig)),
-        tensor_core_(tensor_core),
-        per_expert_(per_expert) {}
-
-  contracts::ExpertsSignature sig_;
-  bool tensor_core_;
-  std::int64_t per_expert_;
-  std::vector<Tensor> rows_;
-  std::optional<Tensor> offsets_, gate_, up_, down_, output_;
-};
-
-// Registered when librudnn.so (or any binary with these objects) loads.
-const bool kExpertsTuningRegistered = [] {
-  autotune::register_problem_factory(std::string(autotune::moe_experts_search_space()->family()),
-                                     &ExpertsTuningProblem::make);
-  return true;
-}();
-
-}  // namespace
-#endif
 
 }  // namespace rudnn::moe

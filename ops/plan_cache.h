@@ -13,7 +13,7 @@ namespace rudnn::ops {
 
 // A call's signature packed into fixed words (op, dtypes, static dims, device, flags, ...).
 struct PlanKey {
-  std::array<std::int64_t, 10> words{};
+  std::array<std::int64_t, 16> words{};
   bool operator==(const PlanKey&) const = default;
 };
 

@@ -1,0 +1,82 @@
+#include "entry.h"
+
+#include <array>
+#include <bit>
+#include <span>
+
+namespace rudnn::ops {
+
+std::optional<RuntimeError> check_contiguous(const Tensor& t, const char* name) {
+  if (t.is_contiguous()) return std::nullopt;
+  return RuntimeError(ErrorKind::ShapeMismatch, name, "a contiguous tensor", "strides " + shape_to_string(t.strides()));
+}
+
+std::optional<RuntimeError> check_same_queue(const Tensor& t, const char* name, const Tensor& ref, const char* ref_name) {
+  if (t.device() == ref.device() && !(t.queue() == ref.queue()))
+    return RuntimeError(ErrorKind::QueueMismatch, name, std::string("the queue of ") + ref_name,
+                        "another queue of the same device");
+  return std::nullopt;
+}
+
+std::optional<RuntimeError> check_operands(std::initializer_list<std::pair<const Tensor*, const char*>> tensors) {
+  const std::pair<const Tensor*, const char*>* first = nullptr;
+  for (const auto& t : tensors) {
+    if (!t.first) continue;
+    if (auto e = check_contiguous(*t.first, t.second)) return e;
+    if (!first) first = &t;
+    else if (auto e = check_same_queue(*t.first, t.second, *first->first, first->second)) return e;
+  }
+  return std::nullopt;
+}
+
+PlanKeyBuilder::PlanKeyBuilder(std::string_view op_name) {
+  std::uint64_t h = 1469598103934665603ull;  // FNV-1a of the op name
+  for (char c : op_name) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  key_.words[0] = static_cast<std::int64_t>(h);
+}
+
+PlanKeyBuilder& PlanKeyBuilder::add(std::int64_t word) {
+  // A family that outgrows the key is a programming error caught by every test of that family.
+  if (next_ >= key_.words.size()) std::abort();
+  key_.words[next_++] = word;
+  return *this;
+}
+
+PlanKeyBuilder& PlanKeyBuilder::add(const Device& device) {
+  return add(static_cast<std::int64_t>(device.kind()) | (static_cast<std::int64_t>(device.ordinal()) << 8));
+}
+
+PlanKeyBuilder& PlanKeyBuilder::add_bits(float value) {
+  return add(static_cast<std::int64_t>(std::bit_cast<std::uint32_t>(value)));
+}
+
+std::int64_t autotune_mode_word([[maybe_unused]] bool tunable) {
+#if RUDNN_HAS_AUTOTUNE
+  if (tunable && autotune::mode() != autotune::Mode::Off) return 1 + static_cast<std::int64_t>(autotune::mode());
+#endif
+  return 0;
+}
+
+Result<Tensor, RuntimeError> output(const Shape& shape, DType dtype, const Queue& queue) {
+  auto t = Tensor::empty(shape, dtype, queue);
+  if (!t.ok()) return t.error();
+  if (poison_outputs())
+    if (auto s = t->poison(); !s.ok()) return s.error();
+  return std::move(t.value());
+}
+
+Status<RuntimeError> launch(const Plan& plan, const Queue& queue, std::initializer_list<const Tensor*> slots) {
+  std::array<OperandView, 16> views{};
+  std::size_t n = 0;
+  for (const Tensor* t : slots) {
+    if (n == views.size()) std::abort();  // no op has that many slots
+    if (t) views[n] = {t->data(), &t->shape()};
+    ++n;
+  }
+  return run_plan(plan, queue, std::span(views.data(), n));
+}
+
+}  // namespace rudnn::ops

@@ -1,0 +1,86 @@
+#pragma once
+// The toolkit every public entry is written with: the operand a contract sees, the layout and queue
+// checks, a typed plan-cache key, the cached plan (lowered and built once per key), outputs
+// (poisoned for the tests) and the launch. A family's entry reads: contract → check_operands →
+// PlanKeyBuilder → cached_plan → output → launch.
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string_view>
+#include <utility>
+
+#include "contracts/normalization.h"
+#include "plan_cache.h"
+#include "tuned_plan.h"
+
+namespace rudnn::ops {
+
+// "Same device" identity for the contracts: -1 for the host, else the GPU ordinal.
+inline int device_id(const Device& d) { return d.kind() == DeviceKind::Host ? -1 : d.ordinal(); }
+// A tensor as every contract sees it: shape, dtype, device identity.
+inline contracts::NormOperand operand(const Tensor& t) { return {t.shape(), t.dtype(), device_id(t.device())}; }
+
+// ShapeMismatch naming `name` unless `t` is contiguous (the kernels index dense rows).
+std::optional<RuntimeError> check_contiguous(const Tensor& t, const char* name);
+// QueueMismatch naming `name` when `t` is on `ref`'s device but another of its queues: one call's
+// kernels run on one queue.
+std::optional<RuntimeError> check_same_queue(const Tensor& t, const char* name, const Tensor& ref, const char* ref_name);
+// Every tensor contiguous and on the first one's queue (null entries are absent optional operands).
+std::optional<RuntimeError> check_operands(std::initializer_list<std::pair<const Tensor*, const char*>> tensors);
+
+// A plan-cache key: the op's name (hashed: no family holds a magic tag), then what the entry's plan
+// depends on, field by field, in the entry's own order. Fixed size: a warm call builds no string.
+class PlanKeyBuilder {
+ public:
+  explicit PlanKeyBuilder(std::string_view op_name);
+  PlanKeyBuilder& add(std::int64_t word);
+  PlanKeyBuilder& add(bool flag) { return add(static_cast<std::int64_t>(flag)); }
+  PlanKeyBuilder& add(DType dtype) { return add(static_cast<std::int64_t>(dtype)); }
+  PlanKeyBuilder& add(const Device& device);
+  PlanKeyBuilder& add_bits(float value);  // the exact value (epsilon, scale) as its bits
+  const PlanKey& key() const { return key_; }
+
+ private:
+  PlanKey key_;
+  std::size_t next_ = 1;
+};
+
+// The autotune part of a key: 0 when the entry does not ask autotune (off, or no component), else
+// 1 + the mode, so a plan made under one mode is never served under another.
+std::int64_t autotune_mode_word(bool tunable);
+
+// Whether a family's kernel config can come from autotune: a tunable family's plan is the one
+// rudnn::autotune::last_choice() reports.
+enum class Tunable { No, Yes };
+
+// The cached plan of `key`, or (cold) the one `lower(provider)` describes, built and cached; with
+// `ask_autotune` the compiler gets the autotune provider. A tunable family's plan is noted for
+// last_choice().
+template <class Lower>
+Result<std::shared_ptr<const Plan>, RuntimeError> cached_plan(const PlanKey& key, const Device& device, Tunable tunable,
+                                                              bool ask_autotune, Lower lower) {
+  auto& cache = PlanCache::instance();
+  std::shared_ptr<const Plan> plan = cache.find(key);
+  if (!plan) {
+    auto made = make_tuned_plan(device, ask_autotune, lower);
+    if (!made.ok()) return made.error();
+    plan = made.value();
+    cache.insert(key, plan);
+  }
+  if (tunable == Tunable::Yes) note_choice(*plan);
+  return plan;
+}
+
+// A fresh output on `queue`, filled with NaN bytes when the tests ask for it (poison_outputs()).
+Result<Tensor, RuntimeError> output(const Shape& shape, DType dtype, const Queue& queue);
+
+// Launches `plan` on `queue` with the op's slots in order (null: an absent optional operand).
+Status<RuntimeError> launch(const Plan& plan, const Queue& queue, std::initializer_list<const Tensor*> slots);
+
+// A RuntimeError as the family's error type (FamilyError<Tag>).
+template <class E>
+E as(const RuntimeError& e) {
+  return E::from(e);
+}
+
+}  // namespace rudnn::ops
