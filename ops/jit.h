@@ -1,6 +1,7 @@
 #pragma once
-// The cold path shared by every op family: lowered kernels → compiled binaries (disk cache, pack or
-// compiler) → loaded kernels → a Plan; and the warm path: a Plan + operands → launches.
+// The cold path shared by every op family: lowered kernels → compiled binaries (pack, disk cache or
+// compiler: ops/kernel_lookup.cpp) → loaded kernels → a Plan; and the warm path: a Plan + operands →
+// launches (ops/plan.cpp).
 #include <cstdint>
 #include <memory>
 #include <span>

@@ -3,6 +3,7 @@
 // (ops/normalization.cpp) and the dialect verifiers (dialect/IR) both call it.
 #include <optional>
 
+#include "contracts/operand.h"
 #include "rudnn/dtype.h"
 #include "rudnn/error.h"
 #include "rudnn/tensor.h"
@@ -12,14 +13,7 @@ namespace rudnn::contracts {
 enum class NormKind { LayerNorm, RmsNorm, Softmax };
 std::string_view norm_op_name(NormKind kind);  // "layer_norm", "rms_norm", "softmax_last_axis"
 
-// Only what the contract looks at. Dynamic extents (MLIR `?`) are kDynamic and pass the checks
-// that need a value; the runtime entry always has concrete extents.
-struct NormOperand {
-  Shape shape;
-  DType dtype = DType::F32;
-  int device = 0;  // an identity for "same device": equal numbers are the same device
-};
-inline constexpr std::int64_t kDynamic = -1;
+using NormOperand = Operand;  // the one operand type (contracts/operand.h)
 
 struct NormSignature {
   NormKind kind = NormKind::LayerNorm;
