@@ -15,6 +15,7 @@
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
+#include "rudnn/compiler/kernel_op_models.h"
 #include "rudnn/compiler/main_function.h"
 #include "rudnn/attention.h"
 #include "rudnn/gated_delta.h"
@@ -94,6 +95,7 @@ struct Graph::Impl {
   Impl() : context(mlir::MLIRContext::Threading::DISABLED) {
     mlir::DialectRegistry registry;
     registry.insert<mlir::func::FuncDialect, rudnn::dialect::RudnnDialect>();
+    compiler::registerKernelOpInterfaceModels(registry);
     context.appendDialectRegistry(registry);
     context.loadAllAvailableDialects();
   }

@@ -24,6 +24,7 @@
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
 #include "rudnn/autotune/tuner.h"
 #include "rudnn/autotune/tuning_cache.h"
+#include "rudnn/compiler/kernel_op_models.h"
 #include "rudnn/compiler/main_function.h"
 #include "rudnn/device.h"
 
@@ -219,6 +220,7 @@ int tune_all(const Options& o) {
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
   mlir::DialectRegistry registry;
   registry.insert<mlir::func::FuncDialect, dialect::RudnnDialect>();
+  compiler::registerKernelOpInterfaceModels(registry);
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
 

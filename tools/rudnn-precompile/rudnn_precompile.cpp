@@ -32,6 +32,7 @@
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
+#include "rudnn/compiler/kernel_op_models.h"
 #include "rudnn/compiler/pipeline.h"
 #include "rudnn/compiler/main_function.h"
 #include "rudnn/device.h"
@@ -300,6 +301,7 @@ int run(const Options& o) {
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
   mlir::DialectRegistry registry;
   registry.insert<mlir::func::FuncDialect, dialect::RudnnDialect>();
+  compiler::registerKernelOpInterfaceModels(registry);
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
   std::vector<OpCall> calls;
