@@ -22,8 +22,12 @@ namespace {
 
 namespace attention_config = dialect::attention_config;
 
-std::int64_t headDimOf(dialect::AttentionOp op) { return cast<RankedTensorType>(op.getQuery().getType()).getDimSize(3); }
-std::int64_t valueDimOf(dialect::AttentionOp op) { return cast<RankedTensorType>(op.getValue().getType()).getDimSize(3); }
+std::int64_t headDimOf(dialect::AttentionOp op) {
+  return cast<RankedTensorType>(op.getQuery().getType()).getDimSize(3);
+}
+std::int64_t valueDimOf(dialect::AttentionOp op) {
+  return cast<RankedTensorType>(op.getValue().getType()).getDimSize(3);
+}
 DType dtypeOf(dialect::AttentionOp op) {
   return *dialect::toDType(cast<RankedTensorType>(op.getQuery().getType()).getElementType());
 }

@@ -20,7 +20,8 @@ dialect::moe_config::RowCopyConfig heuristicRowCopyConfig(RankedTensorType rowTy
   dialect::moe_config::RowCopyConfig c;
   c.vectorWidth = dialect::moe_config::rowVectorWidths(*dialect::toDType(rowType.getElementType()), h).front();
   const std::int64_t vectors = h < 0 ? 1024 : (h + c.vectorWidth - 1) / c.vectorWidth;
-  c.threads = std::min<std::int64_t>(256, std::max<std::int64_t>(64, static_cast<std::int64_t>(llvm::PowerOf2Ceil(vectors))));
+  const auto wanted = static_cast<std::int64_t>(llvm::PowerOf2Ceil(vectors));
+  c.threads = std::min<std::int64_t>(256, std::max<std::int64_t>(64, wanted));
   return c;
 }
 

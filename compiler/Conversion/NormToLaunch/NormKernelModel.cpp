@@ -22,7 +22,8 @@ namespace {
 
 namespace norm_config = dialect::norm_config;
 
-norm_config::RowConfig heuristicRowConfig(DType dtype, std::int64_t h, bool unaligned, std::int64_t maxThreadsPerBlock) {
+norm_config::RowConfig heuristicRowConfig(DType dtype, std::int64_t h, bool unaligned,
+                                          std::int64_t maxThreadsPerBlock) {
   norm_config::RowConfig c;
   // Widest legal vector: 16-byte loads when h allows, narrower otherwise; 1 if h is unknown or
   // buffers may be misaligned.
