@@ -8,7 +8,8 @@ using namespace mlir;
 
 namespace rudnn::dialect {
 
-bool isOperatorOp(Operation* op) { return isa<RudnnDialect>(op->getDialect()) && !isa<LaunchOp>(op); }
+// getDialect() is null for an unregistered op (rudnn-opt --allow-unregistered-dialect).
+bool isOperatorOp(Operation* op) { return isa_and_nonnull<RudnnDialect>(op->getDialect()) && !isa<LaunchOp>(op); }
 
 FailureOr<KernelOpInterface> getKernelOpInterface(Operation* op) {
   if (auto kernel = dyn_cast<KernelOpInterface>(op)) return kernel;
