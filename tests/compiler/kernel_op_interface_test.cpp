@@ -127,6 +127,26 @@ TEST(KernelOpInterface, EachPassRejectsAnOpWithoutAModel) {
   EXPECT_TRUE(provider.queries.empty());
 }
 
+TEST(KernelOpInterface, UnregisteredOpsAreLeftAlone) {
+  Harness h(/*withModels=*/true);
+  h.context.allowUnregisteredDialects();
+  auto module = h.parse(R"mlir(
+func.func @main(%x: tensor<?x4096xbf16>, %g: tensor<4096xf32>) -> tensor<?x4096xbf16> {
+  "other.op"() : () -> ()
+  %0 = rudnn.rms_norm %x, %g {epsilon = 1.0e-05 : f32} : tensor<?x4096xbf16>, tensor<4096xf32>
+  return %0 : tensor<?x4096xbf16>
+}
+)mlir");
+  ASSERT_TRUE(module);
+  dialect::SelectKernelConfigPassOptions select;
+  EXPECT_TRUE(h.run(*module, dialect::createSelectKernelConfigPass(select)));
+  EXPECT_TRUE(h.run(*module, dialect::createLowerToLaunchPass()));
+  int launches = 0;
+  module->walk([&](dialect::LaunchOp) { ++launches; });
+  EXPECT_EQ(launches, 1);
+  EXPECT_TRUE(h.diagnostics.empty());
+}
+
 TEST(KernelOpInterface, ResolveStrategyAsksRoutingDispatchCombineAndGatedDelta) {
   Harness h(/*withModels=*/true);
   auto module = h.parse(kMoeAndGatedDelta);
