@@ -14,6 +14,7 @@
 
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
+#include "rudnn/compiler/kernel_op_models.h"
 #include "rudnn/compiler/main_function.h"
 #include "family.h"
 
@@ -85,6 +86,7 @@ struct Graph::Impl {
   Impl() : context(mlir::MLIRContext::Threading::DISABLED) {
     mlir::DialectRegistry registry;
     registry.insert<mlir::func::FuncDialect, rudnn::dialect::RudnnDialect>();
+    compiler::registerKernelOpInterfaceModels(registry);
     context.appendDialectRegistry(registry);
     context.loadAllAvailableDialects();
   }

@@ -1,5 +1,6 @@
-// rudnn-resolve-strategy: for every tunable op (normalization, swiglu_experts) without a kernel_config, ask the ConfigProvider
-// (the autotune component, through the ops layer) and attach its answer. Strategy choice stays
+// rudnn-resolve-strategy: for every operator op without a kernel_config whose KernelOpInterface
+// model gives a tuning query, ask the ConfigProvider (the autotune component, through the ops
+// layer) and attach its answer when the model's config check accepts it. Strategy choice stays
 // separate from carrying it out: this pass only ever produces the kernel_config attribute that
 // rudnn-select-kernel-config would otherwise produce, and lowering reads it.
 #include "Transforms/ResolveStrategy.h"
@@ -9,7 +10,7 @@
 #include "Emitter/KernelSource.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
-#include "rudnn/Dialect/Rudnn/IR/NormConfig.h"
+#include "rudnn/Dialect/Rudnn/IR/KernelOpInterface.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
 #include "rudnn/Dialect/Rudnn/Transforms/Passes.h"
 
@@ -35,13 +36,17 @@ std::string_view config_source_name(ConfigSource source) {
 namespace {
 
 struct ResolveStrategy : dialect::impl::ResolveStrategyPassBase<ResolveStrategy> {
-  ResolveStrategy() = default;  // the registry's pass: no provider, a no-op
+  ResolveStrategy() = default;  // the registry's pass: no provider, asks nothing
   ResolveStrategy(ConfigProvider* provider, std::vector<std::int64_t> values)
       : provider(provider), argumentDynamicValues(std::move(values)) {}
 
+  // Without a provider nothing is asked, but an operator op without a model is still an error, as
+  // in the other passes.
   void runOnOperation() override {
-    if (!provider) return;
-    getOperation()->walk([&](func::FuncOp fn) { resolveIn(fn); });
+    WalkResult walk = getOperation()->walk([&](func::FuncOp fn) {
+      return failed(resolveIn(fn)) ? WalkResult::interrupt() : WalkResult::advance();
+    });
+    if (walk.wasInterrupted()) signalPassFailure();
   }
 
  private:
@@ -103,57 +108,24 @@ struct ResolveStrategy : dialect::impl::ResolveStrategyPassBase<ResolveStrategy>
     op->setAttr(dialect::kKernelConfigAttrName, toDictionary(op->getContext(), answer.config));
   }
 
-  void resolveIn(func::FuncOp fn) {
+  // Asks about every operator op that has no kernel_config and whose model gives a tuning query.
+  LogicalResult resolveIn(func::FuncOp fn) {
     const auto bound = bindArguments(fn);
-    fn.walk([&](Operation* op) {
-      if (auto at = dyn_cast<dialect::AttentionOp>(op)) {
-        // Only the Autotune strategy asks: a concrete strategy runs its heuristic tile.
-        if (at.getKernelConfigAttr() || at.getStrategy() != "autotune") return;
-        ConfigQuery query = queryOf(op, {at.getQuery(), at.getKey(), at.getValue(), at.getMask(), at.getAttnBias()},
-                                    bound);
-        query.options = {at.getCausal() ? 1 : 0, at.getMask() ? 1 : 0, at.getAttnBias() ? 1 : 0,
-                         static_cast<std::int64_t>(contracts::AttentionStrategy::Autotune)};
-        std::optional<ProvidedConfig> answer = provider->provide(query);
-        if (!answer) return;
-        auto q = cast<RankedTensorType>(at.getQuery().getType());
-        const std::int64_t d = q.getDimSize(3), dv = cast<RankedTensorType>(at.getValue().getType()).getDimSize(3);
-        std::optional<std::string> why;
-        auto tile = dialect::attentionTileOf(toDictionary(op->getContext(), answer->config), d);
-        if (!tile) why = "not an attention tile";
-        else why = dialect::attention_config::checkTile(*tile, *dialect::toDType(q.getElementType()), d, dv);
-        attach(op, *answer, why);
-        return;
-      }
-      if (auto experts = dyn_cast<dialect::SwiGluExpertsOp>(op)) {
-        // The ops layer resolves "auto" before lowering; an unresolved one keeps the heuristic.
-        if (experts.getKernelConfigAttr() || experts.getStrategy() == "auto") return;
-        ConfigQuery query = queryOf(op, {experts.getRows(), experts.getOffsets(), experts.getGate(), experts.getUp(),
-                                         experts.getDown()},
-                                    bound);
-        const bool tensorCore = experts.getStrategy() == "tensor_core";
-        query.options = {tensorCore ? 1 : 0};
-        std::optional<ProvidedConfig> answer = provider->provide(query);
-        if (!answer) return;
-        std::optional<std::string> why;
-        auto tile = dialect::expertTileOf(toDictionary(op->getContext(), answer->config));
-        if (!tile) why = "not an expert tile";
-        else if (tile->tensorCore != tensorCore) why = "a tile of the other strategy";
-        else why = dialect::moe_config::checkExpertTile(*tile);
-        attach(op, *answer, why);
-        return;
-      }
-      std::optional<dialect::NormOpView> norm = dialect::asNormOp(op);
-      if (!norm || norm->kernelConfig || op->hasAttr(dialect::kUnalignedAttrName)) return;
-      ConfigQuery query = queryOf(op, {norm->input, norm->gamma, norm->beta}, bound);
+    WalkResult walk = fn.walk([&](Operation* op) -> WalkResult {
+      if (!dialect::isOperatorOp(op)) return WalkResult::advance();
+      FailureOr<dialect::KernelOpInterface> kernel = dialect::getKernelOpInterface(op);
+      if (failed(kernel)) return WalkResult::interrupt();
+      if (!provider || op->hasAttr(dialect::kKernelConfigAttrName)) return WalkResult::advance();
+      std::optional<dialect::TuningQuery> tuning = kernel->getTuningQuery();
+      if (!tuning) return WalkResult::advance();
+      ConfigQuery query = queryOf(op, tuning->operands, bound);
+      query.options = tuning->options;
       std::optional<ProvidedConfig> answer = provider->provide(query);
-      if (!answer) return;
-      const DType dtype = query.dtypes.front();
-      const std::int64_t h = query.shapes.front().back();
-      dialect::norm_config::RowConfig row{answer->config.get(dialect::norm_config::kThreadsPerRow),
-                                          answer->config.get(dialect::norm_config::kRowsPerBlock),
-                                          answer->config.get(dialect::norm_config::kVectorWidth)};
-      attach(op, *answer, dialect::norm_config::checkRowConfig(row, dtype, h));
+      if (!answer) return WalkResult::advance();
+      attach(op, *answer, kernel->checkKernelConfig(toDictionary(op->getContext(), answer->config)));
+      return WalkResult::advance();
     });
+    return failure(walk.wasInterrupted());
   }
 
   ConfigProvider* provider = nullptr;

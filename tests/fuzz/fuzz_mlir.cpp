@@ -22,6 +22,7 @@
 #include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
 #include "rudnn/Dialect/Rudnn/Transforms/Passes.h"
+#include "rudnn/compiler/kernel_op_models.h"
 #include "rudnn/compiler/main_function.h"
 #include "rudnn/compiler/pipeline.h"
 
@@ -70,6 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static const compiler::Target target = compiler::target_for_arch("sm_90a").value();
   mlir::DialectRegistry registry;
   registry.insert<mlir::func::FuncDialect, dialect::RudnnDialect>();
+  compiler::registerKernelOpInterfaceModels(registry);
   mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
   context.loadAllAvailableDialects();
   mlir::ScopedDiagnosticHandler quiet(&context, [](mlir::Diagnostic&) { return mlir::success(); });

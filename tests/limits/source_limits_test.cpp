@@ -12,6 +12,7 @@
 #include <mlir/IR/MLIRContext.h>
 
 #include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
+#include "rudnn/compiler/kernel_op_models.h"
 #include "rudnn/compiler/main_function.h"
 
 namespace {
@@ -131,6 +132,7 @@ TEST_F(SourceFileTest, ParseMainFunctionAppliesTheLimits) {
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
   mlir::DialectRegistry registry;
   registry.insert<mlir::func::FuncDialect, dialect::RudnnDialect>();
+  compiler::registerKernelOpInterfaceModels(registry);
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
   // Deep enough to overflow the parser's stack without the limit.

@@ -13,6 +13,7 @@
 #include "mlir/Transforms/Passes.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
 #include "rudnn/Dialect/Rudnn/Transforms/Passes.h"
+#include "rudnn/compiler/kernel_op_models.h"
 #include "rudnn/compiler/main_function.h"
 
 namespace {
@@ -27,6 +28,7 @@ int fail(const rudnn::Error& e) {
 int main(int argc, char** argv) {
   mlir::DialectRegistry registry;
   registry.insert<mlir::func::FuncDialect, rudnn::dialect::RudnnDialect>();
+  rudnn::compiler::registerKernelOpInterfaceModels(registry);
   rudnn::dialect::registerRudnnPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

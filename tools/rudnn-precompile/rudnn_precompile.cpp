@@ -30,6 +30,7 @@
 #include "family.h"
 #include "jit.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
+#include "rudnn/compiler/kernel_op_models.h"
 #include "rudnn/compiler/pipeline.h"
 #include "rudnn/compiler/main_function.h"
 #include "rudnn/device.h"
@@ -270,6 +271,7 @@ int run(const Options& o) {
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
   mlir::DialectRegistry registry;
   registry.insert<mlir::func::FuncDialect, dialect::RudnnDialect>();
+  compiler::registerKernelOpInterfaceModels(registry);
   context.appendDialectRegistry(registry);
   context.loadAllAvailableDialects();
   Inputs inputs;

@@ -18,6 +18,18 @@ mlir::LogicalResult lowerCombineOpToLaunch(mlir::RewriterBase& rewriter, dialect
 // rudnn.swiglu_experts → gate/up (into a temporary) then down, scalar or tensor-core kernels.
 mlir::LogicalResult lowerExpertsOpToLaunch(mlir::RewriterBase& rewriter, dialect::SwiGluExpertsOp op);
 
+// Dispatch's scatter and combine (one block per row of h = rowType's dim 1): the widest legal
+// vector (1 when h is dynamic), then min(256, max(64, next_pow2(ceil(h / vector_width)))) threads
+// (1024 vectors assumed for a dynamic h). Shared by both heuristics (DispatchKernelModel.cpp).
+dialect::moe_config::RowCopyConfig heuristicRowCopyConfig(mlir::RankedTensorType rowType);
+
+// Attach the KernelOpInterface models (RouteKernelModel.cpp, DispatchKernelModel.cpp,
+// ExpertsKernelModel.cpp, CombineKernelModel.cpp).
+void attachRouteKernelModels(mlir::MLIRContext& ctx);
+void attachDispatchKernelModel(mlir::MLIRContext& ctx);
+void attachExpertsKernelModel(mlir::MLIRContext& ctx);
+void attachCombineKernelModel(mlir::MLIRContext& ctx);
+
 // Dynamic shared memory of the grouped routing kernel: rows_per_block × (experts + 2 × groups) floats.
 std::int64_t groupedRouteSharedBytes(std::int64_t rowsPerBlock, std::int64_t experts, std::int64_t groups);
 

@@ -1,5 +1,6 @@
 // Verifier of rudnn.gated_delta. The contract is rudnn::contracts::check_gated_delta
 // (core/contracts/gated_delta.cpp), as in the public API; then result types and kernel_config.
+#include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/Builders.h"
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
@@ -79,23 +80,29 @@ LogicalResult GatedDeltaOp::verify() {
       failed(verifyResult(*this, getFinalState(), "final_state",
                           RankedTensorType::get({b, h, k, vd}, builder.getF32Type()))))
     return failure();
-  if (DictionaryAttr config = getKernelConfigAttr()) {
-    if (sig.chunk_size == 0) {
-      auto tile = recurrentTileOf(config);
-      if (!tile)
-        return emitOpError() << "kernel_config: expected integers 'warps' and 'rows_per_thread', got " << config;
-      if (auto why = gated_delta_config::checkRecurrentTile(*tile, ShapedType::isDynamic(k) ? 0 : k))
-        return emitOpError() << "kernel_config: " << *why;
-    } else {
-      auto tile = chunkTileOf(config);
-      if (!tile)
-        return emitOpError() << "kernel_config: expected integers 'threads', 'columns' and 'tensor_core', got "
-                             << config;
-      if (auto why = gated_delta_config::checkChunkTile(*tile, sig.query.dtype != DType::F32))
-        return emitOpError() << "kernel_config: " << *why;
-    }
-  }
+  if (DictionaryAttr config = getKernelConfigAttr())
+    if (auto why = checkGatedDeltaConfig(*this, config)) return emitOpError() << "kernel_config: " << *why;
   return success();
+}
+
+std::optional<std::string> checkGatedDeltaConfig(GatedDeltaOp op, DictionaryAttr config) {
+  auto q = cast<RankedTensorType>(op.getQuery().getType());
+  const std::int64_t k = q.getDimSize(3);
+  std::string why;
+  if (op.getChunkSizeAttr().getInt() == 0) {
+    auto tile = recurrentTileOf(config);
+    if (!tile) {
+      llvm::raw_string_ostream(why) << "expected integers 'warps' and 'rows_per_thread', got " << config;
+      return why;
+    }
+    return gated_delta_config::checkRecurrentTile(*tile, ShapedType::isDynamic(k) ? 0 : k);
+  }
+  auto tile = chunkTileOf(config);
+  if (!tile) {
+    llvm::raw_string_ostream(why) << "expected integers 'threads', 'columns' and 'tensor_core', got " << config;
+    return why;
+  }
+  return gated_delta_config::checkChunkTile(*tile, !q.getElementType().isF32());
 }
 
 }  // namespace rudnn::dialect

@@ -1,6 +1,7 @@
 // Verifiers of the MoE routing ops. The contract itself is rudnn::contracts::check_route /
 // check_route_sigmoid_grouped (core/contracts/moe.cpp): the verifier and the public API reject the
 // same calls with the same message. Then the IR-only rules: result types and kernel_config.
+#include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/Builders.h"
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
@@ -89,25 +90,49 @@ LogicalResult verifyRouteOp(Operation* op) {
   if (failed(verifyResult(op, op->getResult(0), "indices", b.getIntegerType(32, /*isSigned=*/false), tokens, topK)) ||
       failed(verifyResult(op, op->getResult(1), "weights", type.getElementType(), tokens, topK)))
     return failure();
-  if (view->kernelConfig) {
-    auto rows = view->kernelConfig.getAs<IntegerAttr>(route_config::kRowsPerBlock);
-    if (!rows || view->kernelConfig.size() != 1)
-      return op->emitOpError() << "kernel_config: expected exactly an integer 'rows_per_block', got "
-                               << view->kernelConfig;
-    bool known = false;
-    for (std::int64_t c : route_config::kRowsPerBlockChoices) known |= rows.getInt() == c;
-    if (!known)
-      return op->emitOpError() << "kernel_config: rows_per_block must be 1, 2, 4 or 8, got " << rows.getInt();
-  }
+  if (view->kernelConfig)
+    if (auto why = checkRouteConfig(view->kernelConfig)) return op->emitOpError() << "kernel_config: " << *why;
   return success();
 }
 
 }  // namespace
 
+std::optional<std::string> checkRouteConfig(DictionaryAttr config) {
+  auto rows = config.getAs<IntegerAttr>(route_config::kRowsPerBlock);
+  if (!rows || config.size() != 1) {
+    std::string why;
+    llvm::raw_string_ostream(why) << "expected exactly an integer 'rows_per_block', got " << config;
+    return why;
+  }
+  bool known = false;
+  for (std::int64_t c : route_config::kRowsPerBlockChoices) known |= rows.getInt() == c;
+  if (!known) return "rows_per_block must be 1, 2, 4 or 8, got " + std::to_string(rows.getInt());
+  return std::nullopt;
+}
+
 LogicalResult RouteOp::verify() { return verifyRouteOp(getOperation()); }
 LogicalResult RouteSigmoidGroupedOp::verify() { return verifyRouteOp(getOperation()); }
 
 // --- dispatch, experts, combine ------------------------------------------------------------
+
+// kernel_config of dispatch/combine: the row-copy keys (+ rank_threads for dispatch), nothing else.
+std::optional<std::string> checkRowCopyConfig(DictionaryAttr config, RankedTensorType rowType, bool dispatch) {
+  auto threads = config.getAs<IntegerAttr>(moe_config::kThreads);
+  auto width = config.getAs<IntegerAttr>(moe_config::kVectorWidth);
+  auto rank = config.getAs<IntegerAttr>(moe_config::kRankThreads);
+  const std::size_t keys = dispatch ? 3 : 2;
+  if (!threads || !width || (dispatch && !rank) || config.size() != keys) {
+    std::string why;
+    llvm::raw_string_ostream(why) << "expected integers " << (dispatch ? "'rank_threads', " : "")
+                                  << "'threads' and 'vector_width', got " << config;
+    return why;
+  }
+  if (dispatch && llvm::find(moe_config::kRankThreadsChoices, rank.getInt()) == moe_config::kRankThreadsChoices.end())
+    return "rank_threads must be 256, 512 or 1024, got " + std::to_string(rank.getInt());
+  std::int64_t h = rowType.getDimSize(1);
+  if (ShapedType::isDynamic(h)) h = -1;
+  return moe_config::checkRowCopyConfig({threads.getInt(), width.getInt()}, *toDType(rowType.getElementType()), h);
+}
 
 namespace {
 
@@ -133,23 +158,9 @@ std::int64_t product(std::int64_t a, std::int64_t b) {
   return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) ? ShapedType::kDynamic : a * b;
 }
 
-// kernel_config of dispatch/combine: the row-copy keys (+ rank_threads for dispatch), nothing else.
 LogicalResult verifyRowCopyConfig(Operation* op, DictionaryAttr config, RankedTensorType rowType, bool dispatch) {
   if (!config) return success();
-  auto threads = config.getAs<IntegerAttr>(moe_config::kThreads);
-  auto width = config.getAs<IntegerAttr>(moe_config::kVectorWidth);
-  auto rank = config.getAs<IntegerAttr>(moe_config::kRankThreads);
-  const std::size_t keys = dispatch ? 3 : 2;
-  if (!threads || !width || (dispatch && !rank) || config.size() != keys)
-    return op->emitOpError() << "kernel_config: expected integers " << (dispatch ? "'rank_threads', " : "")
-                             << "'threads' and 'vector_width', got " << config;
-  if (dispatch && llvm::find(moe_config::kRankThreadsChoices, rank.getInt()) == moe_config::kRankThreadsChoices.end())
-    return op->emitOpError() << "kernel_config: rank_threads must be 256, 512 or 1024, got " << rank.getInt();
-  std::int64_t h = rowType.getDimSize(1);
-  if (ShapedType::isDynamic(h)) h = -1;
-  if (auto why = moe_config::checkRowCopyConfig({threads.getInt(), width.getInt()},
-                                                *toDType(rowType.getElementType()), h))
-    return op->emitOpError() << "kernel_config: " << *why;
+  if (auto why = checkRowCopyConfig(config, rowType, dispatch)) return op->emitOpError() << "kernel_config: " << *why;
   return success();
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 // The ops of the rudnn dialect, and a uniform view of the normalization family.
 #include <optional>
+#include <string>
 
 #include "contracts/attention.h"
 #include "contracts/gated_delta.h"
@@ -59,6 +60,14 @@ inline constexpr const char* kRowsPerBlock = "rows_per_block";
 inline constexpr std::int64_t kRowsPerBlockChoices[] = {1, 2, 4, 8};
 }  // namespace route_config
 
+// Why `config` cannot be the kernel_config of a routing op, or nothing (the verifier's rule, which
+// rudnn-resolve-strategy applies to a provided config too).
+std::optional<std::string> checkRouteConfig(mlir::DictionaryAttr config);
+// The same for rudnn.dispatch (`dispatch`: rank_threads too) and rudnn.combine, whose rows
+// (dispatch's input, combine's expert_rows) have type `rowType`.
+std::optional<std::string> checkRowCopyConfig(mlir::DictionaryAttr config, mlir::RankedTensorType rowType,
+                                              bool dispatch);
+
 // The expert tile a swiglu_experts kernel_config names (keys of moe_config), or nothing when a key
 // is missing or not an integer.
 std::optional<moe_config::ExpertTile> expertTileOf(mlir::DictionaryAttr config);
@@ -67,6 +76,10 @@ mlir::DictionaryAttr expertTileConfig(mlir::MLIRContext* ctx, const moe_config::
 // The gated delta tiles a kernel_config names, or nothing when keys are missing or extra.
 std::optional<gated_delta_config::RecurrentTile> recurrentTileOf(mlir::DictionaryAttr config);
 std::optional<gated_delta_config::ChunkTile> chunkTileOf(mlir::DictionaryAttr config);
+
+// Why `config` cannot be the kernel_config of `op` (recurrence or chunked tile by its chunk_size),
+// or nothing (the verifier's rule).
+std::optional<std::string> checkGatedDeltaConfig(GatedDeltaOp op, mlir::DictionaryAttr config);
 
 // rudnn.attention: its contract signature (device 0), and its kernel_config ↔ tile (head_dim: D).
 mlir::FailureOr<contracts::AttentionSignature> attentionSignatureOf(AttentionOp op);

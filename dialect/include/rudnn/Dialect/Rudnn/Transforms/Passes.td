@@ -8,7 +8,10 @@ include "mlir/Pass/PassBase.td"
 def SelectKernelConfigPass : Pass<"rudnn-select-kernel-config", "mlir::ModuleOp"> {
   let summary = "Attach a heuristic kernel_config to every operator op that has none";
   let description = [{
-    Normalization ops: vector_width = the largest of 16-, 8- and 4-byte vectors (in elements)
+    Each family's heuristic is its KernelOpInterface model's (KernelOpInterface.td; the models live
+    in compiler/Conversion/<Family>ToLaunch). An attached kernel_config that names a tensor-core
+    kernel on a target without mma.sync m16n8k16 is an error; an operator op without a model is an
+    error. Normalization ops: vector_width = the largest of 16-, 8- and 4-byte vectors (in elements)
     that divides the static last dim H, else 1 (also 1 when H is dynamic or the op carries
     `rudnn.unaligned`); threads_per_row = min(max-threads-per-block, max(32,
     next_pow2(ceil(H / (vector_width * 4))))); rows_per_block = 4 when threads_per_row == 32,
@@ -27,17 +30,21 @@ def ResolveStrategyPass : Pass<"rudnn-resolve-strategy", "mlir::ModuleOp"> {
     Runs before rudnn-select-kernel-config. For each operator op without a kernel_config it asks
     the compiler::ConfigProvider given by the C++ factory (compiler/Transforms/ResolveStrategy.h)
     for a config, with the op's dtypes, shapes and, when the caller knows them, the values of its
-    dynamic extents. The provider's answer is attached; no answer leaves the op to the heuristic.
-    Ops marked `rudnn.unaligned` are left to the heuristic (vector width 1). Built from the
-    registry (rudnn-opt), the pass has no provider and changes nothing.
+    dynamic extents. Which ops are asked, with which operands and option words, is each family's
+    KernelOpInterface model's tuning query (e.g. ops marked `rudnn.unaligned` are left to the
+    heuristic); the answer is attached when the model's config check accepts it, else dropped with
+    a warning; no answer leaves the op to the heuristic. Built from the registry (rudnn-opt), the
+    pass has no provider and changes nothing.
   }];
 }
 
 def LowerToLaunchPass : Pass<"rudnn-lower-to-launch", "mlir::ModuleOp"> {
   let summary = "Lower each configured operator op to rudnn.launch ops";
   let description = [{
-    Each normalization op with a kernel_config becomes one rudnn.launch that instantiates
-    rudnn::norm::row_norm (templates/rudnn/norm/row_norm.cuh). An op without a config is an error.
+    Each operator op with a kernel_config becomes its family's rudnn.launch ops, through its
+    KernelOpInterface model (e.g. a normalization op becomes one rudnn.launch of
+    rudnn::norm::row_norm, templates/rudnn/norm/row_norm.cuh). An op without a config, or without a
+    model, is an error.
   }];
 }
 
