@@ -56,6 +56,10 @@ Registry& registry() {
     r.spaces.push_back(normalization_search_space());
     r.spaces.push_back(moe_experts_search_space());
     r.spaces.push_back(attention_search_space());
+    r.spaces.push_back(moe_routing_search_space());
+    r.spaces.push_back(moe_dispatch_search_space());
+    r.spaces.push_back(moe_combine_search_space());
+    r.spaces.push_back(gated_delta_search_space());
     return true;
   }();
   (void)builtins;
@@ -155,6 +159,76 @@ class AttentionSpace final : public SearchSpace {
   }
 };
 
+// A space written as two functions: the families whose key is a few extents and option words.
+class FunctionSpace final : public SearchSpace {
+ public:
+  using KeyOf = std::optional<TuningKey> (*)(const compiler::ConfigQuery& query);
+  using Candidates = std::vector<compiler::KernelConfig> (*)(const TuningKey& key);
+  FunctionSpace(std::string_view family, std::vector<std::string_view> ops, KeyOf key_of, Candidates candidates)
+      : family_(family), ops_(std::move(ops)), key_of_(key_of), candidates_(candidates) {}
+  std::string_view family() const override { return family_; }
+  bool covers(std::string_view op) const override { return std::find(ops_.begin(), ops_.end(), op) != ops_.end(); }
+  std::optional<TuningKey> key(const compiler::ConfigQuery& query) const override {
+    if (!covers(query.op_name) || query.shapes.size() != query.dtypes.size()) return std::nullopt;
+    return key_of_(query);
+  }
+  std::vector<compiler::KernelConfig> candidates(const TuningKey& key) const override {
+    return covers(key.op) ? candidates_(key) : std::vector<compiler::KernelConfig>{};
+  }
+
+ private:
+  std::string_view family_;
+  std::vector<std::string_view> ops_;
+  KeyOf key_of_;
+  Candidates candidates_;
+};
+
+bool all_static(std::initializer_list<std::int64_t> extents) {
+  return std::all_of(extents.begin(), extents.end(), [](std::int64_t e) { return e > 0; });
+}
+
+// Routing: logits [T, E] (+ bias [E]); options {top_k, renormalize[, groups, selected, top_two]}.
+// Key: dtypes {logits[, bias]}, static {E, has_bias, options...}, buckets {T}.
+std::optional<TuningKey> routing_key(const compiler::ConfigQuery& q) {
+  if (q.shapes.empty() || q.shapes[0].size() != 2 || !all_static({q.shapes[0][1]}) || q.dynamic_values.empty() ||
+      q.options.size() < 2)
+    return std::nullopt;
+  TuningKey k{q.op_name, q.dtypes, {q.shapes[0][1], q.shapes.size() > 1 ? 1 : 0}, {anchor(q.dynamic_values[0])}};
+  k.static_dims.insert(k.static_dims.end(), q.options.begin(), q.options.end());
+  return k;
+}
+
+// Dispatch: input [T, H], indices [T, top_k]; options {experts}. Key: static {H, top_k, experts},
+// buckets {T}.
+std::optional<TuningKey> dispatch_key(const compiler::ConfigQuery& q) {
+  if (q.shapes.size() != 2 || q.shapes[0].size() != 2 || q.shapes[1].size() != 2 || q.options.size() != 1 ||
+      !all_static({q.shapes[0][1], q.shapes[1][1], q.options[0]}) || q.dynamic_values.empty())
+    return std::nullopt;
+  return TuningKey{q.op_name, {q.dtypes[0]}, {q.shapes[0][1], q.shapes[1][1], q.options[0]}, {anchor(q.dynamic_values[0])}};
+}
+
+// Combine: expert_rows [T·top_k, H], slots [T, top_k], weights [T, top_k]. Key: dtypes {rows,
+// weights}, static {H, top_k}, buckets {T} (the slots' rows: the second dynamic value).
+std::optional<TuningKey> combine_key(const compiler::ConfigQuery& q) {
+  if (q.shapes.size() != 3 || q.shapes[0].size() != 2 || q.shapes[1].size() != 2 ||
+      !all_static({q.shapes[0][1], q.shapes[1][1]}) || q.dynamic_values.size() < 2)
+    return std::nullopt;
+  return TuningKey{q.op_name, {q.dtypes[0], q.dtypes[2]}, {q.shapes[0][1], q.shapes[1][1]}, {anchor(q.dynamic_values[1])}};
+}
+
+// Gated delta: query [B, H, T, K], key, value [B, H, T, V], beta, log_decay [B, H, T],
+// initial_state? [B, H, K, V]; options {chunk_size}. Key: dtypes {query, beta}, static {K, V,
+// chunk_size, has_state}, buckets {B, H, T} (the query's dynamic extents).
+std::optional<TuningKey> gated_delta_key(const compiler::ConfigQuery& q) {
+  if (q.shapes.size() < 5 || q.shapes[0].size() != 4 || q.shapes[2].size() != 4 || q.options.size() != 1 ||
+      !all_static({q.shapes[0][3], q.shapes[2][3]}) || q.dynamic_values.size() < 3)
+    return std::nullopt;
+  return TuningKey{q.op_name,
+                   {q.dtypes[0], q.dtypes[3]},
+                   {q.shapes[0][3], q.shapes[2][3], q.options[0], q.shapes.size() > 5 ? 1 : 0},
+                   {anchor(q.dynamic_values[0]), anchor(q.dynamic_values[1]), anchor(q.dynamic_values[2])}};
+}
+
 }  // namespace
 
 std::shared_ptr<const SearchSpace> attention_search_space() {
@@ -164,6 +238,35 @@ std::shared_ptr<const SearchSpace> attention_search_space() {
 
 std::shared_ptr<const SearchSpace> moe_experts_search_space() {
   static const auto space = std::make_shared<const MoeExpertsSpace>();
+  return space;
+}
+
+std::shared_ptr<const SearchSpace> moe_routing_search_space() {
+  static const auto space = std::make_shared<const FunctionSpace>(
+      "moe_routing", std::vector<std::string_view>{"rudnn.route", "rudnn.route_sigmoid_grouped"}, &routing_key,
+      [](const TuningKey&) { return compiler::routing_variants(); });
+  return space;
+}
+
+std::shared_ptr<const SearchSpace> moe_dispatch_search_space() {
+  static const auto space = std::make_shared<const FunctionSpace>(
+      "moe_dispatch", std::vector<std::string_view>{"rudnn.dispatch"}, &dispatch_key,
+      [](const TuningKey& k) { return compiler::dispatch_variants(k.dtypes.at(0), k.static_dims.at(0)); });
+  return space;
+}
+
+std::shared_ptr<const SearchSpace> moe_combine_search_space() {
+  static const auto space = std::make_shared<const FunctionSpace>(
+      "moe_combine", std::vector<std::string_view>{"rudnn.combine"}, &combine_key,
+      [](const TuningKey& k) { return compiler::combine_variants(k.dtypes.at(0), k.static_dims.at(0)); });
+  return space;
+}
+
+std::shared_ptr<const SearchSpace> gated_delta_search_space() {
+  static const auto space = std::make_shared<const FunctionSpace>(
+      "gated_delta", std::vector<std::string_view>{"rudnn.gated_delta"}, &gated_delta_key, [](const TuningKey& k) {
+        return compiler::gated_delta_variants(k.static_dims.at(2) > 0, k.static_dims.at(0), k.dtypes.at(0));
+      });
   return space;
 }
 

@@ -60,6 +60,11 @@ std::int64_t autotune_mode_word([[maybe_unused]] bool tunable) {
   return 0;
 }
 
+std::int64_t autotune_bucket(std::int64_t extent, std::int64_t mode_word) {
+  if (mode_word == 0) return 0;
+  return extent <= 1 ? 1 : static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(extent)));
+}
+
 Result<Tensor, RuntimeError> output(const Shape& shape, DType dtype, const Queue& queue) {
   auto t = Tensor::empty(shape, dtype, queue);
   if (!t.ok()) return t.error();

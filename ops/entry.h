@@ -48,6 +48,9 @@ class PlanKeyBuilder {
 // The autotune part of a key: 0 when the entry does not ask autotune (off, or no component), else
 // 1 + the mode, so a plan made under one mode is never served under another.
 std::int64_t autotune_mode_word(bool tunable);
+// A dynamic extent's autotune bucket for the key (the smallest power of two >= extent, as
+// autotune::anchor), or 0 when autotune is not asked (`mode_word` 0): one plan then serves all.
+std::int64_t autotune_bucket(std::int64_t extent, std::int64_t mode_word);
 
 // Whether a family's kernel config can come from autotune: a tunable family's plan is the one
 // rudnn::autotune::last_choice() reports.

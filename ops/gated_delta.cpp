@@ -38,6 +38,7 @@ Result<GatedDeltaOutput, GatedDeltaError> run(const GatedDeltaInput& in, std::in
                                      {in.initial_state ? &*in.initial_state : nullptr, "initial_state"}}))
     return as<GatedDeltaError>(*e);
 
+  const std::int64_t mode = ops::autotune_mode_word(true);
   const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.gated_delta")
                                .add(in.query.dtype())
                                .add(in.beta.dtype())
@@ -47,9 +48,15 @@ Result<GatedDeltaOutput, GatedDeltaError> run(const GatedDeltaInput& in, std::in
                                .add(in.initial_state.has_value())
                                .add(device)
                                .add_bits(in.query_scale)
+                               .add(mode)
+                               .add(ops::autotune_bucket(b, mode))
+                               .add(ops::autotune_bucket(h, mode))
+                               .add(ops::autotune_bucket(t, mode))
                                .key();
-  auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
-    return compiler::lower_gated_delta({sig, std::nullopt}, ops::target_for(device));
+  auto plan = ops::cached_plan(key, device, ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
+    compiler::GatedDeltaRequest request{sig, std::nullopt};
+    request.provider = provider;
+    return compiler::lower_gated_delta(request, ops::target_for(device));
   });
   if (!plan.ok()) return as<GatedDeltaError>(plan.error());
   auto output = ops::output({b, h, t, v}, in.query.dtype(), in.query.queue());

@@ -42,13 +42,17 @@ namespace {
 Result<RoutingPlan, MoeError> run(bool grouped, const contracts::GroupRouteSignature& sig, const Tensor& logits,
                                   const Tensor* bias) {
   const Device& device = logits.device();
+  const std::int64_t mode = ops::autotune_mode_word(true);
   ops::PlanKeyBuilder key(grouped ? "rudnn.route_sigmoid_grouped" : "rudnn.route");
   key.add(logits.dtype()).add(logits.shape()[1]).add(sig.top_k).add(sig.renormalize).add(device);
+  key.add(mode).add(ops::autotune_bucket(logits.shape()[0], mode));
   if (grouped)
     key.add(sig.groups).add(sig.selected_groups).add(sig.bias.has_value()).add(sig.group_top_two)
         .add_bits(static_cast<float>(sig.scale));
-  auto plan = ops::cached_plan(key.key(), device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
-    return compiler::lower_routing(compiler::RouteRequest{grouped, sig, std::nullopt}, ops::target_for(device));
+  auto plan = ops::cached_plan(key.key(), device, ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
+    compiler::RouteRequest request{grouped, sig, std::nullopt};
+    request.provider = provider;
+    return compiler::lower_routing(request, ops::target_for(device));
   });
   if (!plan.ok()) return as<MoeError>(plan.error());
 
@@ -146,10 +150,20 @@ Result<Dispatched, MoeError> RoutingPlan::dispatch(const Tensor& input) const {
   if (auto e = same_queue(input, "input", indices_, "the routing")) return *e;
   const Device& device = input.device();
   const std::int64_t tokens = input.shape()[0], hidden = input.shape()[1], k = top_k();
-  const ops::PlanKey key =
-      ops::PlanKeyBuilder("rudnn.dispatch").add(input.dtype()).add(hidden).add(k).add(experts_).add(device).key();
-  auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
-    return compiler::lower_dispatch(compiler::DispatchRequest{sig, std::nullopt}, ops::target_for(device));
+  const std::int64_t mode = ops::autotune_mode_word(true);
+  const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.dispatch")
+                               .add(input.dtype())
+                               .add(hidden)
+                               .add(k)
+                               .add(experts_)
+                               .add(device)
+                               .add(mode)
+                               .add(ops::autotune_bucket(tokens, mode))
+                               .key();
+  auto plan = ops::cached_plan(key, device, ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
+    compiler::DispatchRequest request{sig, std::nullopt};
+    request.provider = provider;
+    return compiler::lower_dispatch(request, ops::target_for(device));
   });
   if (!plan.ok()) return as<MoeError>(plan.error());
   auto rows = ops::output({tokens * k, hidden}, input.dtype(), input.queue());
@@ -174,15 +188,20 @@ Result<Tensor, MoeError> Dispatched::combine(const Tensor& expert_output) const 
   if (auto e = same_queue(expert_output, "expert_output", slots_, "the routing")) return *e;
   if (auto e = same_queue(routing_.weights(), "weights", expert_output, "expert_output")) return *e;
   const Device& device = expert_output.device();
+  const std::int64_t mode = ops::autotune_mode_word(true);
   const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.combine")
                                .add(expert_output.dtype())
                                .add(routing_.weights().dtype())
                                .add(hidden())
                                .add(top_k())
                                .add(device)
+                               .add(mode)
+                               .add(ops::autotune_bucket(tokens(), mode))
                                .key();
-  auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
-    return compiler::lower_combine(compiler::CombineRequest{sig, std::nullopt}, ops::target_for(device));
+  auto plan = ops::cached_plan(key, device, ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
+    compiler::CombineRequest request{sig, std::nullopt};
+    request.provider = provider;
+    return compiler::lower_combine(request, ops::target_for(device));
   });
   if (!plan.ok()) return as<MoeError>(plan.error());
   auto out = ops::output({tokens(), hidden()}, expert_output.dtype(), expert_output.queue());

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "Emitter/KernelSource.h"
+#include "Transforms/ResolveStrategy.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Pass/PassManager.h"
@@ -170,6 +171,19 @@ Result<LoweredOp, RuntimeError> lowerModule(ModuleOp module, const std::string& 
   lowered.temporaries = std::move(slots.temporaries);
   lowered.first_temporary_slot = slots.firstTemporarySlot();
   return lowered;
+}
+
+std::unique_ptr<mlir::Pass> strategyPass(mlir::ModuleOp module, ConfigProvider* provider, bool forcedConfig,
+                                         const std::vector<const contracts::NormOperand*>& arguments) {
+  if (!provider || forcedConfig) return nullptr;
+  auto main = module.lookupSymbol<mlir::func::FuncOp>("main");
+  std::vector<std::int64_t> values;
+  for (unsigned i = 0; main && i < main.getNumArguments() && i < arguments.size(); ++i) {
+    auto type = mlir::cast<mlir::RankedTensorType>(main.getArgument(i).getType());
+    for (std::int64_t d = 0; d < type.getRank(); ++d)
+      if (type.isDynamicDim(d)) values.push_back(arguments[i]->shape[static_cast<std::size_t>(d)]);
+  }
+  return createResolveStrategyPass(provider, std::move(values));
 }
 
 }  // namespace pipeline_detail

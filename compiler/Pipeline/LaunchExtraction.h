@@ -45,4 +45,10 @@ Result<LoweredOp, RuntimeError> lowerModule(mlir::ModuleOp module, const std::st
                                             SlotMap slots, const Target& target,
                                             std::unique_ptr<mlir::Pass> strategy = nullptr);
 
+// rudnn-resolve-strategy for a request's one-op module, or null when there is nothing to ask (no
+// provider, or a forced config). `arguments` are the call's operands in @main's argument order:
+// their extents at @main's dynamic dims are this call's dynamic values.
+std::unique_ptr<mlir::Pass> strategyPass(mlir::ModuleOp module, ConfigProvider* provider, bool forcedConfig,
+                                         const std::vector<const contracts::NormOperand*>& arguments);
+
 }  // namespace rudnn::compiler::pipeline_detail

@@ -59,7 +59,11 @@ Result<LoweredOp, RuntimeError> lower_gated_delta(const GatedDeltaRequest& reque
   slots.argSlot = {0, 1, 2, 3, 4};
   if (sig.initial_state) slots.argSlot.push_back(5);
   slots.numOperandSlots = 6;
-  return lowerModule(*module, "rudnn.gated_delta", contracts::describe_call(sig), std::move(slots), target);
+  std::vector<const contracts::NormOperand*> arguments = {&sig.query, &sig.key, &sig.value, &sig.beta, &sig.log_decay};
+  if (sig.initial_state) arguments.push_back(&*sig.initial_state);
+  auto strategy = strategyPass(*module, request.provider, request.config.has_value(), arguments);
+  return lowerModule(*module, "rudnn.gated_delta", contracts::describe_call(sig), std::move(slots), target,
+                     std::move(strategy));
 }
 
 std::vector<KernelConfig> gated_delta_variants(bool chunked, std::int64_t key_dim, DType dtype) {

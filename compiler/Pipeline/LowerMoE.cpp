@@ -66,7 +66,9 @@ Result<LoweredOp, RuntimeError> lower_dispatch(const DispatchRequest& request, c
     attachConfig(op, request.config);
     return op.getOperation();
   });
-  return lowerModule(*module, "rudnn.dispatch", contracts::describe_call(sig), identitySlots(2), target);
+  auto strategy = strategyPass(*module, request.provider, request.config.has_value(), {&sig.input, &sig.indices});
+  return lowerModule(*module, "rudnn.dispatch", contracts::describe_call(sig), identitySlots(2), target,
+                     std::move(strategy));
 }
 
 Result<LoweredOp, RuntimeError> lower_experts(const ExpertsRequest& request, const Target& target) {
@@ -111,7 +113,10 @@ Result<LoweredOp, RuntimeError> lower_combine(const CombineRequest& request, con
     attachConfig(op, request.config);
     return op.getOperation();
   });
-  return lowerModule(*module, "rudnn.combine", contracts::describe_call(sig), identitySlots(3), target);
+  auto strategy =
+      strategyPass(*module, request.provider, request.config.has_value(), {&sig.expert_rows, &sig.slots, &sig.weights});
+  return lowerModule(*module, "rudnn.combine", contracts::describe_call(sig), identitySlots(3), target,
+                     std::move(strategy));
 }
 
 namespace {

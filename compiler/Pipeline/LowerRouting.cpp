@@ -78,7 +78,10 @@ Result<LoweredOp, RuntimeError> lower_routing(const RouteRequest& request, const
     contracts::RouteSignature sig{request.signature.logits, request.signature.top_k, request.signature.renormalize};
     call = contracts::describe_call(sig);
   }
-  return lowerModule(*module, opName, std::move(call), std::move(slots), target);
+  std::vector<const contracts::NormOperand*> arguments = {&request.signature.logits};
+  if (request.grouped && request.signature.bias) arguments.push_back(&*request.signature.bias);
+  auto strategy = strategyPass(*module, request.provider, request.config.has_value(), arguments);
+  return lowerModule(*module, opName, std::move(call), std::move(slots), target, std::move(strategy));
 }
 
 std::vector<KernelConfig> routing_variants() {

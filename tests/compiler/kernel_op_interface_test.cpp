@@ -159,11 +159,13 @@ TEST(KernelOpInterface, ResolveStrategyAsksRoutingDispatchCombineAndGatedDelta) 
   EXPECT_EQ(route.dtypes, (std::vector<DType>{DType::BF16, DType::F32}));
   EXPECT_EQ(route.shapes, (std::vector<std::vector<std::int64_t>>{{-1, 64}, {64}}));
   EXPECT_EQ(route.dynamic_values, (std::vector<std::int64_t>{7}));
-  EXPECT_TRUE(route.options.empty());
+  // What a tuning problem needs to rebuild the call: top_k, renormalize, groups, selected, top-two.
+  EXPECT_EQ(route.options, (std::vector<std::int64_t>{4, 1, 8, 2, 1}));
   const ConfigQuery& dispatch = provider.queries[1];
   EXPECT_EQ(dispatch.op_name, "rudnn.dispatch");
   EXPECT_EQ(dispatch.dtypes, (std::vector<DType>{DType::BF16, DType::U32}));
   EXPECT_TRUE(dispatch.dynamic_values.empty());  // %i's rows are not an argument of @main: unknown
+  EXPECT_EQ(dispatch.options, (std::vector<std::int64_t>{64}));  // experts
   const ConfigQuery& combine = provider.queries[2];
   EXPECT_EQ(combine.op_name, "rudnn.combine");
   EXPECT_EQ(combine.shapes.size(), 3u);

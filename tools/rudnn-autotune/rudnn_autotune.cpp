@@ -15,12 +15,20 @@
 #include <fmt/format.h>
 #include <random>
 
+#include <mlir/Dialect/Func/IR/FuncOps.h>
+#include <mlir/IR/MLIRContext.h>
+
 #include "common/host_data.h"
 #include "common/numbers.h"
 #include "common/progress.h"
+#include "family.h"
+#include "jit.h"
+#include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
 #include "rudnn/autotune/provider.h"
 #include "rudnn/autotune/tuner.h"
 #include "rudnn/autotune/tuning_cache.h"
+#include "rudnn/compiler/kernel_op_models.h"
+#include "rudnn/compiler/main_function.h"
 #include "rudnn/device.h"
 #include "rudnn/graph.h"
 
@@ -147,21 +155,42 @@ struct Work {
   autotune::TuningKey key;
 };
 
+// Every op of `path` has a registered family, and the dims its kernels are specialized on are
+// static (as rudnn-precompile demands): a `?` there would tune one extent per --rows value.
+Status<RuntimeError> check_ops(const std::string& path, const Device& device) {
+  mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::func::FuncDialect, dialect::RudnnDialect>();
+  compiler::registerKernelOpInterfaceModels(registry);
+  context.appendDialectRegistry(registry);
+  context.loadAllAvailableDialects();
+  auto loaded = compiler::read_main_function(path, context);
+  if (!loaded.ok()) return loaded.error();
+  std::size_t count = 0;
+  for (mlir::Operation& op : loaded->main.getBody().front()) {
+    if (llvm::isa<mlir::func::ReturnOp>(op)) continue;
+    const std::string name = op.getName().getStringRef().str();
+    const std::string where = fmt::format("{}: {} #{}", path, name, ++count);
+    const ops::OpFamily* family = ops::family_for(name);
+    if (!family) return RuntimeError(ErrorKind::Unsupported, where, "an op with a registered family", name);
+    auto lowered = family->kernels(op, ops::target_for(device), false, where);
+    if (!lowered.ok()) return lowered.error();
+  }
+  return {};
+}
+
 // Adds the keys the runtime asks the autotune cache for when it runs `path` on `device` with every
 // dynamic (`?`) extent of @main's arguments equal to `rows`. The graph runs once (random inputs, the
 // `cached` mode, heuristic kernels where nothing is cached) with a key observer installed, so every
 // tunable family is covered and keyed exactly as the runtime keys it — no family is named here.
 Status<RuntimeError> observe_keys(const std::string& path, const Device& device, std::int64_t rows,
                                   std::vector<Work>& work) {
+  if (auto s = check_ops(path, device); !s.ok()) return s.error();
   auto graph = graph::Graph::parse_file(path);
   if (!graph.ok()) return graph.error();
   std::mt19937_64 rng(0x5eed);  // values do not change which keys a run asks for
   std::vector<Tensor> inputs;
   for (const auto& arg : graph->inputs()) {
-    // Kernels are specialized on last dims: a `?` there would tune one extent per --rows value.
-    if (!arg.shape.empty() && arg.shape.back() < 0)
-      return RuntimeError(ErrorKind::ShapeMismatch, fmt::format("{}: argument {}", path, arg.name),
-                          "a static last dim (the kernels are specialized on it)", "a dynamic one");
     Shape shape = arg.shape;
     for (auto& d : shape)
       if (d < 0) d = rows;

@@ -2,7 +2,8 @@
 //   heuristic:    the scatter's row copy by heuristicRowCopyConfig over the input's rows (h = dim 1);
 //                 rank_threads = min(1024, max threads per block): one block does all the counting,
 //                 as wide as the target allows.
-//   tuning query: operands {input, indices} (the op's tensor operands, in op order), no options.
+//   tuning query: operands {input, indices} (the op's tensor operands, in op order), options
+//                 {experts}.
 //   config check: checkRowCopyConfig with rank_threads; no tensor-core kernels.
 #include "Conversion/MoEToLaunch/MoEToLaunch.h"
 #include "llvm/Support/MathExtras.h"
@@ -48,7 +49,9 @@ struct DispatchKernelModel : dialect::KernelOpInterface::ExternalModel<DispatchK
   }
 
   std::optional<dialect::TuningQuery> getTuningQuery(Operation* op) const {
-    return dialect::TuningQuery{{op->getOperands().begin(), op->getOperands().end()}, {}};
+    // The expert count sizes the offsets and the ranking: a tuning problem needs it.
+    return dialect::TuningQuery{{op->getOperands().begin(), op->getOperands().end()},
+                                {cast<dialect::DispatchOp>(op).getExpertsAttr().getInt()}};
   }
 
   LogicalResult lowerToLaunches(Operation* op, RewriterBase& rewriter) const {

@@ -2,9 +2,9 @@
 // warp per token row).
 //   heuristic:    rows_per_block = 4, or 2 for grouped routing over more than 512 experts (the
 //                 grouped kernel keeps experts floats per row in shared memory).
-//   tuning query: operands {logits, bias?} (the op's tensor operands present, in op order), no
-//                 options: the op name already tells softmax from grouped routing, and the other
-//                 attributes (top_k, groups, ...) do not change the kernel's tile space.
+//   tuning query: operands {logits, bias?} (the op's tensor operands present, in op order),
+//                 options {top_k, renormalize} and for grouped routing also {groups,
+//                 selected_groups, group_top_two}: what a tuning problem needs to build the call.
 //   config check: checkRouteConfig (rows_per_block of 1, 2, 4 or 8); no tensor-core kernels.
 #include "Conversion/MoEToLaunch/MoEToLaunch.h"
 #include "mlir/IR/Builders.h"
@@ -39,7 +39,13 @@ struct RouteKernelModel : dialect::KernelOpInterface::ExternalModel<RouteKernelM
   }
 
   std::optional<dialect::TuningQuery> getTuningQuery(Operation* op) const {
-    return dialect::TuningQuery{{op->getOperands().begin(), op->getOperands().end()}, {}};
+    // The attributes a tuning problem needs to build a valid call (the scale does not change the
+    // work, so it is not part of the key).
+    const auto& o = dialect::asRouteOp(op)->options;
+    std::vector<std::int64_t> options = {o.top_k, o.renormalize ? 1 : 0};
+    if (dialect::asRouteOp(op)->grouped)
+      options.insert(options.end(), {o.groups, o.selected_groups, o.group_top_two ? 1 : 0});
+    return dialect::TuningQuery{{op->getOperands().begin(), op->getOperands().end()}, std::move(options)};
   }
 
   LogicalResult lowerToLaunches(Operation* op, RewriterBase& rewriter) const {

@@ -63,6 +63,17 @@ std::shared_ptr<const SearchSpace> moe_experts_search_space();
 // anchor(Tq), anchor(Tk)}.
 std::shared_ptr<const SearchSpace> attention_search_space();
 
+// The built-in spaces of the other families, each its registered tiles (compiler::*_variants):
+// routing (rudnn.route, rudnn.route_sigmoid_grouped; key: dtypes, static {E, has_bias, top_k,
+// renormalize[, groups, selected_groups, group_top_two]}, buckets {anchor(T)}), dispatch (static
+// {H, top_k, experts}, buckets {T}), combine (dtypes {rows, weights}, static {H, top_k}, buckets
+// {T}) and the gated delta rule (dtypes {query, beta}, static {K, V, chunk_size, has_state},
+// buckets {B, H, T}).
+std::shared_ptr<const SearchSpace> moe_routing_search_space();
+std::shared_ptr<const SearchSpace> moe_dispatch_search_space();
+std::shared_ptr<const SearchSpace> moe_combine_search_space();
+std::shared_ptr<const SearchSpace> gated_delta_search_space();
+
 // "threads_per_row=128,rows_per_block=1" ↔ KernelConfig (the cache's text form). Nothing for text
 // that is not a comma-separated list of name=integer.
 std::optional<compiler::KernelConfig> parse_config(std::string_view text);

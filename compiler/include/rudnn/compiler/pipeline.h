@@ -55,6 +55,7 @@ struct RouteRequest {
   bool grouped = false;
   contracts::GroupRouteSignature signature;  // concrete shapes
   std::optional<KernelConfig> config;        // forced (tests); otherwise the heuristic picks
+  ConfigProvider* provider = nullptr;  // asked when `config` is empty (the ops layer's autotune)
 };
 
 Result<LoweredOp, RuntimeError> lower_routing(const RouteRequest& request, const Target& target);
@@ -67,6 +68,7 @@ std::vector<KernelConfig> routing_variants();
 struct DispatchRequest {
   contracts::DispatchSignature signature;  // concrete shapes
   std::optional<KernelConfig> config;      // forced (tests); otherwise the heuristic picks
+  ConfigProvider* provider = nullptr;  // asked when `config` is empty (the ops layer's autotune)
 };
 Result<LoweredOp, RuntimeError> lower_dispatch(const DispatchRequest& request, const Target& target);
 
@@ -88,6 +90,7 @@ Result<LoweredOp, RuntimeError> lower_experts(const ExpertsRequest& request, con
 struct CombineRequest {
   contracts::CombineSignature signature;  // concrete shapes
   std::optional<KernelConfig> config;
+  ConfigProvider* provider = nullptr;  // asked when `config` is empty (the ops layer's autotune)
 };
 Result<LoweredOp, RuntimeError> lower_combine(const CombineRequest& request, const Target& target);
 
@@ -102,6 +105,7 @@ std::vector<KernelConfig> expert_variants(bool tensor_core);
 struct GatedDeltaRequest {
   contracts::GatedDeltaSignature signature;  // concrete shapes
   std::optional<KernelConfig> config;        // forced (tests); otherwise the heuristic picks
+  ConfigProvider* provider = nullptr;  // asked when `config` is empty (the ops layer's autotune)
 };
 Result<LoweredOp, RuntimeError> lower_gated_delta(const GatedDeltaRequest& request, const Target& target);
 
