@@ -62,7 +62,7 @@ RUDNN_DEVICE void route_sigmoid_grouped(const T* logits, const float* bias, u32*
 
     // Group scores.
     for (i64 g = lane; g < groups; g += 32) {
-      float top1 = bits_as_float(0xff800000u), top2 = top1;
+      float top1 = negative_infinity(), top2 = top1;
       for (i64 e = g * per_group; e < (g + 1) * per_group; ++e) {
         const float v = c[e];
         if (v > top1) {
