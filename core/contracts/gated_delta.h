@@ -6,6 +6,7 @@
 #include <string>
 
 #include "contracts/normalization.h"  // NormOperand, kDynamic
+#include "rudnn/shared_memory.h"
 #include "rudnn/error.h"
 
 namespace rudnn::contracts {
@@ -40,13 +41,12 @@ std::optional<GatedDeltaError> check_chunk_shared_memory(std::int64_t chunk_size
                                                          std::int64_t shared_limit, bool tensor_core);
 
 // Bytes of dynamic shared memory gated_delta_chunked needs for chunk C, K and a V slice of `bv`
-// columns (mirrors ChunkPolicy::shared_bytes). Plain: 8·C + 4·(2·C·K + 3·C·BV + 2·C² + K·BV + 3·C).
+// columns: the template's own formula (rudnn::shared_memory::gated_delta_chunk, shared with
+// ChunkPolicy::shared_bytes). Plain: 8·C + 4·(2·C·K + 3·C·BV + 2·C² + K·BV + 3·C).
 // Tensor cores (Cp = 16⌈C/16⌉, Kr = 16⌈K/16⌉): 8·Cp + 4·Cp·(Kr + 8) + 6·Kr·(BV + 8)
 //   + 4·(3·Cp·BV + 2·Cp² + K·BV + 3·Cp + 32).
 inline std::int64_t chunk_shared_bytes(std::int64_t c, std::int64_t k, std::int64_t bv, bool tensor_core = false) {
-  if (!tensor_core) return 8 * c + 4 * (2 * c * k + 3 * c * bv + 2 * c * c + k * bv + 3 * c);
-  const std::int64_t cp = (c + 15) / 16 * 16, kr = (k + 15) / 16 * 16;
-  return 8 * cp + 4 * cp * (kr + 8) + 6 * kr * (bv + 8) + 4 * (3 * cp * bv + 2 * cp * cp + k * bv + 3 * cp + 32);
+  return rudnn::shared_memory::gated_delta_chunk(c, k, bv, tensor_core);
 }
 
 // "query [2, 4, 64, 128] bf16, ..., chunk_size 64"

@@ -46,6 +46,22 @@ RUDNN_DEVICE float bits_as_float(u32 u) {
 #endif
 }
 
+// −inf as a float (no <cmath> INFINITY on NVRTC): the score of an excluded key, the identity of max.
+RUDNN_DEVICE float negative_infinity() { return bits_as_float(0xff800000u); }
+
+// log2(e) rounded to float: e^x = exp2(kLog2e·x), the softmaxes' log2 domain.
+inline constexpr float kLog2e = 1.4426950408889634f;
+
+// IsVoid<X>::value: a kernel's optional operand type was given as void (built without that input).
+template <class X>
+struct IsVoid {
+  static constexpr bool value = false;
+};
+template <>
+struct IsVoid<void> {
+  static constexpr bool value = true;
+};
+
 namespace numeric_detail {
 
 // float -> binary16, round to nearest even; NaN stays a (quiet) NaN, overflow gives ±inf.

@@ -13,7 +13,7 @@ struct SumOp {
   RUDNN_DEVICE static float combine(float a, float b) { return a + b; }
 };
 struct MaxOp {
-  RUDNN_DEVICE static float identity() { return bits_as_float(0xff800000u); }  // -inf
+  RUDNN_DEVICE static float identity() { return negative_infinity(); }  // -inf
   // fmaxf ignores a NaN operand; callers that must propagate NaN do so through a later sum.
   RUDNN_DEVICE static float combine(float a, float b) { return fmaxf(a, b); }
 };

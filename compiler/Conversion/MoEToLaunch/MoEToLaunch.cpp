@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "rudnn/shared_memory.h"
+
 #include "mlir/IR/Builders.h"
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
 
@@ -18,7 +20,7 @@ using namespace mlir;
 namespace rudnn::compiler {
 
 std::int64_t groupedRouteSharedBytes(std::int64_t rowsPerBlock, std::int64_t experts, std::int64_t groups) {
-  return rowsPerBlock * (experts + 2 * groups) * static_cast<std::int64_t>(sizeof(float));
+  return shared_memory::route_grouped(rowsPerBlock, experts, groups);
 }
 
 LogicalResult lowerRouteOpToLaunch(RewriterBase& rewriter, const dialect::RouteOpView& route) {

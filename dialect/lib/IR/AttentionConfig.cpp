@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "rudnn/shared_memory.h"
+
 namespace rudnn::dialect::attention_config {
 
 namespace {
@@ -49,20 +51,20 @@ std::int64_t threads(const Tile& t) {
   return 0;
 }
 
-std::int64_t flashMmaSharedBytes(const Tile& t) { return (t.blockM + 4 * t.blockN) * (t.headDim + 8) * 2; }
+std::int64_t flashMmaSharedBytes(const Tile& t) { return shared_memory::flash_mma(t.blockM, t.blockN, t.headDim); }
 
 std::int64_t flashUnitSharedBytes(const Tile& t, std::int64_t d, std::int64_t dv) {
-  const std::int64_t stride = (d + 3) / 4 * 4 + 4;
-  return 4 * ((t.blockM + t.blockN) * stride + t.blockM * (t.blockN + 4) + t.blockN * dv);
+  return shared_memory::flash_unit(t.blockM, t.blockN, d, dv);
 }
 
-std::int64_t fallbackTileSharedBytes(const Tile& t) { return (t.blockM + 64 + 8) * 16 * 4; }
+// Both Fallback tile policies are BM × 64 outputs over 16-deep slices.
+std::int64_t fallbackTileSharedBytes(const Tile& t) { return shared_memory::fallback_tile(t.blockM, 64, 16); }
 
 // Softmax policies: 32 threads per row × 8 rows, 8 × 32, 256 × 1.
 std::int64_t fallbackSoftmaxRows(const Tile& t) { return t.softmaxThreads == 8 ? 32 : t.softmaxThreads == 32 ? 8 : 1; }
 
 std::int64_t fallbackSoftmaxSharedBytes(const Tile& t) {
-  return t.softmaxThreads > 32 ? fallbackSoftmaxRows(t) * 2 * (t.softmaxThreads / 32) * 4 : 0;
+  return shared_memory::fallback_softmax(t.softmaxThreads, fallbackSoftmaxRows(t));
 }
 
 std::optional<std::string> checkTile(const Tile& t, DType dtype, std::int64_t d, std::int64_t dv) {

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "rudnn/shared_memory.h"
+
 namespace rudnn::dialect::moe_config {
 
 std::vector<std::int64_t> rowVectorWidths(DType dtype, std::int64_t h) {
@@ -43,16 +45,15 @@ const std::vector<ExpertTile>& tensorCoreTiles() {
   return tiles;
 }
 
-// Mirrors ScalarGemmPolicy / MmaGemmPolicy::kSharedBytes{GateUp,Down}.
+// ScalarGemmPolicy / MmaGemmPolicy::kSharedBytes{GateUp,Down}: the templates' own formulas.
 std::int64_t gateUpSharedBytes(const ExpertTile& t) {
-  // Scalar: staged K slices of A and B as FP32, each row padded by 4 floats (bank conflicts).
-  if (!t.tensorCore) return ((t.blockM + 4) + 2 * (t.blockN + 4)) * t.blockK * 4;
-  return t.stages * (t.blockM + 2 * t.blockN) * (t.blockK + 8) * 2;
+  if (!t.tensorCore) return shared_memory::experts_scalar(t.blockM, t.blockN, t.blockK, 2);
+  return shared_memory::experts_mma(t.stages, t.blockM, t.blockN, t.blockK, 2);
 }
 
 std::int64_t downSharedBytes(const ExpertTile& t) {
-  if (!t.tensorCore) return ((t.blockM + 4) + (t.blockN + 4)) * t.blockK * 4;
-  return t.stages * (t.blockM + t.blockN) * (t.blockK + 8) * 2;
+  if (!t.tensorCore) return shared_memory::experts_scalar(t.blockM, t.blockN, t.blockK, 1);
+  return shared_memory::experts_mma(t.stages, t.blockM, t.blockN, t.blockK, 1);
 }
 
 std::optional<std::string> checkExpertTile(const ExpertTile& t) {

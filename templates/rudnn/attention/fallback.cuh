@@ -1,7 +1,8 @@
 #pragma once
 // Fallback attention (SPEC §5 `Fallback`): three kernels the integrator launches in sequence on the
 // same queue, through an FP32 workspace S [B, Hq, Tq, Tk] (4·B·Hq·Tq·Tk bytes):
-//   1. attention_scores<T, MB, BB, TilePolicy>:   S = scale·Q·Kᵀ + bias; excluded entries −inf.
+//   1. attention_scores<T, MB, BB, TilePolicy>:   S = scale·Q·Kᵀ + bias; excluded entries −inf (the
+//                                                  score variant, attention/variant.cuh).
 //   2. attention_softmax<SoftmaxPolicy>:           each row of S → softmax, in place (max
 //                                                  subtracted); a row with no kept key → zeros.
 //   3. attention_weighted_sum<T, TilePolicy>:      O = P·V (FP32 accumulation) → output in T.
@@ -46,7 +47,8 @@ struct FallbackSoftmaxPolicy {
   static_assert(kThreads % 32 == 0 && kThreads <= 1024, "FallbackSoftmaxPolicy: whole warps, at most 1024 threads");
   static constexpr int kWarpsPerRow = kThreadsPerRow > 32 ? kThreadsPerRow / 32 : 1;
   static constexpr int kSlotFloats = kThreadsPerRow > 32 ? 2 * kWarpsPerRow : 0;  // per row
-  static constexpr int kSharedBytes = kRowsPerBlock * kSlotFloats * 4;
+  static constexpr int kSharedBytes = static_cast<int>(shared_memory::fallback_softmax(kThreadsPerRow, kRowsPerBlock));
+  static_assert(kSharedBytes == kRowsPerBlock * kSlotFloats * 4, "FallbackSoftmaxPolicy: slots disagree");
 };
 
 // The variants this file is checked with (spill-free on sm_80 and sm_90a; see the test file).
@@ -92,14 +94,15 @@ struct RowReducer {
 
 }  // namespace fallback_detail
 
-template <class T, class MB, class BB, class P>
+template <class T, class MB, class BB, class P, template <class, class> class Variant = DefaultVariant>
 RUDNN_DEVICE void attention_scores(const T* q, const T* k, const void* /*v*/, const MB* mask, const BB* bias,
                                    void* /*out*/, float* scores, i64 batch, i64 q_heads, i64 kv_heads, i64 q_len,
                                    i64 kv_len, i64 head_dim, i64 value_dim, i64 mask_batch_stride,
                                    i64 mask_head_stride, i64 bias_batch_stride, i64 bias_head_stride, i64 causal,
                                    float scale) {
-  const Problem pr(batch, q_heads, kv_heads, q_len, kv_len, head_dim, value_dim, mask_batch_stride,
-                   mask_head_stride, bias_batch_stride, bias_head_stride, causal);
+  const Problem pr(batch, q_heads, kv_heads, q_len, kv_len, head_dim, value_dim);
+  const Variant<MB, BB> variant(mask, bias, mask_batch_stride, mask_head_stride, bias_batch_stride, bias_head_stride,
+                                q_len, kv_len, causal);
   const int tid = static_cast<int>(threadIdx.x);
   const int tx = tid % P::kThreadsN, ty = tid / P::kThreadsN;
   const i64 D = head_dim, Tk = kv_len;
@@ -115,7 +118,7 @@ RUDNN_DEVICE void attention_scores(const T* q, const T* k, const void* /*v*/, co
     float acc[P::kTM][P::kTN];
     // A tile every row of which is causally blind to every key writes −inf without a product
     // (uniform over the block: it depends on the tile only).
-    const i64 product_len = c.n0 < pr.key_end_of_rows(c.m0, c.m0 + rows) ? D : 0;
+    const i64 product_len = c.n0 < variant.key_end(pr.last_position(c.m0, c.m0 + rows)) ? D : 0;
     tile_product<P, true>(
         acc, product_len, dynamic_shared<float>(), tid,
         [&](int r, i64 d) { return r < rows && d < D ? to_float(qt[r * D + d]) : 0.0f; },
@@ -124,13 +127,13 @@ RUDNN_DEVICE void attention_scores(const T* q, const T* k, const void* /*v*/, co
     for (int i = 0; i < P::kTM; ++i) {
       const int r = ty * P::kTM + i;
       if (r >= rows) continue;
-      const RowScoreMods<MB, BB> mods(pr, mask, bias, c.panel, c.m0 + r);
+      const auto mods = pr.row_view(variant, c.panel, c.m0 + r);
       float* out_row = scores + (row0 + r) * Tk;
       RUDNN_UNROLL
       for (int j = 0; j < P::kTN; ++j) {
         const i64 key = c.n0 + tx * P::kTN + j;
         if (key >= Tk) continue;
-        out_row[key] = mods.excluded(key) ? negative_infinity() : acc[i][j] * scale + mods.bias(key);
+        out_row[key] = mods.excluded(key) ? negative_infinity() : mods.logit(acc[i][j] * scale, key, 1.0f);
       }
     }
   }
@@ -176,14 +179,16 @@ RUDNN_DEVICE void attention_softmax(const void* /*q*/, const void* /*k*/, const 
   }
 }
 
-template <class T, class P>
+template <class T, class P, template <class, class> class Variant = DefaultVariant>
 RUDNN_DEVICE void attention_weighted_sum(const void* /*q*/, const void* /*k*/, const T* v, const void* /*mask*/,
                                          const void* /*bias*/, T* out, const float* probs, i64 batch, i64 q_heads,
                                          i64 kv_heads, i64 q_len, i64 kv_len, i64 head_dim, i64 value_dim,
                                          i64 /*mask_batch_stride*/, i64 /*mask_head_stride*/,
                                          i64 /*bias_batch_stride*/, i64 /*bias_head_stride*/, i64 causal,
                                          float /*scale*/) {
-  const Problem pr(batch, q_heads, kv_heads, q_len, kv_len, head_dim, value_dim, 0, 0, 0, 0, causal);
+  const Problem pr(batch, q_heads, kv_heads, q_len, kv_len, head_dim, value_dim);
+  // The key range only (no mask or bias here: excluded keys already have probability 0).
+  const Variant<void, void> variant(nullptr, nullptr, 0, 0, 0, 0, q_len, kv_len, causal);
   const int tid = static_cast<int>(threadIdx.x);
   const int tx = tid % P::kThreadsN, ty = tid / P::kThreadsN;
   const i64 Dv = value_dim, Tk = kv_len;
@@ -197,7 +202,7 @@ RUDNN_DEVICE void attention_weighted_sum(const void* /*q*/, const void* /*k*/, c
     const float* pt = probs + row0 * Tk;
     const T* vt = v + c.panel * Tk * Dv + c.n0;
     // Keys past the last one any row of the tile sees causally have probability 0: not read.
-    const i64 keys = max_i64(0, pr.key_end_of_rows(c.m0, c.m0 + rows));
+    const i64 keys = max_i64(0, variant.key_end(pr.last_position(c.m0, c.m0 + rows)));
     float acc[P::kTM][P::kTN];
     tile_product<P, false>(
         acc, keys, dynamic_shared<float>(), tid,

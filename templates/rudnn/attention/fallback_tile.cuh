@@ -8,6 +8,7 @@
 // 16-byte alignment of the fragment reads and breaks the bank pattern of the transposing stores.
 // Thread (ty, tx) owns the kTM × kTN register tile of rows ty·kTM + i, columns tx·kTN + j.
 #include "rudnn/numeric.cuh"
+#include "rudnn/shared_memory.h"
 #include "rudnn/vector.cuh"  // load_floats
 
 namespace rudnn::attention {
@@ -28,7 +29,7 @@ struct FallbackTilePolicy {
   static constexpr int kStrideA = kBlockM + 4;
   static constexpr int kStrideB = kBlockN + 4;
   // Dynamic shared memory of every kernel built on this tile (bytes).
-  static constexpr int kSharedBytes = (kStrideA + kStrideB) * kBlockK * 4;
+  static constexpr int kSharedBytes = static_cast<int>(shared_memory::fallback_tile(kBlockM, kBlockN, kBlockK));
 };
 
 // Stages rows [0, kRows) × k ∈ [k0, k0 + kBK) of a source into dst[k·kStride + row] as FP32.

@@ -7,9 +7,9 @@
 // Layout: query [B, Hq, Tq, D], key [B, Hkv, Tk, D], value [B, Hkv, Tk, Dv], out [B, Hq, Tq, Dv], all
 // contiguous; Hq % Hkv == 0, query head h reads kv head h / (Hq/Hkv). Mask (u8, nonzero = excluded)
 // and bias (float or T), both optional and logically [B, Hq, Tq, Tk] with element strides
-// (batch_stride, head_stride, Tk, 1), 0 = broadcast; see flash_mma_scores.cuh for MB/BB (void = not
-// compiled in). Causal is bottom-right aligned: query i sees key j iff j ≤ i + Tk − Tq. A row with
-// no kept key outputs zeros.
+// (batch_stride, head_stride, Tk, 1), 0 = broadcast; see attention/variant.cuh for MB/BB (void = not
+// compiled in) and the score variant (Variant, default DefaultVariant). Causal is bottom-right
+// aligned: query i sees key j iff j ≤ i + Tk − Tq. A row with no kept key outputs zeros.
 //
 // Work decomposition. The group = Hq/Hkv query heads of one kv head are consecutive, so for each
 // (b, kv head) — a "panel" — their group·Tq query rows are contiguous in Q and in out. A block takes a
@@ -18,7 +18,7 @@
 //   prologue   Q tile + key tile 0 (K and V) by cp.async, one commit group
 //   key tile t wait for tile t; __syncthreads (tile t visible; all warps are done with tile t−1,
 //              whose stage is refilled next); prefetch tile t+1 into the other stage; then per warp:
-//              S = Q·Kᵀ (warp_scores) → scale / bias / mask / range (ScoreMods) → online softmax
+//              S = Q·Kᵀ (warp_scores) → scale, then the variant (apply_variant) → online softmax
 //              (OnlineSoftmax) → O += P·V (warp_accumulate)
 //   epilogue   O / ℓ → T, staged through the warp's Q rows, 16-byte stores (store_output)
 // Each of the 4 warps owns 16·kMI consecutive rows of the tile and needs no other warp's data after
@@ -32,7 +32,7 @@
 //   block  (Policy::kThreads = 128, 1, 1); anything else traps.
 //   grid   (B·Hkv·ceil(group·Tq / kBlockM), 1, 1); any grid is correct (blocks stride over the
 //          work items by their linear index over x, y and z).
-//   dynamic shared memory  Policy::kSharedBytes = (kBlockM + 4·kBlockN)·(kHeadDim + 8)·2 bytes
+//   dynamic shared memory  Policy::kSharedBytes = shared_memory::flash_mma = (kBlockM + 4·kBlockN)·(kHeadDim + 8)·2 bytes
 //          (over 48 KiB: set cudaFuncAttributeMaxDynamicSharedMemorySize).
 // Requirements: head_dim == value_dim == kHeadDim, 1 ≤ kv_heads, q_heads % kv_heads == 0,
 // q_heads < 2^31, group·Tq < 2^31 and B·Hkv·ceil(group·Tq / kBlockM) < 2^31 (each else trap); q, k,
@@ -58,6 +58,8 @@
 #include "rudnn/attention/flash_mma_smem.cuh"
 #include "rudnn/attention/flash_mma_softmax.cuh"
 #include "rudnn/attention/flash_mma_warp.cuh"
+#include "rudnn/grid.cuh"
+#include "rudnn/shared_memory.h"
 
 namespace rudnn::attention {
 
@@ -78,8 +80,8 @@ struct FlashMmaPolicy {
   static constexpr int kDI = kHeadDim / 8;              // n8 value tiles of O
   using Smem = flash_mma::SmemLayout<kBlockM, kBlockN, kHeadDim>;
   static constexpr int kLd = Smem::kLd;
-  static constexpr int kSharedBytes = (kBlockM + 4 * kBlockN) * (kHeadDim + 8) * 2;
-  static_assert(kSharedBytes == Smem::kBytes, "FlashMmaPolicy: shared memory formula out of date");
+  static constexpr int kSharedBytes = static_cast<int>(shared_memory::flash_mma(kBlockM, kBlockN, kHeadDim));
+  static_assert(kSharedBytes == Smem::kBytes, "FlashMmaPolicy: the layout disagrees with shared_memory::flash_mma");
 };
 
 // The per-D default policies (see the table at the top).
@@ -104,15 +106,6 @@ struct FlashMmaDefault<256> {
 
 namespace flash_mma {
 
-// The linear index of this block and the number of blocks, over all three grid dimensions.
-RUDNN_DEVICE i64 block_linear() {
-  return static_cast<i64>(blockIdx.x) +
-         static_cast<i64>(gridDim.x) * (static_cast<i64>(blockIdx.y) + static_cast<i64>(gridDim.y) * blockIdx.z);
-}
-RUDNN_DEVICE i64 grid_blocks() {
-  return static_cast<i64>(gridDim.x) * static_cast<i64>(gridDim.y) * static_cast<i64>(gridDim.z);
-}
-
 // Index arithmetic in 32 bits: a 64-bit division is a subroutine call in SASS, and ptxas spills the
 // accumulators around calls. The kernel checks at entry that every quotient and dividend fits
 // (work items and group·Tq < 2^31).
@@ -131,7 +124,7 @@ RUDNN_DEVICE i64 last_position(i64 m0, i64 m1, i64 q_len) {
 
 }  // namespace flash_mma
 
-template <class T, class MB, class BB, class Policy>
+template <class T, class MB, class BB, class Policy, template <class, class> class Variant = DefaultVariant>
 RUDNN_DEVICE void flash_attention_mma(const T* q, const T* k, const T* v, const MB* mask, const BB* bias, T* out,
                                       i64 batch, i64 q_heads, i64 kv_heads, i64 q_len, i64 kv_len, i64 head_dim,
                                       i64 value_dim, i64 mask_batch_stride, i64 mask_head_stride,
@@ -161,10 +154,12 @@ RUDNN_DEVICE void flash_attention_mma(const T* q, const T* k, const T* v, const 
   // The work loop in 32 bits (w < items < 2^31 and step ≤ 2^31: no overflow): a 64-bit bound and
   // counter would be three more registers live across the key loop.
   const u32 items32 = static_cast<u32>(items);
-  const i64 blocks = flash_mma::grid_blocks();
+  const i64 blocks = block_count();
   const u32 step = static_cast<u32>(blocks < items ? blocks : items);
-  const i64 first = flash_mma::block_linear();
-  const float scale_log2 = scale * flash_mma::kLog2e;
+  const i64 first = linear_block();
+  const float scale_log2 = scale * kLog2e;
+  const Variant<MB, BB> variant(mask, bias, mask_batch_stride, mask_head_stride, bias_batch_stride, bias_head_stride,
+                                q_len, kv_len, causal);
 
   for (u32 w = first < items ? static_cast<u32>(first) : items32; w < items32; w += step) {
     // ---- work item: panel p (batch b, kv head kvh), rows [m0, m0 + rows) of it. 32-bit where the
@@ -174,26 +169,14 @@ RUDNN_DEVICE void flash_attention_mma(const T* q, const T* k, const T* v, const 
     const int rows = panel_rows - m0 < kBM ? static_cast<int>(panel_rows - m0) : kBM;
     const i64 b = flash_mma::div32(p, kv_heads), head0 = (p - b * kv_heads) * group;
 
-    flash_mma::ScoreMods<MB, BB> mods;
-    if constexpr (!flash_mma::IsVoid<MB>::value) {
-      if (mask != nullptr) mods.mask = mask + b * mask_batch_stride + head0 * mask_head_stride;
-      mods.mask_head_stride = mask_head_stride;
-    }
-    if constexpr (!flash_mma::IsVoid<BB>::value) {
-      if (bias != nullptr) mods.bias = bias + b * bias_batch_stride + head0 * bias_head_stride;
-      mods.bias_head_stride = bias_head_stride;
-    }
-    mods.q_len = q_len;
-    mods.kv_len = kv_len;
-    mods.panel_rows = panel_rows;
-    mods.causal = causal != 0;
+    const auto mods = variant.panel(b, head0);
     // Keys the tile reads at all, and the leading key tiles that every row of the tile sees whole
     // (inside Tk and causally visible): those skip the per-element work unless a mask or bias is
     // present.
     const i64 key_end = mods.key_end(flash_mma::last_position(m0, m0 + rows, q_len));
     const i64 key_end_all = mods.key_end(flash_mma::first_position(m0, m0 + rows, q_len));
     const int n_tiles = key_end > 0 ? static_cast<int>((key_end + kBN - 1) / kBN) : 0;
-    const int whole_tiles = mods.has_mask_or_bias() || key_end_all <= 0 ? 0 : static_cast<int>(key_end_all / kBN);
+    const int whole_tiles = mods.elementwise() || key_end_all <= 0 ? 0 : static_cast<int>(key_end_all / kBN);
     const i64 kv_offset = static_cast<i64>(p) * kv_len * kD;
 
     // ---- prologue
@@ -206,16 +189,11 @@ RUDNN_DEVICE void flash_attention_mma(const T* q, const T* k, const T* v, const 
     }
     cp_async_commit();
 
-    float o[kMI][kDI][4];
-    RUDNN_UNROLL
-    for (int mi = 0; mi < kMI; ++mi)
-      RUDNN_UNROLL
-      for (int d = 0; d < kDI; ++d)
-        RUDNN_UNROLL
-        for (int e = 0; e < 4; ++e) o[mi][d][e] = 0.0f;
+    tile::Accumulator<kMI, kDI> o;
+    o.zero();
     flash_mma::OnlineSoftmax<kMI> softmax;
     softmax.init();
-    const flash_mma::LaneOffsets lo = flash_mma::lane_offsets<kLd>(lane);
+    const tile::LaneOffsets lo = tile::lane_offsets<kLd>(lane);
     const T* q_lane = Smem::q(smem) + warp_row0 * kLd + lo.a;
 
     // ---- main loop over key tiles
@@ -232,12 +210,13 @@ RUDNN_DEVICE void flash_attention_mma(const T* q, const T* k, const T* v, const 
       }
       cp_async_commit();
 
-      float s[kMI][kNI][4];
-      flash_mma::warp_scores<T, kMI, kNI, kD, kLd>(s, q_lane, Smem::k(smem, stage) + lo.b);
-      flash_mma::scale_scores(s, scale_log2);
-      if (t >= whole_tiles) mods.apply(s, m0 + warp_row0 + (lane >> 2), static_cast<i64>(t) * kBN, lane);
+      tile::Accumulator<kMI, kNI> s;
+      flash_mma::warp_scores<T, kMI, kNI, kD, kLd>(s, q_lane, Smem::k(smem, stage) + lo.b_nt);
+      s.scale(scale_log2);
+      if (t >= whole_tiles)
+        flash_mma::apply_variant(mods, s, m0 + warp_row0 + (lane >> 2), static_cast<i64>(t) * kBN, panel_rows, lane);
       softmax.update(s, o);
-      flash_mma::warp_accumulate<T, kMI, kNI, kDI, kLd>(o, s, Smem::v(smem, stage) + lo.v);
+      flash_mma::warp_accumulate<T, kMI, kNI, kDI, kLd>(o, s, Smem::v(smem, stage) + lo.b_kn);
     }
 
     // ---- epilogue
@@ -245,7 +224,7 @@ RUDNN_DEVICE void flash_attention_mma(const T* q, const T* k, const T* v, const 
     softmax.finish(inv);
     flash_mma::store_output<T, kMI, kDI, kLd>(Smem::q(smem) + warp_row0 * kLd,
                                               out + (static_cast<i64>(p) * panel_rows + m0 + warp_row0) * kD,
-                                              rows - warp_row0, o, inv, lane);
+                                              rows - warp_row0, o.c, inv, lane);
   }
 }
 

@@ -5,14 +5,16 @@
 // the log2 domain (flash_mma_scores.cuh), excluded keys as −inf.
 //
 // A lane holds rows lane/4 and lane/4 + 8 of each m16 tile (2·kMI rows); the 4 lanes of a quad share
-// a row, so the row maximum takes two xor shuffles. The sum stays per lane (each lane sums its own
-// columns; rescaling is uniform across the quad) and is reduced once, in finish.
+// a row, so the row maximum is the accumulator's row_max (two xor shuffles). The sum stays per lane
+// (each lane sums its own columns; rescaling is uniform across the quad) and is reduced once, in
+// finish (tile::quad_sum).
 //
 // −inf handling: while every key of a row so far is excluded, m = −inf and the exponent base is 0
 // instead (exp2(−inf − 0) = 0, never −inf − (−inf) = NaN). A row that never sees a kept key ends with
 // ℓ = 0 and outputs zeros. Scores never overflow: every exponent is ≤ 0 after the max subtraction
 // (±1e4 logits included).
-#include "rudnn/attention/flash_mma_scores.cuh"
+#include "rudnn/numeric.cuh"
+#include "rudnn/tile/accumulator.cuh"
 
 namespace rudnn::attention::flash_mma {
 
@@ -26,7 +28,7 @@ struct OnlineSoftmax {
     for (int mi = 0; mi < kMI; ++mi)
       RUDNN_UNROLL
       for (int h = 0; h < 2; ++h) {
-        max_[mi][h] = minus_infinity();
+        max_[mi][h] = negative_infinity();
         sum_[mi][h] = 0.0f;
       }
   }
@@ -34,17 +36,13 @@ struct OnlineSoftmax {
   // Turns the tile's scores s into probabilities exp2(s − max_new) in place and rescales the
   // output accumulators o (kDI n8 tiles per row tile) to the new maximum.
   template <int kNI, int kDI>
-  RUDNN_DEVICE void update(float (&s)[kMI][kNI][4], float (&o)[kMI][kDI][4]) {
+  RUDNN_DEVICE void update(tile::Accumulator<kMI, kNI>& s, tile::Accumulator<kMI, kDI>& o) {
     RUDNN_UNROLL
     for (int mi = 0; mi < kMI; ++mi)
       RUDNN_UNROLL
       for (int h = 0; h < 2; ++h) {
-        float mx = max_[mi][h];
-        RUDNN_UNROLL
-        for (int j = 0; j < kNI; ++j) mx = fmaxf(mx, fmaxf(s[mi][j][2 * h], s[mi][j][2 * h + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float base = mx == minus_infinity() ? 0.0f : mx;
+        const float mx = s.row_max(mi, h, max_[mi][h]);
+        const float base = mx == negative_infinity() ? 0.0f : mx;
         const float alpha = exp2f(max_[mi][h] - base);  // 0 while nothing was kept
         max_[mi][h] = mx;
         float sum = 0.0f;
@@ -52,16 +50,12 @@ struct OnlineSoftmax {
         for (int j = 0; j < kNI; ++j)
           RUDNN_UNROLL
           for (int e = 0; e < 2; ++e) {
-            const float p = exp2f(s[mi][j][2 * h + e] - base);
-            s[mi][j][2 * h + e] = p;
+            const float p = exp2f(s.c[mi][j][2 * h + e] - base);
+            s.c[mi][j][2 * h + e] = p;
             sum += p;
           }
         sum_[mi][h] = sum_[mi][h] * alpha + sum;
-        RUDNN_UNROLL
-        for (int d = 0; d < kDI; ++d) {
-          o[mi][d][2 * h] *= alpha;
-          o[mi][d][2 * h + 1] *= alpha;
-        }
+        o.scale_row(mi, h, alpha);
       }
   }
 
@@ -71,9 +65,7 @@ struct OnlineSoftmax {
     for (int mi = 0; mi < kMI; ++mi)
       RUDNN_UNROLL
       for (int h = 0; h < 2; ++h) {
-        float l = sum_[mi][h];
-        l += __shfl_xor_sync(0xffffffffu, l, 1);
-        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const float l = tile::quad_sum(sum_[mi][h]);
         inv[mi][h] = l > 0.0f ? 1.0f / l : 0.0f;
       }
   }

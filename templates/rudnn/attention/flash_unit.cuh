@@ -20,14 +20,17 @@
 //
 // Parameters (launch order): q, k, v, mask, bias, out, batch, q_heads, kv_heads, q_len, kv_len,
 // head_dim, value_dim, mask_batch_stride, mask_head_stride, bias_batch_stride, bias_head_stride,
-// causal (i64), scale (float). MB ∈ {u8, void}, BB ∈ {float, T, void} as in attention/problem.cuh.
+// causal (i64), scale (float). MB ∈ {u8, void}, BB ∈ {float, T, void} and the score variant as in
+// attention/variant.cuh.
 //
 // Launch geometry: block Policy::kThreads = kBlockM·kThreadsPerRow threads; grid.x =
 // B·Hkv·⌈group·Tq / kBlockM⌉ (strided over the linear block index: any grid ≥ 1 is correct). Dynamic shared memory,
 // with Ds = ⌈D/4⌉·4 + 4 (row stride of Q and K in floats):
-//   Policy::shared_bytes(D, Dv) = 4·((kBlockM + kBlockN)·Ds + kBlockM·(kBlockN + 4) + kBlockN·Dv)
+//   Policy::shared_bytes(D, Dv) = shared_memory::flash_unit
+//                               = 4·((kBlockM + kBlockN)·Ds + kBlockM·(kBlockN + 4) + kBlockN·Dv)
 // (above 48 KiB the launcher must opt in; see the policy table below for the sizes).
 #include "rudnn/attention/problem.cuh"
+#include "rudnn/shared_memory.h"
 #include "rudnn/vector.cuh"  // RUDNN_VECTOR_MAY_ALIAS_STRUCT
 
 namespace rudnn::attention {
@@ -49,9 +52,9 @@ struct FlashUnitPolicy {
 
   // Row stride (floats) of staged Q and K rows: a multiple of 4 for 16-byte reads, plus 4 so that
   // the rows a warp reads together start in different banks.
-  RUDNN_DEVICE static constexpr i64 stride_qk(i64 head_dim) { return (head_dim + 3) / 4 * 4 + 4; }
+  RUDNN_DEVICE static constexpr i64 stride_qk(i64 head_dim) { return shared_memory::flash_unit_stride_qk(head_dim); }
   RUDNN_DEVICE static constexpr i64 shared_bytes(i64 head_dim, i64 value_dim) {
-    return 4 * ((kBlockM + kBlockN) * stride_qk(head_dim) + kBlockM * kStrideP + kBlockN * value_dim);
+    return shared_memory::flash_unit(kBlockM, kBlockN, head_dim, value_dim);
   }
 };
 
@@ -115,19 +118,19 @@ struct OnlineRow {
 
 }  // namespace flash_unit_detail
 
-template <class T, class MB, class BB, class P>
+template <class T, class MB, class BB, class P, template <class, class> class Variant = DefaultVariant>
 RUDNN_DEVICE void flash_attention_unit(const T* q, const T* k, const T* v, const MB* mask, const BB* bias, T* out,
                                        i64 batch, i64 q_heads, i64 kv_heads, i64 q_len, i64 kv_len, i64 head_dim,
                                        i64 value_dim, i64 mask_batch_stride, i64 mask_head_stride,
                                        i64 bias_batch_stride, i64 bias_head_stride, i64 causal, float scale) {
   // Columns past kMaxValueDim would have no accumulator: refuse rather than drop them.
   if (value_dim > P::kMaxDv) trap("flash_attention_unit: value_dim exceeds the policy's kMaxValueDim");
-  const Problem pr(batch, q_heads, kv_heads, q_len, kv_len, head_dim, value_dim, mask_batch_stride,
-                   mask_head_stride, bias_batch_stride, bias_head_stride, causal);
+  const Problem pr(batch, q_heads, kv_heads, q_len, kv_len, head_dim, value_dim);
+  const Variant<MB, BB> variant(mask, bias, mask_batch_stride, mask_head_stride, bias_batch_stride, bias_head_stride,
+                                q_len, kv_len, causal);
   const i64 D = head_dim, Dv = value_dim, Tk = kv_len;
   const i64 ds = P::stride_qk(D);
   const i64 d_padded = (D + 3) / 4 * 4;
-  constexpr float kLog2e = 1.4426950408889634f;
   const float scale_log2 = scale * kLog2e;
 
   float* sq = dynamic_shared<float>();          // [kBM][ds]
@@ -151,9 +154,9 @@ RUDNN_DEVICE void flash_attention_unit(const T* q, const T* k, const T* v, const
     const T* kp = k + panel * Tk * D;
     const T* vp = v + panel * Tk * Dv;
     // Uniform over the block: the last key any of its rows sees.
-    const i64 key_stop = max_i64(0, pr.key_end_of_rows(m0, m0 + rows));
+    const i64 key_stop = max_i64(0, variant.key_end(pr.last_position(m0, m0 + rows)));
     const bool live = row < rows;
-    const RowScoreMods<MB, BB> mods(pr, mask, bias, panel, live ? m0 + row : m0);
+    const auto mods = pr.row_view(variant, panel, live ? m0 + row : m0);
 
     __syncthreads();  // the previous tile's readers of sq are done
     flash_unit_detail::stage_rows<P::kBM, P::kThreads>(sq, ds, q + row0 * D, rows, D, d_padded, tid);
@@ -187,7 +190,7 @@ RUDNN_DEVICE void flash_attention_unit(const T* q, const T* k, const T* v, const
       RUDNN_UNROLL
       for (int t = 0; t < P::kKeysPerThread; ++t) {
         const i64 key = key0 + sub + t * P::kTPR;
-        s[t] = !live || mods.excluded(key) ? negative_infinity() : s[t] * scale_log2 + mods.bias(key) * kLog2e;
+        s[t] = !live || mods.excluded(key) ? negative_infinity() : mods.logit(s[t] * scale_log2, key, kLog2e);
       }
 
       const float rescale = state.absorb(s);

@@ -1,7 +1,8 @@
 #pragma once
 // Tensor-core pieces of the chunked gated delta rule (chunked.cuh, ChunkPolicy<…, true>): warp-level
-// 16×16 output blocks of mma.sync m16n8k16 (f16/bf16 operands, FP32 accumulation) over operands in
-// shared memory with runtime row strides, and the FP32 state's exact-enough 16-bit split.
+// 16×16 output blocks (tile::Block16) of mma.sync m16n8k16 (f16/bf16 operands, FP32 accumulation;
+// fragments from tile/mma_fragment.cuh) over operands in shared memory with runtime row strides,
+// and the FP32 state's exact-enough 16-bit split.
 //
 // Operand layouts (all 16-bit, every row start 16-byte aligned, as ldmatrix needs):
 //   keys / queries  [Cp][ld_k] K-contiguous rows, columns [K, Kr) zero (Kr = 16⌈K/16⌉), so a
@@ -27,8 +28,9 @@
 // Q̂·S₀ only feeds the output, which is rounded to T (2⁻⁹ / 2⁻¹² relative): it uses hi + mid
 // (relative error ≤ 2⁻¹⁶ bf16, 2⁻²² f16), one MMA less.
 // Keys and queries are staged as stored (exact); query_scale is applied in FP32 afterwards.
-#include "rudnn/gemm/mma_tile.cuh"
 #include "rudnn/numeric.cuh"
+#include "rudnn/tile/accumulator.cuh"
+#include "rudnn/tile/mma_fragment.cuh"
 
 // Keeps the k16 loops and the split loop rolled on the GPU: unrolled (and software-pipelined) they
 // keep several iterations' values live, and ptxas spilled a few bytes on sm_80 under the kernel's
@@ -46,65 +48,9 @@ inline constexpr int kOutputTerms = 2;  // the planes Q̂·S₀ uses
 
 RUDNN_DEVICE constexpr int round_up_16(int x) { return (x + 15) / 16 * 16; }
 
-// A fragment (m16 × k16) at (row0, k0) of a K-contiguous operand with row stride `ld`.
-// ldmatrix.x4 matrices: (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15),
-// (rows 8-15, k 8-15) = registers a0..a3; lane l addresses row l%16 at column 8·(l/16).
-template <class T>
-RUDNN_DEVICE void a_fragment(u32 (&a)[4], const T* base, int ld, int row0, int k0, int lane) {
-  ldmatrix_x4(a, base + (row0 + (lane & 15)) * ld + k0 + ((lane >> 4) << 3));
-}
-
-// B fragments (k16 × n8) of the n8 tiles n0.. and n0+8.. from an operand whose rows are the n
-// index, K-contiguous ("NT": B = Yᵀ for a row-major Y). Matrices (n 0-7, k 0-7), (n 0-7, k 8-15),
-// (n 8-15, k 0-7), (n 8-15, k 8-15); lane l addresses n row 8·(l/16) + l%8 at k 8·((l/8)%2).
-template <class T>
-RUDNN_DEVICE void b_fragments_nt(u32 (&b)[2][2], const T* base, int ld, int n0, int k0, int lane) {
-  u32 r[4];
-  ldmatrix_x4(r, base + (n0 + ((lane >> 4) << 3) + (lane & 7)) * ld + k0 + (((lane >> 3) & 1) << 3));
-  b[0][0] = r[0];
-  b[0][1] = r[1];
-  b[1][0] = r[2];
-  b[1][1] = r[3];
-}
-
-// The same two B fragments from an operand stored [k][n] (n contiguous), by ldmatrix.trans: an 8×8
-// matrix of k rows transposed gives lane l (k = 2(l%4), 2(l%4)+1; n = l/4), the .col B layout.
-// Matrices (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15); lane l addresses
-// k row l%8 + 8·((l/8)%2) at column n0 + 8·(l/16).
-template <class T>
-RUDNN_DEVICE void b_fragments_kn(u32 (&b)[2][2], const T* base, int ld, int k0, int n0, int lane) {
-  u32 r[4];
-  ldmatrix_x4_trans(r, base + (k0 + (lane & 7) + (((lane >> 3) & 1) << 3)) * ld + n0 + ((lane >> 4) << 3));
-  b[0][0] = r[0];
-  b[0][1] = r[1];
-  b[1][0] = r[2];
-  b[1][1] = r[3];
-}
-
-// FP32 accumulators of one warp's 16×16 output block: two m16n8 tiles. Lane l holds, of tile h,
-// (row l/4, cols 8h + 2(l%4) + {0,1}) in c[h][0..1] and row l/4 + 8 in c[h][2..3].
-struct Block16 {
-  float c[2][4];
-  RUDNN_DEVICE void zero() {
-    RUDNN_UNROLL
-    for (int h = 0; h < 2; ++h)
-      RUDNN_UNROLL
-      for (int v = 0; v < 4; ++v) c[h][v] = 0.0f;
-  }
-  template <class T>
-  RUDNN_DEVICE void mma(const u32 (&a)[4], const u32 (&b)[2][2]) {
-    gemm::mma_16816<T>(c[0], a, b[0]);
-    gemm::mma_16816<T>(c[1], a, b[1]);
-  }
-  // store(i, j, acc) for the 8 entries this lane holds, (i, j) relative to the block.
-  template <class Store>
-  RUDNN_DEVICE void each(int lane, const Store& store) const {
-    RUDNN_UNROLL
-    for (int h = 0; h < 2; ++h)
-      RUDNN_UNROLL
-      for (int v = 0; v < 4; ++v) store((lane >> 2) + 8 * (v >> 1), 8 * h + 2 * (lane & 3) + (v & 1), c[h][v]);
-  }
-};
+// One warp's 16×16 output block (tile/accumulator.cuh): two n8 tiles, lane l holding of tile h
+// (row l/4, cols 8h + 2(l%4) + {0,1}) in c[0][h][0..1] and row l/4 + 8 in c[0][h][2..3].
+using tile::Block16;
 
 // acc += X[row0:row0+16, :depth] · Y[col0:col0+16, :depth]ᵀ, X and Y K-contiguous (stride ld),
 // depth a multiple of 16.
@@ -114,9 +60,9 @@ RUDNN_DEVICE void warp_block_nt(Block16& acc, const T* x, const T* y, int ld, in
   RUDNN_GD_ROLLED
   for (int k0 = 0; k0 < depth; k0 += 16) {
     u32 a[4], b[2][2];
-    a_fragment(a, x, ld, row0, k0, lane);
-    b_fragments_nt(b, y, ld, col0, k0, lane);
-    acc.mma<T>(a, b);
+    tile::load_a(a, x, ld, row0, k0, lane);
+    tile::load_b_pair_nt(b, y, ld, col0, k0, lane);
+    acc.mma_pair<T>(0, 0, a, b);
   }
 }
 
@@ -138,14 +84,14 @@ RUDNN_DEVICE void warp_state_blocks(Block16& ks, Block16& qs, const T* keys, con
   RUDNN_GD_ROLLED
   for (int k0 = 0; k0 < depth; k0 += 16) {
     u32 ak[4], aq[4];
-    a_fragment(ak, keys, ld_k, row0, k0, lane);
-    a_fragment(aq, queries, ld_k, row0, k0, lane);
+    tile::load_a(ak, keys, ld_k, row0, k0, lane);
+    tile::load_a(aq, queries, ld_k, row0, k0, lane);
     RUDNN_UNROLL
     for (int t = 0; t < kStateTerms; ++t) {
       u32 b[2][2];
-      b_fragments_kn(b, split + t * plane, ld_s, k0, col0, lane);
-      ks.mma<T>(ak, b);
-      if (t < kOutputTerms) qs.mma<T>(aq, b);
+      tile::load_b_pair_kn(b, split + t * plane, ld_s, k0, col0, lane);
+      ks.mma_pair<T>(0, 0, ak, b);
+      if (t < kOutputTerms) qs.mma_pair<T>(0, 0, aq, b);
     }
   }
 }

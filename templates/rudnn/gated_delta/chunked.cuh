@@ -65,7 +65,7 @@
 // row-major tensors, T = 0 copies initial_state to final_state. final_state may alias
 // initial_state, nothing else.
 // Launch: block = Policy::kThreads (x only); grid = any ≥ 1 (B·H·⌈V/BV⌉ fills it); dynamic shared
-// memory = Policy::shared_bytes(C, K) bytes:
+// memory = Policy::shared_bytes(C, K) = shared_memory::gated_delta_chunk bytes:
 //   plain:        8·C + 4·(2·C·K + 3·C·BV + 2·C² + K·BV + 3·C)
 //   tensor cores: 8·Cp + 4·Cp·(Kr + 8) + 6·Kr·(BV + 8) + 4·(3·Cp·BV + 2·Cp² + K·BV + 3·Cp + 32)
 //                 with Cp = 16⌈C/16⌉, Kr = 16⌈K/16⌉ (γ FP64 [Cp]; keys and queries 16-bit
@@ -77,6 +77,7 @@
 #include "rudnn/gated_delta/decay_scan.cuh"
 #include "rudnn/gated_delta/stage.cuh"
 #include "rudnn/gated_delta/unit_lower_inverse.cuh"
+#include "rudnn/shared_memory.h"
 
 namespace rudnn::gated_delta {
 
@@ -96,10 +97,7 @@ struct ChunkPolicy {
   // Host side only (launch rules, tests; NVRTC allows no host functions): bytes of dynamic shared
   // memory for chunk C and key dim K (the header's formulas).
   static constexpr long long shared_bytes(long long c, long long k) {
-    if (!kTensorCore) return 8 * c + 4 * (2 * c * k + 3 * c * kColumns + 2 * c * c + k * kColumns + 3 * c);
-    const long long cp = (c + 15) / 16 * 16, kr = (k + 15) / 16 * 16;
-    return 8 * cp + 4 * cp * (kr + 8) + 6 * kr * (kColumns + 8) +
-           4 * (3 * cp * kColumns + 2 * cp * cp + k * kColumns + 3 * cp + 32);
+    return shared_memory::gated_delta_chunk(c, k, kColumns, kTensorCore);
   }
 #endif
 };

@@ -32,6 +32,7 @@
 // Launch: block = Policy::kThreads threads (x only), grid = any ≥ 1 (B·H·⌈V/32⌉ fills it),
 // dynamic shared memory = Policy::kSharedBytes (a constant of the policy, independent of sizes).
 #include "rudnn/gated_delta/stage.cuh"
+#include "rudnn/shared_memory.h"
 #include "rudnn/vector.cuh"
 
 namespace rudnn::gated_delta {
@@ -54,7 +55,9 @@ struct RecurrentPolicy {
   static constexpr int kReduceValues = 9;  // 4 of r, 4 of p, κ
   static constexpr int kReduceFloats = kWarps > 1 ? 2 * kWarps * 8 * kReduceValues : 0;
   static constexpr int kSharedFloats = kSteps * kStageStride + kReduceFloats;
-  static constexpr int kSharedBytes = 4 * kSharedFloats;
+  static constexpr int kSharedBytes =
+      static_cast<int>(shared_memory::gated_delta_recurrent(kWarps, kRowsPerThread, kSteps));
+  static_assert(kSharedBytes == 4 * kSharedFloats, "RecurrentPolicy: the layout disagrees with shared_memory");
 };
 
 namespace recurrent_detail {

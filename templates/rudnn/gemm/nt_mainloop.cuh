@@ -13,9 +13,10 @@
 //
 // Shared memory: kStages · (BM + kOperands·BN) · (BK + 8) · 2 bytes from `smem` (SmemTile layout).
 // The warps form a kWarpsM x kWarpsN grid; warp (wm, wn) owns rows [wm·BM/kWarpsM, ...) and columns
-// [wn·BN/kWarpsN, ...) of each C_o (see mma_tile.cuh for the register layout).
+// [wn·BN/kWarpsN, ...) of each C_o (tile/accumulator.cuh: the register layout).
 #include "rudnn/gemm/cp_async_tile.cuh"
-#include "rudnn/gemm/mma_tile.cuh"
+#include "rudnn/tile/accumulator.cuh"
+#include "rudnn/tile/mma_fragment.cuh"
 
 namespace rudnn::gemm {
 
@@ -35,7 +36,7 @@ struct NtMainloop {
   using BTile = SmemTile<kBN, kBK>;
   static constexpr int kStageElems = ATile::kElems + kOperands * BTile::kElems;
   static constexpr int kSharedBytes = kStages * kStageElems * 2;
-  using Acc = WarpAccumulator<kMI, kNI>;
+  using Acc = tile::Accumulator<kMI, kNI>;
   using ALoader = AsyncTileLoader<T, kBM, kBK, kThreads>;
   using BLoader = AsyncTileLoader<T, kBN, kBK, kThreads>;
 
@@ -90,12 +91,12 @@ struct NtMainloop {
     RUDNN_UNROLL
     for (int kk = 0; kk < kBK; kk += 16) {
       u32 af[kMI][4];
-      load_a_fragments<kMI, ATile::kLd>(af, stage, row0, kk, lane);
+      tile::load_a_rows<kMI, ATile::kLd>(af, stage, row0, kk, lane);
       RUDNN_UNROLL
       for (int o = 0; o < kOperands; ++o) {
         u32 bf[kNI][2];
-        load_b_fragments<kNI, BTile::kLd>(bf, stage + ATile::kElems + o * BTile::kElems, col0, kk, lane);
-        warp_mma<T>(acc[o], af, bf);
+        tile::load_b_cols_nt<kNI, BTile::kLd>(bf, stage + ATile::kElems + o * BTile::kElems, col0, kk, lane);
+        acc[o].template mma<T>(af, bf);
       }
     }
   }

@@ -17,6 +17,7 @@
 //   kVec must divide hidden; input and rows aligned to kVec·sizeof(T) bytes.
 #include "rudnn/moe/route_common.cuh"  // RUDNN_MOE_ROLLED
 #include "rudnn/numeric.cuh"
+#include "rudnn/shared_memory.h"
 #include "rudnn/vector.cuh"
 
 namespace rudnn::moe {
@@ -32,9 +33,7 @@ struct DispatchPolicy {
 };
 
 // Bytes of dynamic shared memory dispatch_rank needs: one counter per expert plus offsets[0].
-RUDNN_DEVICE constexpr i64 dispatch_rank_shared_bytes(i64 experts) {
-  return ((experts + 1) * 4 + 15) / 16 * 16;
-}
+RUDNN_DEVICE constexpr i64 dispatch_rank_shared_bytes(i64 experts) { return shared_memory::dispatch_rank(experts); }
 
 namespace dispatch_detail {
 

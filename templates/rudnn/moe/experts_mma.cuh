@@ -35,6 +35,7 @@
 #include "rudnn/gemm/expert_tiles.cuh"
 #include "rudnn/gemm/nt_mainloop.cuh"
 #include "rudnn/numeric.cuh"
+#include "rudnn/shared_memory.h"
 #include "rudnn/vector.cuh"
 
 namespace rudnn::moe {
@@ -54,10 +55,11 @@ struct MmaGemmPolicy {
   template <class T, int kOperands>
   using Mainloop = gemm::NtMainloop<T, kBlockM, kBlockN, kBlockK, kWarpsM, kWarpsN, kStages, kOperands>;
 
-  static constexpr int kSharedBytesGateUp = kStages * (kBlockM + 2 * kBlockN) * (kBlockK + 8) * 2;
-  static constexpr int kSharedBytesDown = kStages * (kBlockM + kBlockN) * (kBlockK + 8) * 2;
-  static_assert(kSharedBytesGateUp == Mainloop<f16, 2>::kSharedBytes, "formula out of date");
-  static_assert(kSharedBytesDown == Mainloop<f16, 1>::kSharedBytes, "formula out of date");
+  static constexpr int kSharedBytesGateUp =
+      static_cast<int>(shared_memory::experts_mma(kStages, kBlockM, kBlockN, kBlockK, 2));
+  static constexpr int kSharedBytesDown = static_cast<int>(shared_memory::experts_mma(kStages, kBlockM, kBlockN, kBlockK, 1));
+  static_assert(kSharedBytesGateUp == Mainloop<f16, 2>::kSharedBytes, "the mainloop disagrees with shared_memory");
+  static_assert(kSharedBytesDown == Mainloop<f16, 1>::kSharedBytes, "the mainloop disagrees with shared_memory");
 };
 
 namespace experts_detail {
@@ -80,8 +82,8 @@ RUDNN_DEVICE void store_pair(T* p, float lo, float hi) {
 template <class T, class Loop, class Value>
 RUDNN_DEVICE void store_tile(T* out_tile, i64 ld, i64 rows, i64 cols, Value value) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
-  const int r0 = Loop::warp_row0() + gemm::accumulator_row(0, 0, lane);
-  const int c0 = Loop::warp_col0() + gemm::accumulator_col(0, lane);
+  const int r0 = Loop::warp_row0() + tile::accumulator_row(0, 0, lane);
+  const int c0 = Loop::warp_col0() + tile::accumulator_col(0, lane);
   T* base = out_tile + r0 * ld + c0;
   const i64 rows_left = rows - r0, cols_left = cols - c0;
   RUDNN_UNROLL

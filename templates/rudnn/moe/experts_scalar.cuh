@@ -24,6 +24,7 @@
 // Parameters (launch order): gate_up: rows, offsets, gate, up, act, n_rows, experts, hidden, inter;
 //                            down:    act, offsets, down, out, n_rows, experts, inter, hidden.
 #include "rudnn/numeric.cuh"
+#include "rudnn/shared_memory.h"
 #include "rudnn/vector.cuh"  // load_floats
 
 namespace rudnn::moe {
@@ -49,8 +50,9 @@ struct ScalarGemmPolicy {
   // conflicts (the tile rows would otherwise all start in the same bank).
   static constexpr int kStrideA = kBlockM + 4;
   static constexpr int kStrideB = kBlockN + 4;
-  static constexpr int kSharedBytesGateUp = (kStrideA + 2 * kStrideB) * kBlockK * 4;
-  static constexpr int kSharedBytesDown = (kStrideA + kStrideB) * kBlockK * 4;
+  static constexpr int kSharedBytesGateUp =
+      static_cast<int>(shared_memory::experts_scalar(kBlockM, kBlockN, kBlockK, 2));
+  static constexpr int kSharedBytesDown = static_cast<int>(shared_memory::experts_scalar(kBlockM, kBlockN, kBlockK, 1));
 };
 
 namespace scalar_detail {

@@ -11,7 +11,7 @@
 //   A row whose s or c holds a NaN: weights NaN, indices 0, 1, ..., top_k − 1.
 //
 // Dynamic shared memory: kRowsPerBlock × (experts + 2 × groups) floats
-// (route_sigmoid_grouped_shared_bytes). Parameters (the launch's argument order):
+// (shared_memory::route_grouped, bytes). Parameters (the launch's argument order):
 //   logits [rows, experts] T, bias [experts] f32 or null, indices [rows, top_k] u32,
 //   weights [rows, top_k] T, rows, experts, top_k, groups, selected_groups, group_top_two (0/1, long long),
 //   renormalize (0/1, long long), scale.
@@ -19,10 +19,6 @@
 #include "rudnn/moe/route_softmax_topk.cuh"  // RoutePolicy
 
 namespace rudnn::moe {
-
-RUDNN_DEVICE i64 route_sigmoid_grouped_shared_floats(i64 rows_per_block, i64 experts, i64 groups) {
-  return rows_per_block * (experts + 2 * groups);
-}
 
 template <class T, class Policy>
 RUDNN_DEVICE void route_sigmoid_grouped(const T* logits, const float* bias, u32* indices, T* weights, i64 rows,
@@ -62,7 +58,7 @@ RUDNN_DEVICE void route_sigmoid_grouped(const T* logits, const float* bias, u32*
 
     // Group scores.
     for (i64 g = lane; g < groups; g += 32) {
-      float top1 = bits_as_float(0xff800000u), top2 = top1;
+      float top1 = negative_infinity(), top2 = top1;
       for (i64 e = g * per_group; e < (g + 1) * per_group; ++e) {
         const float v = c[e];
         if (v > top1) {

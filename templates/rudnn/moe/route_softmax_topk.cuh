@@ -43,7 +43,7 @@ RUDNN_DEVICE void route_softmax_topk(const T* logits, u32* indices, T* weights, 
     T* out_w = weights + row * top_k;
 
     // Pass 1: max and poison (NaN or +inf) detection.
-    float mx = bits_as_float(0xff800000u);
+    float mx = negative_infinity();
     int bad = 0;
     RUDNN_MOE_ROLLED
     for (i64 e = lane; e < experts; e += 32) {

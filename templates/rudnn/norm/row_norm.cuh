@@ -22,6 +22,7 @@
 // registers for all passes; otherwise every pass streams it again from global memory (mostly L2
 // hits: the block just read that row).
 #include "rudnn/numeric.cuh"
+#include "rudnn/shared_memory.h"
 #include "rudnn/reduce.cuh"
 #include "rudnn/vector.cuh"
 
@@ -47,8 +48,7 @@ struct RowPolicy {
   // RUDNN_LAUNCH_BOUNDS lets ptxas choose (CUDA 13 then aims at full occupancy, often 40-48
   // registers here). Which is faster is for the GPU benchmark to say.
   static constexpr int kMinBlocksPerSm = 1024 / kBlockThreads > 32 ? 32 : 1024 / kBlockThreads;
-  static constexpr int kSharedBytes =
-      kRowsPerBlock * (kWarpsPerRow > 1 ? kWarpsPerRow : 1) * 2 * static_cast<int>(sizeof(float));
+  static constexpr int kSharedBytes = static_cast<int>(shared_memory::row_norm(kRowsPerBlock, kThreadsPerRow));
 };
 
 // Per-row statistics the op hooks fill in: y is computed from x, center and scale.

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "rudnn/shared_memory.h"
+
 namespace rudnn::dialect::gated_delta_config {
 
 inline constexpr const char* kWarps = "warps";
@@ -23,8 +25,8 @@ struct RecurrentTile {
   std::int64_t warps = 4, rowsPerThread = 4;
   std::int64_t maxKeyDim() const { return 4 * warps * rowsPerThread; }
   std::int64_t threads() const { return 32 * warps; }
-  // Mirrors RecurrentPolicy::kSharedBytes (8 staged steps).
-  std::int64_t sharedBytes() const { return 4 * (8 * (2 * maxKeyDim() + 34) + (warps > 1 ? 144 * warps : 0)); }
+  // RecurrentPolicy::kSharedBytes (8 staged steps).
+  std::int64_t sharedBytes() const { return shared_memory::gated_delta_recurrent(warps, rowsPerThread, 8); }
   bool operator==(const RecurrentTile&) const = default;
 };
 

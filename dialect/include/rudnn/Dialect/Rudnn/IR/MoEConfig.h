@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "rudnn/dtype.h"
+#include "rudnn/shared_memory.h"
 
 namespace rudnn::dialect::moe_config {
 
@@ -33,7 +34,7 @@ struct RowCopyConfig {
 std::optional<std::string> checkRowCopyConfig(const RowCopyConfig& c, DType dtype, std::int64_t h);
 
 // round_up((experts + 1) · 4, 16): the per-expert counters of dispatch_rank.
-inline std::int64_t dispatchRankSharedBytes(std::int64_t experts) { return ((experts + 1) * 4 + 15) / 16 * 16; }
+inline std::int64_t dispatchRankSharedBytes(std::int64_t experts) { return shared_memory::dispatch_rank(experts); }
 
 // --- rudnn.swiglu_experts: a tile of the grouped GEMMs.
 //   tensor_core = 0: ScalarGemmPolicy<block_m, block_n, block_k, thread_m, thread_n>

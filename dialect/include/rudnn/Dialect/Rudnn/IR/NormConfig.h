@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "rudnn/dtype.h"
+#include "rudnn/shared_memory.h"
 
 namespace rudnn::dialect::norm_config {
 
@@ -34,8 +35,6 @@ struct RowConfig {
 std::optional<std::string> checkRowConfig(const RowConfig& c, DType dtype, std::int64_t h);
 
 // Dynamic shared memory the template needs: rows_per_block * max(1, threads_per_row/32) * 2 floats.
-inline std::int64_t sharedBytes(const RowConfig& c) {
-  return c.rowsPerBlock * std::max<std::int64_t>(1, c.threadsPerRow / 32) * 2 * 4;
-}
+inline std::int64_t sharedBytes(const RowConfig& c) { return shared_memory::row_norm(c.rowsPerBlock, c.threadsPerRow); }
 
 }  // namespace rudnn::dialect::norm_config

@@ -1,0 +1,89 @@
+#pragma once
+// Dynamic shared memory of every kernel template, in bytes: the one copy of each formula, used by
+// the templates' policies (kSharedBytes, shared_bytes) and by the host compiler (launch geometry,
+// config checks, contracts: dialect/*Config, compiler/Conversion, core/contracts). So it is plain
+// C++: no prelude, no includes, no CUDA-only construct; under NVRTC/nvcc the functions are
+// __host__ __device__, elsewhere plain constexpr. Host code reaches it as "rudnn/shared_memory.h"
+// (templates/ is on rudnn_core's include path); NVRTC gets it embedded like every template.
+// Sizes are long long (no <cstdint> under NVRTC); the host's std::int64_t converts.
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define RUDNN_SHARED_MEMORY_FN __host__ __device__ constexpr inline
+#else
+#define RUDNN_SHARED_MEMORY_FN constexpr inline
+#endif
+
+namespace rudnn::shared_memory {
+
+// ---- attention (templates/rudnn/attention/)
+
+// flash_attention_mma (flash_mma_smem.cuh): Q [BM] + 2 stages × (K, V) [BN] rows of D + 8 16-bit
+// elements.
+RUDNN_SHARED_MEMORY_FN long long flash_mma(long long block_m, long long block_n, long long head_dim) {
+  return (block_m + 4 * block_n) * (head_dim + 8) * 2;
+}
+
+// flash_attention_unit: Q [BM] and K [BN] rows of stride_qk(D) floats, P [BM][BN + 4], V [BN][Dv].
+RUDNN_SHARED_MEMORY_FN long long flash_unit_stride_qk(long long head_dim) { return (head_dim + 3) / 4 * 4 + 4; }
+RUDNN_SHARED_MEMORY_FN long long flash_unit(long long block_m, long long block_n, long long head_dim,
+                                            long long value_dim) {
+  return 4 * ((block_m + block_n) * flash_unit_stride_qk(head_dim) + block_m * (block_n + 4) + block_n * value_dim);
+}
+
+// Fallback scores / weighted sum (fallback_tile.cuh): one k-slice of A [BM + 4] and B [BN + 4] FP32.
+RUDNN_SHARED_MEMORY_FN long long fallback_tile(long long block_m, long long block_n, long long block_k) {
+  return ((block_m + 4) + (block_n + 4)) * block_k * 4;
+}
+
+// Fallback softmax: rows served by several warps reduce through 2 × (warps per row) floats per row.
+RUDNN_SHARED_MEMORY_FN long long fallback_softmax(long long threads_per_row, long long rows_per_block) {
+  return threads_per_row > 32 ? rows_per_block * 2 * (threads_per_row / 32) * 4 : 0;
+}
+
+// ---- MoE (templates/rudnn/moe/)
+
+// Grouped GEMM of the experts, `operands` B matrices (gate_up: 2, down: 1).
+//   scalar:       one k-slice of A and each B as FP32, rows padded by 4
+//   tensor cores: `stages` cp.async stages of A and each B, rows of BK + 8 16-bit elements
+RUDNN_SHARED_MEMORY_FN long long experts_scalar(long long block_m, long long block_n, long long block_k,
+                                                long long operands) {
+  return ((block_m + 4) + operands * (block_n + 4)) * block_k * 4;
+}
+RUDNN_SHARED_MEMORY_FN long long experts_mma(long long stages, long long block_m, long long block_n,
+                                             long long block_k, long long operands) {
+  return stages * (block_m + operands * block_n) * (block_k + 8) * 2;
+}
+
+// dispatch_rank: one counter per expert plus offsets[0], rounded up to 16 bytes.
+RUDNN_SHARED_MEMORY_FN long long dispatch_rank(long long experts) { return ((experts + 1) * 4 + 15) / 16 * 16; }
+
+// route_sigmoid_grouped: per row slot, experts corrected scores + 2 × groups group scores (floats).
+RUDNN_SHARED_MEMORY_FN long long route_grouped(long long rows_per_block, long long experts, long long groups) {
+  return rows_per_block * (experts + 2 * groups) * 4;
+}
+
+// ---- normalization (templates/rudnn/norm/row_norm.cuh): rows served by several warps reduce
+// through 2 × (warps per row) floats per row.
+RUDNN_SHARED_MEMORY_FN long long row_norm(long long rows_per_block, long long threads_per_row) {
+  return rows_per_block * (threads_per_row / 32 > 1 ? threads_per_row / 32 : 1) * 2 * 4;
+}
+
+// ---- gated delta rule (templates/rudnn/gated_delta/)
+
+// gated_delta_recurrent: `steps` staged time steps of keys and scaled queries [K_max = 16·warps·rows],
+// values [32], β and log_decay, plus a cross-warp reduction of 2·warps·8·9 floats when warps > 1.
+RUDNN_SHARED_MEMORY_FN long long gated_delta_recurrent(long long warps, long long rows_per_thread,
+                                                       long long steps) {
+  return 4 * (steps * (2 * (4 * warps * rows_per_thread) + 32 + 2) + (warps > 1 ? 2 * warps * 8 * 9 : 0));
+}
+
+// gated_delta_chunked for chunk C, key dim K and a V slice of BV columns (chunked.cuh's header):
+//   plain:        8·C + 4·(2·C·K + 3·C·BV + 2·C² + K·BV + 3·C)
+//   tensor cores: 8·Cp + 4·Cp·(Kr + 8) + 6·Kr·(BV + 8) + 4·(3·Cp·BV + 2·Cp² + K·BV + 3·Cp + 32),
+//                 Cp = 16⌈C/16⌉, Kr = 16⌈K/16⌉
+RUDNN_SHARED_MEMORY_FN long long gated_delta_chunk(long long c, long long k, long long bv, bool tensor_core) {
+  if (!tensor_core) return 8 * c + 4 * (2 * c * k + 3 * c * bv + 2 * c * c + k * bv + 3 * c);
+  const long long cp = (c + 15) / 16 * 16, kr = (k + 15) / 16 * 16;
+  return 8 * cp + 4 * cp * (kr + 8) + 6 * kr * (bv + 8) + 4 * (3 * cp * bv + 2 * cp * cp + k * bv + 3 * cp + 32);
+}
+
+}  // namespace rudnn::shared_memory
