@@ -13,6 +13,7 @@
 
 #include "host/emulator.h"
 #include "jit.h"
+#include "contract_fixture.h"
 #include "op_test_util.h"
 #include "reference/moe.h"
 #include "rudnn/moe.h"
@@ -284,31 +285,17 @@ TEST(MoeForwardEmpty, ZeroTokens) {
 
 // --- every contract line: a typed error naming the argument, nothing compiled or launched ---
 
-class MoeForwardContract : public ::testing::Test {
+class MoeForwardContract : public rudnn::testing::ContractTest {
  protected:
-  void SetUp() override { before_ = stats(); }
-  template <class R>
-  void expect_rejected(const R& r, ErrorKind kind, const std::string& argument) {
-    ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.error().kind(), kind) << r.error().message();
-    EXPECT_EQ(r.error().argument(), argument) << r.error().message();
-    EXPECT_NE(r.error().message().find("expected"), std::string::npos);
-    const Stats after = stats();
-    EXPECT_EQ(after.kernel_launches, before_.kernel_launches) << "a rejected call launched a kernel";
-    EXPECT_EQ(after.jit_compiles, before_.jit_compiles);
-  }
-  void rebase() { before_ = stats(); }
-  static Tensor t(const Shape& s, DType d, const Queue* q = nullptr) {
-    auto r = q ? Tensor::empty(s, d, *q) : Tensor::empty(s, d, Device::host());
-    EXPECT_TRUE(r.ok());
-    return std::move(r.value());
+  void SetUp() override {
+    ContractTest::SetUp();
+    plans_untouched_ = false;  // tests rebase after valid routing/dispatch calls
   }
   static moe::SwiGluExperts experts(DType d, std::int64_t e = 4, std::int64_t i = 8, std::int64_t h = 16) {
     auto x = moe::SwiGluExperts::create(t({e, i, h}, d), t({e, i, h}, d), t({e, h, i}, d));
     EXPECT_TRUE(x.ok());
     return std::move(x.value());
   }
-  Stats before_;
 };
 
 TEST_F(MoeForwardContract, ExpertWeights) {

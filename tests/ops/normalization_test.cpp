@@ -9,6 +9,7 @@
 #include "host/host_device.h"
 #include "jit.h"
 #include "normalization.h"
+#include "contract_fixture.h"
 #include "op_test_util.h"
 #include "plan_cache.h"
 #include "rudnn/normalization.h"
@@ -181,27 +182,7 @@ TEST(NormEdgeCases, OneDimensionalInputIsOneRow) {
 
 // --- every contract line: a typed error naming the argument, and nothing compiled or launched ---
 
-class NormContract : public ::testing::Test {
- protected:
-  void SetUp() override { before_ = stats(); }
-  template <class R>
-  void expect_rejected(const R& r, ErrorKind kind, const std::string& argument) {
-    ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.error().kind(), kind) << r.error().message();
-    EXPECT_EQ(r.error().argument(), argument) << r.error().message();
-    EXPECT_NE(r.error().message().find("expected"), std::string::npos);
-    const Stats after = stats();
-    EXPECT_EQ(after.plan_cache_misses, before_.plan_cache_misses) << "a rejected call reached the compiler";
-    EXPECT_EQ(after.plan_cache_hits, before_.plan_cache_hits);
-    EXPECT_EQ(after.kernel_launches, before_.kernel_launches) << "a rejected call launched a kernel";
-    EXPECT_EQ(after.jit_compiles, before_.jit_compiles);
-  }
-  Tensor t(const Shape& s, DType d) {
-    auto r = Tensor::empty(s, d, Device::host());
-    EXPECT_TRUE(r.ok());
-    return std::move(r.value());
-  }
-  Stats before_;
+class NormContract : public rudnn::testing::ContractTest {
 };
 
 TEST_F(NormContract, QuantizedInput) {

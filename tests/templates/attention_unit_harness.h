@@ -269,15 +269,7 @@ void expect_guard_intact(const std::vector<T>& buf, i64 n, const char* what) {
   }
 }
 
-// Relative L2 error of `got` against `want` (both dense, n elements).
-inline double relative_l2(const std::vector<double>& got, const std::vector<double>& want) {
-  double err = 0.0, norm = 0.0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    err += (got[i] - want[i]) * (got[i] - want[i]);
-    norm += want[i] * want[i];
-  }
-  return std::sqrt(err / (norm > 0.0 ? norm : 1.0));
-}
+using rudnn::testing::relative_l2;
 
 // Checks a finished output against the oracle; returns the output as doubles.
 template <class T>

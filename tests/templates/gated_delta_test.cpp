@@ -287,21 +287,13 @@ void run(const Inputs& in, const Stored<T, G>& st, const Launch& l, Result& res,
       << "initial_state modified";
 }
 
-double rel_l2(const std::vector<double>& got, const std::vector<double>& want) {
-  double err = 0.0, norm = 0.0;
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    err += (got[i] - want[i]) * (got[i] - want[i]);
-    norm += want[i] * want[i];
-  }
-  return std::sqrt(err / (norm > 0.0 ? norm : 1.0));
-}
 
 template <class T>
 void expect_close(const Result& got, const Result& want, const char* what) {
   ASSERT_EQ(got.out.size(), want.out.size());
   ASSERT_EQ(got.state.size(), want.state.size());
-  EXPECT_LE(rel_l2(got.out, want.out), row_norm_test::tolerance<T>()) << what << ": output";
-  EXPECT_LE(rel_l2(got.state, want.state), 1e-5) << what << ": final_state";
+  EXPECT_LE(rudnn::testing::relative_l2(got.out, want.out), row_norm_test::tolerance<T>()) << what << ": output";
+  EXPECT_LE(rudnn::testing::relative_l2(got.state, want.state), 1e-5) << what << ": final_state";
 }
 
 Result oracle(const Inputs& in) {

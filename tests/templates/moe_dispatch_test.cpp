@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/numerics.h"
 #include "host/emulator.h"
 #include "row_norm_harness.h"  // to_storage / from_storage
 #include "rudnn/moe/combine.cuh"
@@ -102,10 +103,7 @@ int vec_elems(CopyVariant v) {
 const host::Schedule kOrders[] = {host::Schedule::Forward, host::Schedule::Reverse};
 const char* order_name(host::Schedule o) { return o == host::Schedule::Forward ? "forward" : "reverse"; }
 
-std::uint64_t fresh_seed() {
-  std::random_device rd;
-  return (static_cast<std::uint64_t>(rd()) << 32) | rd();
-}
+using rudnn::testing::fresh_seed;
 
 // Routing-like indices: each token picks top_k distinct experts (top_k ≤ experts).
 std::vector<u32> distinct_indices(i64 tokens, i64 top_k, i64 experts, std::mt19937_64& rng) {

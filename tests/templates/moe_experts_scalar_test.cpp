@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/numerics.h"
 #include "host/emulator.h"
 #include "reference/moe.h"
 #include "row_norm_harness.h"  // to_storage / from_storage / tolerance
@@ -52,10 +53,7 @@ using Oblong = rudnn::moe::ScalarGemmPolicy<32, 32, 16, 2, 4>;
 
 const host::Schedule kOrders[] = {host::Schedule::Forward, host::Schedule::Reverse};
 
-std::uint64_t fresh_seed() {
-  std::random_device rd;
-  return (static_cast<std::uint64_t>(rd()) << 32) | rd();
-}
+using rudnn::testing::fresh_seed;
 
 template <class T>
 struct Tensor {

@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/numerics.h"
 #include "host/emulator.h"
 #include "reference/moe.h"
 #include "row_norm_harness.h"  // to_storage / from_storage / tolerance
@@ -166,10 +167,7 @@ std::vector<double> grid_logits(i64 rows, i64 experts, std::uint64_t seed, doubl
 }
 
 // A fresh seed per run (printed by the tests that use it), so repeated runs cover new inputs.
-std::uint64_t fresh_seed() {
-  static std::random_device rd;
-  return (std::uint64_t(rd()) << 32) | rd();
-}
+using rudnn::testing::fresh_seed;
 
 const host::Schedule kOrders[] = {host::Schedule::Forward, host::Schedule::Reverse};
 

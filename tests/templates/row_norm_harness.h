@@ -3,6 +3,8 @@
 // (tests/reference). Shared by the per-op test files, which instantiate the kernels they need.
 #include <gtest/gtest.h>
 
+#include "common/numerics.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -196,13 +198,7 @@ void run_case(const Case& c, const char* type) {
   EXPECT_LE(rel, tolerance<T>());
 }
 
-inline std::uint64_t fresh_seed() {
-  static std::uint64_t base = []() -> std::uint64_t {
-    if (const char* s = std::getenv("RUDNN_TEST_SEED")) return std::strtoull(s, nullptr, 10);
-    return std::random_device{}();
-  }();
-  return base++;
-}
+using rudnn::testing::fresh_seed;
 
 // Every h, row count, geometry and both schedules for one (op, dtype).
 template <class OpT, class T>
