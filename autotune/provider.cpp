@@ -108,7 +108,8 @@ Status<RuntimeError> TuningStore::status() {
 }
 
 void TuningStore::bypass(const RuntimeError& error) {
-  if (!failure_) runtime::log_info("autotune cache bypassed (heuristics and in-memory results only): {}", error.message());
+  if (!failure_)
+    runtime::log_info("autotune cache bypassed (heuristics and in-memory results only): {}", error.message());
   failure_ = error;
   file_.reset();
 }
@@ -125,17 +126,18 @@ std::shared_ptr<TuningCache> TuningStore::file_for(CacheClass cls, bool for_writ
     const char* env = std::getenv("RUDNN_AUTOTUNE_CACHE");
     p = env && *env ? env : runtime::KernelCache::default_directory() + "/autotune.sqlite";
   }
-  TuningCache::Options options{.read_only = env_read_only(), .create = for_writing && !env_read_only(), .expected = cls};
+  TuningCache::Options options{
+      .read_only = env_read_only(), .create = for_writing && !env_read_only(), .expected = cls};
   auto opened = TuningCache::open(p, options);
   if (!opened.ok()) {
     const RuntimeError& e = opened.error();
     if (e.kind() == ErrorKind::Unsupported) {
       runtime::log_debug("autotune cache {} skipped: {}", p, e.message());
       skipped_class_ = cls;
-    }
-    else if (e.kind() == ErrorKind::IoFailure && (e.actual() == "no such file" || e.actual() == "an empty file"))
+    } else if (e.kind() == ErrorKind::IoFailure && (e.actual() == "no such file" || e.actual() == "an empty file"))
       runtime::log_debug("no autotune cache at {} yet", p);
-    else bypass(e);
+    else
+      bypass(e);
     return nullptr;
   }
   file_ = std::move(opened.value());
@@ -169,7 +171,8 @@ void TuningStore::remember(const CacheRecord& record) {
   auto file = file_for(CacheClass::Gpu, true);
   if (!file) return;
   if (file->read_only()) {
-    if (!read_only_warned_) runtime::log_info("autotune cache {} is read-only: tuned results stay in memory", file->path());
+    if (!read_only_warned_)
+      runtime::log_info("autotune cache {} is read-only: tuned results stay in memory", file->path());
     read_only_warned_ = true;
     return;
   }

@@ -121,8 +121,8 @@ class MoeExpertsSpace final : public SearchSpace {
       return std::nullopt;
     const std::int64_t experts = gate[0];
     const std::int64_t per_expert = (query.dynamic_values[0] + experts - 1) / experts;
-    return TuningKey{query.op_name, {query.dtypes[2]}, {experts, gate[1], gate[2], query.options[0]},
-                     {anchor(per_expert)}};
+    return TuningKey{
+        query.op_name, {query.dtypes[2]}, {experts, gate[1], gate[2], query.options[0]}, {anchor(per_expert)}};
   }
 
   std::vector<compiler::KernelConfig> candidates(const TuningKey& key) const override {
@@ -142,14 +142,16 @@ class AttentionSpace final : public SearchSpace {
     if (query.shapes.size() < 3 || query.options.size() != 4 || query.dynamic_values.size() < 4) return std::nullopt;
     const auto& q = query.shapes[0];
     const auto& v = query.shapes[2];
-    if (q.size() != 4 || v.size() != 4 || q[1] < 0 || query.shapes[1][1] < 0 || q[3] < 0 || v[3] < 0) return std::nullopt;
+    if (q.size() != 4 || v.size() != 4 || q[1] < 0 || query.shapes[1][1] < 0 || q[3] < 0 || v[3] < 0)
+      return std::nullopt;
     std::vector<DType> dtypes = {query.dtypes[0]};
     if (query.options[2]) dtypes.push_back(query.dtypes.back());
     const auto& o = query.options;
-    return TuningKey{query.op_name,
-                     dtypes,
-                     {q[1], query.shapes[1][1], q[3], v[3], o[0], o[1], o[2], o[3]},
-                     {anchor(query.dynamic_values[0]), anchor(query.dynamic_values[1]), anchor(query.dynamic_values[3])}};
+    return TuningKey{
+        query.op_name,
+        dtypes,
+        {q[1], query.shapes[1][1], q[3], v[3], o[0], o[1], o[2], o[3]},
+        {anchor(query.dynamic_values[0]), anchor(query.dynamic_values[1]), anchor(query.dynamic_values[3])}};
   }
 
   std::vector<compiler::KernelConfig> candidates(const TuningKey& key) const override {
@@ -204,7 +206,8 @@ std::optional<TuningKey> dispatch_key(const compiler::ConfigQuery& q) {
   if (q.shapes.size() != 2 || q.shapes[0].size() != 2 || q.shapes[1].size() != 2 || q.options.size() != 1 ||
       !all_static({q.shapes[0][1], q.shapes[1][1], q.options[0]}) || q.dynamic_values.empty())
     return std::nullopt;
-  return TuningKey{q.op_name, {q.dtypes[0]}, {q.shapes[0][1], q.shapes[1][1], q.options[0]}, {anchor(q.dynamic_values[0])}};
+  return TuningKey{
+      q.op_name, {q.dtypes[0]}, {q.shapes[0][1], q.shapes[1][1], q.options[0]}, {anchor(q.dynamic_values[0])}};
 }
 
 // Combine: expert_rows [T·top_k, H], slots [T, top_k], weights [T, top_k]. Key: dtypes {rows,
@@ -213,7 +216,8 @@ std::optional<TuningKey> combine_key(const compiler::ConfigQuery& q) {
   if (q.shapes.size() != 3 || q.shapes[0].size() != 2 || q.shapes[1].size() != 2 ||
       !all_static({q.shapes[0][1], q.shapes[1][1]}) || q.dynamic_values.size() < 2)
     return std::nullopt;
-  return TuningKey{q.op_name, {q.dtypes[0], q.dtypes[2]}, {q.shapes[0][1], q.shapes[1][1]}, {anchor(q.dynamic_values[1])}};
+  return TuningKey{
+      q.op_name, {q.dtypes[0], q.dtypes[2]}, {q.shapes[0][1], q.shapes[1][1]}, {anchor(q.dynamic_values[1])}};
 }
 
 // Gated delta: query [B, H, T, K], key, value [B, H, T, V], beta, log_decay [B, H, T],

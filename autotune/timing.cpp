@@ -149,8 +149,8 @@ Result<TimingOutcome, RuntimeError> time_candidates(std::span<TimedCandidate* co
 
   // Stability: the contenders (within the measured noise of the best) are re-timed side by side,
   // interleaved so drifting clocks or a busy neighbour affect them alike; their samples pool.
-  std::vector<std::size_t> contenders = within_noise(out.timings, valid, fastest(out.timings, valid),
-                                                     policy.noise_floor, true);
+  std::vector<std::size_t> contenders =
+      within_noise(out.timings, valid, fastest(out.timings, valid), policy.noise_floor, true);
   for (int round = 0; round < policy.retime_rounds && contenders.size() > 1; ++round) {
     out.retime_rounds_used++;
     std::vector<int> next_set(candidates.size(), 0);
@@ -159,8 +159,10 @@ Result<TimingOutcome, RuntimeError> time_candidates(std::span<TimedCandidate* co
         auto& t = out.timings[i];
         if (!t.error.empty()) continue;
         auto ms = sample(*candidates[i], timer, t.batch, next_set[i], policy);
-        if (!ms.ok()) t.error = ms.error().message();
-        else t.samples_ms.push_back(ms.value());
+        if (!ms.ok())
+          t.error = ms.error().message();
+        else
+          t.samples_ms.push_back(ms.value());
       }
     std::erase_if(contenders, [&](std::size_t i) { return !out.timings[i].error.empty(); });
     std::erase_if(valid, [&](std::size_t i) { return !out.timings[i].error.empty(); });
@@ -176,8 +178,9 @@ Result<TimingOutcome, RuntimeError> time_candidates(std::span<TimedCandidate* co
   // smallest config string among them wins, so repeated tunings agree.
   const std::size_t best = fastest(out.timings, contenders);
   out.tied = within_noise(out.timings, contenders, best, policy.noise_floor, false);
-  out.winner = *std::min_element(out.tied.begin(), out.tied.end(),
-                                 [&](std::size_t a, std::size_t b) { return out.timings[a].name < out.timings[b].name; });
+  out.winner = *std::min_element(out.tied.begin(), out.tied.end(), [&](std::size_t a, std::size_t b) {
+    return out.timings[a].name < out.timings[b].name;
+  });
   std::size_t runner = out.timings.size();
   for (std::size_t i : valid)
     if (i != out.winner && (runner == out.timings.size() || out.timings[i].median_ms < out.timings[runner].median_ms))

@@ -148,8 +148,10 @@ Result<TuneReport, RuntimeError> tune(const Device& device, const TuningKey& key
         return progress(name);
       }
     auto built = p.prepare(slot.config, lowered.value());
-    if (!built.ok()) slot.status = "failed: " + built.error().message();
-    else slot.built = std::move(built.value());
+    if (!built.ok())
+      slot.status = "failed: " + built.error().message();
+    else
+      slot.built = std::move(built.value());
     progress(name);
   });
 
@@ -168,16 +170,18 @@ Result<TuneReport, RuntimeError> tune(const Device& device, const TuningKey& key
   auto finish_reports = [&] {
     for (const Slot& s : slots) {
       report.candidates.push_back(CandidateReport{s.config, s.status, std::nullopt});
-      if (s.status.starts_with("pruned")) report.pruned++;
-      else if (s.status.starts_with("failed")) report.failed++;
+      if (s.status.starts_with("pruned"))
+        report.pruned++;
+      else if (s.status.starts_with("failed"))
+        report.failed++;
     }
   };
   if (racing.empty()) {
     finish_reports();
     std::string why = report.candidates.front().status;
-    return RuntimeError(ErrorKind::Unsupported, key.to_string(), "a candidate that survives pruning and builds",
-                        fmt::format("none of {} ({} pruned, {} failed; first: {})", slots.size(), report.pruned,
-                                    report.failed, why));
+    return RuntimeError(
+        ErrorKind::Unsupported, key.to_string(), "a candidate that survives pruning and builds",
+        fmt::format("none of {} ({} pruned, {} failed; first: {})", slots.size(), report.pruned, report.failed, why));
   }
 
   std::unique_ptr<EventTimer> events;

@@ -66,7 +66,9 @@ class Statement {
   Statement& operator=(const Statement&) = delete;
   int prepared() const { return rc_; }
   sqlite3_stmt* get() const { return stmt_; }
-  void text(int i, const std::string& s) { sqlite3_bind_text(stmt_, i, s.c_str(), static_cast<int>(s.size()), SQLITE_TRANSIENT); }
+  void text(int i, const std::string& s) {
+    sqlite3_bind_text(stmt_, i, s.c_str(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+  }
   void integer(int i, std::int64_t v) { sqlite3_bind_int64(stmt_, i, v); }
   void real(int i, double v) { sqlite3_bind_double(stmt_, i, v); }
   std::string column_text(int i) const {
@@ -131,8 +133,10 @@ std::optional<std::vector<DType>> split_dtypes(std::string_view s) {
 std::string uri_path(const std::string& path) {
   std::string out;
   for (char c : path) {
-    if (c == '%' || c == '?' || c == '#') out += fmt::format("%{:02X}", static_cast<unsigned char>(c));
-    else out += c;
+    if (c == '%' || c == '?' || c == '#')
+      out += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    else
+      out += c;
   }
   return out;
 }
@@ -341,11 +345,9 @@ Result<std::optional<CacheRecord>, RuntimeError> TuningCache::lookup(const Tunin
 }
 
 Status<RuntimeError> TuningCache::store(const CacheRecord& record) {
-  if (read_only_)
-    return RuntimeError(ErrorKind::Unsupported, path_, "a writable autotune cache", "a read-only one");
+  if (read_only_) return RuntimeError(ErrorKind::Unsupported, path_, "a writable autotune cache", "a read-only one");
   if ((record.device.host_emulation ? CacheClass::Host : CacheClass::Gpu) != class_)
-    return RuntimeError(ErrorKind::Unsupported, path_,
-                        fmt::format("a {} record", cache_class_name(class_)),
+    return RuntimeError(ErrorKind::Unsupported, path_, fmt::format("a {} record", cache_class_name(class_)),
                         fmt::format("a record tuned on {}", record.device.model),
                         "host timings are never written to a cache a GPU reads");
   Statement s(db_, kUpsert);

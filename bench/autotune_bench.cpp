@@ -45,10 +45,14 @@ void warm_call(benchmark::State& state, autotune::Mode mode, autotune::Source ex
   state.SetLabel(std::string(autotune::source_name(choice->source)) + " " + choice->config);
 }
 
-void BM_WarmCallAutotunedPlan(benchmark::State& state) { warm_call(state, autotune::Mode::Cached, autotune::Source::Cache); }
+void BM_WarmCallAutotunedPlan(benchmark::State& state) {
+  warm_call(state, autotune::Mode::Cached, autotune::Source::Cache);
+}
 BENCHMARK(BM_WarmCallAutotunedPlan)->Unit(benchmark::kNanosecond);
 
-void BM_WarmCallHeuristicPlan(benchmark::State& state) { warm_call(state, autotune::Mode::Off, autotune::Source::Heuristic); }
+void BM_WarmCallHeuristicPlan(benchmark::State& state) {
+  warm_call(state, autotune::Mode::Off, autotune::Source::Heuristic);
+}
 BENCHMARK(BM_WarmCallHeuristicPlan)->Unit(benchmark::kNanosecond);
 
 // What the Autotune strategy adds to a warm call's plan lookup, with the find itself: the mode,
@@ -70,7 +74,8 @@ void BM_AutotunedPlanLookup(benchmark::State& state) {
     std::int64_t rows = 1;
     for (std::size_t i = 0; i + 1 < shape.size(); ++i) rows *= shape[i];
     ops::PlanKey k;
-    k.words = {99, 2, shape.back(), 0, 0, 0, 1, 0, 1 + static_cast<std::int64_t>(autotune::mode()), autotune::anchor(rows)};
+    k.words = {
+        99, 2, shape.back(), 0, 0, 0, 1, 0, 1 + static_cast<std::int64_t>(autotune::mode()), autotune::anchor(rows)};
     auto plan = cache.find(k);
     autotune::note_choice(choice);
     benchmark::DoNotOptimize(plan);

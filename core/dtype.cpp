@@ -44,17 +44,17 @@ std::uint16_t float_to_half_bits(float f) {
   const std::uint32_t u = std::bit_cast<std::uint32_t>(f);
   const std::uint16_t sign = static_cast<std::uint16_t>((u >> 16) & 0x8000u);
   const std::uint32_t abs = u & 0x7fffffffu;
-  if (abs > 0x7f800000u) return sign | 0x7e00u;            // NaN
-  if (abs >= 0x477ff000u) return sign | 0x7c00u;           // rounds to >= 65520: inf
-  if (abs < 0x38800000u) {                                 // below 2^-14: subnormal or zero
+  if (abs > 0x7f800000u) return sign | 0x7e00u;   // NaN
+  if (abs >= 0x477ff000u) return sign | 0x7c00u;  // rounds to >= 65520: inf
+  if (abs < 0x38800000u) {                        // below 2^-14: subnormal or zero
     // value = abs_float; subnormal units are 2^-24. Round to nearest even via float arithmetic.
     const float a = std::bit_cast<float>(abs);
-    const float scaled = a * 16777216.0f;                  // exact (power of two)
-    const float r = std::nearbyint(scaled);                // default rounding mode: to nearest even
+    const float scaled = a * 16777216.0f;    // exact (power of two)
+    const float r = std::nearbyint(scaled);  // default rounding mode: to nearest even
     return sign | static_cast<std::uint16_t>(r);
   }
   // normal: rebias exponent, round mantissa 23 -> 10 bits to nearest even
-  std::uint32_t m = abs - 0x38000000u;                     // exponent bias 127 -> 15
+  std::uint32_t m = abs - 0x38000000u;  // exponent bias 127 -> 15
   m += 0xfffu + ((m >> 13) & 1u);
   return sign | static_cast<std::uint16_t>(m >> 13);
 }
@@ -76,7 +76,7 @@ std::uint8_t float_to_fp8e4m3_bits(float f) {
   const std::uint8_t sign = std::signbit(f) ? 0x80 : 0;
   if (std::isnan(f)) return 0x7f;
   float a = std::fabs(f);
-  if (a >= 464.0f) return sign | 0x7e;                     // saturate to 448
+  if (a >= 464.0f) return sign | 0x7e;  // saturate to 448
   // Try every finite code and take the nearest (ties to even code): 126 codes, exact and simple.
   std::uint8_t best = 0;
   float best_err = INFINITY;
@@ -92,9 +92,12 @@ float fp8e4m3_bits_to_float(std::uint8_t b) {
   const int exp = (b >> 3) & 0xf;
   const int man = b & 0x7;
   float v;
-  if (exp == 15 && man == 7) v = NAN;
-  else if (exp == 0) v = std::ldexp(static_cast<float>(man), -9);
-  else v = std::ldexp(1.0f + man / 8.0f, exp - 7);
+  if (exp == 15 && man == 7)
+    v = NAN;
+  else if (exp == 0)
+    v = std::ldexp(static_cast<float>(man), -9);
+  else
+    v = std::ldexp(1.0f + man / 8.0f, exp - 7);
   return neg ? -v : v;
 }
 

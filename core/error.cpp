@@ -28,10 +28,12 @@ std::string_view error_kind_name(ErrorKind kind) {
   return "?";
 }
 
-Error::Error(ErrorKind kind, std::string argument, std::string expected, std::string actual,
-             std::string detail)
-    : kind_(kind), argument_(std::move(argument)), expected_(std::move(expected)),
-      actual_(std::move(actual)), detail_(std::move(detail)) {
+Error::Error(ErrorKind kind, std::string argument, std::string expected, std::string actual, std::string detail)
+    : kind_(kind),
+      argument_(std::move(argument)),
+      expected_(std::move(expected)),
+      actual_(std::move(actual)),
+      detail_(std::move(detail)) {
   message_ = fmt::format("{}: expected {}, got {}", argument_, expected_, actual_);
   if (!detail_.empty()) message_ += fmt::format(" ({})", detail_);
 }

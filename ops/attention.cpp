@@ -17,7 +17,8 @@ using ops::operand;
 
 contracts::AttentionStrategy to_contract(attention::AttentionStrategy s) {
   switch (s) {
-    case attention::AttentionStrategy::FlashBlackboxAccelerated: return contracts::AttentionStrategy::FlashBlackboxAccelerated;
+    case attention::AttentionStrategy::FlashBlackboxAccelerated:
+      return contracts::AttentionStrategy::FlashBlackboxAccelerated;
     case attention::AttentionStrategy::FlashUnit: return contracts::AttentionStrategy::FlashUnit;
     case attention::AttentionStrategy::Fallback: return contracts::AttentionStrategy::Fallback;
     case attention::AttentionStrategy::Autotune: return contracts::AttentionStrategy::Autotune;
@@ -45,12 +46,14 @@ attention::AttentionStrategy default_strategy() {
 Result<Tensor, AttentionSetupError> attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                               const std::optional<Tensor>& mask, const std::optional<Tensor>& attn_bias,
                                               AttentionModuleOptions options, attention::AttentionStrategy strategy) {
-  contracts::AttentionSignature sig{operand(query), operand(key), operand(value), std::nullopt, std::nullopt, 1.0,
-                                    options.causal};
+  contracts::AttentionSignature sig{operand(query), operand(key), operand(value), std::nullopt,
+                                    std::nullopt,   1.0,          options.causal};
   if (mask) sig.mask = operand(*mask);
   if (attn_bias) sig.bias = operand(*attn_bias);
-  if (options.scale) sig.scale = *options.scale;
-  else if (query.rank() == 4 && query.dim(3) > 0) sig.scale = 1.0 / std::sqrt(static_cast<double>(query.dim(3)));
+  if (options.scale)
+    sig.scale = *options.scale;
+  else if (query.rank() == 4 && query.dim(3) > 0)
+    sig.scale = 1.0 / std::sqrt(static_cast<double>(query.dim(3)));
   if (auto e = contracts::check_attention(sig)) return *e;
   const contracts::AttentionStrategy requested = to_contract(strategy);
 #if !RUDNN_HAS_AUTOTUNE
@@ -61,10 +64,10 @@ Result<Tensor, AttentionSetupError> attention(const Tensor& query, const Tensor&
   if (requested != contracts::AttentionStrategy::Autotune)
     if (auto e = contracts::check_strategy_fits(sig, requested, ops::target_for(query.device()).arch)) return *e;
   if (auto e = ops::check_operands({{&query, "query"},
-                                     {&key, "key"},
-                                     {&value, "value"},
-                                     {mask ? &*mask : nullptr, "mask"},
-                                     {attn_bias ? &*attn_bias : nullptr, "attn_bias"}}))
+                                    {&key, "key"},
+                                    {&value, "value"},
+                                    {mask ? &*mask : nullptr, "mask"},
+                                    {attn_bias ? &*attn_bias : nullptr, "attn_bias"}}))
     return as<AttentionSetupError>(*e);
 
   const Device& device = query.device();
@@ -106,6 +109,5 @@ Result<Tensor, AttentionSetupError> attention(const Tensor& query, const Tensor&
     return as<AttentionSetupError>(s.error());
   return std::move(out.value());
 }
-
 
 }  // namespace rudnn::attention

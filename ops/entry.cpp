@@ -11,7 +11,8 @@ std::optional<RuntimeError> check_contiguous(const Tensor& t, const char* name) 
   return RuntimeError(ErrorKind::ShapeMismatch, name, "a contiguous tensor", "strides " + shape_to_string(t.strides()));
 }
 
-std::optional<RuntimeError> check_same_queue(const Tensor& t, const char* name, const Tensor& ref, const char* ref_name) {
+std::optional<RuntimeError> check_same_queue(const Tensor& t, const char* name, const Tensor& ref,
+                                             const char* ref_name) {
   if (t.device() == ref.device() && !(t.queue() == ref.queue()))
     return RuntimeError(ErrorKind::QueueMismatch, name, std::string("the queue of ") + ref_name,
                         "another queue of the same device");
@@ -23,8 +24,10 @@ std::optional<RuntimeError> check_operands(std::initializer_list<std::pair<const
   for (const auto& t : tensors) {
     if (!t.first) continue;
     if (auto e = check_contiguous(*t.first, t.second)) return e;
-    if (!first) first = &t;
-    else if (auto e = check_same_queue(*t.first, t.second, *first->first, first->second)) return e;
+    if (!first)
+      first = &t;
+    else if (auto e = check_same_queue(*t.first, t.second, *first->first, first->second))
+      return e;
   }
   return std::nullopt;
 }

@@ -24,7 +24,8 @@ inline contracts::NormOperand operand(const Tensor& t) { return {t.shape(), t.dt
 std::optional<RuntimeError> check_contiguous(const Tensor& t, const char* name);
 // QueueMismatch naming `name` when `t` is on `ref`'s device but another of its queues: one call's
 // kernels run on one queue.
-std::optional<RuntimeError> check_same_queue(const Tensor& t, const char* name, const Tensor& ref, const char* ref_name);
+std::optional<RuntimeError> check_same_queue(const Tensor& t, const char* name, const Tensor& ref,
+                                             const char* ref_name);
 // Every tensor contiguous and on the first one's queue (null entries are absent optional operands).
 std::optional<RuntimeError> check_operands(std::initializer_list<std::pair<const Tensor*, const char*>> tensors);
 

@@ -51,7 +51,8 @@ std::optional<RuntimeError> GraphValues::bind(mlir::Value result, Tensor t) {
     shape_ok = type.isDynamicDim(d) || type.getDimSize(d) == t.shape()[static_cast<std::size_t>(d)];
   if (!shape_ok) return RuntimeError(ErrorKind::ShapeMismatch, name, declared_shape(type), shape_to_string(t.shape()));
   if (t.dtype() != *dtype)
-    return RuntimeError(ErrorKind::UnsupportedDType, name, std::string(dtype_name(*dtype)), std::string(dtype_name(t.dtype())));
+    return RuntimeError(ErrorKind::UnsupportedDType, name, std::string(dtype_name(*dtype)),
+                        std::string(dtype_name(t.dtype())));
   tensors_[result] = storage_.emplace_back(std::make_unique<Tensor>(std::move(t))).get();
   return std::nullopt;
 }
@@ -70,7 +71,7 @@ contracts::NormOperand operand_of(mlir::Value v) {
   auto type = llvm::cast<mlir::RankedTensorType>(v.getType());  // every rudnn op's verifier demands one
   contracts::NormOperand o;
   o.dtype = dialect::toDType(type.getElementType()).value_or(DType::F32);  // the verifier accepted it
-  o.device = 0;  // one device: the graph's
+  o.device = 0;                                                            // one device: the graph's
   for (std::int64_t d : type.getShape()) o.shape.push_back(mlir::ShapedType::isDynamic(d) ? contracts::kDynamic : d);
   return o;
 }

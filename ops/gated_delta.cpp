@@ -17,8 +17,8 @@ using ops::as;
 using ops::operand;
 
 Result<GatedDeltaOutput, GatedDeltaError> run(const GatedDeltaInput& in, std::int64_t chunk) {
-  contracts::GatedDeltaSignature sig{operand(in.query), operand(in.key), operand(in.value), operand(in.beta),
-                                     operand(in.log_decay), std::nullopt, in.query_scale, chunk};
+  contracts::GatedDeltaSignature sig{operand(in.query),     operand(in.key), operand(in.value), operand(in.beta),
+                                     operand(in.log_decay), std::nullopt,    in.query_scale,    chunk};
   if (in.initial_state) sig.initial_state = operand(*in.initial_state);
   if (auto e = contracts::check_gated_delta(sig)) return *e;
   const Device& device = in.query.device();
@@ -31,11 +31,11 @@ Result<GatedDeltaOutput, GatedDeltaError> run(const GatedDeltaInput& in, std::in
             in.query.dtype() != DType::F32 && contracts::has_mma_m16n8k16(ops::target_for(device).arch)))
       return *e;
   if (auto e = ops::check_operands({{&in.query, "query"},
-                                     {&in.key, "key"},
-                                     {&in.value, "value"},
-                                     {&in.beta, "beta"},
-                                     {&in.log_decay, "log_decay"},
-                                     {in.initial_state ? &*in.initial_state : nullptr, "initial_state"}}))
+                                    {&in.key, "key"},
+                                    {&in.value, "value"},
+                                    {&in.beta, "beta"},
+                                    {&in.log_decay, "log_decay"},
+                                    {in.initial_state ? &*in.initial_state : nullptr, "initial_state"}}))
     return as<GatedDeltaError>(*e);
 
   const std::int64_t mode = ops::autotune_mode_word(true);
@@ -74,9 +74,9 @@ Result<GatedDeltaOutput, GatedDeltaError> run(const GatedDeltaInput& in, std::in
 
 }  // namespace
 
-Result<GatedDeltaOutput, GatedDeltaError> chunk_gated_delta_rule(const GatedDeltaInput& input, std::int64_t chunk_size) {
-  if (chunk_size <= 0)
-    return GatedDeltaError(ErrorKind::InvalidValue, "chunk_size", "> 0", std::to_string(chunk_size));
+Result<GatedDeltaOutput, GatedDeltaError> chunk_gated_delta_rule(const GatedDeltaInput& input,
+                                                                 std::int64_t chunk_size) {
+  if (chunk_size <= 0) return GatedDeltaError(ErrorKind::InvalidValue, "chunk_size", "> 0", std::to_string(chunk_size));
   return run(input, chunk_size);
 }
 

@@ -57,7 +57,8 @@ std::optional<RuntimeError> check_tensor(const Value& want, const Tensor& t) {
   bool shape_ok = t.rank() == static_cast<std::int64_t>(want.shape.size());
   for (std::size_t d = 0; shape_ok && d < want.shape.size(); ++d)
     shape_ok = want.shape[d] < 0 || want.shape[d] == t.shape()[d];
-  if (!shape_ok) return RuntimeError(ErrorKind::ShapeMismatch, want.name, declared_shape(want.shape), shape_to_string(t.shape()));
+  if (!shape_ok)
+    return RuntimeError(ErrorKind::ShapeMismatch, want.name, declared_shape(want.shape), shape_to_string(t.shape()));
   if (t.dtype() != want.dtype)
     return RuntimeError(ErrorKind::UnsupportedDType, want.name, std::string(dtype_name(want.dtype)),
                         std::string(dtype_name(t.dtype())));
@@ -74,7 +75,6 @@ std::optional<RuntimeError> check_unique_names(const std::vector<Value>& values,
                             fmt::format("\"{}\", the name of {} {}", values[i].name, what, j));
   return std::nullopt;
 }
-
 
 }  // namespace
 
@@ -126,8 +126,8 @@ Result<Graph, RuntimeError> Graph::parse(const std::string& text, const std::str
   for (mlir::Operation& op : impl->main.getBody().front()) {
     const std::string name = op.getName().getStringRef().str();
     if (llvm::isa<mlir::func::ReturnOp>(op) || ops::family_for(name)) continue;
-    return RuntimeError(ErrorKind::Unsupported, name, "rudnn ops that rudnn-run can execute (" + ops::registered_op_list() + ")",
-                        "an op it cannot");
+    return RuntimeError(ErrorKind::Unsupported, name,
+                        "rudnn ops that rudnn-run can execute (" + ops::registered_op_list() + ")", "an op it cannot");
   }
   return Graph(std::move(impl));
 }

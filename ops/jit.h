@@ -68,7 +68,7 @@ runtime::KernelCacheKey kernel_cache_key(const compiler::KernelLaunch& launch, c
 // (NoDevice when NVRTC is missing).
 Result<std::string, RuntimeError> local_compiler_version(const std::string& arch);
 // Compiles `launch` for `arch` with NVRTC or the host compiler (`work_dir` keeps generated sources).
-Result<runtime::KernelBinary, RuntimeError> compile_kernel(const compiler::KernelLaunch& launch, const std::string& arch,
-                                                           const std::string& work_dir);
+Result<runtime::KernelBinary, RuntimeError> compile_kernel(const compiler::KernelLaunch& launch,
+                                                           const std::string& arch, const std::string& work_dir);
 
 }  // namespace rudnn::ops

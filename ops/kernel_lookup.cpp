@@ -55,8 +55,8 @@ std::string describe_sources(const runtime::KernelPackSet& packs, const std::str
 // The kernel from the first pack that has it, or nothing. A pack built by another rudnn (library
 // version) cannot hold a matching digest, so it is not searched.
 std::optional<Result<runtime::KernelBinary, RuntimeError>> pack_lookup(const runtime::KernelPackSet& packs,
-                                                                        runtime::KernelCacheKey key,
-                                                                        const std::string& entry) {
+                                                                       runtime::KernelCacheKey key,
+                                                                       const std::string& entry) {
   for (const auto& pack : packs.packs) {
     const std::string* compiler = pack->compiler_version(key.arch);
     if (!compiler || pack->library_version() != key.library_version) continue;
@@ -75,7 +75,6 @@ std::optional<Result<runtime::KernelBinary, RuntimeError>> pack_lookup(const run
 }
 
 }  // namespace
-
 
 compiler::Target target_for(const Device& device) {
   compiler::Target t;
@@ -109,8 +108,8 @@ Result<std::string, RuntimeError> local_compiler_version(const std::string& arch
   return "nvrtc " + v.value();
 }
 
-Result<runtime::KernelBinary, RuntimeError> compile_kernel(const compiler::KernelLaunch& launch, const std::string& arch,
-                                                           const std::string& work_dir) {
+Result<runtime::KernelBinary, RuntimeError> compile_kernel(const compiler::KernelLaunch& launch,
+                                                           const std::string& arch, const std::string& work_dir) {
   runtime::KernelBinary binary;
   if (is_host_arch(arch)) {
     auto out = compiler::host_cc::compile(launch.source, launch.entry, work_dir);
@@ -141,11 +140,12 @@ Result<runtime::KernelBinary, RuntimeError> kernel_binary(const Device& device, 
   auto disabled_error = [&](const std::string& why) {
     // The shapes go in `actual`, so wrappers that replace the detail still show them.
     std::string sources = describe_sources(runtime::KernelPackSet::from_environment(), arch);
-    return RuntimeError(ErrorKind::JitDisabled, op_name,
-                        fmt::format("kernel {} (config {}) for {} in a kernel pack or the kernel cache", launch.entry,
-                                    launch.config.to_string(), arch),
-                        fmt::format("a miss for {} while RUDNN_DISABLE_JIT=1{}", call.empty() ? "this call" : call, why),
-                        sources.substr(2));
+    return RuntimeError(
+        ErrorKind::JitDisabled, op_name,
+        fmt::format("kernel {} (config {}) for {} in a kernel pack or the kernel cache", launch.entry,
+                    launch.config.to_string(), arch),
+        fmt::format("a miss for {} while RUDNN_DISABLE_JIT=1{}", call.empty() ? "this call" : call, why),
+        sources.substr(2));
   };
 
   // Packs first: their digests use the compiler version each pack recorded, so no compiler is needed.

@@ -47,13 +47,17 @@ Result<RoutingPlan, MoeError> run(bool grouped, const contracts::GroupRouteSigna
   key.add(logits.dtype()).add(logits.shape()[1]).add(sig.top_k).add(sig.renormalize).add(device);
   key.add(mode).add(ops::autotune_bucket(logits.shape()[0], mode));
   if (grouped)
-    key.add(sig.groups).add(sig.selected_groups).add(sig.bias.has_value()).add(sig.group_top_two)
+    key.add(sig.groups)
+        .add(sig.selected_groups)
+        .add(sig.bias.has_value())
+        .add(sig.group_top_two)
         .add_bits(static_cast<float>(sig.scale));
-  auto plan = ops::cached_plan(key.key(), device, ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
-    compiler::RouteRequest request{grouped, sig, std::nullopt};
-    request.provider = provider;
-    return compiler::lower_routing(request, ops::target_for(device));
-  });
+  auto plan =
+      ops::cached_plan(key.key(), device, ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
+        compiler::RouteRequest request{grouped, sig, std::nullopt};
+        request.provider = provider;
+        return compiler::lower_routing(request, ops::target_for(device));
+      });
   if (!plan.ok()) return as<MoeError>(plan.error());
 
   const Shape out_shape{logits.shape()[0], sig.top_k};
@@ -72,7 +76,6 @@ Result<RoutingPlan, MoeError> run(bool grouped, const contracts::GroupRouteSigna
 
 }  // namespace
 
-
 Result<RoutingPlan, MoeError> RoutingPlan::create(Tensor expert_indices, Tensor weights, std::int64_t experts) {
   // Indices and offsets are U32: more experts than that could not be addressed (and experts + 1
   // offsets must not overflow).
@@ -88,13 +91,14 @@ Result<RoutingPlan, MoeError> RoutingPlan::create(Tensor expert_indices, Tensor 
                     fmt::format("rank 2 [tokens, top_k] with 1 <= top_k <= {} (experts)", experts),
                     shape_to_string(ix.shape()));
   if (!is_float(weights.dtype()) || is_quantized(weights.dtype()))
-    return MoeError(ErrorKind::UnsupportedDType, "weights", "f32, f16 or bf16", std::string(dtype_name(weights.dtype())));
+    return MoeError(ErrorKind::UnsupportedDType, "weights", "f32, f16 or bf16",
+                    std::string(dtype_name(weights.dtype())));
   if (weights.shape() != ix.shape())
     return MoeError(ErrorKind::ShapeMismatch, "weights", shape_to_string(ix.shape()) + " (the shape of expert_indices)",
                     shape_to_string(weights.shape()));
   if (weights.device() != ix.device())
-    return MoeError(ErrorKind::DeviceMismatch, "weights", "the device of expert_indices (" + ix.device().to_string() + ")",
-                    weights.device().to_string());
+    return MoeError(ErrorKind::DeviceMismatch, "weights",
+                    "the device of expert_indices (" + ix.device().to_string() + ")", weights.device().to_string());
   if (auto e = same_queue(weights, "weights", ix, "expert_indices")) return *e;
   for (auto [t, name] : {std::pair{&ix, "expert_indices"}, {&weights, "weights"}})
     if (auto e = check_layout(*t, name)) return *e;
@@ -303,7 +307,8 @@ std::optional<MoeError> SwiGluExperts::check_forward(const Tensor& input, const 
     return MoeError(ErrorKind::ShapeMismatch, "logits", fmt::format("[tokens, {}] (the experts)", experts()),
                     shape_to_string(logits.shape()));
   if (input.shape().size() == 2 && logits.shape().size() == 2 && input.shape()[0] != logits.shape()[0])
-    return MoeError(ErrorKind::ShapeMismatch, "logits", fmt::format("[{}, experts] (the tokens of input)", input.shape()[0]),
+    return MoeError(ErrorKind::ShapeMismatch, "logits",
+                    fmt::format("[{}, experts] (the tokens of input)", input.shape()[0]),
                     shape_to_string(logits.shape()));
   if (input.device() != gate_.device())
     return MoeError(ErrorKind::DeviceMismatch, "input", "the experts' device (" + gate_.device().to_string() + ")",
@@ -339,8 +344,8 @@ Result<Tensor, MoeError> SwiGluExperts::forward(const Tensor& input, const Tenso
   // Every contract first (routing, then the pairing with the experts), so a bad call writes nothing.
   contracts::RouteSignature route_sig{operand(logits), options.top_k, options.renormalize};
   if (auto e = contracts::check_route(route_sig)) return *e;
-  contracts::DispatchSignature dispatch_sig{operand(input), {{logits.shape()[0], options.top_k}, DType::U32,
-                                                            operand(logits).device}, logits.shape()[1]};
+  contracts::DispatchSignature dispatch_sig{
+      operand(input), {{logits.shape()[0], options.top_k}, DType::U32, operand(logits).device}, logits.shape()[1]};
   if (auto e = contracts::check_dispatch(dispatch_sig)) return *e;
   if (auto e = check_forward(input, logits)) return *e;
   auto routing = route(logits, options);
@@ -362,8 +367,8 @@ Result<Tensor, MoeError> SwiGluExperts::forward_sigmoid_grouped(const Tensor& in
   route_sig.renormalize = options.renormalize;
   route_sig.scale = options.scale;
   if (auto e = contracts::check_route_sigmoid_grouped(route_sig)) return *e;
-  contracts::DispatchSignature dispatch_sig{operand(input), {{logits.shape()[0], options.top_k}, DType::U32,
-                                                            operand(logits).device}, logits.shape()[1]};
+  contracts::DispatchSignature dispatch_sig{
+      operand(input), {{logits.shape()[0], options.top_k}, DType::U32, operand(logits).device}, logits.shape()[1]};
   if (auto e = contracts::check_dispatch(dispatch_sig)) return *e;
   if (auto e = check_forward(input, logits)) return *e;
   if (strategy == GroupedStrategy::TensorCore)
@@ -373,6 +378,5 @@ Result<Tensor, MoeError> SwiGluExperts::forward_sigmoid_grouped(const Tensor& in
   if (!routing.ok()) return routing.error();
   return finish_forward(*this, *routing, input, strategy);
 }
-
 
 }  // namespace rudnn::moe

@@ -80,10 +80,10 @@ Result<Tensor, NormalizationError> run(NormKind kind, const Tensor& input, const
   auto out = ops::output(input.shape(), input.dtype(), input.queue());
   if (!out.ok()) return as<NormalizationError>(out.error());
   // Slots: input, [gamma, [beta]], output (beta's slot is kept, empty, for a layer_norm without one).
-  Status<RuntimeError> launched =
-      kind == NormKind::Softmax   ? ops::launch(**plan, input.queue(), {&input, &*out})
-      : kind == NormKind::RmsNorm ? ops::launch(**plan, input.queue(), {&input, gamma, &*out})
-                                  : ops::launch(**plan, input.queue(), {&input, gamma, beta, &*out});
+  Status<RuntimeError> launched = kind == NormKind::Softmax ? ops::launch(**plan, input.queue(), {&input, &*out})
+                                  : kind == NormKind::RmsNorm
+                                      ? ops::launch(**plan, input.queue(), {&input, gamma, &*out})
+                                      : ops::launch(**plan, input.queue(), {&input, gamma, beta, &*out});
   if (!launched.ok()) return as<NormalizationError>(launched.error());
   return std::move(out.value());
 }
@@ -102,6 +102,5 @@ Result<Tensor, NormalizationError> rms_norm(const Tensor& input, const Tensor& g
 Result<Tensor, NormalizationError> softmax_last_axis(const Tensor& logits) {
   return run(NormKind::Softmax, logits, nullptr, nullptr, 0.0f);
 }
-
 
 }  // namespace rudnn::normalization

@@ -111,7 +111,8 @@ Status<RuntimeError> run_with_temporaries(const Plan& plan, const Queue& queue, 
   const std::size_t first = static_cast<std::size_t>(plan.first_temporary_slot);
   const std::size_t total = first + plan.temporaries.size();
   if (operands.size() != first || total > kMaxSlots)
-    return RuntimeError(ErrorKind::Internal, plan.op_name, fmt::format("{} operand slots (at most {} in all)", first, kMaxSlots),
+    return RuntimeError(ErrorKind::Internal, plan.op_name,
+                        fmt::format("{} operand slots (at most {} in all)", first, kMaxSlots),
                         std::to_string(operands.size()));
   std::array<OperandView, kMaxSlots> views{};
   std::array<Shape, kMaxSlots> shapes{};
@@ -123,7 +124,8 @@ Status<RuntimeError> run_with_temporaries(const Plan& plan, const Queue& queue, 
   for (std::size_t i = first; i < total && status.ok(); ++i) {
     const compiler::Temporary& t = plan.temporaries[i - first];
     const auto elements = evaluate(t.elements, std::span<const OperandView>(views.data(), i));
-    const auto byte_count = elements ? checked_mul(std::max<std::int64_t>(*elements, 1), t.element_bytes) : std::nullopt;
+    const auto byte_count =
+        elements ? checked_mul(std::max<std::int64_t>(*elements, 1), t.element_bytes) : std::nullopt;
     if (!byte_count) {
       status = size_overflow(fmt::format("temporary {}", i - first), plan.op_name);
       break;

@@ -25,7 +25,8 @@ struct TunedPlan : Plan {
 
 // `lower(provider)` lowers the call (provider: null, or the autotune provider to hand the compiler).
 template <class Lower>
-Result<std::shared_ptr<const TunedPlan>, RuntimeError> make_tuned_plan(const Device& device, [[maybe_unused]] bool ask_autotune,
+Result<std::shared_ptr<const TunedPlan>, RuntimeError> make_tuned_plan(const Device& device,
+                                                                       [[maybe_unused]] bool ask_autotune,
                                                                        Lower lower) {
   // Before lowering: an undocumented RUDNN_AUTOTUNE must not be tuned with (build_plan checks too).
   if (auto env = runtime::check_environment(); !env.ok()) return env.error();

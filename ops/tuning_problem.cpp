@@ -7,8 +7,8 @@
 namespace rudnn::ops {
 
 Result<std::unique_ptr<autotune::TuningProblem>, RuntimeError> SlotTuningProblem::make(const Device& device,
-                                                                                      std::vector<TuningSlot> slots,
-                                                                                      Lower lower) {
+                                                                                       std::vector<TuningSlot> slots,
+                                                                                       Lower lower) {
   auto queue = Queue::create(device);
   if (!queue.ok()) return queue.error();
   return std::unique_ptr<autotune::TuningProblem>(
@@ -29,8 +29,7 @@ Status<RuntimeError> SlotTuningProblem::make_input_sets(int sets) {
   auto make = [&](const TuningSlot& s) -> Result<Tensor, RuntimeError> {
     if (s.role == TuningSlot::Role::Output) return Tensor::empty(s.shape, s.dtype, queue_);
     std::int64_t index = 0;
-    return random_tensor(s.name.c_str(), s.shape, s.dtype,
-                         [&] { return s.fill ? s.fill(rng, index++) : unit(rng); });
+    return random_tensor(s.name.c_str(), s.shape, s.dtype, [&] { return s.fill ? s.fill(rng, index++) : unit(rng); });
   };
   sets_.assign(static_cast<std::size_t>(sets), std::vector<std::optional<Tensor>>(slots_.size()));
   for (std::size_t i = 0; i < slots_.size(); ++i) {

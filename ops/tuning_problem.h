@@ -34,10 +34,11 @@ struct TuningSlot {
 class SlotTuningProblem final : public PlanTuningProblem {
  public:
   using Lower = std::function<Result<compiler::LoweredOp, RuntimeError>(const compiler::KernelConfig& config,
-                                                                          const compiler::Target& target)>;
+                                                                        const compiler::Target& target)>;
   // `slots` in the lowering's slot order.
   static Result<std::unique_ptr<autotune::TuningProblem>, RuntimeError> make(const Device& device,
-                                                                            std::vector<TuningSlot> slots, Lower lower);
+                                                                             std::vector<TuningSlot> slots,
+                                                                             Lower lower);
 
   Result<compiler::LoweredOp, RuntimeError> lower(const compiler::KernelConfig& config) const override {
     return lower_(config, target());

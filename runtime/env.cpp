@@ -25,13 +25,16 @@ bool one_of(std::string_view v, std::initializer_list<std::string_view> values) 
 // Whether `value` is one of the documented values of switch `name`.
 bool accepted(std::string_view name, std::string_view value) {
   // The spelling only: whether cuda:N exists is Device::default_device's error (NoDevice).
-  if (name == "RUDNN_DEVICE") return value == "host" || value == "cuda" || (value.substr(0, 5) == "cuda:" && is_digits(value.substr(5)));
+  if (name == "RUDNN_DEVICE")
+    return value == "host" || value == "cuda" || (value.substr(0, 5) == "cuda:" && is_digits(value.substr(5)));
   if (name == "RUDNN_AUTOTUNE") return one_of(value, {"off", "cached", "full"});
   if (name == "RUDNN_LOG") return one_of(value, {"0", "off", "info", "debug"});
   if (name == "RUDNN_EMU_SCHEDULE")
-    return one_of(value, {"forward", "reverse", "random"}) || (value.substr(0, 7) == "random:" && is_digits(value.substr(7)));
-  if (name == "RUDNN_EMU_THREADS") return is_digits(value) && std::strtoull(std::string(value).c_str(), nullptr, 10) >= 1 &&
-                                          std::strtoull(std::string(value).c_str(), nullptr, 10) <= 4096;
+    return one_of(value, {"forward", "reverse", "random"}) ||
+           (value.substr(0, 7) == "random:" && is_digits(value.substr(7)));
+  if (name == "RUDNN_EMU_THREADS")
+    return is_digits(value) && std::strtoull(std::string(value).c_str(), nullptr, 10) >= 1 &&
+           std::strtoull(std::string(value).c_str(), nullptr, 10) <= 4096;
   if (name == "RUDNN_EMU_STACK_KIB") {
     if (!is_digits(value)) return false;
     const auto kib = std::strtoull(std::string(value).c_str(), nullptr, 10);

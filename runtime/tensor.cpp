@@ -52,8 +52,9 @@ Result<Tensor, RuntimeError> Tensor::empty(const Shape& shape, DType dtype, cons
   if (!ptr.ok()) {
     const RuntimeError& e = ptr.error();
     if (e.kind() != ErrorKind::OutOfMemory) return e;
-    return RuntimeError(ErrorKind::OutOfMemory, "tensor " + shape_to_string(shape) + " of " + std::string(dtype_name(dtype)),
-                        e.expected(), e.actual(), e.detail());
+    return RuntimeError(ErrorKind::OutOfMemory,
+                        "tensor " + shape_to_string(shape) + " of " + std::string(dtype_name(dtype)), e.expected(),
+                        e.actual(), e.detail());
   }
   return Tensor(std::make_shared<Buffer>(runtime::QueueImpl::unwrap(queue), ptr.value(), *bytes), shape, dtype, queue);
 }
@@ -67,8 +68,9 @@ Result<Tensor, RuntimeError> Tensor::upload(const HostData& data, const Queue& q
   if (!size.ok()) return size.error();
   const std::size_t expected = *size;
   if (data.bytes.size() != expected)
-    return RuntimeError(ErrorKind::ShapeMismatch, "data", std::to_string(expected) + " bytes for " +
-                        shape_to_string(data.shape), std::to_string(data.bytes.size()) + " bytes");
+    return RuntimeError(ErrorKind::ShapeMismatch, "data",
+                        std::to_string(expected) + " bytes for " + shape_to_string(data.shape),
+                        std::to_string(data.bytes.size()) + " bytes");
   auto t = empty(data.shape, data.dtype, queue);
   if (!t.ok()) return t.error();
   if (expected) {
@@ -124,12 +126,42 @@ std::vector<double> HostData::to_f64() const {
   const std::byte* p = bytes.data();
   for (std::size_t i = 0; i < n; ++i) {
     switch (dtype) {
-      case DType::F32: { float f; std::memcpy(&f, p + 4 * i, 4); v[i] = f; break; }
-      case DType::F16: { std::uint16_t h; std::memcpy(&h, p + 2 * i, 2); v[i] = half_bits_to_float(h); break; }
-      case DType::BF16: { std::uint16_t h; std::memcpy(&h, p + 2 * i, 2); v[i] = bf16_bits_to_float(h); break; }
-      case DType::U32: { std::uint32_t u; std::memcpy(&u, p + 4 * i, 4); v[i] = u; break; }
-      case DType::I32: { std::int32_t s; std::memcpy(&s, p + 4 * i, 4); v[i] = s; break; }
-      case DType::I64: { std::int64_t s; std::memcpy(&s, p + 8 * i, 8); v[i] = static_cast<double>(s); break; }
+      case DType::F32: {
+        float f;
+        std::memcpy(&f, p + 4 * i, 4);
+        v[i] = f;
+        break;
+      }
+      case DType::F16: {
+        std::uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        v[i] = half_bits_to_float(h);
+        break;
+      }
+      case DType::BF16: {
+        std::uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        v[i] = bf16_bits_to_float(h);
+        break;
+      }
+      case DType::U32: {
+        std::uint32_t u;
+        std::memcpy(&u, p + 4 * i, 4);
+        v[i] = u;
+        break;
+      }
+      case DType::I32: {
+        std::int32_t s;
+        std::memcpy(&s, p + 4 * i, 4);
+        v[i] = s;
+        break;
+      }
+      case DType::I64: {
+        std::int64_t s;
+        std::memcpy(&s, p + 8 * i, 8);
+        v[i] = static_cast<double>(s);
+        break;
+      }
       case DType::FP8E4M3: v[i] = fp8e4m3_bits_to_float(static_cast<std::uint8_t>(p[i])); break;
       case DType::U8: v[i] = static_cast<double>(static_cast<std::uint8_t>(p[i])); break;
     }
@@ -155,12 +187,36 @@ HostData HostData::from_f64(const Shape& shape, DType dtype, std::span<const dou
   for (std::size_t i = 0; i < n && i < values.size(); ++i) {
     const double x = values[i];
     switch (dtype) {
-      case DType::F32: { float f = static_cast<float>(x); std::memcpy(p + 4 * i, &f, 4); break; }
-      case DType::F16: { auto h = float_to_half_bits(static_cast<float>(x)); std::memcpy(p + 2 * i, &h, 2); break; }
-      case DType::BF16: { auto h = float_to_bf16_bits(static_cast<float>(x)); std::memcpy(p + 2 * i, &h, 2); break; }
-      case DType::U32: { auto u = static_cast<std::uint32_t>(x); std::memcpy(p + 4 * i, &u, 4); break; }
-      case DType::I32: { auto s = static_cast<std::int32_t>(x); std::memcpy(p + 4 * i, &s, 4); break; }
-      case DType::I64: { auto s = static_cast<std::int64_t>(x); std::memcpy(p + 8 * i, &s, 8); break; }
+      case DType::F32: {
+        float f = static_cast<float>(x);
+        std::memcpy(p + 4 * i, &f, 4);
+        break;
+      }
+      case DType::F16: {
+        auto h = float_to_half_bits(static_cast<float>(x));
+        std::memcpy(p + 2 * i, &h, 2);
+        break;
+      }
+      case DType::BF16: {
+        auto h = float_to_bf16_bits(static_cast<float>(x));
+        std::memcpy(p + 2 * i, &h, 2);
+        break;
+      }
+      case DType::U32: {
+        auto u = static_cast<std::uint32_t>(x);
+        std::memcpy(p + 4 * i, &u, 4);
+        break;
+      }
+      case DType::I32: {
+        auto s = static_cast<std::int32_t>(x);
+        std::memcpy(p + 4 * i, &s, 4);
+        break;
+      }
+      case DType::I64: {
+        auto s = static_cast<std::int64_t>(x);
+        std::memcpy(p + 8 * i, &s, 8);
+        break;
+      }
       case DType::FP8E4M3: p[i] = static_cast<std::byte>(float_to_fp8e4m3_bits(static_cast<float>(x))); break;
       case DType::U8: p[i] = static_cast<std::byte>(static_cast<std::uint8_t>(x)); break;
     }

@@ -85,12 +85,12 @@ dialect::LaunchOp LaunchBuilder::create(RewriterBase& rewriter) const {
   Builder b(ctx_);
   SmallVector<StringRef> args(templateArgs_.begin(), templateArgs_.end());
   rewriter.setInsertionPoint(origin_);
-  return dialect::LaunchOp::create(
-      rewriter, origin_->getLoc(), resultTypes_, FlatSymbolRefAttr::get(ctx_, entry_), operands_,
-      b.getStringAttr(header_), b.getStringAttr(function_), b.getStrArrayAttr(args), config_, b.getArrayAttr(grid_),
-      b.getDenseI64ArrayAttr({threads_, 1, 1}), b.getI64IntegerAttr(sharedBytes_), b.getArrayAttr(params_),
-      b.getStringAttr(origin_->getName().getStringRef()),
-      resultElements_.empty() ? ArrayAttr() : b.getArrayAttr(resultElements_));
+  return dialect::LaunchOp::create(rewriter, origin_->getLoc(), resultTypes_, FlatSymbolRefAttr::get(ctx_, entry_),
+                                   operands_, b.getStringAttr(header_), b.getStringAttr(function_),
+                                   b.getStrArrayAttr(args), config_, b.getArrayAttr(grid_),
+                                   b.getDenseI64ArrayAttr({threads_, 1, 1}), b.getI64IntegerAttr(sharedBytes_),
+                                   b.getArrayAttr(params_), b.getStringAttr(origin_->getName().getStringRef()),
+                                   resultElements_.empty() ? ArrayAttr() : b.getArrayAttr(resultElements_));
 }
 
 }  // namespace rudnn::compiler

@@ -49,8 +49,7 @@ FailureOr<int> SlotMap::slotOf(dialect::LaunchOp launch, std::int64_t index) con
   ArrayAttr sizes = producer ? producer.getResultElementsAttr() : ArrayAttr();
   if (!sizes) return failure();
   const unsigned result = cast<OpResult>(value).getResultNumber();
-  FailureOr<SizeExpr> elements =
-      toSizeExpr(producer, cast<dialect::SizeExprAttr>(sizes[result]), *this);
+  FailureOr<SizeExpr> elements = toSizeExpr(producer, cast<dialect::SizeExprAttr>(sizes[result]), *this);
   if (failed(elements)) return failure();
   const int slot = firstTemporarySlot() + static_cast<int>(temporaries.size());
   auto type = cast<RankedTensorType>(value.getType());
@@ -72,9 +71,15 @@ FailureOr<SizeExpr> toSizeExpr(dialect::LaunchOp launch, dialect::SizeExprAttr a
   for (const dialect::SizeFactor& f : attr.getFactors()) {
     SizeRef ref;
     switch (f.kind) {
-      case dialect::SizeFactor::Kind::Const: ref.kind = SizeRef::Kind::Const; ref.value = f.value; break;
+      case dialect::SizeFactor::Kind::Const:
+        ref.kind = SizeRef::Kind::Const;
+        ref.value = f.value;
+        break;
       case dialect::SizeFactor::Kind::Rows: ref.kind = SizeRef::Kind::Rows; break;
-      case dialect::SizeFactor::Kind::Dim: ref.kind = SizeRef::Kind::Dim; ref.dim = static_cast<int>(f.dim); break;
+      case dialect::SizeFactor::Kind::Dim:
+        ref.kind = SizeRef::Kind::Dim;
+        ref.dim = static_cast<int>(f.dim);
+        break;
     }
     if (ref.kind != SizeRef::Kind::Const) {
       FailureOr<int> slot = slots.slotOf(launch, f.operand);
@@ -131,8 +136,8 @@ FailureOr<KernelLaunch> toKernelLaunch(dialect::LaunchOp launch, const SlotMap& 
   return out;
 }
 
-Result<LoweredOp, RuntimeError> lowerModule(ModuleOp module, const std::string& opName, std::string call,
-                                            SlotMap slots, const Target& target, std::unique_ptr<Pass> strategy) {
+Result<LoweredOp, RuntimeError> lowerModule(ModuleOp module, const std::string& opName, std::string call, SlotMap slots,
+                                            const Target& target, std::unique_ptr<Pass> strategy) {
   MLIRContext* ctx = module.getContext();
   std::string diagnostics;
   ScopedDiagnosticHandler handler(ctx, [&](Diagnostic& diag) {
@@ -150,8 +155,7 @@ Result<LoweredOp, RuntimeError> lowerModule(ModuleOp module, const std::string& 
   selectOptions.maxThreadsPerBlock = target.limits.max_threads_per_block;
   pm.addPass(dialect::createSelectKernelConfigPass(selectOptions));
   pm.addPass(dialect::createLowerToLaunchPass());
-  if (failed(pm.run(module)))
-    return RuntimeError(ErrorKind::Internal, opName, "a successful lowering", diagnostics);
+  if (failed(pm.run(module))) return RuntimeError(ErrorKind::Internal, opName, "a successful lowering", diagnostics);
 
   auto main = module.lookupSymbol<func::FuncOp>("main");
   slots.ret = cast<func::ReturnOp>(main.getBody().front().getTerminator());
@@ -165,8 +169,7 @@ Result<LoweredOp, RuntimeError> lowerModule(ModuleOp module, const std::string& 
     return WalkResult::advance();
   });
   if (walk.wasInterrupted() || lowered.launches.empty())
-    return RuntimeError(ErrorKind::Internal, opName,
-                        "launches over @main's arguments, results and sized temporaries",
+    return RuntimeError(ErrorKind::Internal, opName, "launches over @main's arguments, results and sized temporaries",
                         "a launch operand that is none of them");
   lowered.temporaries = std::move(slots.temporaries);
   lowered.first_temporary_slot = slots.firstTemporarySlot();

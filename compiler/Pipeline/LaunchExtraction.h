@@ -24,7 +24,7 @@ mlir::RankedTensorType tensorType(mlir::MLIRContext* ctx, const contracts::NormO
 // op's operands in order, an absent optional one keeping its slot, then the op's results, then
 // the temporaries: launch results that later launches read but @main does not return).
 struct SlotMap {
-  std::vector<int> argSlot;   // @main argument → slot
+  std::vector<int> argSlot;  // @main argument → slot
   int numOperandSlots = 0;
   mutable mlir::func::ReturnOp ret;  // mutable: op handles are not const-correct
   // Filled in as launches are translated in program order (a producer before its readers).

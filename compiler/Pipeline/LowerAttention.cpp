@@ -24,7 +24,8 @@ RankedTensorType typeOf(MLIRContext* ctx, const contracts::AttentionOperand& o, 
                         bool keepOnes = false) {
   SmallVector<std::int64_t> shape(o.shape.begin(), o.shape.end());
   for (int d : dynamic)
-    if (!(keepOnes && d < 2 && shape[static_cast<std::size_t>(d)] == 1)) shape[static_cast<std::size_t>(d)] = ShapedType::kDynamic;
+    if (!(keepOnes && d < 2 && shape[static_cast<std::size_t>(d)] == 1))
+      shape[static_cast<std::size_t>(d)] = ShapedType::kDynamic;
   return RankedTensorType::get(shape, dialect::toElementType(ctx, o.dtype));
 }
 
@@ -50,8 +51,8 @@ Result<LoweredOp, RuntimeError> lower_attention(const AttentionRequest& request,
   Value mask = sig.mask ? body->getArgument(next++) : Value();
   Value bias = sig.bias ? body->getArgument(next++) : Value();
   auto op = dialect::AttentionOp::create(b, b.getUnknownLoc(), out, body->getArgument(0), body->getArgument(1),
-                                         body->getArgument(2), mask, bias, b.getF32FloatAttr(static_cast<float>(sig.scale)),
-                                         b.getBoolAttr(sig.causal),
+                                         body->getArgument(2), mask, bias,
+                                         b.getF32FloatAttr(static_cast<float>(sig.scale)), b.getBoolAttr(sig.causal),
                                          b.getStringAttr(contracts::strategy_name(request.strategy)), DictionaryAttr());
   func::ReturnOp::create(b, b.getUnknownLoc(), op->getResults());
   if (request.config) op->setAttr(dialect::kKernelConfigAttrName, toDictionary(&ctx, *request.config));

@@ -47,11 +47,10 @@ Result<LoweredOp, RuntimeError> lower_gated_delta(const GatedDeltaRequest& reque
   Block* body = main.addEntryBlock();
   b.setInsertionPointToStart(body);
   Value initial = sig.initial_state ? body->getArgument(5) : Value();
-  auto op = dialect::GatedDeltaOp::create(b, b.getUnknownLoc(), TypeRange{output, state}, body->getArgument(0),
-                                          body->getArgument(1), body->getArgument(2), body->getArgument(3),
-                                          body->getArgument(4), initial,
-                                          b.getF32FloatAttr(static_cast<float>(sig.query_scale)),
-                                          b.getI64IntegerAttr(sig.chunk_size), DictionaryAttr());
+  auto op = dialect::GatedDeltaOp::create(
+      b, b.getUnknownLoc(), TypeRange{output, state}, body->getArgument(0), body->getArgument(1), body->getArgument(2),
+      body->getArgument(3), body->getArgument(4), initial, b.getF32FloatAttr(static_cast<float>(sig.query_scale)),
+      b.getI64IntegerAttr(sig.chunk_size), DictionaryAttr());
   func::ReturnOp::create(b, b.getUnknownLoc(), op->getResults());
   if (request.config) op->setAttr(dialect::kKernelConfigAttrName, toDictionary(&ctx, *request.config));
 
@@ -72,8 +71,8 @@ std::vector<KernelConfig> gated_delta_variants(bool chunked, std::int64_t key_di
   if (chunked) {
     for (const cfg::ChunkTile& t : cfg::chunkTiles())
       if (!t.tensorCore || dtype != DType::F32)
-        out.push_back(KernelConfig{{{cfg::kThreads, t.threads}, {cfg::kColumns, t.columns},
-                                    {cfg::kTensorCore, t.tensorCore ? 1 : 0}}});
+        out.push_back(KernelConfig{
+            {{cfg::kThreads, t.threads}, {cfg::kColumns, t.columns}, {cfg::kTensorCore, t.tensorCore ? 1 : 0}}});
   } else {
     for (const cfg::RecurrentTile& t : cfg::recurrentTiles())
       if (t.maxKeyDim() >= key_dim)

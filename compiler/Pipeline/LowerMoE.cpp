@@ -81,10 +81,9 @@ Result<LoweredOp, RuntimeError> lower_experts(const ExpertsRequest& request, con
                    down = tensorType(&ctx, sig.weights.down, false);
   Builder b(&ctx);
   buildMain(*module, {rows, offsets, gate, up, down}, {rows}, [&](OpBuilder& ob, ValueRange args) {
-    auto op = dialect::SwiGluExpertsOp::create(ob, ob.getUnknownLoc(), TypeRange{rows}, args[0], args[1], args[2],
-                                               args[3], args[4],
-                                               b.getStringAttr(contracts::strategy_name(request.strategy)),
-                                               DictionaryAttr());
+    auto op = dialect::SwiGluExpertsOp::create(
+        ob, ob.getUnknownLoc(), TypeRange{rows}, args[0], args[1], args[2], args[3], args[4],
+        b.getStringAttr(contracts::strategy_name(request.strategy)), DictionaryAttr());
     attachConfig(op, request.config);
     if (request.rows_per_expert >= 0)
       op->setAttr(dialect::kRowsPerExpertAttrName, b.getI64IntegerAttr(request.rows_per_expert));
@@ -108,8 +107,8 @@ Result<LoweredOp, RuntimeError> lower_combine(const CombineRequest& request, con
                    weights = rowsType(&ctx, sig.weights);
   auto out = RankedTensorType::get({ShapedType::kDynamic, rows.getDimSize(1)}, rows.getElementType());
   buildMain(*module, {rows, slots, weights}, {out}, [&](OpBuilder& ob, ValueRange args) {
-    auto op = dialect::CombineOp::create(ob, ob.getUnknownLoc(), TypeRange{out}, args[0], args[1], args[2],
-                                         DictionaryAttr());
+    auto op =
+        dialect::CombineOp::create(ob, ob.getUnknownLoc(), TypeRange{out}, args[0], args[1], args[2], DictionaryAttr());
     attachConfig(op, request.config);
     return op.getOperation();
   });

@@ -74,8 +74,6 @@ Operation* buildNormModule(ModuleOp module, const NormRequest& request) {
 
 }  // namespace
 
-
-
 Result<LoweredOp, RuntimeError> lower_normalization(const NormRequest& request, const Target& target) {
   MLIRContext& ctx = threadContext();
   const contracts::NormSignature& sig = request.signature;
@@ -98,7 +96,9 @@ Result<LoweredOp, RuntimeError> lower_normalization(const NormRequest& request, 
   slots.argSlot = {0};
   if (sig.gamma) slots.argSlot.push_back(1);
   if (sig.beta) slots.argSlot.push_back(2);
-  slots.numOperandSlots = sig.kind == contracts::NormKind::LayerNorm ? 3 : sig.kind == contracts::NormKind::RmsNorm ? 2 : 1;
+  slots.numOperandSlots = sig.kind == contracts::NormKind::LayerNorm ? 3
+                          : sig.kind == contracts::NormKind::RmsNorm ? 2
+                                                                     : 1;
   return lowerModule(*module, opName, contracts::describe_call(sig), std::move(slots), target, std::move(strategy));
 }
 

@@ -43,7 +43,9 @@ Status<RuntimeError> check_source_limits(std::string_view text, const std::strin
   // Inside affine_map<...> / affine_set<...> the parser also recurses once per operator of an
   // expression (and the printer once per level of the expression tree), so there each + - * mod
   // floordiv ceildiv counts as a level, until the ',' that ends a list element.
-  auto is_ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '.'; };
+  auto is_ident = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '.';
+  };
   int depth = 0;
   int affine_depth = 0;  // depth of the innermost affine_map/affine_set body; 0: outside one
   int affine_ops = 0;    // operators of the current affine list element
@@ -84,10 +86,10 @@ Status<RuntimeError> check_source_limits(std::string_view text, const std::strin
     }
     if (!is_ident(c) && c != ' ' && c != '\t' && c != '\n') affine_next = false;  // it lasts to the '<'
     if (depth + (affine_depth ? affine_ops : 0) > kMaxNestingDepth)
-      return RuntimeError(ErrorKind::InvalidValue, source_name,
-                          fmt::format("MLIR nested at most {} deep (regions, brackets, affine operators)",
-                                      kMaxNestingDepth),
-                          fmt::format("deeper nesting at line {}, column {}", line, i - line_start + 1));
+      return RuntimeError(
+          ErrorKind::InvalidValue, source_name,
+          fmt::format("MLIR nested at most {} deep (regions, brackets, affine operators)", kMaxNestingDepth),
+          fmt::format("deeper nesting at line {}, column {}", line, i - line_start + 1));
   }
   return {};
 }
@@ -106,7 +108,8 @@ Result<std::string, RuntimeError> read_source_file(const std::string& path) {
     }
   } closer{fd, !is_stdin};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) return RuntimeError(ErrorKind::IoFailure, name, "a readable .mlir file", std::strerror(errno));
+  if (::fstat(fd, &st) != 0)
+    return RuntimeError(ErrorKind::IoFailure, name, "a readable .mlir file", std::strerror(errno));
   if (!is_stdin && !S_ISREG(st.st_mode))
     return RuntimeError(ErrorKind::IoFailure, name, "a regular .mlir file", file_kind(st.st_mode));
   if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) > kMaxSourceBytes)

@@ -15,7 +15,8 @@ std::vector<KernelConfig> normalization_variants(contracts::NormKind /*kind*/, D
       // Several rows per block only pay off while one row is a small block.
       if (rows > 1 && threads > 128) continue;
       for (std::int64_t width : nc::legalVectorWidths(dtype, h))
-        variants.push_back(KernelConfig{{{nc::kThreadsPerRow, threads}, {nc::kRowsPerBlock, rows}, {nc::kVectorWidth, width}}});
+        variants.push_back(
+            KernelConfig{{{nc::kThreadsPerRow, threads}, {nc::kRowsPerBlock, rows}, {nc::kVectorWidth, width}}});
     }
   return variants;
 }

@@ -43,9 +43,8 @@ struct ResolveStrategy : dialect::impl::ResolveStrategyPassBase<ResolveStrategy>
   // Without a provider nothing is asked, but an operator op without a model is still an error, as
   // in the other passes.
   void runOnOperation() override {
-    WalkResult walk = getOperation()->walk([&](func::FuncOp fn) {
-      return failed(resolveIn(fn)) ? WalkResult::interrupt() : WalkResult::advance();
-    });
+    WalkResult walk = getOperation()->walk(
+        [&](func::FuncOp fn) { return failed(resolveIn(fn)) ? WalkResult::interrupt() : WalkResult::advance(); });
     if (walk.wasInterrupted()) signalPassFailure();
   }
 
@@ -88,8 +87,10 @@ struct ResolveStrategy : dialect::impl::ResolveStrategyPassBase<ResolveStrategy>
         shape.push_back(-1);
         auto arg = dyn_cast<BlockArgument>(v);
         auto it = arg ? bound.find({arg.getArgNumber(), d}) : bound.end();
-        if (it == bound.end()) allKnown = false;
-        else query.dynamic_values.push_back(it->second);
+        if (it == bound.end())
+          allKnown = false;
+        else
+          query.dynamic_values.push_back(it->second);
       }
       query.shapes.push_back(std::move(shape));
     }

@@ -20,12 +20,12 @@ inline constexpr std::int64_t kMaxGatedDeltaDim = 256;
 inline constexpr std::int64_t kMaxChunkSize = 1024;
 
 struct GatedDeltaSignature {
-  GatedDeltaOperand query, key;         // [B, H, T, K], one float dtype
-  GatedDeltaOperand value;              // [B, H, T, V], the query dtype
-  GatedDeltaOperand beta, log_decay;    // [B, H, T], the query dtype or f32 (both the same)
+  GatedDeltaOperand query, key;                    // [B, H, T, K], one float dtype
+  GatedDeltaOperand value;                         // [B, H, T, V], the query dtype
+  GatedDeltaOperand beta, log_decay;               // [B, H, T], the query dtype or f32 (both the same)
   std::optional<GatedDeltaOperand> initial_state;  // f32 [B, H, K, V]; absent = zeros
   double query_scale = 1.0;
-  std::int64_t chunk_size = 0;          // 0: the recurrent entry; > 0: chunked
+  std::int64_t chunk_size = 0;  // 0: the recurrent entry; > 0: chunked
 };
 
 // The first violated contract line, or nothing. Order: query, key, value, beta, log_decay,

@@ -16,22 +16,24 @@ std::string_view norm_op_name(NormKind kind) {
 
 namespace {
 
-std::optional<NormalizationError> check_affine(const NormOperand& p, std::string_view name,
-                                               const NormOperand& input, std::int64_t h) {
+std::optional<NormalizationError> check_affine(const NormOperand& p, std::string_view name, const NormOperand& input,
+                                               std::int64_t h) {
   std::string arg(name);
   if (is_quantized(p.dtype))
-    return fail<NormalizationError>(ErrorKind::QuantizedDType, arg, "non-quantized f32", std::string(dtype_name(p.dtype)));
+    return fail<NormalizationError>(ErrorKind::QuantizedDType, arg, "non-quantized f32",
+                                    std::string(dtype_name(p.dtype)));
   if (p.dtype != DType::F32)
     return fail<NormalizationError>(ErrorKind::UnsupportedDType, arg, "f32", std::string(dtype_name(p.dtype)));
-  bool shape_ok = p.shape.size() == 1 &&
-                  (h == kDynamic || p.shape[0] == kDynamic || p.shape[0] == h);
+  bool shape_ok = p.shape.size() == 1 && (h == kDynamic || p.shape[0] == kDynamic || p.shape[0] == h);
   if (!shape_ok)
-    return fail<NormalizationError>(ErrorKind::ShapeMismatch, arg,
-                fmt::format("shape [{}] (the last dim of input)", h == kDynamic ? "H" : std::to_string(h)),
-                shape_to_string(p.shape));
+    return fail<NormalizationError>(
+        ErrorKind::ShapeMismatch, arg,
+        fmt::format("shape [{}] (the last dim of input)", h == kDynamic ? "H" : std::to_string(h)),
+        shape_to_string(p.shape));
   if (p.device != input.device)
-    return fail<NormalizationError>(ErrorKind::DeviceMismatch, arg, fmt::format("the input's device ({})", input.device),
-                fmt::format("device {}", p.device));
+    return fail<NormalizationError>(ErrorKind::DeviceMismatch, arg,
+                                    fmt::format("the input's device ({})", input.device),
+                                    fmt::format("device {}", p.device));
   return std::nullopt;
 }
 
@@ -42,9 +44,10 @@ std::optional<NormalizationError> check_normalization(const NormSignature& sig) 
   const NormOperand& x = sig.input;
   if (is_quantized(x.dtype))
     return fail<NormalizationError>(ErrorKind::QuantizedDType, input_name, "non-quantized f32, f16 or bf16",
-                std::string(dtype_name(x.dtype)));
+                                    std::string(dtype_name(x.dtype)));
   if (!is_float(x.dtype))
-    return fail<NormalizationError>(ErrorKind::UnsupportedDType, input_name, "f32, f16 or bf16", std::string(dtype_name(x.dtype)));
+    return fail<NormalizationError>(ErrorKind::UnsupportedDType, input_name, "f32, f16 or bf16",
+                                    std::string(dtype_name(x.dtype)));
   if (x.shape.empty())
     return fail<NormalizationError>(ErrorKind::ShapeMismatch, input_name, "rank >= 1", "a rank-0 tensor");
   const std::int64_t h = x.shape.back();
@@ -52,8 +55,7 @@ std::optional<NormalizationError> check_normalization(const NormSignature& sig) 
     return fail<NormalizationError>(ErrorKind::EmptyDimension, input_name, "last dim > 0", shape_to_string(x.shape));
   if (sig.kind == NormKind::Softmax) return std::nullopt;
 
-  if (!sig.gamma)
-    return fail<NormalizationError>(ErrorKind::ShapeMismatch, "gamma", "a tensor of shape [H]", "none");
+  if (!sig.gamma) return fail<NormalizationError>(ErrorKind::ShapeMismatch, "gamma", "a tensor of shape [H]", "none");
   if (auto e = check_affine(*sig.gamma, "gamma", x, h)) return e;
   if (sig.beta) {
     if (sig.kind != NormKind::LayerNorm)
@@ -61,7 +63,8 @@ std::optional<NormalizationError> check_normalization(const NormSignature& sig) 
     if (auto e = check_affine(*sig.beta, "beta", x, h)) return e;
   }
   if (!std::isfinite(sig.epsilon) || !(sig.epsilon > 0))
-    return fail<NormalizationError>(ErrorKind::InvalidValue, "epsilon", "finite and > 0", fmt::format("{}", sig.epsilon));
+    return fail<NormalizationError>(ErrorKind::InvalidValue, "epsilon", "finite and > 0",
+                                    fmt::format("{}", sig.epsilon));
   return std::nullopt;
 }
 

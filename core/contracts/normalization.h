@@ -17,10 +17,10 @@ using NormOperand = Operand;  // the one operand type (contracts/operand.h)
 
 struct NormSignature {
   NormKind kind = NormKind::LayerNorm;
-  NormOperand input;                    // `logits` for softmax
-  std::optional<NormOperand> gamma;     // layer_norm, rms_norm
-  std::optional<NormOperand> beta;      // layer_norm only, optional
-  double epsilon = 1e-5;                // layer_norm, rms_norm
+  NormOperand input;                 // `logits` for softmax
+  std::optional<NormOperand> gamma;  // layer_norm, rms_norm
+  std::optional<NormOperand> beta;   // layer_norm only, optional
+  double epsilon = 1e-5;             // layer_norm, rms_norm
 };
 
 // The call in words, for errors that must name its shapes (e.g. JitDisabled):

@@ -42,7 +42,8 @@ std::optional<E> check_float(const Operand& x, std::string_view name) {
     return fail<E>(ErrorKind::QuantizedDType, std::string(name), "non-quantized f32, f16 or bf16",
                    std::string(dtype_name(x.dtype)));
   if (!is_float(x.dtype))
-    return fail<E>(ErrorKind::UnsupportedDType, std::string(name), "f32, f16 or bf16", std::string(dtype_name(x.dtype)));
+    return fail<E>(ErrorKind::UnsupportedDType, std::string(name), "f32, f16 or bf16",
+                   std::string(dtype_name(x.dtype)));
   return std::nullopt;
 }
 
@@ -62,8 +63,8 @@ std::optional<E> check_shape(const Operand& x, std::string_view name, const Shap
 template <class E>
 std::optional<E> check_device(const Operand& x, std::string_view name, const Operand& ref, std::string_view ref_name) {
   if (x.device == ref.device) return std::nullopt;
-  return fail<E>(ErrorKind::DeviceMismatch, std::string(name), fmt::format("the device of {} ({})", ref_name, ref.device),
-                 fmt::format("device {}", x.device));
+  return fail<E>(ErrorKind::DeviceMismatch, std::string(name),
+                 fmt::format("the device of {} ({})", ref_name, ref.device), fmt::format("device {}", x.device));
 }
 
 }  // namespace rudnn::contracts

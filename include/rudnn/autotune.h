@@ -40,7 +40,7 @@ struct Choice {
   std::string kernel;  // the entry of its (first) kernel, e.g. "rudnn_rms_norm_bf16_t128_r1_v8"
   std::string config;  // "threads_per_row=128,rows_per_block=1,vector_width=8"
   Source source = Source::Heuristic;
-  std::string key;     // the autotune key it was looked up under; empty for the heuristic without autotune
+  std::string key;  // the autotune key it was looked up under; empty for the heuristic without autotune
 };
 
 // The variant that the calling thread's last successful op call ran (nothing before the first).

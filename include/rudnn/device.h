@@ -18,19 +18,19 @@ enum class DeviceKind { Host, Cuda };
 
 // Static facts of a device that kernel selection and contracts read.
 struct DeviceInfo {
-  std::string name;                  // "NVIDIA H200", "rudnn host emulation device"
-  std::string arch;                  // "sm_90a", "sm_80"; the emulator reports a Hopper-like "sm_90a"
-  int compute_capability = 0;        // 90, 80, ...
+  std::string name;            // "NVIDIA H200", "rudnn host emulation device"
+  std::string arch;            // "sm_90a", "sm_80"; the emulator reports a Hopper-like "sm_90a"
+  int compute_capability = 0;  // 90, 80, ...
   int warp_size = 32;
   int max_threads_per_block = 1024;
   int max_grid_x = 2147483647;
   int max_grid_yz = 65535;
-  std::size_t shared_memory_per_block = 48 * 1024;        // without opt-in
+  std::size_t shared_memory_per_block = 48 * 1024;  // without opt-in
   std::size_t shared_memory_per_block_optin = 227 * 1024;
   int registers_per_sm = 65536;
   int multiprocessors = 132;
   std::size_t l2_bytes = 50 * 1024 * 1024;
-  int driver_version = 0;            // CUDA driver version, 0 on the host device
+  int driver_version = 0;  // CUDA driver version, 0 on the host device
 };
 
 class RUDNN_API Device {

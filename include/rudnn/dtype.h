@@ -15,10 +15,14 @@ enum class DType : std::uint8_t { F32, F16, BF16, U32, I32, I64, FP8E4M3, U8 };
 
 constexpr std::size_t dtype_size(DType t) {
   switch (t) {
-    case DType::F32: case DType::U32: case DType::I32: return 4;
-    case DType::F16: case DType::BF16: return 2;
+    case DType::F32:
+    case DType::U32:
+    case DType::I32: return 4;
+    case DType::F16:
+    case DType::BF16: return 2;
     case DType::I64: return 8;
-    case DType::FP8E4M3: case DType::U8: return 1;
+    case DType::FP8E4M3:
+    case DType::U8: return 1;
   }
   return 0;
 }

@@ -11,23 +11,23 @@ namespace rudnn {
 
 enum class ErrorKind {
   // contract violations (the call wrote nothing)
-  QuantizedDType,     // a non-quantized tensor was required
-  UnsupportedDType,   // dtype outside the supported set
-  ShapeMismatch,      // rank or extent differs from the contract
-  EmptyDimension,     // an extent that must be > 0 is 0
-  DeviceMismatch,     // tensors on different devices
-  QueueMismatch,      // tensors on different queues of one device
-  InvalidValue,       // a scalar option is out of range (epsilon, top_k, ...)
-  Unsupported,        // a valid request this build or device cannot serve
+  QuantizedDType,    // a non-quantized tensor was required
+  UnsupportedDType,  // dtype outside the supported set
+  ShapeMismatch,     // rank or extent differs from the contract
+  EmptyDimension,    // an extent that must be > 0 is 0
+  DeviceMismatch,    // tensors on different devices
+  QueueMismatch,     // tensors on different queues of one device
+  InvalidValue,      // a scalar option is out of range (epsilon, top_k, ...)
+  Unsupported,       // a valid request this build or device cannot serve
   // runtime failures
-  NoDevice,           // no such device (no driver, ordinal out of range)
-  DriverFailure,      // a CUDA Driver API call failed
+  NoDevice,       // no such device (no driver, ordinal out of range)
+  DriverFailure,  // a CUDA Driver API call failed
   OutOfMemory,
-  CompileFailure,     // NVRTC or the host compiler rejected generated code
+  CompileFailure,  // NVRTC or the host compiler rejected generated code
   LaunchFailure,
-  EmulatorFault,      // the host emulation device caught a kernel bug (divergent barrier, ...)
+  EmulatorFault,  // the host emulation device caught a kernel bug (divergent barrier, ...)
   CacheFailure,
-  JitDisabled,        // RUDNN_DISABLE_JIT=1 and the kernel is in no cache or pack
+  JitDisabled,  // RUDNN_DISABLE_JIT=1 and the kernel is in no cache or pack
   IoFailure,
   Internal,
 };
@@ -37,8 +37,7 @@ RUDNN_API std::string_view error_kind_name(ErrorKind kind);
 // The common payload of every error type.
 class RUDNN_API Error {
  public:
-  Error(ErrorKind kind, std::string argument, std::string expected, std::string actual,
-        std::string detail = {});
+  Error(ErrorKind kind, std::string argument, std::string expected, std::string actual, std::string detail = {});
   ErrorKind kind() const { return kind_; }
   const std::string& argument() const { return argument_; }
   const std::string& expected() const { return expected_; }

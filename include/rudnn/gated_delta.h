@@ -31,8 +31,8 @@ struct GatedDeltaOutput {
   Tensor final_state;  // f32 [B, H, K, V]: the next segment's initial_state
 };
 
-// 1 ≤ chunk_size ≤ 1024 (contracts::kMaxChunkSize) with 4·(C² + C) bytes ≤ the device's shared memory per block (and the kernel's
-// real need for C and K within it); the tail chunk is zero-padded internally. K, V ≤ 256.
+// 1 ≤ chunk_size ≤ 1024 (contracts::kMaxChunkSize) with 4·(C² + C) bytes ≤ the device's shared memory per block (and
+// the kernel's real need for C and K within it); the tail chunk is zero-padded internally. K, V ≤ 256.
 RUDNN_API Result<GatedDeltaOutput, GatedDeltaError> chunk_gated_delta_rule(const GatedDeltaInput& input,
                                                                            std::int64_t chunk_size);
 RUDNN_API Result<GatedDeltaOutput, GatedDeltaError> gated_delta_rule(const GatedDeltaInput& input);

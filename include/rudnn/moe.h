@@ -31,7 +31,7 @@ struct GroupRoutingOptions {
   std::int64_t selected_groups = 4;  // 1 ≤ selected_groups ≤ groups
   bool group_top_two = true;         // group score: sum of the two largest c (else the largest)
   bool renormalize = true;
-  float scale = 1.0f;                // finite, > 0
+  float scale = 1.0f;  // finite, > 0
 };
 
 // The expert GEMMs' strategy. Scalar: plain cores, any float dtype. TensorCore: mma.sync
@@ -47,8 +47,8 @@ class RUDNN_API RoutingPlan {
  public:
   // A routing made elsewhere (route() and route_sigmoid_grouped() make valid ones): indices U32
   // [T, top_k] with 1 ≤ top_k ≤ experts, weights float [T, top_k], one device and queue, contiguous.
-  // experts ≤ 2^32 − 1 (indices and offsets are U32). Every index must be < experts: they are read back to check (one copy and a synchronization of
-  // the indices' queue), since dispatch would otherwise drop a token silently.
+  // experts ≤ 2^32 − 1 (indices and offsets are U32). Every index must be < experts: they are read back to check (one
+  // copy and a synchronization of the indices' queue), since dispatch would otherwise drop a token silently.
   static Result<RoutingPlan, MoeError> create(Tensor expert_indices, Tensor weights, std::int64_t experts);
   // [T, top_k] U32: the selected experts of each token, best first (ties: smaller index first).
   const Tensor& expert_indices() const { return indices_; }

@@ -8,13 +8,13 @@
 namespace rudnn {
 
 struct Stats {
-  std::uint64_t jit_compiles = 0;       // NVRTC or host compiler runs
-  std::uint64_t disk_cache_hits = 0;    // kernels loaded from the disk cache
+  std::uint64_t jit_compiles = 0;     // NVRTC or host compiler runs
+  std::uint64_t disk_cache_hits = 0;  // kernels loaded from the disk cache
   std::uint64_t disk_cache_misses = 0;
   std::uint64_t disk_cache_rebuilds = 0;  // corrupt or truncated entries detected and rebuilt
-  std::uint64_t pack_hits = 0;          // kernels found in a kernel pack (RUDNN_KERNEL_PACK)
-  std::uint64_t plan_cache_hits = 0;    // warm calls
-  std::uint64_t plan_cache_misses = 0;  // cold calls (MLIR + compile or cache load)
+  std::uint64_t pack_hits = 0;            // kernels found in a kernel pack (RUDNN_KERNEL_PACK)
+  std::uint64_t plan_cache_hits = 0;      // warm calls
+  std::uint64_t plan_cache_misses = 0;    // cold calls (MLIR + compile or cache load)
   std::uint64_t autotune_runs = 0;
   std::uint64_t kernel_launches = 0;
 };

@@ -56,7 +56,8 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
   };
   std::vector<std::optional<compiler::KernelConfig>> configs = {std::nullopt};
   if (with_candidates)
-    for (auto& c : compiler::attention_variants(request.strategy, sig.query.dtype, sig.query.shape[3], sig.value.shape[3]))
+    for (auto& c :
+         compiler::attention_variants(request.strategy, sig.query.dtype, sig.query.shape[3], sig.value.shape[3]))
       configs.push_back(c);
   std::vector<compiler::LoweredOp> out;
   for (const auto& mask : variants(at.getMask()))
@@ -72,7 +73,8 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
   return out;
 }
 
-const bool kRegistered = register_family({"attention", {dialect::AttentionOp::getOperationName().str()}, &run, &kernels});
+const bool kRegistered =
+    register_family({"attention", {dialect::AttentionOp::getOperationName().str()}, &run, &kernels});
 
 }  // namespace
 }  // namespace rudnn::ops

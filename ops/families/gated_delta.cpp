@@ -9,8 +9,12 @@ namespace {
 
 std::optional<RuntimeError> run(mlir::Operation& op, GraphValues& values) {
   auto gd = llvm::cast<dialect::GatedDeltaOp>(op);
-  gated_delta::GatedDeltaInput in{values[gd.getQuery()], values[gd.getKey()],      values[gd.getValue()],
-                                  values[gd.getBeta()],  values[gd.getLogDecay()], values.optional(gd.getInitialState()),
+  gated_delta::GatedDeltaInput in{values[gd.getQuery()],
+                                  values[gd.getKey()],
+                                  values[gd.getValue()],
+                                  values[gd.getBeta()],
+                                  values[gd.getLogDecay()],
+                                  values.optional(gd.getInitialState()),
                                   gd.getQueryScale().convertToFloat()};
   const std::int64_t chunk = gd.getChunkSizeAttr().getInt();
   auto r = chunk > 0 ? gated_delta::chunk_gated_delta_rule(in, chunk) : gated_delta::gated_delta_rule(in);

@@ -87,12 +87,13 @@ std::optional<RuntimeError> run_dispatch(mlir::Operation& op, GraphValues& value
 
 Result<std::vector<compiler::LoweredOp>, RuntimeError> dispatch_kernels(mlir::Operation& op,
                                                                         const compiler::Target& target,
-                                                                        bool with_candidates, const std::string& where) {
+                                                                        bool with_candidates,
+                                                                        const std::string& where) {
   auto dp = llvm::cast<dialect::DispatchOp>(op);
   if (auto e = require_static(dp.getInput(), {-1}, where, "input")) return *e;
   if (auto e = require_static(dp.getIndices(), {-1}, where, "indices")) return *e;
-  compiler::DispatchRequest request{{operand_of(dp.getInput()), operand_of(dp.getIndices()), dp.getExpertsAttr().getInt()},
-                                    std::nullopt};
+  compiler::DispatchRequest request{
+      {operand_of(dp.getInput()), operand_of(dp.getIndices()), dp.getExpertsAttr().getInt()}, std::nullopt};
   std::vector<std::optional<compiler::KernelConfig>> configs = {std::nullopt};
   if (with_candidates)
     for (auto& c : compiler::dispatch_variants(request.signature.input.dtype, request.signature.input.shape.back()))
@@ -138,8 +139,11 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> experts_kernels(mlir::Ope
                                                                        const compiler::Target& target,
                                                                        bool with_candidates, const std::string& where) {
   auto ex = llvm::cast<dialect::SwiGluExpertsOp>(op);
-  for (auto [v, name] : {std::pair{ex.getRows(), "rows"}, {ex.getOffsets(), "offsets"}, {ex.getGate(), "gate"},
-                         {ex.getUp(), "up"}, {ex.getDown(), "down"}})
+  for (auto [v, name] : {std::pair{ex.getRows(), "rows"},
+                         {ex.getOffsets(), "offsets"},
+                         {ex.getGate(), "gate"},
+                         {ex.getUp(), "up"},
+                         {ex.getDown(), "down"}})
     if (auto e = require_static(v, {-1}, where, name)) return *e;
   for (auto [v, name] : {std::pair{ex.getGate(), "gate"}, {ex.getUp(), "up"}, {ex.getDown(), "down"}})
     if (auto e = require_static(v, {0, 1}, where, name)) return *e;
@@ -193,13 +197,15 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> combine_kernels(mlir::Ope
                                                                        const compiler::Target& target,
                                                                        bool with_candidates, const std::string& where) {
   auto cb = llvm::cast<dialect::CombineOp>(op);
-  for (auto [v, name] : {std::pair{cb.getExpertRows(), "expert_rows"}, {cb.getSlots(), "slots"}, {cb.getWeights(), "weights"}})
+  for (auto [v, name] :
+       {std::pair{cb.getExpertRows(), "expert_rows"}, {cb.getSlots(), "slots"}, {cb.getWeights(), "weights"}})
     if (auto e = require_static(v, {-1}, where, name)) return *e;
-  compiler::CombineRequest request{{operand_of(cb.getExpertRows()), operand_of(cb.getSlots()), operand_of(cb.getWeights())},
-                                   std::nullopt};
+  compiler::CombineRequest request{
+      {operand_of(cb.getExpertRows()), operand_of(cb.getSlots()), operand_of(cb.getWeights())}, std::nullopt};
   std::vector<std::optional<compiler::KernelConfig>> configs = {std::nullopt};
   if (with_candidates)
-    for (auto& c : compiler::combine_variants(request.signature.expert_rows.dtype, request.signature.expert_rows.shape.back()))
+    for (auto& c :
+         compiler::combine_variants(request.signature.expert_rows.dtype, request.signature.expert_rows.shape.back()))
       configs.push_back(c);
   std::vector<compiler::LoweredOp> out;
   for (auto& config : configs) {
@@ -212,12 +218,15 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> combine_kernels(mlir::Ope
 }
 
 const bool kRegistered =
-    register_family({"moe routing",
-                     {dialect::RouteOp::getOperationName().str(), dialect::RouteSigmoidGroupedOp::getOperationName().str()},
-                     &run_routing,
-                     &routing_kernels}) &&
-    register_family({"moe dispatch", {dialect::DispatchOp::getOperationName().str()}, &run_dispatch, &dispatch_kernels}) &&
-    register_family({"moe experts", {dialect::SwiGluExpertsOp::getOperationName().str()}, &run_experts, &experts_kernels}) &&
+    register_family(
+        {"moe routing",
+         {dialect::RouteOp::getOperationName().str(), dialect::RouteSigmoidGroupedOp::getOperationName().str()},
+         &run_routing,
+         &routing_kernels}) &&
+    register_family(
+        {"moe dispatch", {dialect::DispatchOp::getOperationName().str()}, &run_dispatch, &dispatch_kernels}) &&
+    register_family(
+        {"moe experts", {dialect::SwiGluExpertsOp::getOperationName().str()}, &run_experts, &experts_kernels}) &&
     register_family({"moe combine", {dialect::CombineOp::getOperationName().str()}, &run_combine, &combine_kernels});
 
 }  // namespace

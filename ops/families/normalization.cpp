@@ -14,7 +14,8 @@ std::optional<RuntimeError> run(mlir::Operation& op, GraphValues& values) {
     switch (norm.kind) {
       case contracts::NormKind::LayerNorm:
         return normalization::layer_norm(values[norm.input], values[norm.gamma], values.optional(norm.beta), epsilon);
-      case contracts::NormKind::RmsNorm: return normalization::rms_norm(values[norm.input], values[norm.gamma], epsilon);
+      case contracts::NormKind::RmsNorm:
+        return normalization::rms_norm(values[norm.input], values[norm.gamma], epsilon);
       case contracts::NormKind::Softmax: break;
     }
     return normalization::softmax_last_axis(values[norm.input]);
@@ -48,12 +49,12 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
   return out;
 }
 
-const bool kRegistered = register_family({"normalization",
-                                          {dialect::LayerNormOp::getOperationName().str(),
-                                           dialect::RmsNormOp::getOperationName().str(),
-                                           dialect::SoftmaxLastAxisOp::getOperationName().str()},
-                                          &run,
-                                          &kernels});
+const bool kRegistered =
+    register_family({"normalization",
+                     {dialect::LayerNormOp::getOperationName().str(), dialect::RmsNormOp::getOperationName().str(),
+                      dialect::SoftmaxLastAxisOp::getOperationName().str()},
+                     &run,
+                     &kernels});
 
 }  // namespace
 }  // namespace rudnn::ops

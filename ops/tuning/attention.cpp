@@ -14,8 +14,8 @@ Result<std::unique_ptr<autotune::TuningProblem>, RuntimeError> make(const Device
                                                                     const autotune::TuningKey& key) {
   // static dims {Hq, Hkv, D, Dv, causal, mask, bias, strategy}; buckets {B, Tq, Tk}; dtypes {query[, bias]}.
   if (key.op != "rudnn.attention" || key.static_dims.size() != 8 || key.buckets.size() != 3 || key.dtypes.empty())
-    return RuntimeError(ErrorKind::InvalidValue, "key", "rudnn.attention [Hq, Hkv, D, Dv, causal, mask, bias, strategy]",
-                        key.to_string());
+    return RuntimeError(ErrorKind::InvalidValue, "key",
+                        "rudnn.attention [Hq, Hkv, D, Dv, causal, mask, bias, strategy]", key.to_string());
   const auto& s = key.static_dims;
   const int id = device.kind() == DeviceKind::Host ? -1 : device.ordinal();
   const std::int64_t b = key.buckets[0], tq = key.buckets[1], tk = key.buckets[2];
@@ -44,11 +44,10 @@ Result<std::unique_ptr<autotune::TuningProblem>, RuntimeError> make(const Device
       sig.bias ? TuningSlot{Role::Input, "attn_bias", sig.bias->shape, sig.bias->dtype, {}}
                : TuningSlot{Role::Absent, "attn_bias", {}, DType::F32, {}},
       {Role::Output, "output", {b, s[0], tq, s[3]}, sig.query.dtype, {}}};
-  return SlotTuningProblem::make(device, std::move(slots),
-                                 [sig, strategy](const compiler::KernelConfig& config, const compiler::Target& target) {
-                                   return compiler::lower_attention(
-                                       compiler::AttentionRequest{sig, strategy, config, nullptr}, target);
-                                 });
+  return SlotTuningProblem::make(
+      device, std::move(slots), [sig, strategy](const compiler::KernelConfig& config, const compiler::Target& target) {
+        return compiler::lower_attention(compiler::AttentionRequest{sig, strategy, config, nullptr}, target);
+      });
 }
 
 const bool kRegistered = register_tuning_problem(autotune::attention_search_space()->family(), &make);

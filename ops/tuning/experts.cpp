@@ -26,9 +26,12 @@ Result<std::unique_ptr<autotune::TuningProblem>, RuntimeError> make(const Device
   sig.offsets = {{e + 1}, DType::U32, id};
   if (auto err = contracts::check_experts(sig))
     return RuntimeError(err->kind(), err->argument(), err->expected(), err->actual(), err->detail());
-  const auto strategy = key.static_dims[3] != 0 ? contracts::ExpertsStrategy::TensorCore : contracts::ExpertsStrategy::Scalar;
+  const auto strategy =
+      key.static_dims[3] != 0 ? contracts::ExpertsStrategy::TensorCore : contracts::ExpertsStrategy::Scalar;
   const double scale = 1.0 / std::sqrt(static_cast<double>(h));
-  auto weight = [scale](std::mt19937_64& rng, std::int64_t) { return std::uniform_real_distribution<double>(-scale, scale)(rng); };
+  auto weight = [scale](std::mt19937_64& rng, std::int64_t) {
+    return std::uniform_real_distribution<double>(-scale, scale)(rng);
+  };
   using Role = TuningSlot::Role;
   // Slots: rows, offsets, gate, up, down, out.
   std::vector<TuningSlot> slots = {
@@ -40,7 +43,8 @@ Result<std::unique_ptr<autotune::TuningProblem>, RuntimeError> make(const Device
       {Role::Input, "down", sig.weights.down.shape, d, weight},
       {Role::Output, "out", sig.rows.shape, d, {}}};
   return SlotTuningProblem::make(
-      device, std::move(slots), [sig, strategy, per](const compiler::KernelConfig& config, const compiler::Target& target) {
+      device, std::move(slots),
+      [sig, strategy, per](const compiler::KernelConfig& config, const compiler::Target& target) {
         return compiler::lower_experts(compiler::ExpertsRequest{sig, strategy, config, per}, target);
       });
 }

@@ -9,14 +9,16 @@
 namespace rudnn::ops {
 namespace {
 
-double uniform(std::mt19937_64& rng, double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng); }
+double uniform(std::mt19937_64& rng, double lo, double hi) {
+  return std::uniform_real_distribution<double>(lo, hi)(rng);
+}
 
 Result<std::unique_ptr<autotune::TuningProblem>, RuntimeError> make(const Device& device,
                                                                     const autotune::TuningKey& key) {
   // dtypes {query, beta}; static dims {K, V, chunk_size, has_state}; buckets {B, H, T}.
   if (key.op != "rudnn.gated_delta" || key.static_dims.size() != 4 || key.buckets.size() != 3 || key.dtypes.size() != 2)
-    return RuntimeError(ErrorKind::InvalidValue, "key", "rudnn.gated_delta dtypes [K, V, chunk_size, has_state] [B, H, T]",
-                        key.to_string());
+    return RuntimeError(ErrorKind::InvalidValue, "key",
+                        "rudnn.gated_delta dtypes [K, V, chunk_size, has_state] [B, H, T]", key.to_string());
   const int id = device.kind() == DeviceKind::Host ? -1 : device.ordinal();
   const std::int64_t k = key.static_dims[0], v = key.static_dims[1], b = key.buckets[0], h = key.buckets[1],
                      t = key.buckets[2];
@@ -38,7 +40,8 @@ Result<std::unique_ptr<autotune::TuningProblem>, RuntimeError> make(const Device
       {Role::PerSetInput, "query", sig.query.shape, d, small},
       {Role::PerSetInput, "key", sig.key.shape, d, small},
       {Role::PerSetInput, "value", sig.value.shape, d, {}},
-      {Role::PerSetInput, "beta", sig.beta.shape, gd, [](std::mt19937_64& rng, std::int64_t) { return uniform(rng, 0, 1); }},
+      {Role::PerSetInput, "beta", sig.beta.shape, gd,
+       [](std::mt19937_64& rng, std::int64_t) { return uniform(rng, 0, 1); }},
       {Role::PerSetInput, "log_decay", sig.log_decay.shape, gd,
        [](std::mt19937_64& rng, std::int64_t) { return uniform(rng, -0.5, 0); }},
       sig.initial_state ? TuningSlot{Role::Input, "initial_state", sig.initial_state->shape, DType::F32, small}

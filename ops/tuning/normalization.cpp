@@ -41,10 +41,10 @@ Result<std::unique_ptr<autotune::TuningProblem>, RuntimeError> make(const Device
     slots.push_back(sig.beta ? TuningSlot{Role::PerSetInput, "beta", sig.beta->shape, sig.beta->dtype, {}}
                              : TuningSlot{Role::Absent, "beta", {}, DType::F32, {}});
   slots.push_back({Role::Output, "output", sig.input.shape, sig.input.dtype, {}});
-  return SlotTuningProblem::make(device, std::move(slots),
-                                 [sig](const compiler::KernelConfig& config, const compiler::Target& target) {
-                                   return compiler::lower_normalization(compiler::NormRequest{sig, true, config}, target);
-                                 });
+  return SlotTuningProblem::make(
+      device, std::move(slots), [sig](const compiler::KernelConfig& config, const compiler::Target& target) {
+        return compiler::lower_normalization(compiler::NormRequest{sig, true, config}, target);
+      });
 }
 
 const bool kRegistered = register_tuning_problem(autotune::normalization_search_space()->family(), &make);

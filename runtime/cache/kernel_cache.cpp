@@ -103,7 +103,8 @@ Status<RuntimeError> KernelCache::store(const std::string& digest, std::string_v
   std::random_device rd;
   const std::string tmp = fmt::format("{}.tmp.{}.{:x}", path, ::getpid(), (std::uint64_t(rd()) << 32) | rd());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return RuntimeError(ErrorKind::CacheFailure, "cache entry", "a writable temporary file", std::strerror(errno));
+  if (fd < 0)
+    return RuntimeError(ErrorKind::CacheFailure, "cache entry", "a writable temporary file", std::strerror(errno));
   std::size_t off = 0;
   while (off < bytes.size()) {
     ssize_t w = ::write(fd, bytes.data() + off, bytes.size() - off);

@@ -27,7 +27,6 @@ constexpr std::size_t kPayloadAlignment = 16;
 
 using Sha256 = std::array<std::uint8_t, 32>;
 
-
 std::string hex(const std::uint8_t* bytes, std::size_t n) {
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string s(2 * n, '0');
@@ -115,8 +114,8 @@ Status<RuntimeError> KernelPackWriter::add_arch(const std::string& arch, const s
   for (const auto& a : archs_) {
     if (a.arch != arch) continue;
     if (a.compiler_version == compiler_version) return {};
-    return RuntimeError(ErrorKind::InvalidValue, "compiler version of " + arch, a.compiler_version,
-                        compiler_version, "one pack holds one compiler's kernels per arch");
+    return RuntimeError(ErrorKind::InvalidValue, "compiler version of " + arch, a.compiler_version, compiler_version,
+                        "one pack holds one compiler's kernels per arch");
   }
   archs_.push_back({arch, compiler_version});
   return {};
@@ -255,7 +254,8 @@ Result<std::shared_ptr<const KernelPack>, RuntimeError> KernelPack::open(const s
   if (n < 8 || std::memcmp(d, kMagic, 8) != 0)
     return pack_error(path, "a rudnn kernel pack (magic \"RUDNNPAK\")",
                       n < 8 ? fmt::format("a {}-byte file", n) : "another file type (bad magic)");
-  if (n < kFixedHeaderBytes + kTrailerBytes) return pack_error(path, "a complete header", fmt::format("{} bytes (truncated)", n));
+  if (n < kFixedHeaderBytes + kTrailerBytes)
+    return pack_error(path, "a complete header", fmt::format("{} bytes (truncated)", n));
   std::memcpy(&pack->format_version_, d + 8, 4);
   if (pack->format_version_ != kKernelPackFormatVersion)
     return pack_error(path, fmt::format("format version {}", kKernelPackFormatVersion),
@@ -264,8 +264,8 @@ Result<std::shared_ptr<const KernelPack>, RuntimeError> KernelPack::open(const s
   std::uint64_t recorded = 0;
   std::memcpy(&recorded, d + 16, 8);
   if (recorded != n)
-    return pack_error(path, fmt::format("{} bytes (as its header records)", recorded),
-                      fmt::format("{} bytes", n), n < recorded ? "truncated" : "trailing bytes");
+    return pack_error(path, fmt::format("{} bytes (as its header records)", recorded), fmt::format("{} bytes", n),
+                      n < recorded ? "truncated" : "trailing bytes");
   // One pass over the whole file: every later read trusts these bytes.
   const Sha256 sum = sha256(std::string_view(d, n - kTrailerBytes));
   if (std::memcmp(sum.data(), d + n - kTrailerBytes, kTrailerBytes) != 0)

@@ -38,7 +38,7 @@ struct KernelPackArch {
 
 // What the index says about one kernel (the payload stays in the file until it is used).
 struct KernelPackEntry {
-  std::string digest;   // KernelCacheKey::digest(), 64 hex characters
+  std::string digest;  // KernelCacheKey::digest(), 64 hex characters
   std::string arch;
   std::string entry;    // the extern "C" symbol
   std::string op_name;  // "rudnn.rms_norm"

@@ -220,7 +220,8 @@ Result<std::unique_ptr<CudaDevice>, RuntimeError> open_device(int ordinal) {
   info.max_threads_per_block = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   info.max_grid_x = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X);
   info.max_grid_yz = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y);
-  info.shared_memory_per_block = static_cast<std::size_t>(attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK));
+  info.shared_memory_per_block =
+      static_cast<std::size_t>(attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK));
   info.shared_memory_per_block_optin =
       static_cast<std::size_t>(attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN));
   info.registers_per_sm = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);

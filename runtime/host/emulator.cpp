@@ -41,9 +41,7 @@ struct Site {
   const char* file = "?";
   int line = 0;
 };
-bool same_site(Site a, Site b) {
-  return a.line == b.line && (a.file == b.file || std::strcmp(a.file, b.file) == 0);
-}
+bool same_site(Site a, Site b) { return a.line == b.line && (a.file == b.file || std::strcmp(a.file, b.file) == 0); }
 std::string where(Site s) { return fmt::format("{}:{}", s.file ? s.file : "?", s.line); }
 std::string dim(const rudnn_emu_dim3& d) { return fmt::format("({},{},{})", d.x, d.y, d.z); }
 
@@ -101,8 +99,7 @@ std::string collective_name(Collective kind, int mode, unsigned mask) {
   switch (kind) {
     case Collective::SyncWarp: return fmt::format("__syncwarp(0x{:08x})", mask);
     case Collective::Shfl: {
-      static const char* names[] = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync",
-                                    "__shfl_xor_sync"};
+      static const char* names[] = {"__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync"};
       return fmt::format("{}(0x{:08x}, {}-byte value)", names[mode & 3], mask, mode >> 8);
     }
     case Collective::Vote: {
@@ -115,8 +112,7 @@ std::string collective_name(Collective kind, int mode, unsigned mask) {
                          (mode >> 4) ? "int" : "unsigned");
     }
     case Collective::Mma: return "mma.sync.m16n8k16";
-    case Collective::Ldmatrix:
-      return fmt::format("ldmatrix.x{}{}", mode & 15, (mode >> 4) ? ".trans" : "");
+    case Collective::Ldmatrix: return fmt::format("ldmatrix.x{}{}", mode & 15, (mode >> 4) ? ".trans" : "");
   }
   return "?";
 }
@@ -155,7 +151,7 @@ class Worker {
   Worker& operator=(const Worker&) = delete;
   ~Worker() {
     for (FiberStack* s : stacks_) StackPool::instance().give(s);
-    if (arena_ != nullptr) ::operator delete(arena_, std::align_val_t{16});
+    if (arena_ != nullptr) ::operator delete (arena_, std::align_val_t{16});
   }
 
   bool prepare();
@@ -165,11 +161,9 @@ class Worker {
   int syncthreads(Thread& t, int op, int predicate, Site s);
   // Joins the collective described by t's operand fields; returns once it completed.
   void collective(Thread& t, Collective kind, int mode, unsigned mask, Site s);
-  void check_shared(Thread& t, const void* p, std::size_t bytes, std::size_t align, const char* what,
-                    Site s);
+  void check_shared(Thread& t, const void* p, std::size_t bytes, std::size_t align, const char* what, Site s);
   void retire_copies(Thread& t, std::uint64_t below_group);
-  void set_fault(const Thread& t, Site s, std::string what, std::string expected,
-                 std::string actual);
+  void set_fault(const Thread& t, Site s, std::string what, std::string expected, std::string actual);
   [[noreturn]] void abandon(Thread& t) { t.fiber.leave(false); }
   static void thread_main(void* arg);
 
@@ -209,8 +203,7 @@ bool Worker::prepare() {
     const unsigned lanes = std::min(32u, n - 32 * w);
     warps_[w].exists = lanes == 32 ? ~0u : ((1u << lanes) - 1);
   }
-  arena_ = static_cast<unsigned char*>(
-      ::operator new(launch_.shared_bytes, std::align_val_t{16}, std::nothrow));
+  arena_ = static_cast<unsigned char*>(::operator new (launch_.shared_bytes, std::align_val_t{16}, std::nothrow));
   return arena_ != nullptr;
 }
 
@@ -271,8 +264,7 @@ bool Worker::run_block(std::uint64_t b) {
     if (launch_.schedule.order == Schedule::Reverse) {
       std::reverse(order_.begin(), order_.end());
     } else if (launch_.schedule.order == Schedule::Random) {
-      for (std::size_t i = order_.size(); i > 1; --i)
-        std::swap(order_[i - 1], order_[splitmix64(rng) % i]);
+      for (std::size_t i = order_.size(); i > 1; --i) std::swap(order_[i - 1], order_[splitmix64(rng) % i]);
     }
     for (unsigned i : order_) {
       Thread& t = threads_[i];
@@ -318,10 +310,10 @@ void Worker::on_exit(Thread& t) {
   if (bar_arrived_ > 0) {
     const Thread& waiter = threads_[bar_first_];
     set_fault(t, bar_site_, "thread exited while others wait at a barrier",
-              fmt::format("all {} threads of the block at the __syncthreads() at {}",
-                          launch_.threads_per_block, where(bar_site_)),
-              fmt::format("thread {} exited while {} thread(s) wait there (first: thread {})",
-                          dim(t.info.thread_idx), bar_arrived_, dim(waiter.info.thread_idx)));
+              fmt::format("all {} threads of the block at the __syncthreads() at {}", launch_.threads_per_block,
+                          where(bar_site_)),
+              fmt::format("thread {} exited while {} thread(s) wait there (first: thread {})", dim(t.info.thread_idx),
+                          bar_arrived_, dim(waiter.info.thread_idx)));
     abandon(t);
   }
   Warp& w = warps_[t.linear / 32];
@@ -331,29 +323,27 @@ void Worker::on_exit(Thread& t) {
     if ((op.mask & bit) == 0) continue;
     const Thread& waiter = threads_[(t.linear & ~31u) + __builtin_ctz(op.arrived)];
     set_fault(t, waiter.site, "lane exited while its warp waits for it",
-              fmt::format("lane {} to join {} at {}", t.linear % 32,
-                          collective_name(op.kind, op.mode, op.mask), where(waiter.site)),
+              fmt::format("lane {} to join {} at {}", t.linear % 32, collective_name(op.kind, op.mode, op.mask),
+                          where(waiter.site)),
               fmt::format("thread {} exited", dim(t.info.thread_idx)));
     abandon(t);
   }
 }
 
-void Worker::set_fault(const Thread& t, Site s, std::string what, std::string expected,
-                       std::string actual) {
+void Worker::set_fault(const Thread& t, Site s, std::string what, std::string expected, std::string actual) {
   if (fault_) return;
-  fault_ = Fault{std::move(what), std::move(expected), std::move(actual), block_idx_,
-                 t.info.thread_idx, s};
+  fault_ = Fault{std::move(what), std::move(expected), std::move(actual), block_idx_, t.info.thread_idx, s};
 }
 
 int Worker::syncthreads(Thread& t, int op, int predicate, Site s) {
   if (done_ > 0) {
     unsigned e = 0;
     while (!threads_[e].done) ++e;
-    set_fault(t, s, "thread exited while others wait at a barrier",
-              fmt::format("all {} threads of the block at the __syncthreads() at {}",
-                          launch_.threads_per_block, where(s)),
-              fmt::format("thread {} has already exited, so the barrier can never complete",
-                          dim(threads_[e].info.thread_idx)));
+    set_fault(
+        t, s, "thread exited while others wait at a barrier",
+        fmt::format("all {} threads of the block at the __syncthreads() at {}", launch_.threads_per_block, where(s)),
+        fmt::format("thread {} has already exited, so the barrier can never complete",
+                    dim(threads_[e].info.thread_idx)));
     abandon(t);
   }
   if (bar_arrived_ > 0 && (!same_site(bar_site_, s) || bar_op_ != op)) {
@@ -361,8 +351,7 @@ int Worker::syncthreads(Thread& t, int op, int predicate, Site s) {
               fmt::format("every thread of the block at the same barrier: {} thread(s) wait at the "
                           "__syncthreads() at {} (first: thread {})",
                           bar_arrived_, where(bar_site_), dim(threads_[bar_first_].info.thread_idx)),
-              fmt::format("thread {} at a different __syncthreads() at {}", dim(t.info.thread_idx),
-                          where(s)));
+              fmt::format("thread {} at a different __syncthreads() at {}", dim(t.info.thread_idx), where(s)));
     abandon(t);
   }
   if (bar_arrived_ == 0) {
@@ -399,22 +388,20 @@ void Worker::collective(Thread& t, Collective kind, int mode, unsigned mask, Sit
   Warp& w = warps_[t.linear / 32];
   if ((mask & bit) == 0) {
     set_fault(t, s, "lane not in its own mask",
-              fmt::format("the calling lane {} in the mask of {}", lane,
-                          collective_name(kind, mode, mask)),
+              fmt::format("the calling lane {} in the mask of {}", lane, collective_name(kind, mode, mask)),
               fmt::format("mask 0x{:08x}", mask));
     abandon(t);
   }
   if ((mask & ~w.exists) != 0) {
     set_fault(t, s, "mask names lanes that do not exist",
-              fmt::format("a mask within the warp's existing lanes 0x{:08x} (block of {} threads)",
-                          w.exists, launch_.threads_per_block),
+              fmt::format("a mask within the warp's existing lanes 0x{:08x} (block of {} threads)", w.exists,
+                          launch_.threads_per_block),
               fmt::format("{}", collective_name(kind, mode, mask)));
     abandon(t);
   }
   if ((mask & w.exited) != 0) {
     set_fault(t, s, "mask names exited lanes",
-              fmt::format("every lane of the mask of {} still running",
-                          collective_name(kind, mode, mask)),
+              fmt::format("every lane of the mask of {} still running", collective_name(kind, mode, mask)),
               fmt::format("exited lanes 0x{:08x}", mask & w.exited));
     abandon(t);
   }
@@ -425,9 +412,8 @@ void Worker::collective(Thread& t, Collective kind, int mode, unsigned mask, Sit
   } else if (w.ops[k].kind != kind || w.ops[k].mode != mode) {
     const Thread& other = threads_[(t.linear & ~31u) + __builtin_ctz(w.ops[k].arrived)];
     set_fault(t, s, "lanes of one mask execute different warp collectives",
-              fmt::format("{} (lane {} waits in it at {})",
-                          collective_name(w.ops[k].kind, w.ops[k].mode, mask), other.linear % 32,
-                          where(other.site)),
+              fmt::format("{} (lane {} waits in it at {})", collective_name(w.ops[k].kind, w.ops[k].mode, mask),
+                          other.linear % 32, where(other.site)),
               fmt::format("lane {} at {}", lane, collective_name(kind, mode, mask)));
     abandon(t);
   }
@@ -454,8 +440,7 @@ void Worker::complete(Warp& w, const WarpOp& op, unsigned base) {
       const unsigned size = static_cast<unsigned>(op.mode >> 8);
       for (unsigned l = 0; l < 32; ++l) {
         if ((op.mask >> l & 1) == 0) continue;
-        const int src = lanes::shfl_source(op.mode & 3, static_cast<int>(l), lanes[l].arg,
-                                           lanes[l].width);
+        const int src = lanes::shfl_source(op.mode & 3, static_cast<int>(l), lanes[l].arg, lanes[l].width);
         lanes[l].result = (op.mask >> src & 1) ? lanes[src].value : size == 8 ? kPoison64 : kPoison32;
       }
       break;
@@ -484,8 +469,7 @@ void Worker::complete(Warp& w, const WarpOp& op, unsigned base) {
           first = false;
           continue;
         }
-        const bool less = is_signed ? static_cast<std::int32_t>(v) < static_cast<std::int32_t>(acc)
-                                    : v < acc;
+        const bool less = is_signed ? static_cast<std::int32_t>(v) < static_cast<std::int32_t>(acc) : v < acc;
         switch (rop) {
           case RUDNN_EMU_REDUCE_ADD: acc += v; break;  // wraps, as in hardware
           case RUDNN_EMU_REDUCE_MIN: acc = less ? v : acc; break;
@@ -558,10 +542,10 @@ void Worker::report_deadlock() {
   std::string actual;
   for (const Group& g : groups) {
     if (!actual.empty()) actual += "; ";
-    actual += fmt::format("{} thread(s) wait at {} at {} (first: thread {})", g.count,
-                          g.wait == Wait::Barrier ? std::string("__syncthreads()")
-                                                  : collective_name(g.kind, g.mode, g.mask),
-                          where(g.site), dim(threads_[g.first].info.thread_idx));
+    actual +=
+        fmt::format("{} thread(s) wait at {} at {} (first: thread {})", g.count,
+                    g.wait == Wait::Barrier ? std::string("__syncthreads()") : collective_name(g.kind, g.mode, g.mask),
+                    where(g.site), dim(threads_[g.first].info.thread_idx));
   }
   if (done_ > 0) actual += fmt::format("; {} thread(s) exited", done_);
   set_fault(*first, first->site, "deadlock",
@@ -570,8 +554,7 @@ void Worker::report_deadlock() {
             actual);
 }
 
-void Worker::check_shared(Thread& t, const void* p, std::size_t bytes, std::size_t align,
-                          const char* what, Site s) {
+void Worker::check_shared(Thread& t, const void* p, std::size_t bytes, std::size_t align, const char* what, Site s) {
   const auto* c = static_cast<const unsigned char*>(p);
   const bool inside = c >= arena_ && c + bytes <= arena_ + launch_.shared_bytes;
   if (inside && reinterpret_cast<std::uintptr_t>(p) % align == 0) return;
@@ -579,8 +562,7 @@ void Worker::check_shared(Thread& t, const void* p, std::size_t bytes, std::size
             fmt::format("{}: a {}-byte aligned address of {} bytes inside the block's {} bytes of "
                         "dynamic shared memory",
                         what, align, bytes, launch_.shared_bytes),
-            inside ? fmt::format("address {} (offset {} in shared memory)", p,
-                                 static_cast<long long>(c - arena_))
+            inside ? fmt::format("address {} (offset {} in shared memory)", p, static_cast<long long>(c - arena_))
                    : fmt::format("address {}, not in the block's shared memory", p));
   abandon(t);
 }
@@ -620,8 +602,7 @@ int api_syncthreads(int op, int predicate, const char* file, int line) {
 
 bool check_width(Thread& t, int width, Site s) {
   if (lanes::valid_width(width)) return true;
-  tl_worker->set_fault(t, s, "invalid shuffle width", "a power of two in [1, 32]",
-                       fmt::format("width {}", width));
+  tl_worker->set_fault(t, s, "invalid shuffle width", "a power of two in [1, 32]", fmt::format("width {}", width));
   return false;
 }
 
@@ -631,16 +612,15 @@ void api_syncwarp(unsigned mask, const char* file, int line) {
   tl_worker->collective(*t, Collective::SyncWarp, 0, mask, {file, line});
 }
 
-std::uint64_t api_shfl(int mode, unsigned mask, std::uint64_t value, unsigned size, int lane_arg,
-                       int width, const char* file, int line) {
+std::uint64_t api_shfl(int mode, unsigned mask, std::uint64_t value, unsigned size, int lane_arg, int width,
+                       const char* file, int line) {
   Thread* t = current_thread();
   if (t == nullptr) return value;
   if (!check_width(*t, width, {file, line})) tl_worker->abandon(*t);
   t->value = value;
   t->arg = lane_arg;
   t->width = width;
-  tl_worker->collective(*t, Collective::Shfl, (mode & 3) | static_cast<int>(size << 8), mask,
-                        {file, line});
+  tl_worker->collective(*t, Collective::Shfl, (mode & 3) | static_cast<int>(size << 8), mask, {file, line});
   return t->result;
 }
 
@@ -652,8 +632,7 @@ unsigned api_vote(int mode, unsigned mask, int predicate, const char* file, int 
   return static_cast<unsigned>(t->result);
 }
 
-std::uint32_t api_reduce(int op, int is_signed, unsigned mask, std::uint32_t value,
-                         const char* file, int line) {
+std::uint32_t api_reduce(int op, int is_signed, unsigned mask, std::uint32_t value, const char* file, int line) {
   Thread* t = current_thread();
   if (t == nullptr) return value;
   if (op < RUDNN_EMU_REDUCE_ADD || op > RUDNN_EMU_REDUCE_XOR) {
@@ -671,13 +650,12 @@ void api_threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 void api_trap(const char* message, const char* file, int line) {
   Thread* t = current_thread();
   if (t == nullptr) return;
-  tl_worker->set_fault(*t, {file, line}, "trap", "no trap",
-                       fmt::format("{}", message != nullptr ? message : "trap"));
+  tl_worker->set_fault(*t, {file, line}, "trap", "no trap", fmt::format("{}", message != nullptr ? message : "trap"));
   tl_worker->abandon(*t);
 }
 
-void api_mma(int type, float* d, const std::uint32_t* a, const std::uint32_t* b, const float* c,
-             const char* file, int line) {
+void api_mma(int type, float* d, const std::uint32_t* a, const std::uint32_t* b, const float* c, const char* file,
+             int line) {
   Thread* t = current_thread();
   if (t == nullptr) return;
   t->in0 = a;
@@ -687,8 +665,7 @@ void api_mma(int type, float* d, const std::uint32_t* a, const std::uint32_t* b,
   tl_worker->collective(*t, Collective::Mma, type, ~0u, {file, line});
 }
 
-void api_ldmatrix(int count, int trans, std::uint32_t* regs, const void* row, const char* file,
-                  int line) {
+void api_ldmatrix(int count, int trans, std::uint32_t* regs, const void* row, const char* file, int line) {
   Thread* t = current_thread();
   if (t == nullptr) return;
   const Site s{file, line};
@@ -697,15 +674,13 @@ void api_ldmatrix(int count, int trans, std::uint32_t* regs, const void* row, co
     tl_worker->abandon(*t);
   }
   // Only lanes 0..8*count-1 supply row addresses; the others' are ignored, as in hardware.
-  if (t->linear % 32 < 8u * static_cast<unsigned>(count))
-    tl_worker->check_shared(*t, row, 16, 16, "ldmatrix row", s);
+  if (t->linear % 32 < 8u * static_cast<unsigned>(count)) tl_worker->check_shared(*t, row, 16, 16, "ldmatrix row", s);
   t->in0 = row;
   t->out = regs;
   tl_worker->collective(*t, Collective::Ldmatrix, count | (trans != 0 ? 16 : 0), ~0u, s);
 }
 
-void api_cp_async(void* dst, const void* src, unsigned cp_size, unsigned src_size,
-                  const char* file, int line) {
+void api_cp_async(void* dst, const void* src, unsigned cp_size, unsigned src_size, const char* file, int line) {
   Thread* t = current_thread();
   if (t == nullptr) return;
   const Site s{file, line};
@@ -716,8 +691,7 @@ void api_cp_async(void* dst, const void* src, unsigned cp_size, unsigned src_siz
   }
   tl_worker->check_shared(*t, dst, cp_size, cp_size, "cp.async destination", s);
   if (src_size > 0 && reinterpret_cast<std::uintptr_t>(src) % cp_size != 0) {
-    tl_worker->set_fault(*t, s, "misaligned cp.async source",
-                         fmt::format("a {}-byte aligned global address", cp_size),
+    tl_worker->set_fault(*t, s, "misaligned cp.async source", fmt::format("a {}-byte aligned global address", cp_size),
                          fmt::format("address {}", src));
     tl_worker->abandon(*t);
   }
@@ -735,8 +709,7 @@ void api_cp_async_wait(int pending, const char* file, int line) {
   Thread* t = current_thread();
   if (t == nullptr) return;
   if (pending < 0) {
-    tl_worker->set_fault(*t, {file, line}, "invalid cp.async.wait_group", "N >= 0",
-                         fmt::format("{}", pending));
+    tl_worker->set_fault(*t, {file, line}, "invalid cp.async.wait_group", "N >= 0", fmt::format("{}", pending));
     tl_worker->abandon(*t);
   }
   const auto n = static_cast<std::uint64_t>(pending);
@@ -744,9 +717,21 @@ void api_cp_async_wait(int pending, const char* file, int line) {
 }
 
 const rudnn_emu_api kApi = {
-    RUDNN_EMU_ABI_VERSION, sizeof(rudnn_emu_api), api_thread_info, api_syncthreads, api_syncwarp,
-    api_shfl, api_vote, api_threadfence, api_trap, api_mma, api_ldmatrix, api_cp_async,
-    api_cp_async_commit, api_cp_async_wait, api_reduce,
+    RUDNN_EMU_ABI_VERSION,
+    sizeof(rudnn_emu_api),
+    api_thread_info,
+    api_syncthreads,
+    api_syncwarp,
+    api_shfl,
+    api_vote,
+    api_threadfence,
+    api_trap,
+    api_mma,
+    api_ldmatrix,
+    api_cp_async,
+    api_cp_async_commit,
+    api_cp_async_wait,
+    api_reduce,
 };
 
 // --------------------------------------------------------------------------------------------------
@@ -770,10 +755,9 @@ unsigned env_worker_threads() {
   return n;
 }
 
-RuntimeError launch_error(std::string argument, std::string expected, std::string actual,
-                          std::string detail) {
-  return RuntimeError(ErrorKind::EmulatorFault, std::move(argument), std::move(expected),
-                      std::move(actual), std::move(detail));
+RuntimeError launch_error(std::string argument, std::string expected, std::string actual, std::string detail) {
+  return RuntimeError(ErrorKind::EmulatorFault, std::move(argument), std::move(expected), std::move(actual),
+                      std::move(detail));
 }
 
 }  // namespace
@@ -787,8 +771,7 @@ std::optional<ScheduleOptions> parse_schedule(std::string_view text) {
   if (text.substr(0, 7) == "random:" && text.size() > 7) {
     std::uint64_t seed = 0;
     const auto [p, ec] = std::from_chars(text.data() + 7, text.data() + text.size(), seed);
-    if (ec == std::errc() && p == text.data() + text.size())
-      return ScheduleOptions{Schedule::Random, seed};
+    if (ec == std::errc() && p == text.data() + text.size()) return ScheduleOptions{Schedule::Random, seed};
   }
   return std::nullopt;
 }
@@ -825,27 +808,22 @@ unsigned worker_threads() {
   return n != 0 ? n : env_worker_threads();
 }
 
-Status<RuntimeError> launch(ThreadEntry entry, void** args, Dim3 grid, Dim3 block,
-                            std::size_t dynamic_shared_bytes, const ScheduleOptions& schedule) {
+Status<RuntimeError> launch(ThreadEntry entry, void** args, Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes,
+                            const ScheduleOptions& schedule) {
   const auto dims = [](Dim3 d) { return fmt::format("({},{},{})", d.x, d.y, d.z); };
   if (entry == nullptr) return launch_error("entry", "a kernel entry", "null", "launch");
   const std::uint64_t threads = std::uint64_t{block.x} * block.y * block.z;
-  if (block.x == 0 || block.y == 0 || block.z == 0 || block.x > 1024 || block.y > 1024 ||
-      block.z > 64 || threads > kMaxThreadsPerBlock) {
-    return launch_error("block",
-                        "1 to 1024 threads per block (x, y <= 1024, z <= 64)",
-                        fmt::format("{} = {} threads", dims(block), threads),
-                        "invalid block size");
+  if (block.x == 0 || block.y == 0 || block.z == 0 || block.x > 1024 || block.y > 1024 || block.z > 64 ||
+      threads > kMaxThreadsPerBlock) {
+    return launch_error("block", "1 to 1024 threads per block (x, y <= 1024, z <= 64)",
+                        fmt::format("{} = {} threads", dims(block), threads), "invalid block size");
   }
-  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 2147483647u || grid.y > 65535 ||
-      grid.z > 65535) {
-    return launch_error("grid", "x in [1, 2^31-1], y and z in [1, 65535]", dims(grid),
-                        "invalid grid size");
+  if (grid.x == 0 || grid.y == 0 || grid.z == 0 || grid.x > 2147483647u || grid.y > 65535 || grid.z > 65535) {
+    return launch_error("grid", "x in [1, 2^31-1], y and z in [1, 65535]", dims(grid), "invalid grid size");
   }
   const std::size_t limit = shared_memory_limit();
   if (dynamic_shared_bytes > limit) {
-    return launch_error("dynamic_shared_bytes",
-                        fmt::format("at most {} bytes of shared memory per block", limit),
+    return launch_error("dynamic_shared_bytes", fmt::format("at most {} bytes of shared memory per block", limit),
                         fmt::format("{} bytes", dynamic_shared_bytes), "shared memory over the limit");
   }
 
@@ -864,17 +842,16 @@ Status<RuntimeError> launch(ThreadEntry entry, void** args, Dim3 grid, Dim3 bloc
     if (!worker.prepare()) {
       std::lock_guard lock(state.mutex);
       if (!state.resource_error) {
-        state.resource_error = RuntimeError(
-            ErrorKind::OutOfMemory, "launch", "fiber stacks and shared memory for one block",
-            "allocation failure", "host emulation device");
+        state.resource_error =
+            RuntimeError(ErrorKind::OutOfMemory, "launch", "fiber stacks and shared memory for one block",
+                         "allocation failure", "host emulation device");
       }
       state.next_block.store(state.blocks);  // nobody starts another block
       return;
     }
     worker.run();
   };
-  const unsigned workers =
-      static_cast<unsigned>(std::min<std::uint64_t>(worker_threads(), state.blocks));
+  const unsigned workers = static_cast<unsigned>(std::min<std::uint64_t>(worker_threads(), state.blocks));
   std::vector<std::thread> pool;
   for (unsigned i = 1; i < workers; ++i) {
     try {
@@ -889,10 +866,9 @@ Status<RuntimeError> launch(ThreadEntry entry, void** args, Dim3 grid, Dim3 bloc
   if (state.resource_error) return *state.resource_error;
   if (state.fault) {
     const Fault& f = *state.fault;
-    return launch_error(
-        fmt::format("block {} thread {}{}", dim(f.block), dim(f.thread),
-                    f.site.line > 0 ? " at " + where(f.site) : std::string()),
-        f.expected, f.actual, fmt::format("{} [host emulation device]", f.what));
+    return launch_error(fmt::format("block {} thread {}{}", dim(f.block), dim(f.thread),
+                                    f.site.line > 0 ? " at " + where(f.site) : std::string()),
+                        f.expected, f.actual, fmt::format("{} [host emulation device]", f.what));
   }
   return {};
 }

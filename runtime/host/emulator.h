@@ -46,8 +46,8 @@ const rudnn_emu_api* emulator_api();
 // RuntimeError{ErrorKind::EmulatorFault} whose message names the block, thread and call site; the
 // launch then stops (blocks not yet started are skipped). Never hangs, never aborts the process.
 // When several blocks fault, the one with the lowest linear index is reported.
-Status<RuntimeError> launch(ThreadEntry entry, void** args, Dim3 grid, Dim3 block,
-                            std::size_t dynamic_shared_bytes, const ScheduleOptions& schedule);
+Status<RuntimeError> launch(ThreadEntry entry, void** args, Dim3 grid, Dim3 block, std::size_t dynamic_shared_bytes,
+                            const ScheduleOptions& schedule);
 
 // RUDNN_EMU_SCHEDULE=forward|reverse|random[:seed] (read once), unless set_default_schedule was
 // called. Thread-safe.

@@ -54,8 +54,7 @@ inline void asan_start_switch(void** fake_stack_save, const void* bottom, std::s
 #endif
 }
 
-inline void asan_finish_switch(void* fake_stack_save, const void** bottom_old,
-                               std::size_t* size_old) {
+inline void asan_finish_switch(void* fake_stack_save, const void** bottom_old, std::size_t* size_old) {
 #ifdef RUDNN_EMU_ASAN
   __sanitizer_finish_switch_fiber(fake_stack_save, bottom_old, size_old);
 #else
@@ -86,8 +85,7 @@ FiberStack* StackPool::take() {
   const std::size_t size = configured_stack_size();
   const std::size_t total = size + page;
   // MAP_NORESERVE: only the pages a kernel actually touches are committed.
-  void* m = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
+  void* m = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m == MAP_FAILED) return nullptr;
   // Stacks grow down: the guard page at the low end turns an overflow into a SIGSEGV instead of
   // silent corruption of the neighbouring stack.

@@ -18,9 +18,9 @@ namespace rudnn::runtime::host {
 struct FiberStack {
   void* mapping = nullptr;  // whole mapping, guard page first
   std::size_t mapping_size = 0;
-  char* base = nullptr;     // lowest usable address
-  std::size_t size = 0;     // usable bytes
-  bool dirty = false;       // an abandoned fiber left ASan stack poison behind
+  char* base = nullptr;  // lowest usable address
+  std::size_t size = 0;  // usable bytes
+  bool dirty = false;    // an abandoned fiber left ASan stack poison behind
 };
 
 // Stacks are expensive to map (and each costs VMAs), so they are kept for the life of the process

@@ -23,9 +23,18 @@ constexpr int shfl_source(int mode, int lane, int arg, int width) {
   bool pval = true;
   switch (mode) {
     case 0: j = min_lane | (bval & ~segmask); break;
-    case 1: j = lane - bval; pval = j >= max_lane; break;
-    case 2: j = lane + bval; pval = j <= max_lane; break;
-    case 3: j = lane ^ bval; pval = j <= max_lane; break;
+    case 1:
+      j = lane - bval;
+      pval = j >= max_lane;
+      break;
+    case 2:
+      j = lane + bval;
+      pval = j <= max_lane;
+      break;
+    case 3:
+      j = lane ^ bval;
+      pval = j <= max_lane;
+      break;
     default: break;
   }
   return pval ? j : lane;

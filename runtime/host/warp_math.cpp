@@ -46,8 +46,8 @@ std::uint16_t half_of(const void* words, int i) {
 }
 }  // namespace
 
-void mma_m16n8k16(int type, const void* const a[32], const void* const b[32],
-                  const void* const c[32], void* const d[32]) {
+void mma_m16n8k16(int type, const void* const a[32], const void* const b[32], const void* const c[32],
+                  void* const d[32]) {
   const auto cvt = type == RUDNN_EMU_MMA_BF16 ? bf16_to_float : f16_to_float;
   float A[16][16], B[16][8], C[16][8];
   for (int l = 0; l < 32; ++l) {
@@ -81,8 +81,8 @@ void ldmatrix(int count, bool trans, const void* const rows[32], void* const reg
     for (int j = 0; j < count; ++j) {
       const lanes::RowCol lo = lanes::ldmatrix_elem(l, 0, trans);
       const lanes::RowCol hi = lanes::ldmatrix_elem(l, 1, trans);
-      const std::uint32_t w = static_cast<std::uint32_t>(M[j][lo.row][lo.col]) |
-                              (static_cast<std::uint32_t>(M[j][hi.row][hi.col]) << 16);
+      const std::uint32_t w =
+          static_cast<std::uint32_t>(M[j][lo.row][lo.col]) | (static_cast<std::uint32_t>(M[j][hi.row][hi.col]) << 16);
       std::memcpy(static_cast<char*>(regs[l]) + 4 * j, &w, 4);
     }
   }

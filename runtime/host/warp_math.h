@@ -12,8 +12,8 @@ float bf16_to_float(std::uint16_t h);
 // operands: a[l] -> 4 x b32, b[l] -> 2 x b32, c[l] -> 4 x f32, d[l] -> 4 x f32 (may alias c[l]).
 // Gathers A (16x16), B (16x8), C (16x8) by the PTX fragment maps, computes D = A*B + C in FP32
 // (k in increasing order) and scatters D.
-void mma_m16n8k16(int type, const void* const a[32], const void* const b[32],
-                  const void* const c[32], void* const d[32]);
+void mma_m16n8k16(int type, const void* const a[32], const void* const b[32], const void* const c[32],
+                  void* const d[32]);
 
 // ldmatrix.sync.aligned.m8n8.x{count}{.trans}.shared.b16: rows[8*j + r] is row r of matrix j
 // (16 bytes, already checked); regs[l] receives `count` b32 registers.

@@ -72,7 +72,7 @@ RUDNN_DEVICE u16 float_to_half_rne(float f) {
   if (ax > 0x7f800000u) return static_cast<u16>(sign | 0x7e00u);
   // 0x477ff000 is halfway between 65504 (odd mantissa) and 65536: ties round up to infinity.
   if (ax >= 0x477ff000u) return static_cast<u16>(sign | 0x7c00u);
-  if (ax >= 0x38800000u) {  // normal in binary16 (>= 2^-14)
+  if (ax >= 0x38800000u) {             // normal in binary16 (>= 2^-14)
     ax += 0xfffu + ((ax >> 13) & 1u);  // round the 13 dropped bits, ties to even
     ax -= (127u - 15u) << 23;          // rebias; a carry into the exponent is still correct
     return static_cast<u16>(sign | (ax >> 13));
@@ -164,8 +164,7 @@ RUDNN_DEVICE u32 pack2_from_float<f16>(float lo, float hi) {
   asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
   return packed;
 #else
-  return static_cast<u32>(from_float<f16>(lo).bits) |
-         (static_cast<u32>(from_float<f16>(hi).bits) << 16);
+  return static_cast<u32>(from_float<f16>(lo).bits) | (static_cast<u32>(from_float<f16>(hi).bits) << 16);
 #endif
 }
 template <>
@@ -175,8 +174,7 @@ RUDNN_DEVICE u32 pack2_from_float<bf16>(float lo, float hi) {
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
   return packed;
 #else
-  return static_cast<u32>(from_float<bf16>(lo).bits) |
-         (static_cast<u32>(from_float<bf16>(hi).bits) << 16);
+  return static_cast<u32>(from_float<bf16>(lo).bits) | (static_cast<u32>(from_float<bf16>(hi).bits) << 16);
 #endif
 }
 

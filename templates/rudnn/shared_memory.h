@@ -48,8 +48,8 @@ RUDNN_SHARED_MEMORY_FN long long experts_scalar(long long block_m, long long blo
                                                 long long operands) {
   return ((block_m + 4) + operands * (block_n + 4)) * block_k * 4;
 }
-RUDNN_SHARED_MEMORY_FN long long experts_mma(long long stages, long long block_m, long long block_n,
-                                             long long block_k, long long operands) {
+RUDNN_SHARED_MEMORY_FN long long experts_mma(long long stages, long long block_m, long long block_n, long long block_k,
+                                             long long operands) {
   return stages * (block_m + operands * block_n) * (block_k + 8) * 2;
 }
 
@@ -71,8 +71,7 @@ RUDNN_SHARED_MEMORY_FN long long row_norm(long long rows_per_block, long long th
 
 // gated_delta_recurrent: `steps` staged time steps of keys and scaled queries [K_max = 16·warps·rows],
 // values [32], β and log_decay, plus a cross-warp reduction of 2·warps·8·9 floats when warps > 1.
-RUDNN_SHARED_MEMORY_FN long long gated_delta_recurrent(long long warps, long long rows_per_thread,
-                                                       long long steps) {
+RUDNN_SHARED_MEMORY_FN long long gated_delta_recurrent(long long warps, long long rows_per_thread, long long steps) {
   return 4 * (steps * (2 * (4 * warps * rows_per_thread) + 32 + 2) + (warps > 1 ? 2 * warps * 8 * 9 : 0));
 }
 

@@ -49,8 +49,8 @@ class AutotuneModes : public ::testing::Test {
   void SetUp() override {
     space_ = std::make_shared<NarrowNormSpace>();
     autotune::register_search_space(space_);
-    dir_ = fs::temp_directory_path() / ("rudnn-modes-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(std::random_device{}()));
+    dir_ = fs::temp_directory_path() /
+           ("rudnn-modes-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
     fs::create_directories(dir_);
     autotune::set_cache_path((dir_ / "autotune.sqlite").string());
     autotune::TuningStore::instance().forget();
@@ -161,7 +161,8 @@ TEST_F(AutotuneModes, FullTunesOnceThenHits) {
 TEST_F(AutotuneModes, CachedReadsAShippedHostCache) {
   const std::string path = (dir_ / "shipped.host.sqlite").string();
   {
-    auto file = autotune::TuningCache::open(path, {.read_only = false, .create = true, .expected = autotune::CacheClass::Host});
+    auto file =
+        autotune::TuningCache::open(path, {.read_only = false, .create = true, .expected = autotune::CacheClass::Host});
     ASSERT_TRUE(file.ok()) << file.error().message();
     autotune::CacheRecord r;
     r.key = autotune::TuningKey{"rudnn.rms_norm", {DType::F32, DType::F32}, {88}, {16}};

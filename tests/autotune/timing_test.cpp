@@ -82,10 +82,10 @@ TEST(TimingStatistics, MedianAndSpread) {
 
 TEST(TimingStatistics, InputsRotateOnlyWhenOneSetFitsInL2) {
   const std::size_t l2 = 50u << 20;
-  EXPECT_EQ(input_sets_for(60u << 20, l2), 1);   // larger than L2: already cold
-  EXPECT_EQ(input_sets_for(40u << 20, l2), 3);   // ceil(100 / 40)
+  EXPECT_EQ(input_sets_for(60u << 20, l2), 1);  // larger than L2: already cold
+  EXPECT_EQ(input_sets_for(40u << 20, l2), 3);  // ceil(100 / 40)
   EXPECT_EQ(input_sets_for(30u << 20, l2), 4);
-  EXPECT_EQ(input_sets_for(1024, l2), 8);        // capped
+  EXPECT_EQ(input_sets_for(1024, l2), 8);  // capped
   EXPECT_EQ(input_sets_for(0, l2), 1);
 }
 
@@ -247,9 +247,8 @@ TEST(EventTimer, HostEventsMeasureTheWorkBetweenThem) {
   ASSERT_TRUE(ms.ok()) << ms.error().message();
   EXPECT_GE(ms.value(), 3.0);
   EXPECT_LT(ms.value(), 1000.0);
-  auto failing = timer.value()->time_ms([]() -> Status<RuntimeError> {
-    return RuntimeError(ErrorKind::LaunchFailure, "k", "a launch", "a failure");
-  });
+  auto failing = timer.value()->time_ms(
+      []() -> Status<RuntimeError> { return RuntimeError(ErrorKind::LaunchFailure, "k", "a launch", "a failure"); });
   ASSERT_FALSE(failing.ok());
   EXPECT_EQ(failing.error().kind(), ErrorKind::LaunchFailure);
 }

@@ -22,8 +22,8 @@ namespace fs = std::filesystem;
 class TuningCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("rudnn-autotune-test-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(std::random_device{}()));
+    dir_ = fs::temp_directory_path() /
+           ("rudnn-autotune-test-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
     fs::create_directories(dir_);
   }
   void TearDown() override {
@@ -122,8 +122,11 @@ TEST_F(TuningCacheTest, MergeUnionsAndKeepsTheFasterOnConflict) {
   // Order does not matter.
   auto again = merge_caches({path("b.sqlite"), path("a.sqlite")}, path("out2.sqlite"));
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(TuningCache::open(path("out2.sqlite"), {.read_only = true}).value()->lookup(record(512, 0, 0).key, gpu())
-                .value()->config.get("threads_per_row"),
+  EXPECT_EQ(TuningCache::open(path("out2.sqlite"), {.read_only = true})
+                .value()
+                ->lookup(record(512, 0, 0).key, gpu())
+                .value()
+                ->config.get("threads_per_row"),
             64);
   // The shipped output is a plain rollback-journal file: no -wal next to it.
   EXPECT_FALSE(fs::exists(path("out.sqlite-wal")));
@@ -193,7 +196,10 @@ TEST_F(TuningCacheTest, CorruptFilesAreTypedErrors) {
   ASSERT_FALSE(other.ok());
   EXPECT_EQ(other.error().kind(), ErrorKind::CacheFailure) << other.error().message();
   open_rw(path("v0.sqlite"));
-  ASSERT_EQ(std::system(("sqlite3 '" + path("v0.sqlite") + "' \"UPDATE meta SET value='0' WHERE name='schema_version'\"").c_str()), 0);
+  ASSERT_EQ(
+      std::system(
+          ("sqlite3 '" + path("v0.sqlite") + "' \"UPDATE meta SET value='0' WHERE name='schema_version'\"").c_str()),
+      0);
   auto v0 = TuningCache::open(path("v0.sqlite"), {});
   ASSERT_FALSE(v0.ok());
   EXPECT_EQ(v0.error().kind(), ErrorKind::CacheFailure);

@@ -164,7 +164,7 @@ TEST(KernelOpInterface, ResolveStrategyAsksRoutingDispatchCombineAndGatedDelta) 
   const ConfigQuery& dispatch = provider.queries[1];
   EXPECT_EQ(dispatch.op_name, "rudnn.dispatch");
   EXPECT_EQ(dispatch.dtypes, (std::vector<DType>{DType::BF16, DType::U32}));
-  EXPECT_TRUE(dispatch.dynamic_values.empty());  // %i's rows are not an argument of @main: unknown
+  EXPECT_TRUE(dispatch.dynamic_values.empty());                  // %i's rows are not an argument of @main: unknown
   EXPECT_EQ(dispatch.options, (std::vector<std::int64_t>{64}));  // experts
   const ConfigQuery& combine = provider.queries[2];
   EXPECT_EQ(combine.op_name, "rudnn.combine");
@@ -173,7 +173,7 @@ TEST(KernelOpInterface, ResolveStrategyAsksRoutingDispatchCombineAndGatedDelta) 
   EXPECT_EQ(gatedDelta.op_name, "rudnn.gated_delta");
   EXPECT_EQ(gatedDelta.shapes.size(), 5u);
   EXPECT_EQ(gatedDelta.dynamic_values, (std::vector<std::int64_t>{}));  // all static
-  EXPECT_EQ(gatedDelta.options, (std::vector<std::int64_t>{0}));      // chunk_size
+  EXPECT_EQ(gatedDelta.options, (std::vector<std::int64_t>{0}));        // chunk_size
   // No answers: nothing attached, the heuristic decides later.
   EXPECT_EQ(configOf(*module, "rudnn.dispatch"), "none");
   EXPECT_TRUE(h.diagnostics.empty());

@@ -53,7 +53,7 @@ TEST(LowerMoE, ExpertsUseATemporaryForTheIntermediate) {
   EXPECT_EQ(lowered->first_temporary_slot, 6);  // 5 operands, 1 result
   EXPECT_EQ(lowered->temporaries[0].element_bytes, 2);
   EXPECT_EQ(lowered->temporaries[0].shape, (std::vector<std::int64_t>{-1, 1408}));  // [rows, inter]
-  const auto& elements = lowered->temporaries[0].elements;  // rows(rows) · inter
+  const auto& elements = lowered->temporaries[0].elements;                          // rows(rows) · inter
   ASSERT_EQ(elements.factors.size(), 2u);
   EXPECT_EQ(elements.factors[0].kind, SizeRef::Kind::Rows);
   EXPECT_EQ(elements.factors[0].operand, 0);

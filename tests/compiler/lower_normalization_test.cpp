@@ -220,16 +220,19 @@ TEST(LowerNormalization, ContractViolationsAreTypedErrors) {
   std::vector<InvalidCase> cases;
   cases.push_back({"quantized input", request(NormKind::LayerNorm, DType::FP8E4M3, {2, 16}),
                    "input: expected non-quantized f32, f16 or bf16, got f8E4M3FN"});
-  cases.push_back({"integer input", request(NormKind::RmsNorm, DType::I32, {2, 16}), "input: expected f32, f16 or bf16, got i32"});
+  cases.push_back(
+      {"integer input", request(NormKind::RmsNorm, DType::I32, {2, 16}), "input: expected f32, f16 or bf16, got i32"});
   cases.push_back({"rank-0 input", request(NormKind::Softmax, DType::F32, {}, false), "logits: expected rank >= 1"});
-  cases.push_back({"empty last dim", request(NormKind::Softmax, DType::F32, {2, 0}, false), "logits: expected last dim > 0"});
+  cases.push_back(
+      {"empty last dim", request(NormKind::Softmax, DType::F32, {2, 0}, false), "logits: expected last dim > 0"});
   cases.push_back({"epsilon zero", request(NormKind::LayerNorm, DType::F32, {2, 16}, true, false, 0.0),
                    "epsilon: expected finite and > 0, got 0"});
   cases.push_back({"epsilon nan", request(NormKind::RmsNorm, DType::F32, {2, 16}, true, false, std::nan("")),
                    "epsilon: expected finite and > 0"});
-  cases.push_back({"epsilon inf",
-                   request(NormKind::RmsNorm, DType::F32, {2, 16}, true, false, std::numeric_limits<double>::infinity()),
-                   "epsilon: expected finite and > 0"});
+  cases.push_back(
+      {"epsilon inf",
+       request(NormKind::RmsNorm, DType::F32, {2, 16}, true, false, std::numeric_limits<double>::infinity()),
+       "epsilon: expected finite and > 0"});
   NormRequest wrongGamma = request(NormKind::LayerNorm, DType::BF16, {2, 16});
   wrongGamma.signature.gamma->shape = {8};
   cases.push_back({"gamma shape", wrongGamma, "gamma: expected shape [16]"});
@@ -272,7 +275,8 @@ TEST(LowerNormalization, ColdLoweringTime) {
     auto start = std::chrono::steady_clock::now();
     EXPECT_TRUE(lower_normalization(request(NormKind::LayerNorm, DType::BF16, {2, 4096}), Target{}).ok());
     firstMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  }).join();
+  })
+      .join();
   const int n = 50;
   int ok = 0;
   auto start = std::chrono::steady_clock::now();

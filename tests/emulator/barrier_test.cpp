@@ -138,8 +138,7 @@ void throwing_kernel(void**) {
 }
 
 TEST_F(EmulatorTest, ExceptionBecomesAFault) {
-  expect_fault(run(throwing_kernel, {1, 1, 1}, {4, 1, 1}, 0, kForward),
-               {"kernel exception", "thread (1,0,0)"});
+  expect_fault(run(throwing_kernel, {1, 1, 1}, {4, 1, 1}, 0, kForward), {"kernel exception", "thread (1,0,0)"});
 }
 
 void geometry_kernel(void** args) {
@@ -225,8 +224,8 @@ TEST_F(EmulatorTest, TenThousandBlocks) {
   for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<int>((i * 2654435761u) % 1000);
   for (const auto& s : {kForward, kRandom}) {
     std::vector<int> out(kBlocks, -1);
-    EMU_EXPECT_OK(run(block_sum_kernel, {kBlocks, 1, 1}, {kThreads, 1, 1}, kThreads * sizeof(int), s,
-                      in.data(), out.data()));
+    EMU_EXPECT_OK(
+        run(block_sum_kernel, {kBlocks, 1, 1}, {kThreads, 1, 1}, kThreads * sizeof(int), s, in.data(), out.data()));
     for (unsigned b = 0; b < kBlocks; ++b)
       ASSERT_EQ(out[b], std::accumulate(&in[b * kThreads], &in[(b + 1) * kThreads], 0)) << b;
   }
@@ -249,8 +248,7 @@ TEST_F(EmulatorTest, FibersHaveRoomForLocalArrays) {
 
 TEST_F(EmulatorTest, StacksOfAbandonedFibersAreReusedSafely) {
   for (int i = 0; i < 20; ++i) {
-    expect_fault(run(divergent_barrier_kernel, {3, 1, 1}, {128, 1, 1}, 0, kRandom),
-                 {"divergent barrier"});
+    expect_fault(run(divergent_barrier_kernel, {3, 1, 1}, {128, 1, 1}, 0, kRandom), {"divergent barrier"});
     unsigned who = 77;
     expect_fault(run(early_exit_kernel, {2, 1, 1}, {256, 1, 1}, 0, kReverse, &who), {"exited"});
   }
@@ -270,8 +268,8 @@ TEST_F(EmulatorTest, ConcurrentLaunchesFromSeveralHostThreads) {
         std::vector<int> in(kBlocks * kThreads), out(kBlocks, -1);
         for (std::size_t i = 0; i < in.size(); ++i) in[i] = static_cast<int>(i % 97) + c + rep;
         const auto& schedule = kAllSchedules[(c + rep) % 3];
-        if (!run(block_sum_kernel, {kBlocks, 1, 1}, {kThreads, 1, 1}, kThreads * sizeof(int), schedule,
-                 in.data(), out.data())
+        if (!run(block_sum_kernel, {kBlocks, 1, 1}, {kThreads, 1, 1}, kThreads * sizeof(int), schedule, in.data(),
+                 out.data())
                  .ok())
           ++failures;
         for (unsigned b = 0; b < kBlocks; ++b)

@@ -39,8 +39,7 @@ class EmulatorTest : public ::testing::Test {
 // Launches `kernel` with args[i] = the i-th pointer.
 template <class... P>
 rudnn::Status<rudnn::RuntimeError> run(host::ThreadEntry kernel, host::Dim3 grid, host::Dim3 block,
-                                       std::size_t shared_bytes,
-                                       const host::ScheduleOptions& schedule, P*... ptrs) {
+                                       std::size_t shared_bytes, const host::ScheduleOptions& schedule, P*... ptrs) {
   void* args[] = {const_cast<void*>(static_cast<const void*>(ptrs))..., nullptr};
   return host::launch(kernel, args, grid, block, shared_bytes, schedule);
 }
@@ -55,8 +54,7 @@ T* ptr(void** args, int i) {
 }
 
 // Checks an EmulatorFault whose message contains every piece of `parts`.
-inline void expect_fault(const rudnn::Status<rudnn::RuntimeError>& status,
-                         std::initializer_list<const char*> parts) {
+inline void expect_fault(const rudnn::Status<rudnn::RuntimeError>& status, std::initializer_list<const char*> parts) {
   ASSERT_FALSE(status.ok()) << "expected an emulator fault";
   if (std::getenv("RUDNN_EMU_TEST_SHOW_FAULTS") != nullptr)
     std::printf("fault: %s\n", status.error().message().c_str());
@@ -66,9 +64,9 @@ inline void expect_fault(const rudnn::Status<rudnn::RuntimeError>& status,
         << "missing \"" << p << "\" in: " << status.error().message();
 }
 
-#define EMU_EXPECT_OK(status) \
-  do {                                                                     \
-    const auto& s_ = (status);                                             \
+#define EMU_EXPECT_OK(status)                                                 \
+  do {                                                                        \
+    const auto& s_ = (status);                                                \
     EXPECT_TRUE(s_.ok()) << (s_.ok() ? std::string() : s_.error().message()); \
   } while (0)
 

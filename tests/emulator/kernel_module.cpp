@@ -18,6 +18,5 @@ RUDNN_DEVICE void scale_rows(const T* RUDNN_RESTRICT x, T* RUDNN_RESTRICT y, T a
 }  // namespace
 
 RUDNN_KERNEL void rudnn_test_scale_rows(void** args) {
-  scale_rows(static_cast<const float*>(args[0]), static_cast<float*>(args[1]),
-             *static_cast<const float*>(args[2]));
+  scale_rows(static_cast<const float*>(args[0]), static_cast<float*>(args[1]), *static_cast<const float*>(args[2]));
 }

@@ -150,8 +150,7 @@ TEST_F(EmulatorTest, MmaM16N8K16MatchesReference) {
     for (int i = 0; i < 128; ++i) bh[i] = bf16 ? to_bf16(b[i]) : to_f16(b[i]);
     std::vector<float> d(128, -1.0f);
     for (const auto& s : kAllSchedules) {
-      EMU_EXPECT_OK(run(mma_kernel, {1, 1, 1}, {32, 1, 1}, 0, s, ah.data(), bh.data(), c.data(),
-                        d.data(), &bf16));
+      EMU_EXPECT_OK(run(mma_kernel, {1, 1, 1}, {32, 1, 1}, 0, s, ah.data(), bh.data(), c.data(), d.data(), &bf16));
       for (int m = 0; m < 16; ++m) {
         for (int n = 0; n < 8; ++n) {
           float want = c[m * 8 + n];
@@ -171,7 +170,8 @@ void ldmatrix_kernel(void** args) {
   auto* s = rudnn::dynamic_shared<std::uint16_t>();
   const unsigned l = threadIdx.x;
   const unsigned j = l / 8, r = l % 8;
-  for (unsigned c = 0; c < 8; ++c) s[((8 * j + r) * 5 % 32) * 8 + c] = static_cast<std::uint16_t>(1000 + 64 * j + 8 * r + c);
+  for (unsigned c = 0; c < 8; ++c)
+    s[((8 * j + r) * 5 % 32) * 8 + c] = static_cast<std::uint16_t>(1000 + 64 * j + 8 * r + c);
   __syncwarp();
   const void* row = s + ((8 * j + r) * 5 % 32) * 8;
   rudnn::u32 regs[4] = {0, 0, 0, 0};
@@ -193,16 +193,15 @@ TEST_F(EmulatorTest, LdmatrixMatchesPtxLayout) {
   for (int count : {1, 2, 4}) {
     for (int trans : {0, 1}) {
       std::vector<rudnn::u32> out(128, 0);
-      EMU_EXPECT_OK(run(ldmatrix_kernel, {1, 1, 1}, {32, 1, 1}, 32 * 16, kRandom, out.data(), &count,
-                        &trans));
+      EMU_EXPECT_OK(run(ldmatrix_kernel, {1, 1, 1}, {32, 1, 1}, 32 * 16, kRandom, out.data(), &count, &trans));
       for (unsigned l = 0; l < 32; ++l) {
         for (int j = 0; j < count; ++j) {
           // EMULATOR-FACTS: (row l/4, cols 2(l%4), 2(l%4)+1), or transposed.
           const unsigned r0 = trans ? 2 * (l % 4) : l / 4, c0 = trans ? l / 4 : 2 * (l % 4);
           const unsigned r1 = trans ? r0 + 1 : r0, c1 = trans ? c0 : c0 + 1;
           const rudnn::u32 lo = 1000 + 64 * j + 8 * r0 + c0, hi = 1000 + 64 * j + 8 * r1 + c1;
-          ASSERT_EQ(out[4 * l + j], lo | (hi << 16)) << "x" << count << " trans " << trans
-                                                     << " lane " << l << " reg " << j;
+          ASSERT_EQ(out[4 * l + j], lo | (hi << 16))
+              << "x" << count << " trans " << trans << " lane " << l << " reg " << j;
         }
       }
     }
@@ -227,8 +226,7 @@ void mma_partial_warp_kernel(void**) {
 }
 
 TEST_F(EmulatorTest, MmaNeedsTheWholeWarp) {
-  expect_fault(run(mma_partial_warp_kernel, {1, 1, 1}, {16, 1, 1}, 0, kForward),
-               {"do not exist", "mma.sync.m16n8k16"});
+  expect_fault(run(mma_partial_warp_kernel, {1, 1, 1}, {16, 1, 1}, 0, kForward), {"do not exist", "mma.sync.m16n8k16"});
 }
 
 }  // namespace

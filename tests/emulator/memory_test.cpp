@@ -42,8 +42,7 @@ TEST_F(EmulatorTest, SharedMemoryLimitIsEnforced) {
                {"dynamic_shared_bytes", "232449 bytes", "shared memory over the limit"});
   host::set_shared_memory_limit(48 * 1024);
   EMU_EXPECT_OK(run(poison_kernel, {1, 1, 1}, {8, 1, 1}, 48 * 1024, kForward, ok.data()));
-  expect_fault(run(poison_kernel, {1, 1, 1}, {8, 1, 1}, 48 * 1024 + 16, kForward, ok.data()),
-               {"at most 49152 bytes"});
+  expect_fault(run(poison_kernel, {1, 1, 1}, {8, 1, 1}, 48 * 1024 + 16, kForward, ok.data()), {"at most 49152 bytes"});
 }
 
 void histogram_kernel(void** args) {
@@ -78,8 +77,8 @@ TEST_F(EmulatorTest, AtomicsAcrossBlocksOnSeveralThreads) {
   float fsum = 0;
   int imax = -1;
   unsigned long long u64 = 0;
-  EMU_EXPECT_OK(run(histogram_kernel, {97, 1, 1}, {128, 1, 1}, 0, kRandom, data.data(), hist.data(),
-                    &n, &fsum, &imax, &u64));
+  EMU_EXPECT_OK(
+      run(histogram_kernel, {97, 1, 1}, {128, 1, 1}, 0, kRandom, data.data(), hist.data(), &n, &fsum, &imax, &u64));
   EXPECT_EQ(hist, want);
   EXPECT_EQ(fsum, static_cast<float>(n));
   EXPECT_EQ(imax, want_max);
@@ -89,11 +88,11 @@ TEST_F(EmulatorTest, AtomicsAcrossBlocksOnSeveralThreads) {
 void atomic_ops_kernel(void** args) {
   int* v = ptr<int>(args, 0);
   if (threadIdx.x == 0) {
-    v[0] = atomicCAS(&v[1], 5, 9);   // v[1] was 5: swapped, returns 5
-    v[2] = atomicCAS(&v[3], 4, 9);   // v[3] was 6: unchanged, returns 6
-    v[4] = atomicExch(&v[5], 11);    // returns 10
-    v[6] = atomicMin(&v[7], -3);     // returns 2
-    v[8] = atomicSub(&v[9], 5);      // returns 1
+    v[0] = atomicCAS(&v[1], 5, 9);  // v[1] was 5: swapped, returns 5
+    v[2] = atomicCAS(&v[3], 4, 9);  // v[3] was 6: unchanged, returns 6
+    v[4] = atomicExch(&v[5], 11);   // returns 10
+    v[6] = atomicMin(&v[7], -3);    // returns 2
+    v[8] = atomicSub(&v[9], 5);     // returns 1
   }
 }
 
@@ -111,9 +110,9 @@ void math_kernel(void** args) {
   o[1] = __fdividef(1.0f, 4.0f);
   o[2] = __expf(0.0f) + exp2f(3.0f);
   o[3] = fmaxf(NAN, 2.0f) + fminf(3.0f, NAN) + fabsf(-1.0f);
-  o[4] = rudnn::is_nan(sqrtf(-1.0f)) && rudnn::is_inf(expf(1000.0f)) && !rudnn::is_nan(1.0f) &&
-         !rudnn::is_inf(-NAN) && rudnn::is_inf(-static_cast<double>(INFINITY)) &&
-         rudnn::is_nan(static_cast<double>(NAN)) && !rudnn::is_nan(1e300);
+  o[4] = rudnn::is_nan(sqrtf(-1.0f)) && rudnn::is_inf(expf(1000.0f)) && !rudnn::is_nan(1.0f) && !rudnn::is_inf(-NAN) &&
+         rudnn::is_inf(-static_cast<double>(INFINITY)) && rudnn::is_nan(static_cast<double>(NAN)) &&
+         !rudnn::is_nan(1e300);
 }
 
 TEST_F(EmulatorTest, MathVocabulary) {
@@ -151,8 +150,8 @@ TEST_F(EmulatorTest, CpAsyncDeferredWithZeroFill) {
   std::vector<int> poisoned(64, 0);
   alignas(16) static unsigned char aligned_src[16 * 64];
   std::memcpy(aligned_src, src.data(), src.size());
-  EMU_EXPECT_OK(run(cp_async_kernel, {1, 1, 1}, {64, 1, 1}, 16 * 64, kReverse, aligned_src,
-                    out.data(), poisoned.data()));
+  EMU_EXPECT_OK(
+      run(cp_async_kernel, {1, 1, 1}, {64, 1, 1}, 16 * 64, kReverse, aligned_src, out.data(), poisoned.data()));
   for (unsigned t = 0; t < 64; ++t) {
     EXPECT_EQ(poisoned[t], 1) << t;
     const unsigned from = (t + 1) % 64;

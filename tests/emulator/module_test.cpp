@@ -11,8 +11,7 @@ namespace {
 TEST_F(EmulatorTest, DlopenedModuleRunsThroughTheAbiOnly) {
   void* handle = dlopen(RUDNN_EMU_TEST_MODULE, RTLD_NOW | RTLD_LOCAL);
   ASSERT_NE(handle, nullptr) << dlerror();
-  auto version = reinterpret_cast<rudnn_emu_module_abi_version_fn>(
-      dlsym(handle, RUDNN_EMU_MODULE_ABI_VERSION_SYMBOL));
+  auto version = reinterpret_cast<rudnn_emu_module_abi_version_fn>(dlsym(handle, RUDNN_EMU_MODULE_ABI_VERSION_SYMBOL));
   auto bind = reinterpret_cast<rudnn_emu_bind_fn>(dlsym(handle, RUDNN_EMU_BIND_SYMBOL));
   auto entry = reinterpret_cast<host::ThreadEntry>(dlsym(handle, "rudnn_test_scale_rows"));
   ASSERT_NE(version, nullptr);

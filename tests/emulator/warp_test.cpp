@@ -59,13 +59,11 @@ void check_shuffles() {
       const int max_arg = mode == 0 ? 40 : mode == 3 ? 31 : width;
       for (int a = 0; a <= max_arg; ++a) {
         std::vector<T> out(32);
-        EMU_EXPECT_OK(run(shuffle_kernel<T>, {1, 1, 1}, {32, 1, 1}, 0, kReverse, &mode, &a, &width,
-                          out.data()));
+        EMU_EXPECT_OK(run(shuffle_kernel<T>, {1, 1, 1}, {32, 1, 1}, 0, kReverse, &mode, &a, &width, out.data()));
         for (int lane = 0; lane < 32; ++lane) {
           const int src = facts_source(mode, lane, a, width);
           const T want = lane_value<T>(src < 0 ? lane : src);
-          ASSERT_EQ(out[lane], want) << "mode " << mode << " arg " << a << " width " << width
-                                     << " lane " << lane;
+          ASSERT_EQ(out[lane], want) << "mode " << mode << " arg " << a << " width " << width << " lane " << lane;
         }
       }
     }
@@ -83,8 +81,8 @@ void partial_mask_shuffle_kernel(void** args) {
   const unsigned lane = threadIdx.x;
   if (lane < 16) {
     const float v = static_cast<float>(lane);
-    out[lane] = __shfl_xor_sync(0x0000ffffu, v, 1);          // stays inside the mask
-    out[32 + lane] = __shfl_xor_sync(0x0000ffffu, v, 16);    // reads a lane outside the mask
+    out[lane] = __shfl_xor_sync(0x0000ffffu, v, 1);        // stays inside the mask
+    out[32 + lane] = __shfl_xor_sync(0x0000ffffu, v, 16);  // reads a lane outside the mask
     out[64 + lane] = __shfl_down_sync(0x0000ffffu, v, 4, 16);
   }
 }
@@ -103,7 +101,7 @@ void reduce_kernel(void** args) {
   int* out = ptr<int>(args, 0);
   const unsigned lane = threadIdx.x;
   const int v = static_cast<int>(lane) - 20;  // negative and positive values
-  if (lane % 3 == 0) {  // lanes 0, 3, ..., 30: a partial mask
+  if (lane % 3 == 0) {                        // lanes 0, 3, ..., 30: a partial mask
     const unsigned m = 0x49249249u;
     const int add = __reduce_add_sync(m, v);
     const int mn = __reduce_min_sync(m, v);
@@ -239,8 +237,7 @@ TEST_F(EmulatorTest, PartialLastWarp) {
   unsigned good = 0x0000ffffu, bad = 0xffffffffu;
   EMU_EXPECT_OK(run(partial_warp_kernel, {1, 1, 1}, {48, 1, 1}, 0, kForward, out.data(), &good));
   for (int t = 32; t < 48; ++t) EXPECT_EQ(out[t], t < 47 ? t + 1 : t);
-  expect_fault(run(partial_warp_kernel, {1, 1, 1}, {48, 1, 1}, 0, kForward, out.data(), &bad),
-               {"do not exist"});
+  expect_fault(run(partial_warp_kernel, {1, 1, 1}, {48, 1, 1}, 0, kForward, out.data(), &bad), {"do not exist"});
 }
 
 // The typical block reduction: shuffle-reduce each warp, warp sums through shared memory, the
@@ -282,10 +279,10 @@ TEST_F(EmulatorTest, BlockReductionGivesTheSum) {
     for (const auto& s : kAllSchedules) {
       int got_int = 0;
       float got_float = 0;
-      EMU_EXPECT_OK(run(block_reduce_kernel<int>, {37, 1, 1}, {256, 1, 1}, 8 * sizeof(int), s,
-                        ints.data(), &got_int, &n));
-      EMU_EXPECT_OK(run(block_reduce_kernel<float>, {37, 1, 1}, {256, 1, 1}, 8 * sizeof(float), s,
-                        floats.data(), &got_float, &n));
+      EMU_EXPECT_OK(
+          run(block_reduce_kernel<int>, {37, 1, 1}, {256, 1, 1}, 8 * sizeof(int), s, ints.data(), &got_int, &n));
+      EMU_EXPECT_OK(run(block_reduce_kernel<float>, {37, 1, 1}, {256, 1, 1}, 8 * sizeof(float), s, floats.data(),
+                        &got_float, &n));
       EXPECT_EQ(got_int, want_int) << schedule_name(s);
       // Multiples of 1/64 whose sums stay below 2^24/64 in magnitude: every partial sum is exact.
       EXPECT_EQ(static_cast<double>(got_float), want_float) << schedule_name(s);

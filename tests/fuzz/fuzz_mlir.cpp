@@ -76,8 +76,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   context.loadAllAvailableDialects();
   mlir::ScopedDiagnosticHandler quiet(&context, [](mlir::Diagnostic&) { return mlir::success(); });
 
-  auto loaded = compiler::parse_main_function(std::string(reinterpret_cast<const char*>(data), size), "fuzz.mlir",
-                                              context);
+  auto loaded =
+      compiler::parse_main_function(std::string(reinterpret_cast<const char*>(data), size), "fuzz.mlir", context);
   if (!loaded.ok()) return 0;
   lower_norm_ops(loaded->main, target);
 

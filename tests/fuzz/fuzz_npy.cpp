@@ -12,8 +12,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace rudnn;
   const std::string bytes(reinterpret_cast<const char*>(data), size);
-  for (DType dtype : {DType::F32, DType::F16, DType::BF16, DType::U32, DType::I32, DType::I64, DType::FP8E4M3,
-                      DType::U8}) {
+  for (DType dtype :
+       {DType::F32, DType::F16, DType::BF16, DType::U32, DType::I32, DType::I64, DType::FP8E4M3, DType::U8}) {
     std::istringstream in(bytes);
     auto r = tools::read_npy(in, size, dtype, "--input fuzz");
     if (!r.ok()) {

@@ -31,9 +31,9 @@ class AttentionOnGpu : public testing::GpuTest {};
 struct Case {
   std::int64_t b, hq, hkv, tq, tk, d, dv;
   bool causal, mask, bias;
-  int bias_broadcast = 0;       // 0 full, 1 over batch, 2 over heads, 3 both
-  bool bias_in_dtype = false;   // the bias in the query dtype instead of f32
-  double logit_scale = 1.0;     // q ~ U(±logit_scale): 1e4 gives ±1e4-class logits before the scale
+  int bias_broadcast = 0;      // 0 full, 1 over batch, 2 over heads, 3 both
+  bool bias_in_dtype = false;  // the bias in the query dtype instead of f32
+  double logit_scale = 1.0;    // q ~ U(±logit_scale): 1e4 gives ±1e4-class logits before the scale
 };
 
 const std::vector<AttentionStrategy> kAll = {AttentionStrategy::FlashBlackboxAccelerated, AttentionStrategy::FlashUnit,
@@ -66,10 +66,11 @@ bool fits(AttentionStrategy s, DType dtype, std::int64_t d, std::int64_t dv) {
 void check_case(const Case& c, DType dtype, const Device& device,
                 const std::vector<AttentionStrategy>& strategies = kAll) {
   const std::uint64_t seed = testing::fresh_seed();
-  SCOPED_TRACE(fmt::format("{} B={} Hq={} Hkv={} Tq={} Tk={} D={} Dv={} causal={} mask={} bias={}/{}{} logits×{} "
-                           "seed={}",
-                           dtype_name(dtype), c.b, c.hq, c.hkv, c.tq, c.tk, c.d, c.dv, c.causal, c.mask, c.bias,
-                           c.bias_broadcast, c.bias_in_dtype ? " (query dtype)" : "", c.logit_scale, seed));
+  SCOPED_TRACE(
+      fmt::format("{} B={} Hq={} Hkv={} Tq={} Tk={} D={} Dv={} causal={} mask={} bias={}/{}{} logits×{} "
+                  "seed={}",
+                  dtype_name(dtype), c.b, c.hq, c.hkv, c.tq, c.tk, c.d, c.dv, c.causal, c.mask, c.bias,
+                  c.bias_broadcast, c.bias_in_dtype ? " (query dtype)" : "", c.logit_scale, seed));
   std::mt19937_64 rng(seed);
   auto q = testing::random_values(static_cast<std::size_t>(c.b * c.hq * c.tq * c.d), dtype, rng, -c.logit_scale,
                                   c.logit_scale);
@@ -134,13 +135,13 @@ void check_case(const Case& c, DType dtype, const Device& device,
 // Moderate shapes: several query and key tiles with partial tails, every feature of SPEC §5. The
 // FP64 oracle costs B·Hq·Tq·Tk·(D + Dv) multiply-adds per case (≤ ~0.6 G here).
 const Case kCases[] = {
-    {1, 8, 2, 517, 517, 128, 128, true, false, false},            // Tq = Tk causal, GQA 4, odd length
-    {1, 8, 2, 300, 777, 64, 64, true, true, true, 3},             // Tq < Tk causal, mask, bias over B and H
-    {2, 4, 1, 200, 129, 128, 128, true, true, true, 1, true},     // Tq > Tk causal (early rows see nothing), GQA 4
-    {4, 32, 8, 1, 1000, 128, 128, false, false, true, 2},         // decode, GQA 4, bias over heads
-    {1, 8, 1, 130, 250, 96, 96, false, true, false},              // D = 96, GQA 8, mask
-    {1, 4, 4, 70, 190, 256, 256, true, false, true, 0, true},     // D = 256, GQA 1, full bias in the query dtype
-    {1, 4, 1, 65, 300, 64, 64, false, false, false, 0, false, 1.0e4},    // ±1e4 logits before the scale
+    {1, 8, 2, 517, 517, 128, 128, true, false, false},                 // Tq = Tk causal, GQA 4, odd length
+    {1, 8, 2, 300, 777, 64, 64, true, true, true, 3},                  // Tq < Tk causal, mask, bias over B and H
+    {2, 4, 1, 200, 129, 128, 128, true, true, true, 1, true},          // Tq > Tk causal (early rows see nothing), GQA 4
+    {4, 32, 8, 1, 1000, 128, 128, false, false, true, 2},              // decode, GQA 4, bias over heads
+    {1, 8, 1, 130, 250, 96, 96, false, true, false},                   // D = 96, GQA 8, mask
+    {1, 4, 4, 70, 190, 256, 256, true, false, true, 0, true},          // D = 256, GQA 1, full bias in the query dtype
+    {1, 4, 1, 65, 300, 64, 64, false, false, false, 0, false, 1.0e4},  // ±1e4 logits before the scale
 };
 
 // Every case in bf16 (the benchmark's dtype); f16 and f32 on the two cases that cover the kernels'

@@ -32,11 +32,12 @@ struct Problem {
 // beta ~ U(0, 1), state ~ U(−0.5, 0.5); both entries against the oracle.
 void check_problem(const Problem& p, DType dtype, const Device& device) {
   const std::uint64_t seed = testing::fresh_seed();
-  SCOPED_TRACE(fmt::format("{} B={} H={} T={} K={} V={} state={} seed={}", dtype_name(dtype), p.b, p.h, p.t, p.k,
-                           p.v, p.with_state, seed));
+  SCOPED_TRACE(fmt::format("{} B={} H={} T={} K={} V={} state={} seed={}", dtype_name(dtype), p.b, p.h, p.t, p.k, p.v,
+                           p.with_state, seed));
   std::mt19937_64 rng(seed);
   const double a = std::sqrt(3.0 / static_cast<double>(p.k));
-  const auto n_qk = static_cast<std::size_t>(p.b * p.h * p.t * p.k), n_v = static_cast<std::size_t>(p.b * p.h * p.t * p.v);
+  const auto n_qk = static_cast<std::size_t>(p.b * p.h * p.t * p.k),
+             n_v = static_cast<std::size_t>(p.b * p.h * p.t * p.v);
   const auto n_t = static_cast<std::size_t>(p.b * p.h * p.t), n_s = static_cast<std::size_t>(p.b * p.h * p.k * p.v);
   auto q = testing::random_values(n_qk, dtype, rng, -a, a);
   auto k = testing::random_values(n_qk, dtype, rng, -a, a);
@@ -55,8 +56,8 @@ void check_problem(const Problem& p, DType dtype, const Device& device) {
                                   std::nullopt,
                                   static_cast<float>(scale)};
   if (p.with_state) in.initial_state = testing::upload({p.b, p.h, p.k, p.v}, DType::F32, s0, device);
-  const auto want =
-      reference::gated_delta(q, k, v, beta, g, s0, {p.b, p.h, p.t, p.k, p.v}, static_cast<double>(static_cast<float>(scale)));
+  const auto want = reference::gated_delta(q, k, v, beta, g, s0, {p.b, p.h, p.t, p.k, p.v},
+                                           static_cast<double>(static_cast<float>(scale)));
   auto check = [&](Result<gated_delta::GatedDeltaOutput, GatedDeltaError> r, const std::string& what) {
     SCOPED_TRACE(what);
     ASSERT_TRUE(r.ok()) << r.error().message();
@@ -84,7 +85,9 @@ TEST_F(GatedDeltaOnGpu, BothEntriesMatchTheRecurrence) {
 }
 
 // The decode benchmark's shape: B = 64 single steps from a state.
-TEST_F(GatedDeltaOnGpu, DecodeBatchOfSingleSteps) { check_problem({64, 16, 1, 128, 128, true, {}}, DType::BF16, device_); }
+TEST_F(GatedDeltaOnGpu, DecodeBatchOfSingleSteps) {
+  check_problem({64, 16, 1, 128, 128, true, {}}, DType::BF16, device_);
+}
 
 // Small, for compute-sanitizer (scripts/gpu-check runs *Sanitized* under memcheck and racecheck).
 TEST_F(GatedDeltaOnGpu, SanitizedSmall) { check_problem({1, 2, 70, 64, 64, true, {32, 64}}, DType::BF16, device_); }

@@ -48,7 +48,8 @@ reference::RoutingTolerance exact_tolerance(DType dtype) {
 
 // The plan's indices and weights, and "" if they match `want` within `tol`.
 std::string routing_check(const moe::RoutingPlan& plan, const reference::Routing& want, std::int64_t experts,
-                          std::int64_t top_k, const reference::RoutingTolerance& tol, reference::Routing* got = nullptr) {
+                          std::int64_t top_k, const reference::RoutingTolerance& tol,
+                          reference::Routing* got = nullptr) {
   reference::Routing r{{}, host_values(plan.weights()), {}};
   for (double v : host_values(plan.expert_indices())) r.indices.push_back(static_cast<std::uint32_t>(v));
   std::string m = reference::routing_mismatch(want, experts, top_k, r.indices, r.weights, tol);
@@ -128,11 +129,10 @@ void check_case(const Case& c, DType dtype, const Device& device) {
 
 TEST_F(MoeOnGpu, ForwardScalarAndTensorCoreMatchReference) {
   const Case cases[] = {
-      {300, 64, 8, 264, 200, 0},   // rows per expert ~ 37: partial tiles; H, I not multiples of 16/32
-      {64, 16, 4, 512, 128, 0},
-      {96, 8, 2, 128, 64, 40.0},   // every token picks expert 0; most experts empty
-      {1, 1, 1, 64, 32, 0},        // T = 1, E = 1
-      {5, 4, 4, 32, 16, 0},        // top_k = E
+      {300, 64, 8, 264, 200, 0},  // rows per expert ~ 37: partial tiles; H, I not multiples of 16/32
+      {64, 16, 4, 512, 128, 0},  {96, 8, 2, 128, 64, 40.0},  // every token picks expert 0; most experts empty
+      {1, 1, 1, 64, 32, 0},                                  // T = 1, E = 1
+      {5, 4, 4, 32, 16, 0},                                  // top_k = E
   };
   for (DType dtype : {DType::BF16, DType::F16, DType::F32})
     for (const Case& c : cases) check_case(c, dtype, device_);
@@ -168,13 +168,15 @@ TEST_F(MoeOnGpu, RoutingTiesUnderflowAndInfiniteBiasExact) {
     }
     const double inf = std::numeric_limits<double>::infinity();
     const std::vector<double> lx = {0.5, -0.25, 1, 2}, bias = {inf, -inf, 0, 0};
-    auto grouped = moe::route_sigmoid_grouped(testing::upload({1, 4}, dtype, lx, device_),
-                                              testing::upload({4}, DType::F32, bias, device_), {2, 2, 1, true, true, 1.0f});
+    auto grouped =
+        moe::route_sigmoid_grouped(testing::upload({1, 4}, dtype, lx, device_),
+                                   testing::upload({4}, DType::F32, bias, device_), {2, 2, 1, true, true, 1.0f});
     ASSERT_TRUE(grouped.ok()) << grouped.error().message();
-    EXPECT_EQ(routing_check(*grouped, reference::route_sigmoid_grouped(lx, {INFINITY, -INFINITY, 0, 0}, 1, 4, 2, 2, 1, true,
-                                                                       true, 1.0),
-                            4, 2, exact_tolerance(dtype)),
-              "");
+    EXPECT_EQ(
+        routing_check(*grouped,
+                      reference::route_sigmoid_grouped(lx, {INFINITY, -INFINITY, 0, 0}, 1, 4, 2, 2, 1, true, true, 1.0),
+                      4, 2, exact_tolerance(dtype)),
+        "");
   }
 }
 
@@ -215,7 +217,8 @@ TEST_F(MoeOnGpu, GroupedRoutingAndForwardMatchReference) {
             gs.push_back(c.top_two ? v[0] + v[1] : v[0]);
           }
           std::sort(gs.begin(), gs.end(), std::greater<>());
-          if (c.selected == c.groups || gs[static_cast<std::size_t>(c.selected - 1)] - gs[static_cast<std::size_t>(c.selected)] > 1e-4 ||
+          if (c.selected == c.groups ||
+              gs[static_cast<std::size_t>(c.selected - 1)] - gs[static_cast<std::size_t>(c.selected)] > 1e-4 ||
               attempt == 100) {
             logits.insert(logits.end(), row.begin(), row.end());
             break;

@@ -134,8 +134,8 @@ TEST_F(NpyTest, DirectoryAndDeviceAreErrorsNotReads) {
 
 TEST_F(NpyTest, MalformedShapesAreErrors) {
   // Each was read as something else before: (-2, 64) as (2, 64), ('2', 4096) as (2, 4096), ...
-  for (const std::string shape : {"(-2, 64)", "('2', 4096)", "(3, 64,,)", "(5)", "(2 3)", "(,)", "(07, 2)",
-                                  "(2, 3", "[2, 3]", "(2.0, 3)", "(0x10,)"}) {
+  for (const std::string shape : {"(-2, 64)", "('2', 4096)", "(3, 64,,)", "(5)", "(2 3)", "(,)", "(07, 2)", "(2, 3",
+                                  "[2, 3]", "(2.0, 3)", "(0x10,)"}) {
     const Error e = error_of(npy(dict("<f4", shape), std::string(4 * 6, '\0')));
     EXPECT_EQ(e.kind(), ErrorKind::InvalidValue) << shape;
     EXPECT_NE(e.message().find("'shape'"), std::string::npos) << shape << ": " << e.message();
@@ -154,13 +154,13 @@ TEST_F(NpyTest, FortranOrderMustBeABool) {
 TEST_F(NpyTest, HeaderMustBeExactlyTheDict) {
   const std::string data = raw<float>({1, 2});
   for (const std::string header :
-       {"{'descr': '<f4', 'fortran_order': False}",                                        // no shape
-        "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'extra': 1}",             // unknown key
-        "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}",         // duplicate
-        "{'descr': '<f4', 'fortran_order': False, 'shape': (2,)} x",                       // trailing text
-        "{'descr': '<f4' 'fortran_order': False, 'shape': (2,)}",                          // no comma
-        "{'descr': '<\\f4', 'fortran_order': False, 'shape': (2,)}",                       // an escape
-        "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,)}",                // structured
+       {"{'descr': '<f4', 'fortran_order': False}",                                 // no shape
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), 'extra': 1}",      // unknown key
+        "{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (2,)}",  // duplicate
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (2,)} x",                // trailing text
+        "{'descr': '<f4' 'fortran_order': False, 'shape': (2,)}",                   // no comma
+        "{'descr': '<\\f4', 'fortran_order': False, 'shape': (2,)}",                // an escape
+        "{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (2,)}",         // structured
         "{'descr: '<f4', 'fortran_order': False, 'shape': (2,)}", "", "{", "{,}"}) {
     const Error e = error_of(npy(header, data));
     EXPECT_EQ(e.kind(), ErrorKind::InvalidValue) << header << ": " << e.message();
@@ -238,8 +238,7 @@ TEST_F(NpyTest, AllocationFailureIsOutOfMemoryNamingTheBytes) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind(), ErrorKind::OutOfMemory);
   EXPECT_NE(r.error().message().find("--input big=x.npy"), std::string::npos) << r.error().message();
-  EXPECT_NE(r.error().message().find(std::to_string(std::uint64_t{1} << 57)), std::string::npos)
-      << r.error().message();
+  EXPECT_NE(r.error().message().find(std::to_string(std::uint64_t{1} << 57)), std::string::npos) << r.error().message();
 }
 
 TEST_F(NpyTest, FileThatEndsBeforeItsSizeIsTruncated) {

@@ -98,8 +98,8 @@ class SourceFileTest : public ::testing::Test {
 };
 
 TEST_F(SourceFileTest, OnlyRegularFilesUnderTheLimit) {
-  for (const auto& [path, what] : {std::pair<std::string, std::string>{dir_.string(), "a directory"},
-                                   {"/dev/zero", "a character device"}}) {
+  for (const auto& [path, what] :
+       {std::pair<std::string, std::string>{dir_.string(), "a directory"}, {"/dev/zero", "a character device"}}) {
     auto r = compiler::read_source_file(path);
     ASSERT_FALSE(r.ok()) << path;
     EXPECT_EQ(r.error().kind(), ErrorKind::IoFailure);
@@ -140,7 +140,8 @@ TEST_F(SourceFileTest, ParseMainFunctionAppliesTheLimits) {
   ASSERT_FALSE(deep.ok());
   EXPECT_NE(deep.error().message().find("nested at most 64"), std::string::npos) << deep.error().message();
   auto chain = compiler::parse_main_function(
-      "#m = affine_map<(d0) -> (" + repeat("d0 + ", 1000000) + "d0)>\nmodule attributes {x = #m} {}", "c.mlir", context);
+      "#m = affine_map<(d0) -> (" + repeat("d0 + ", 1000000) + "d0)>\nmodule attributes {x = #m} {}", "c.mlir",
+      context);
   ASSERT_FALSE(chain.ok());
   EXPECT_NE(chain.error().message().find("nested at most 64"), std::string::npos) << chain.error().message();
   auto file = compiler::read_main_function("/dev/zero", context);

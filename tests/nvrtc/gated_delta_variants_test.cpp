@@ -28,9 +28,14 @@ std::vector<Variant> gated_delta_variants() {
     for (DType g : t == DType::F32 ? std::vector<DType>{t} : std::vector<DType>{t, DType::F32}) {
       for (bool chunked : {false, true})
         for (const auto& config : compiler::gated_delta_variants(chunked, chunked ? k : 1, t)) {
-          rudnn::contracts::GatedDeltaSignature sig{{{2, 4, 64, k}, t, 0}, {{2, 4, 64, k}, t, 0}, {{2, 4, 64, v}, t, 0},
-                                                    {{2, 4, 64}, g, 0},    {{2, 4, 64}, g, 0},    std::nullopt,
-                                                    1.0,                   chunked ? 64 : 0};
+          rudnn::contracts::GatedDeltaSignature sig{{{2, 4, 64, k}, t, 0},
+                                                    {{2, 4, 64, k}, t, 0},
+                                                    {{2, 4, 64, v}, t, 0},
+                                                    {{2, 4, 64}, g, 0},
+                                                    {{2, 4, 64}, g, 0},
+                                                    std::nullopt,
+                                                    1.0,
+                                                    chunked ? 64 : 0};
           // The recurrence tiles are registered per key_dim; lower each with the largest key it holds.
           if (!chunked) {
             const std::int64_t kk = 4 * config.get("warps") * config.get("rows_per_thread");

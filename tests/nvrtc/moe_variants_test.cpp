@@ -50,14 +50,14 @@ std::vector<Variant> moe_variants() {
       if (tc && dtype == DType::F32) continue;
       for (const auto& config : compiler::expert_variants(tc)) {
         rudnn::contracts::ExpertsSignature sig;
-        sig.weights = {{{experts, inter, hidden}, dtype, 0}, {{experts, inter, hidden}, dtype, 0},
+        sig.weights = {{{experts, inter, hidden}, dtype, 0},
+                       {{experts, inter, hidden}, dtype, 0},
                        {{experts, hidden, inter}, dtype, 0}};
         sig.rows = {{128, hidden}, dtype, 0};
         sig.offsets = {{experts + 1}, DType::U32, 0};
-        compiler::ExpertsRequest r{sig,
-                                   tc ? rudnn::contracts::ExpertsStrategy::TensorCore
-                                      : rudnn::contracts::ExpertsStrategy::Scalar,
-                                   config, -1};
+        compiler::ExpertsRequest r{
+            sig, tc ? rudnn::contracts::ExpertsStrategy::TensorCore : rudnn::contracts::ExpertsStrategy::Scalar, config,
+            -1};
         collect(compiler::lower_experts(r, target), seen, out);
       }
     }

@@ -65,22 +65,21 @@ inline NormKernel norm_kernel(const NormConfig& c) {
   static const char* const kTypes[] = {"float", "rudnn::f16", "rudnn::bf16"};
   NormKernel k;
   k.config = c;
-  k.entry = std::string("rudnn_") + op_name(c.op) + "_" + type_name(c.type) + "_t" +
-            std::to_string(c.threads_per_row) + "_r" + std::to_string(c.rows_per_block) + "_v" +
-            std::to_string(c.vector_width);
+  k.entry = std::string("rudnn_") + op_name(c.op) + "_" + type_name(c.type) + "_t" + std::to_string(c.threads_per_row) +
+            "_r" + std::to_string(c.rows_per_block) + "_v" + std::to_string(c.vector_width);
   const std::string t = kTypes[static_cast<int>(c.type)];
-  k.source = "#include \"rudnn/norm/row_norm.cuh\"\n"
-             "using Policy = rudnn::norm::RowPolicy<" +
-             std::to_string(c.threads_per_row) + ", " + std::to_string(c.rows_per_block) + ", " +
-             std::to_string(c.vector_width) + ">;\n" + "using T = " + t + ";\n" +
-             "RUDNN_KERNEL void RUDNN_LAUNCH_BOUNDS_MIN(Policy::kBlockThreads, Policy::kMinBlocksPerSm)\n" +
-             k.entry +
-             "(const T* input, const float* gamma, const float* beta, T* output,\n"
-             "    long long rows, long long h, float epsilon) {\n"
-             "  rudnn::norm::row_norm<rudnn::norm::" +
-             kOps[static_cast<int>(c.op)] +
-             ", T, Policy>(input, gamma, beta, output, rows, h, epsilon);\n"
-             "}\n";
+  k.source =
+      "#include \"rudnn/norm/row_norm.cuh\"\n"
+      "using Policy = rudnn::norm::RowPolicy<" +
+      std::to_string(c.threads_per_row) + ", " + std::to_string(c.rows_per_block) + ", " +
+      std::to_string(c.vector_width) + ">;\n" + "using T = " + t + ";\n" +
+      "RUDNN_KERNEL void RUDNN_LAUNCH_BOUNDS_MIN(Policy::kBlockThreads, Policy::kMinBlocksPerSm)\n" + k.entry +
+      "(const T* input, const float* gamma, const float* beta, T* output,\n"
+      "    long long rows, long long h, float epsilon) {\n"
+      "  rudnn::norm::row_norm<rudnn::norm::" +
+      kOps[static_cast<int>(c.op)] +
+      ", T, Policy>(input, gamma, beta, output, rows, h, epsilon);\n"
+      "}\n";
   return k;
 }
 
@@ -95,9 +94,8 @@ inline std::vector<NormKernel> norm_variants() {
   const std::pair<NormOp, NormKind> ops[] = {{NormOp::LayerNorm, NormKind::LayerNorm},
                                              {NormOp::RmsNorm, NormKind::RmsNorm},
                                              {NormOp::Softmax, NormKind::Softmax}};
-  const std::pair<NormType, rudnn::DType> types[] = {{NormType::F32, rudnn::DType::F32},
-                                                     {NormType::F16, rudnn::DType::F16},
-                                                     {NormType::BF16, rudnn::DType::BF16}};
+  const std::pair<NormType, rudnn::DType> types[] = {
+      {NormType::F32, rudnn::DType::F32}, {NormType::F16, rudnn::DType::F16}, {NormType::BF16, rudnn::DType::BF16}};
   for (auto [op, kind] : ops)
     for (auto [type, dtype] : types)
       for (const auto& config : rudnn::compiler::normalization_variants(kind, dtype, h)) {
@@ -109,13 +107,12 @@ inline std::vector<NormKernel> norm_variants() {
         r.config = config;
         auto lowered = rudnn::compiler::lower_normalization(r, rudnn::compiler::Target{});
         if (!lowered.ok() || lowered->launches.size() != 1)
-          throw std::runtime_error("lower_normalization(" + config.to_string() + "): " +
-                                   (lowered.ok() ? "not one launch" : lowered.error().message()));
+          throw std::runtime_error("lower_normalization(" + config.to_string() +
+                                   "): " + (lowered.ok() ? "not one launch" : lowered.error().message()));
         const auto& launch = lowered->launches.front();
         NormKernel k;
         k.config = {op, type, static_cast<int>(config.get("threads_per_row")),
-                    static_cast<int>(config.get("rows_per_block")),
-                    static_cast<int>(config.get("vector_width"))};
+                    static_cast<int>(config.get("rows_per_block")), static_cast<int>(config.get("vector_width"))};
         k.entry = launch.entry;
         k.source = launch.source;
         out.push_back(std::move(k));

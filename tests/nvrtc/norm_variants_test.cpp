@@ -38,16 +38,14 @@ TEST(NormVariants, RegistryIsComplete) {
     EXPECT_EQ(variants.size(), 3u * 15u * 11u);
   }
   // Every op and dtype, the three geometries the launch heuristics favour, every width.
-  for (auto op : {rudnn::test::NormOp::LayerNorm, rudnn::test::NormOp::RmsNorm,
-                  rudnn::test::NormOp::Softmax})
-    for (auto type : {rudnn::test::NormType::F32, rudnn::test::NormType::F16,
-                      rudnn::test::NormType::BF16})
+  for (auto op : {rudnn::test::NormOp::LayerNorm, rudnn::test::NormOp::RmsNorm, rudnn::test::NormOp::Softmax})
+    for (auto type : {rudnn::test::NormType::F32, rudnn::test::NormType::F16, rudnn::test::NormType::BF16})
       for (int tpr : {32, 128, 256, 1024})
         for (int vw = 1; vw * rudnn::test::type_bytes(type) <= 16; vw *= 2) {
           bool found = false;
           for (const auto& v : variants)
-            found |= v.config.op == op && v.config.type == type &&
-                     v.config.threads_per_row == tpr && v.config.vector_width == vw;
+            found |= v.config.op == op && v.config.type == type && v.config.threads_per_row == tpr &&
+                     v.config.vector_width == vw;
           EXPECT_TRUE(found) << rudnn::test::op_name(op) << " " << rudnn::test::type_name(type)
                              << " threads_per_row=" << tpr << " vector_width=" << vw;
         }
@@ -91,8 +89,7 @@ TEST(NormVariants, CompileForSm80AndSm90aWithoutSpills) {
     EXPECT_EQ(o.report.spill_loads_bytes, 0);
     EXPECT_EQ(o.report.stack_bytes, 0);
     EXPECT_EQ(o.report.shared_bytes, 0);  // all shared memory is dynamic
-    std::printf("%-40s %-7s registers %3d\n", o.entry.c_str(), o.arch.c_str(),
-                o.report.registers);
+    std::printf("%-40s %-7s registers %3d\n", o.entry.c_str(), o.arch.c_str(), o.report.registers);
   }
 }
 

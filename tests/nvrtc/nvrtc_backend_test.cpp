@@ -9,9 +9,9 @@ namespace nv = rudnn::compiler::nvrtc;
 
 namespace {
 
-#define REQUIRE_NVRTC()                                                          \
-  do {                                                                           \
-    if (!nv::available()) GTEST_SKIP() << "SKIP: NVRTC is not installed here";   \
+#define REQUIRE_NVRTC()                                                        \
+  do {                                                                         \
+    if (!nv::available()) GTEST_SKIP() << "SKIP: NVRTC is not installed here"; \
   } while (0)
 
 const char* const kSmallKernel = R"(
@@ -36,7 +36,9 @@ TEST(NvrtcBackend, CompilesCubinAndPtxWithReport) {
     auto k = nv::compile(kSmallKernel, "small_kernel", arch);
     ASSERT_TRUE(k.ok()) << k.error().message();
     ASSERT_GE(k->cubin.size(), 4u);
-    EXPECT_EQ(k->cubin.substr(0, 4), std::string("\x7f" "ELF")) << arch;
+    EXPECT_EQ(k->cubin.substr(0, 4), std::string("\x7f"
+                                                 "ELF"))
+        << arch;
     EXPECT_NE(k->ptx.find(".entry small_kernel"), std::string::npos) << arch;
     EXPECT_TRUE(k->report.found) << k->log;
     EXPECT_GT(k->report.registers, 0) << k->log;
@@ -81,12 +83,11 @@ TEST(NvrtcBackend, PreludeWrappersCompile) {
   for (const char* arch : {"sm_80", "sm_90a"}) {
     auto k = nv::compile(kWrapperKernel, "wrappers", arch);
     ASSERT_TRUE(k.ok()) << k.error().message();
-    for (const char* insn : {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
-                             "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
-                             "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
-                             "ldmatrix.sync.aligned.m8n8.x1.shared.b16", "cp.async.cg.shared.global",
-                             "cp.async.ca.shared.global", "cp.async.wait_group 1",
-                             "cp.async.wait_all", "cp.async.commit_group"})
+    for (const char* insn :
+         {"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32", "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+          "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16", "ldmatrix.sync.aligned.m8n8.x1.shared.b16",
+          "cp.async.cg.shared.global", "cp.async.ca.shared.global", "cp.async.wait_group 1", "cp.async.wait_all",
+          "cp.async.commit_group"})
       EXPECT_NE(k->ptx.find(insn), std::string::npos) << arch << ": " << insn;
     EXPECT_EQ(k->report.spill_stores_bytes, 0);
   }
@@ -103,14 +104,12 @@ TEST(NvrtcBackend, VirtualArchGivesPtxOnly) {
 
 TEST(NvrtcBackend, SyntaxErrorIsCompileFailureWithLog) {
   REQUIRE_NVRTC();
-  auto k = nv::compile("extern \"C\" __global__ void broken(int* p) { p[0] = ; }\n", "broken",
-                       "sm_90a");
+  auto k = nv::compile("extern \"C\" __global__ void broken(int* p) { p[0] = ; }\n", "broken", "sm_90a");
   ASSERT_FALSE(k.ok());
   EXPECT_EQ(k.error().kind(), rudnn::ErrorKind::CompileFailure);
   // The whole log travels in the message: file name, line and the compiler's words.
   EXPECT_NE(k.error().message().find("broken.cu(1)"), std::string::npos) << k.error().message();
-  EXPECT_NE(k.error().message().find("expected an expression"), std::string::npos)
-      << k.error().message();
+  EXPECT_NE(k.error().message().find("expected an expression"), std::string::npos) << k.error().message();
 }
 
 TEST(NvrtcBackend, UnknownOptionIsCompileFailure) {

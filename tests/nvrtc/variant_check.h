@@ -31,8 +31,10 @@ inline void expect_spill_free_on_sm80_and_sm90a(const std::vector<KernelVariant>
       rows[i].entry = v.entry;
       rows[i].arch = arch;
       auto k = nv::compile(v.source, v.entry, arch);
-      if (!k.ok()) rows[i].error = k.error().message();
-      else rows[i].report = k->report;
+      if (!k.ok())
+        rows[i].error = k.error().message();
+      else
+        rows[i].report = k->report;
     }
   };
   std::thread a(work, 0), b(work, 1);

@@ -57,7 +57,8 @@ std::vector<double> run_case(const Case& c, DType dtype, AttentionStrategy strat
   if (c.bias) {
     bias.batch = (c.bias_broadcast & 1) ? 1 : c.b;
     bias.heads = (c.bias_broadcast & 2) ? 1 : c.hq;
-    bias.values = testing::random_values(static_cast<std::size_t>(bias.batch * bias.heads * c.tq * c.tk), DType::F32, rng);
+    bias.values =
+        testing::random_values(static_cast<std::size_t>(bias.batch * bias.heads * c.tq * c.tk), DType::F32, rng);
     tb = testing::upload({bias.batch, bias.heads, c.tq, c.tk}, DType::F32, bias.values, host);
   }
   const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
@@ -83,11 +84,11 @@ std::vector<double> run_case(const Case& c, DType dtype, AttentionStrategy strat
 }
 
 const Case kCases[] = {
-    {2, 8, 2, 1, 37, 64, 64, false, false, false, 0},     // decode, GQA 4
-    {1, 8, 1, 17, 17, 64, 64, true, false, true, 1},      // Tq = Tk causal, GQA 8, bias broadcast over batch
-    {1, 4, 4, 5, 40, 64, 64, true, true, false, 0},       // Tq < Tk causal, mask with fully masked rows
-    {1, 2, 1, 40, 17, 64, 64, true, false, true, 2},      // Tq > Tk causal (early rows see nothing)
-    {1, 2, 2, 1, 1, 64, 64, false, true, true, 3},        // Tq = Tk = 1, mask + bias over both
+    {2, 8, 2, 1, 37, 64, 64, false, false, false, 0},       // decode, GQA 4
+    {1, 8, 1, 17, 17, 64, 64, true, false, true, 1},        // Tq = Tk causal, GQA 8, bias broadcast over batch
+    {1, 4, 4, 5, 40, 64, 64, true, true, false, 0},         // Tq < Tk causal, mask with fully masked rows
+    {1, 2, 1, 40, 17, 64, 64, true, false, true, 2},        // Tq > Tk causal (early rows see nothing)
+    {1, 2, 2, 1, 1, 64, 64, false, true, true, 3},          // Tq = Tk = 1, mask + bias over both
     {1, 2, 1, 9, 23, 64, 64, false, false, false, 0, 1e4},  // ±1e4 logits before scale
 };
 
@@ -111,13 +112,14 @@ std::string strategy_case_name(const ::testing::TestParamInfo<std::tuple<DType, 
   return std::string(dtype_name(std::get<0>(info.param))) + kNames[static_cast<int>(std::get<1>(info.param))];
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Fitting, AttentionStrategies,
-    ::testing::Values(std::make_tuple(DType::F32, AttentionStrategy::Fallback), std::make_tuple(DType::BF16, AttentionStrategy::Fallback),
-                      std::make_tuple(DType::F32, AttentionStrategy::FlashUnit), std::make_tuple(DType::F16, AttentionStrategy::FlashUnit),
-                      std::make_tuple(DType::F16, AttentionStrategy::FlashBlackboxAccelerated),
-                      std::make_tuple(DType::BF16, AttentionStrategy::FlashBlackboxAccelerated)),
-    strategy_case_name);
+INSTANTIATE_TEST_SUITE_P(Fitting, AttentionStrategies,
+                         ::testing::Values(std::make_tuple(DType::F32, AttentionStrategy::Fallback),
+                                           std::make_tuple(DType::BF16, AttentionStrategy::Fallback),
+                                           std::make_tuple(DType::F32, AttentionStrategy::FlashUnit),
+                                           std::make_tuple(DType::F16, AttentionStrategy::FlashUnit),
+                                           std::make_tuple(DType::F16, AttentionStrategy::FlashBlackboxAccelerated),
+                                           std::make_tuple(DType::BF16, AttentionStrategy::FlashBlackboxAccelerated)),
+                         strategy_case_name);
 
 TEST(AttentionEquivalence, StrategiesAgreeAndFallbackTakesLargeHeadDims) {
   ops::set_poison_outputs(true);
@@ -139,8 +141,8 @@ TEST(AttentionLong, Length1000EveryStrategy) {
   const std::uint64_t seed = fresh_seed();
   SCOPED_TRACE(fmt::format("seed={}", seed));
   const Case c{1, 1, 1, 1000, 1000, 64, 64, true, false, false, 0};
-  for (AttentionStrategy s : {AttentionStrategy::FlashBlackboxAccelerated, AttentionStrategy::FlashUnit,
-                              AttentionStrategy::Fallback})
+  for (AttentionStrategy s :
+       {AttentionStrategy::FlashBlackboxAccelerated, AttentionStrategy::FlashUnit, AttentionStrategy::Fallback})
     run_case(c, DType::BF16, s, seed);
 }
 
@@ -199,7 +201,8 @@ TEST(AttentionContract, EachLineAndUnfitStrategyRejected) {
   ASSERT_TRUE(q2.ok());
   expect(attention(q, k, t({1, 2, 5, 64}, f, &q2.value()), {}, {}, {}, F), ErrorKind::QueueMismatch, "value");
   // Unfit strategies name the requirement; never a silent substitution.
-  const Tensor q32 = t({1, 4, 3, 64}, DType::F32), k32 = t({1, 2, 5, 64}, DType::F32), v32 = t({1, 2, 5, 64}, DType::F32);
+  const Tensor q32 = t({1, 4, 3, 64}, DType::F32), k32 = t({1, 2, 5, 64}, DType::F32),
+               v32 = t({1, 2, 5, 64}, DType::F32);
   expect(attention(q32, k32, v32, {}, {}, {}, AttentionStrategy::FlashBlackboxAccelerated), ErrorKind::Unsupported,
          "strategy");
   expect(attention(t({1, 4, 3, 80}, f), t({1, 2, 5, 80}, f), t({1, 2, 5, 80}, f), {}, {}, {},

@@ -42,7 +42,8 @@ struct Inputs {
 Inputs make(const Problem& p, DType dtype, std::mt19937_64& rng) {
   Inputs in;
   const double a = 1.0 / std::sqrt(static_cast<double>(p.k));  // roughly unit-norm keys and queries
-  const auto n_qk = static_cast<std::size_t>(p.b * p.h * p.t * p.k), n_v = static_cast<std::size_t>(p.b * p.h * p.t * p.v);
+  const auto n_qk = static_cast<std::size_t>(p.b * p.h * p.t * p.k),
+             n_v = static_cast<std::size_t>(p.b * p.h * p.t * p.v);
   const auto n_t = static_cast<std::size_t>(p.b * p.h * p.t), n_s = static_cast<std::size_t>(p.b * p.h * p.k * p.v);
   in.q = testing::random_values(n_qk, dtype, rng, -a, a);
   in.k = testing::random_values(n_qk, dtype, rng, -a, a);
@@ -53,12 +54,12 @@ Inputs make(const Problem& p, DType dtype, std::mt19937_64& rng) {
   if (p.with_state) in.s0 = testing::random_values(n_s, DType::F32, rng, -0.5, 0.5);
   const Device host = Device::host();
   in.holder = gated_delta::GatedDeltaInput{testing::upload({p.b, p.h, p.t, p.k}, dtype, in.q, host),
-            testing::upload({p.b, p.h, p.t, p.k}, dtype, in.k, host),
-            testing::upload({p.b, p.h, p.t, p.v}, dtype, in.v, host),
-            testing::upload({p.b, p.h, p.t}, dtype, in.beta, host),
-            testing::upload({p.b, p.h, p.t}, dtype, in.g, host),
-            std::nullopt,
-            0.75f};
+                                           testing::upload({p.b, p.h, p.t, p.k}, dtype, in.k, host),
+                                           testing::upload({p.b, p.h, p.t, p.v}, dtype, in.v, host),
+                                           testing::upload({p.b, p.h, p.t}, dtype, in.beta, host),
+                                           testing::upload({p.b, p.h, p.t}, dtype, in.g, host),
+                                           std::nullopt,
+                                           0.75f};
   if (p.with_state) in.api().initial_state = testing::upload({p.b, p.h, p.k, p.v}, DType::F32, in.s0, host);
   return in;
 }
@@ -72,11 +73,11 @@ class GatedDelta : public ::testing::TestWithParam<DType> {
 TEST_P(GatedDelta, ChunkedAndRecurrentMatchTheRecurrence) {
   const DType dtype = GetParam();
   const Problem problems[] = {
-      {1, 2, 37, 16, 24, -0.5, 0.0, 0.0, 1.0, true},   // T not a multiple of any chunk, K ≠ V
-      {2, 1, 1, 32, 8, -0.5, 0.0, 0.0, 1.0, false},    // T = 1, no initial state
+      {1, 2, 37, 16, 24, -0.5, 0.0, 0.0, 1.0, true},    // T not a multiple of any chunk, K ≠ V
+      {2, 1, 1, 32, 8, -0.5, 0.0, 0.0, 1.0, false},     // T = 1, no initial state
       {1, 1, 40, 8, 40, -20.0, -15.0, 0.0, 1.0, true},  // strong decay
-      {1, 1, 33, 16, 16, 0.0, 0.0, 1.0, 1.0, true},    // no decay, beta = 1
-      {1, 1, 20, 16, 16, -0.3, 0.0, 0.0, 0.0, true},   // beta = 0: the state only decays
+      {1, 1, 33, 16, 16, 0.0, 0.0, 1.0, 1.0, true},     // no decay, beta = 1
+      {1, 1, 20, 16, 16, -0.3, 0.0, 0.0, 0.0, true},    // beta = 0: the state only decays
   };
   for (const Problem& p : problems) {
     const std::uint64_t seed = fresh_seed();
@@ -185,7 +186,7 @@ TEST(GatedDeltaLimits, ChunkBoundReadsTheDevicesSharedMemory) {
   const std::size_t saved = info.shared_memory_per_block_optin;
   info.shared_memory_per_block_optin = 16 * 1024;  // a small device
   const Stats before = stats();
-  auto too_big = gated_delta::chunk_gated_delta_rule(in.api(), 64);  // 4·(64² + 64) = 16640 > 16384
+  auto too_big = gated_delta::chunk_gated_delta_rule(in.api(), 64);         // 4·(64² + 64) = 16640 > 16384
   auto kernel_too_big = gated_delta::chunk_gated_delta_rule(in.api(), 48);  // passes SPEC's bound, not the kernel's
   auto fits = gated_delta::chunk_gated_delta_rule(in.api(), 16);
   info.shared_memory_per_block_optin = saved;
@@ -208,8 +209,12 @@ TEST(GatedDeltaContract, EachLineRejected) {
   };
   const DType f = DType::BF16;
   auto good = [&] {
-    return gated_delta::GatedDeltaInput{t({1, 2, 8, 16}, f), t({1, 2, 8, 16}, f), t({1, 2, 8, 24}, f),
-                                        t({1, 2, 8}, f),     t({1, 2, 8}, f),     t({1, 2, 16, 24}, DType::F32),
+    return gated_delta::GatedDeltaInput{t({1, 2, 8, 16}, f),
+                                        t({1, 2, 8, 16}, f),
+                                        t({1, 2, 8, 24}, f),
+                                        t({1, 2, 8}, f),
+                                        t({1, 2, 8}, f),
+                                        t({1, 2, 16, 24}, DType::F32),
                                         1.0f};
   };
   const Stats before = stats();
@@ -227,7 +232,12 @@ TEST(GatedDeltaContract, EachLineRejected) {
   expect([&](I& in) { in.query = t({1, 2, 8, 16}, DType::I32); }, ErrorKind::UnsupportedDType, "query");
   expect([&](I& in) { in.query = t({2, 8, 16}, f); }, ErrorKind::ShapeMismatch, "query");
   expect([&](I& in) { in.query = t({1, 2, 8, 0}, f); }, ErrorKind::EmptyDimension, "query");
-  expect([&](I& in) { in.query = t({1, 2, 8, 512}, f); in.key = t({1, 2, 8, 512}, f); }, ErrorKind::Unsupported, "query");
+  expect(
+      [&](I& in) {
+        in.query = t({1, 2, 8, 512}, f);
+        in.key = t({1, 2, 8, 512}, f);
+      },
+      ErrorKind::Unsupported, "query");
   expect([&](I& in) { in.key = t({1, 2, 8, 16}, DType::F16); }, ErrorKind::UnsupportedDType, "key");
   expect([&](I& in) { in.key = t({1, 2, 8, 8}, f); }, ErrorKind::ShapeMismatch, "key");
   expect([&](I& in) { in.value = t({1, 2, 8, 24}, DType::F32); }, ErrorKind::UnsupportedDType, "value");

@@ -215,7 +215,8 @@ INSTANTIATE_TEST_SUITE_P(HalfTypes, MoeStrategies, ::testing::Values(DType::F16,
 TEST(MoeStrategyFallback, AutoTakesScalarOnlyWhereTensorCoreCannot) {
   ops::set_poison_outputs(true);
   std::mt19937_64 rng(fresh_seed());
-  for (auto [dtype, h, i] : {std::tuple{DType::F32, 16, 8}, std::tuple{DType::BF16, 12, 8}, std::tuple{DType::F16, 16, 20}}) {
+  for (auto [dtype, h, i] :
+       {std::tuple{DType::F32, 16, 8}, std::tuple{DType::BF16, 12, 8}, std::tuple{DType::F16, 16, 20}}) {
     SCOPED_TRACE(fmt::format("{} H={} I={}", dtype_name(dtype), h, i));
     Weights w(3, i, h, dtype, rng);
     auto experts = w.upload(dtype);
@@ -312,10 +313,10 @@ TEST_F(MoeForwardContract, ExpertWeights) {
                   ErrorKind::UnsupportedDType, "up");
   expect_rejected(SwiGluExperts::create(t({4, 8, 16}, f), t({4, 8, 16}, f), t({4, 16, 8}, DType::F32)),
                   ErrorKind::UnsupportedDType, "down");
-  expect_rejected(SwiGluExperts::create(t({4, 8, 16}, f), t({4, 8, 12}, f), t({4, 16, 8}, f)),
-                  ErrorKind::ShapeMismatch, "up");
-  expect_rejected(SwiGluExperts::create(t({4, 8, 16}, f), t({4, 8, 16}, f), t({4, 8, 16}, f)),
-                  ErrorKind::ShapeMismatch, "down");
+  expect_rejected(SwiGluExperts::create(t({4, 8, 16}, f), t({4, 8, 12}, f), t({4, 16, 8}, f)), ErrorKind::ShapeMismatch,
+                  "up");
+  expect_rejected(SwiGluExperts::create(t({4, 8, 16}, f), t({4, 8, 16}, f), t({4, 8, 16}, f)), ErrorKind::ShapeMismatch,
+                  "down");
 }
 
 TEST_F(MoeForwardContract, DispatchAndCombine) {
@@ -374,17 +375,17 @@ TEST_F(MoeForwardContract, ExpertsAndForward) {
   auto wide = experts(DType::BF16, 16, 8, 16);
   const Tensor lg = t({3, 16}, DType::BF16);
   const moe::GroupRoutingOptions ok{4, 4, 2, true, true, 1.0f};
-  expect_rejected(wide.forward_sigmoid_grouped(x, lg, std::nullopt, {4, 3, 2, true, true, 1.0f},
-                                               moe::GroupedStrategy::Auto),
-                  ErrorKind::InvalidValue, "groups");
+  expect_rejected(
+      wide.forward_sigmoid_grouped(x, lg, std::nullopt, {4, 3, 2, true, true, 1.0f}, moe::GroupedStrategy::Auto),
+      ErrorKind::InvalidValue, "groups");
   expect_rejected(wide.forward_sigmoid_grouped(x, lg, t({8}, DType::F32), ok, moe::GroupedStrategy::Auto),
                   ErrorKind::ShapeMismatch, "bias");
   expect_rejected(wide.forward_sigmoid_grouped(x, t({3, 8}, DType::BF16), std::nullopt, ok, moe::GroupedStrategy::Auto),
                   ErrorKind::ShapeMismatch, "logits");
   auto wide_f32 = experts(DType::F32, 16, 8, 16);
-  expect_rejected(wide_f32.forward_sigmoid_grouped(t({3, 16}, DType::F32), lg, std::nullopt, ok,
-                                                   moe::GroupedStrategy::TensorCore),
-                  ErrorKind::Unsupported, "strategy");
+  expect_rejected(
+      wide_f32.forward_sigmoid_grouped(t({3, 16}, DType::F32), lg, std::nullopt, ok, moe::GroupedStrategy::TensorCore),
+      ErrorKind::Unsupported, "strategy");
 }
 
 // Issue 10 item 17: a forward whose input sits on another queue than the experts is rejected before
@@ -413,8 +414,7 @@ TEST_F(MoeForwardContract, QueuesAndHandMadeRoutings) {
   expect_rejected(moe::RoutingPlan::create(indices({0, 1, 2, 3, 1, 0}), w, 0), ErrorKind::InvalidValue, "experts");
   expect_rejected(moe::RoutingPlan::create(indices({0, 1, 2, 3, 1, 0}), w, std::numeric_limits<std::int64_t>::max()),
                   ErrorKind::InvalidValue, "experts");
-  expect_rejected(moe::RoutingPlan::create(t({3, 2}, DType::I32), w, 4), ErrorKind::UnsupportedDType,
-                  "expert_indices");
+  expect_rejected(moe::RoutingPlan::create(t({3, 2}, DType::I32), w, 4), ErrorKind::UnsupportedDType, "expert_indices");
   expect_rejected(moe::RoutingPlan::create(indices({0, 1, 2, 3, 1, 0}), w, 1), ErrorKind::ShapeMismatch,
                   "expert_indices");
   expect_rejected(moe::RoutingPlan::create(indices({0, 1, 2, 3, 1, 0}), t({3, 3}, DType::F32), 4),

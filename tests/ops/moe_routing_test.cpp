@@ -83,11 +83,11 @@ TEST_P(MoeRouting, SoftmaxSpecialRows) {
   const DType dtype = GetParam();
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> x = {
-      1, 2, nan, 0, 0, 0,                    // NaN → NaN weights, indices 0..k−1
-      1, inf, 0, 0, 0, 0,                    // +inf → same
-      -inf, -inf, -inf, -inf, -inf, -inf,    // all −inf → same
-      -inf, 1, -inf, 1, 0.5, -inf,           // −inf entries in a good row, ties
-      3, 3, 3, 3, 3, 3,                      // all tied → 0, 1, 2, 3
+      1,    2,    nan,  0,    0,    0,     // NaN → NaN weights, indices 0..k−1
+      1,    inf,  0,    0,    0,    0,     // +inf → same
+      -inf, -inf, -inf, -inf, -inf, -inf,  // all −inf → same
+      -inf, 1,    -inf, 1,    0.5,  -inf,  // −inf entries in a good row, ties
+      3,    3,    3,    3,    3,    3,     // all tied → 0, 1, 2, 3
   };
   Tensor tx = testing::upload({5, 6}, dtype, x, Device::host());
   for (bool renorm : {true, false}) {
@@ -186,9 +186,9 @@ TEST_P(MoeRouting, GroupedInfiniteBias) {
   // The case: E = 4, 2 groups, top-two, bias [+inf, −inf, 0, 0], one group selected.
   std::vector<double> x = {0.5, -0.25, 1, 2};
   std::vector<double> bias = {inf, -inf, 0, 0};
-  auto plan = moe::route_sigmoid_grouped(testing::upload({1, 4}, dtype, x, Device::host()),
-                                         testing::upload({4}, DType::F32, bias, Device::host()),
-                                         {2, 2, 1, true, true, 1.0f});
+  auto plan =
+      moe::route_sigmoid_grouped(testing::upload({1, 4}, dtype, x, Device::host()),
+                                 testing::upload({4}, DType::F32, bias, Device::host()), {2, 2, 1, true, true, 1.0f});
   ASSERT_TRUE(plan.ok()) << plan.error().message();
   expect_routing(plan.value(), reference::route_sigmoid_grouped(x, {inf, -inf, 0, 0}, 1, 4, 2, 2, 1, true, true, 1.0),
                  dtype, 1, 4, 2);
@@ -218,7 +218,8 @@ TEST_P(MoeRouting, GroupedInfiniteBias) {
   const auto idx = testing::host_values(grouped->expert_indices());
   for (std::int64_t r = 0; r < t; ++r) {
     std::set<std::int64_t> kept;
-    for (std::int64_t j = 0; j < k; ++j) kept.insert(static_cast<std::int64_t>(idx[static_cast<std::size_t>(r * k + j)]) / per);
+    for (std::int64_t j = 0; j < k; ++j)
+      kept.insert(static_cast<std::int64_t>(idx[static_cast<std::size_t>(r * k + j)]) / per);
     EXPECT_EQ(static_cast<std::int64_t>(kept.size()), selected) << "row " << r;
   }
 }
@@ -260,9 +261,11 @@ TEST_F(MoeContract, Grouped) {
     return moe::route_sigmoid_grouped(x, b, o);
   };
   using O = moe::GroupRoutingOptions;
-  expect_rejected(moe::route_sigmoid_grouped(t({2, 256}, DType::FP8E4M3), b, ds()), ErrorKind::QuantizedDType, "logits");
+  expect_rejected(moe::route_sigmoid_grouped(t({2, 256}, DType::FP8E4M3), b, ds()), ErrorKind::QuantizedDType,
+                  "logits");
   expect_rejected(moe::route_sigmoid_grouped(t({2, 256}, DType::U32), b, ds()), ErrorKind::UnsupportedDType, "logits");
-  expect_rejected(moe::route_sigmoid_grouped(t({256}, DType::F32), std::nullopt, ds()), ErrorKind::ShapeMismatch, "logits");
+  expect_rejected(moe::route_sigmoid_grouped(t({256}, DType::F32), std::nullopt, ds()), ErrorKind::ShapeMismatch,
+                  "logits");
   expect_rejected(moe::route_sigmoid_grouped(t({2, 2048}, DType::F32), std::nullopt, ds()), ErrorKind::InvalidValue,
                   "logits");
   expect_rejected(with([](O& o) { o.groups = 0; }), ErrorKind::InvalidValue, "groups");
@@ -272,12 +275,18 @@ TEST_F(MoeContract, Grouped) {
   expect_rejected(with([](O& o) { o.groups = 6; }), ErrorKind::InvalidValue, "groups");
   expect_rejected(with([](O& o) { o.selected_groups = 0; }), ErrorKind::InvalidValue, "selected_groups");
   expect_rejected(with([](O& o) { o.selected_groups = 9; }), ErrorKind::InvalidValue, "selected_groups");
-  expect_rejected(with([](O& o) { o.selected_groups = 1; o.top_k = 33; }), ErrorKind::InvalidValue, "top_k");
+  expect_rejected(with([](O& o) {
+                    o.selected_groups = 1;
+                    o.top_k = 33;
+                  }),
+                  ErrorKind::InvalidValue, "top_k");
   expect_rejected(moe::route_sigmoid_grouped(t({2, 128}, DType::F32), std::nullopt, {4, 128, 4, true, true, 1.0f}),
                   ErrorKind::InvalidValue, "group_top_two");
   expect_rejected(with([](O& o) { o.scale = 0; }), ErrorKind::InvalidValue, "scale");
-  expect_rejected(with([](O& o) { o.scale = std::numeric_limits<float>::infinity(); }), ErrorKind::InvalidValue, "scale");
-  expect_rejected(with([](O& o) { o.scale = std::numeric_limits<float>::quiet_NaN(); }), ErrorKind::InvalidValue, "scale");
+  expect_rejected(with([](O& o) { o.scale = std::numeric_limits<float>::infinity(); }), ErrorKind::InvalidValue,
+                  "scale");
+  expect_rejected(with([](O& o) { o.scale = std::numeric_limits<float>::quiet_NaN(); }), ErrorKind::InvalidValue,
+                  "scale");
   expect_rejected(moe::route_sigmoid_grouped(x, t({256}, DType::FP8E4M3), ds()), ErrorKind::QuantizedDType, "bias");
   expect_rejected(moe::route_sigmoid_grouped(x, t({256}, DType::BF16), ds()), ErrorKind::UnsupportedDType, "bias");
   expect_rejected(moe::route_sigmoid_grouped(x, t({128}, DType::F32), ds()), ErrorKind::ShapeMismatch, "bias");

@@ -58,7 +58,8 @@ TEST_P(NormOnEmulator, MatchesFp64ReferenceUnderBothThreadOrders) {
     std::mt19937_64 rng(seed);
     const auto n = static_cast<std::size_t>(rows * c.h);
     // Softmax also sees large logits, where a missing max-subtraction would overflow.
-    auto x = testing::random_values(n, c.dtype, rng, c.op == Op::Softmax ? -60.0 : -3.0, c.op == Op::Softmax ? 60.0 : 5.0);
+    auto x =
+        testing::random_values(n, c.dtype, rng, c.op == Op::Softmax ? -60.0 : -3.0, c.op == Op::Softmax ? 60.0 : 5.0);
     auto gamma = testing::random_values(static_cast<std::size_t>(c.h), DType::F32, rng, 0.5, 1.5);
     auto beta = testing::random_values(static_cast<std::size_t>(c.h), DType::F32, rng);
     const float eps = 1e-5f;
@@ -92,8 +93,10 @@ TEST_P(NormOnEmulator, MatchesFp64ReferenceUnderBothThreadOrders) {
       auto got = to_host(y.value())->to_f64();
       const double err = testing::relative_l2(got, want);
       EXPECT_LE(err, testing::tolerance(c.dtype)) << "order " << static_cast<int>(order) << " (NaN = unwritten)";
-      if (first.empty()) first = got;
-      else EXPECT_EQ(got, first) << "forward and reverse thread orders differ: a missing barrier";
+      if (first.empty())
+        first = got;
+      else
+        EXPECT_EQ(got, first) << "forward and reverse thread orders differ: a missing barrier";
     }
   }
 }
@@ -182,8 +185,7 @@ TEST(NormEdgeCases, OneDimensionalInputIsOneRow) {
 
 // --- every contract line: a typed error naming the argument, and nothing compiled or launched ---
 
-class NormContract : public rudnn::testing::ContractTest {
-};
+class NormContract : public rudnn::testing::ContractTest {};
 
 TEST_F(NormContract, QuantizedInput) {
   expect_rejected(normalization::layer_norm(t({2, 8}, DType::FP8E4M3), t({8}, DType::F32), std::nullopt, 1e-5f),
@@ -191,8 +193,8 @@ TEST_F(NormContract, QuantizedInput) {
   expect_rejected(normalization::softmax_last_axis(t({2, 8}, DType::FP8E4M3)), ErrorKind::QuantizedDType, "logits");
 }
 TEST_F(NormContract, NonFloatInput) {
-  expect_rejected(normalization::rms_norm(t({2, 8}, DType::I32), t({8}, DType::F32), 1e-5f), ErrorKind::UnsupportedDType,
-                  "input");
+  expect_rejected(normalization::rms_norm(t({2, 8}, DType::I32), t({8}, DType::F32), 1e-5f),
+                  ErrorKind::UnsupportedDType, "input");
 }
 TEST_F(NormContract, EmptyLastDim) {
   expect_rejected(normalization::rms_norm(t({2, 0}, DType::F32), t({0}, DType::F32), 1e-5f), ErrorKind::EmptyDimension,

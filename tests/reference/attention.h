@@ -21,7 +21,7 @@ struct AttentionExtra {
 // query [B, Hq, Tq, D], key [B, Hkv, Tk, D], value [B, Hkv, Tk, Dv] → [B, Hq, Tq, Dv].
 // scores = scale · q·k + bias; masked and causally hidden keys excluded; softmax over the rest.
 std::vector<double> attention(const std::vector<double>& query, const std::vector<double>& key,
-                              const std::vector<double>& value, const AttentionShape& shape,
-                              const AttentionExtra& mask, const AttentionExtra& bias, double scale, bool causal);
+                              const std::vector<double>& value, const AttentionShape& shape, const AttentionExtra& mask,
+                              const AttentionExtra& bias, double scale, bool causal);
 
 }  // namespace rudnn::reference

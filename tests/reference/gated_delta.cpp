@@ -9,8 +9,8 @@ namespace {
 
 void check_size(const std::vector<double>& x, std::int64_t n, const char* name) {
   if (static_cast<std::int64_t>(x.size()) != n)
-    throw std::invalid_argument(std::string("reference gated_delta: ") + name + " has " +
-                                std::to_string(x.size()) + " elements, expected " + std::to_string(n));
+    throw std::invalid_argument(std::string("reference gated_delta: ") + name + " has " + std::to_string(x.size()) +
+                                " elements, expected " + std::to_string(n));
 }
 
 }  // namespace

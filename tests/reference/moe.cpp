@@ -47,10 +47,16 @@ Routing route_softmax_topk(const std::vector<double>& logits, std::int64_t rows,
     std::vector<double> x(logits.begin() + t * experts, logits.begin() + (t + 1) * experts);
     bool bad = true;  // all −inf
     for (double v : x) {
-      if (std::isnan(v) || v == std::numeric_limits<double>::infinity()) { bad = true; break; }
+      if (std::isnan(v) || v == std::numeric_limits<double>::infinity()) {
+        bad = true;
+        break;
+      }
       if (v != -std::numeric_limits<double>::infinity()) bad = false;
     }
-    if (bad) { poisoned_row(r, top_k, experts); continue; }
+    if (bad) {
+      poisoned_row(r, top_k, experts);
+      continue;
+    }
     const double mx = *std::max_element(x.begin(), x.end());
     double sum = 0.0;
     for (double v : x) sum += std::exp(v - mx);
@@ -72,8 +78,8 @@ Routing route_softmax_topk(const std::vector<double>& logits, std::int64_t rows,
   return r;
 }
 
-Routing route_sigmoid_grouped(const std::vector<double>& logits, const std::vector<float>& bias,
-                              std::int64_t rows, std::int64_t experts, std::int64_t top_k, std::int64_t groups,
+Routing route_sigmoid_grouped(const std::vector<double>& logits, const std::vector<float>& bias, std::int64_t rows,
+                              std::int64_t experts, std::int64_t top_k, std::int64_t groups,
                               std::int64_t selected_groups, bool group_top_two, bool renormalize, double scale) {
   Routing r;
   const std::int64_t per_group = experts / groups;
@@ -89,7 +95,10 @@ Routing route_sigmoid_grouped(const std::vector<double>& logits, const std::vect
       c[static_cast<std::size_t>(e)] = c32;
       if (std::isnan(s32) || std::isnan(c32)) bad = true;
     }
-    if (bad) { poisoned_row(r, top_k, experts); continue; }
+    if (bad) {
+      poisoned_row(r, top_k, experts);
+      continue;
+    }
     std::vector<double> gscore(static_cast<std::size_t>(groups));
     for (std::int64_t g = 0; g < groups; ++g) {
       std::vector<float> v(c.begin() + g * per_group, c.begin() + (g + 1) * per_group);
@@ -106,7 +115,8 @@ Routing route_sigmoid_grouped(const std::vector<double>& logits, const std::vect
     for (auto i : picked) sum += s[static_cast<std::size_t>(i)];
     for (auto i : picked) {
       r.indices.push_back(static_cast<std::uint32_t>(i));
-      r.weights.push_back((renormalize ? s[static_cast<std::size_t>(i)] / sum : s[static_cast<std::size_t>(i)]) * scale);
+      r.weights.push_back((renormalize ? s[static_cast<std::size_t>(i)] / sum : s[static_cast<std::size_t>(i)]) *
+                          scale);
     }
     r.keys.insert(r.keys.end(), c.begin(), c.end());
   }
@@ -145,8 +155,7 @@ std::string routing_mismatch(const Routing& want, std::int64_t experts, std::int
         const double b = want.keys[row * static_cast<std::size_t>(experts) + exp];
         near_tie = a == b || std::fabs(a - b) <= tol.key_rel * std::max(std::fabs(a), std::fabs(b)) + tol.key_abs;
       }
-      if (!near_tie)
-        return at(k, top_k) + "index: expected " + std::to_string(exp) + ", got " + std::to_string(got);
+      if (!near_tie) return at(k, top_k) + "index: expected " + std::to_string(exp) + ", got " + std::to_string(got);
     }
     const double w = weights[k], e = want.weights[k];
     if (poisoned) {

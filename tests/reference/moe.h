@@ -31,8 +31,8 @@ Routing route_softmax_topk(const std::vector<double>& logits, std::int64_t rows,
                            std::int64_t top_k, bool renormalize);
 
 // `bias` empty = none.
-Routing route_sigmoid_grouped(const std::vector<double>& logits, const std::vector<float>& bias,
-                              std::int64_t rows, std::int64_t experts, std::int64_t top_k, std::int64_t groups,
+Routing route_sigmoid_grouped(const std::vector<double>& logits, const std::vector<float>& bias, std::int64_t rows,
+                              std::int64_t experts, std::int64_t top_k, std::int64_t groups,
                               std::int64_t selected_groups, bool group_top_two, bool renormalize, double scale);
 
 // How far a routing from a kernel may be from the oracle's.

@@ -20,8 +20,7 @@ void check_param(const std::vector<double>& p, std::int64_t h, const char* name)
 }  // namespace
 
 std::vector<double> layer_norm(const std::vector<double>& x, std::int64_t rows, std::int64_t h,
-                               const std::vector<double>& gamma, const std::vector<double>& beta,
-                               double epsilon) {
+                               const std::vector<double>& gamma, const std::vector<double>& beta, double epsilon) {
   check(x, rows, h);
   check_param(gamma, h, "gamma");
   if (!beta.empty()) check_param(beta, h, "beta");
@@ -37,8 +36,7 @@ std::vector<double> layer_norm(const std::vector<double>& x, std::int64_t rows, 
     const double inv_std = 1.0 / std::sqrt(variance + epsilon);
     for (std::int64_t i = 0; i < h; ++i) {
       const double b = beta.empty() ? 0.0 : beta[static_cast<std::size_t>(i)];
-      y[static_cast<std::size_t>(r * h + i)] =
-          (row[i] - mean) * inv_std * gamma[static_cast<std::size_t>(i)] + b;
+      y[static_cast<std::size_t>(r * h + i)] = (row[i] - mean) * inv_std * gamma[static_cast<std::size_t>(i)] + b;
     }
   }
   return y;
@@ -69,8 +67,7 @@ std::vector<double> softmax(const std::vector<double>& x, std::int64_t rows, std
     for (std::int64_t i = 1; i < h; ++i) max = std::fmax(max, row[i]);
     double sum = 0.0;
     for (std::int64_t i = 0; i < h; ++i) sum += std::exp(row[i] - max);
-    for (std::int64_t i = 0; i < h; ++i)
-      y[static_cast<std::size_t>(r * h + i)] = std::exp(row[i] - max) / sum;
+    for (std::int64_t i = 0; i < h; ++i) y[static_cast<std::size_t>(r * h + i)] = std::exp(row[i] - max) / sum;
   }
   return y;
 }

@@ -8,8 +8,7 @@ namespace rudnn::reference {
 
 // y = (x - mean) / sqrt(var + eps) * gamma + beta, var biased (divided by h). `beta` empty = none.
 std::vector<double> layer_norm(const std::vector<double>& x, std::int64_t rows, std::int64_t h,
-                               const std::vector<double>& gamma, const std::vector<double>& beta,
-                               double epsilon);
+                               const std::vector<double>& gamma, const std::vector<double>& beta, double epsilon);
 
 // y = x / sqrt(mean(x^2) + eps) * gamma.
 std::vector<double> rms_norm(const std::vector<double>& x, std::int64_t rows, std::int64_t h,

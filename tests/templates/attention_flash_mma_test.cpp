@@ -22,10 +22,10 @@
 namespace {
 
 namespace host = rudnn::runtime::host;
-using rudnn::i64;
-using rudnn::u8;
 using row_norm_test::from_storage;
 using row_norm_test::to_storage;
+using rudnn::i64;
+using rudnn::u8;
 
 template <int kD>
 using DefaultPolicy = typename rudnn::attention::FlashMmaDefault<kD>::type;
@@ -97,7 +97,8 @@ template <class T>
 Tensor<T> random_rows(std::size_t rows, i64 d, bool extreme, std::mt19937_64& rng) {
   std::normal_distribution<double> normal(0.0, 1.0);
   std::bernoulli_distribution coin(0.5);
-  Tensor<T> t{std::vector<T>(rows * static_cast<std::size_t>(d)), std::vector<double>(rows * static_cast<std::size_t>(d))};
+  Tensor<T> t{std::vector<T>(rows * static_cast<std::size_t>(d)),
+              std::vector<double>(rows * static_cast<std::size_t>(d))};
   for (std::size_t i = 0; i < t.stored.size(); ++i) {
     const bool lead = extreme && i % static_cast<std::size_t>(d) == 0;
     t.stored[i] = to_storage<T>(lead ? (coin(rng) ? 100.0 : -100.0) : normal(rng));
@@ -160,8 +161,8 @@ void run_one(const Case& c, const char* type, host::Schedule order) {
   if constexpr (std::is_same_v<BB, float>) a4 = bx.size ? bias_f.data() : nullptr;
   if constexpr (std::is_same_v<BB, T>) a4 = bx.size ? bias_t.data() : nullptr;
   T* a5 = out.data();
-  i64 sizes[12] = {c.batch,         c.q_heads,       c.kv_heads, c.q_len,         c.kv_len,        kD, kD,
-                   mx.batch_stride, mx.head_stride,  bx.batch_stride, bx.head_stride, c.causal ? 1 : 0};
+  i64 sizes[12] = {c.batch, c.q_heads,       c.kv_heads,     c.q_len,         c.kv_len,       kD,
+                   kD,      mx.batch_stride, mx.head_stride, bx.batch_stride, bx.head_stride, c.causal ? 1 : 0};
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kD)));
   void* args[19] = {&a0, &a1, &a2, &a3, &a4, &a5};
   for (int i = 0; i < 12; ++i) args[6 + i] = &sizes[i];

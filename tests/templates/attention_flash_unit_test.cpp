@@ -39,12 +39,9 @@ const char* name_of(Pol p) {
 }
 int max_value_dim(Pol p) {
   switch (p) {
-    case Pol::Small:
-      return A::FlashUnitSmall::kMaxDv;
-    case Pol::Medium:
-      return A::FlashUnitMedium::kMaxDv;
-    default:
-      return A::FlashUnitLarge::kMaxDv;
+    case Pol::Small: return A::FlashUnitSmall::kMaxDv;
+    case Pol::Medium: return A::FlashUnitMedium::kMaxDv;
+    default: return A::FlashUnitLarge::kMaxDv;
   }
 }
 
@@ -75,15 +72,9 @@ std::vector<T> run_unit(const Problem<T>& p, const Variant& v, host::ScheduleOpt
   std::vector<T> out = attention_test::poisoned<T>(p.out_elems());
   const unsigned cap = order.order == Schedule::Forward ? 0u : 3u;
   switch (v.policy) {
-    case Pol::Small:
-      launch_unit<T, A::FlashUnitSmall>(p, v, order, cap, out);
-      break;
-    case Pol::Medium:
-      launch_unit<T, A::FlashUnitMedium>(p, v, order, cap, out);
-      break;
-    case Pol::Large:
-      launch_unit<T, A::FlashUnitLarge>(p, v, order, cap, out);
-      break;
+    case Pol::Small: launch_unit<T, A::FlashUnitSmall>(p, v, order, cap, out); break;
+    case Pol::Medium: launch_unit<T, A::FlashUnitMedium>(p, v, order, cap, out); break;
+    case Pol::Large: launch_unit<T, A::FlashUnitLarge>(p, v, order, cap, out); break;
   }
   return out;
 }

@@ -34,14 +34,14 @@ namespace {
 
 namespace host = rudnn::runtime::host;
 namespace gd = rudnn::gated_delta;
-using rudnn::i64;
 using row_norm_test::from_storage;
 using row_norm_test::to_storage;
+using rudnn::i64;
 
 // Policies under test (the variants the integrator registers; all checked spill-free with NVRTC).
-using R64 = gd::RecurrentPolicy<4, 4>;    // K ≤ 64, 128 threads
-using R128 = gd::RecurrentPolicy<4, 8>;   // K ≤ 128, 128 threads
-using R256 = gd::RecurrentPolicy<8, 8>;   // K ≤ 256, 256 threads
+using R64 = gd::RecurrentPolicy<4, 4>;   // K ≤ 64, 128 threads
+using R128 = gd::RecurrentPolicy<4, 8>;  // K ≤ 128, 128 threads
+using R256 = gd::RecurrentPolicy<8, 8>;  // K ≤ 256, 256 threads
 using C128x32 = gd::ChunkPolicy<128, 32>;
 using C256x32 = gd::ChunkPolicy<256, 32>;
 using C256x64 = gd::ChunkPolicy<256, 64>;
@@ -52,9 +52,8 @@ using C256x64T = gd::ChunkPolicy<256, 64, true>;
 template <class T, class G, class P>
 void recurrent_entry(void** a) {
   gd::gated_delta_recurrent<T, G, P>(
-      *static_cast<const T* const*>(a[0]), *static_cast<const T* const*>(a[1]),
-      *static_cast<const T* const*>(a[2]), *static_cast<const G* const*>(a[3]),
-      *static_cast<const G* const*>(a[4]), *static_cast<const float* const*>(a[5]),
+      *static_cast<const T* const*>(a[0]), *static_cast<const T* const*>(a[1]), *static_cast<const T* const*>(a[2]),
+      *static_cast<const G* const*>(a[3]), *static_cast<const G* const*>(a[4]), *static_cast<const float* const*>(a[5]),
       *static_cast<T* const*>(a[6]), *static_cast<float* const*>(a[7]), *static_cast<const i64*>(a[8]),
       *static_cast<const i64*>(a[9]), *static_cast<const i64*>(a[10]), *static_cast<const i64*>(a[11]),
       *static_cast<const i64*>(a[12]), *static_cast<const float*>(a[13]));
@@ -63,9 +62,8 @@ void recurrent_entry(void** a) {
 template <class T, class G, class P>
 void chunked_entry(void** a) {
   gd::gated_delta_chunked<T, G, P>(
-      *static_cast<const T* const*>(a[0]), *static_cast<const T* const*>(a[1]),
-      *static_cast<const T* const*>(a[2]), *static_cast<const G* const*>(a[3]),
-      *static_cast<const G* const*>(a[4]), *static_cast<const float* const*>(a[5]),
+      *static_cast<const T* const*>(a[0]), *static_cast<const T* const*>(a[1]), *static_cast<const T* const*>(a[2]),
+      *static_cast<const G* const*>(a[3]), *static_cast<const G* const*>(a[4]), *static_cast<const float* const*>(a[5]),
       *static_cast<T* const*>(a[6]), *static_cast<float* const*>(a[7]), *static_cast<const i64*>(a[8]),
       *static_cast<const i64*>(a[9]), *static_cast<const i64*>(a[10]), *static_cast<const i64*>(a[11]),
       *static_cast<const i64*>(a[12]), *static_cast<const i64*>(a[13]), *static_cast<const float*>(a[14]));
@@ -98,13 +96,13 @@ struct Stored {
 };
 
 std::string describe(const Shape& s) {
-  return "B=" + std::to_string(s.batch) + " H=" + std::to_string(s.heads) + " T=" +
-         std::to_string(s.seq) + " K=" + std::to_string(s.key_dim) + " V=" + std::to_string(s.value_dim);
+  return "B=" + std::to_string(s.batch) + " H=" + std::to_string(s.heads) + " T=" + std::to_string(s.seq) +
+         " K=" + std::to_string(s.key_dim) + " V=" + std::to_string(s.value_dim);
 }
 
 template <class T, class G>
-void make_inputs(const Shape& s, Decay decay, Beta beta_kind, bool with_init, std::uint64_t seed,
-                 Inputs& in, Stored<T, G>& st, Magnitudes mag = {}) {
+void make_inputs(const Shape& s, Decay decay, Beta beta_kind, bool with_init, std::uint64_t seed, Inputs& in,
+                 Stored<T, G>& st, Magnitudes mag = {}) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<double> normal(0.0, 1.0);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
@@ -163,8 +161,9 @@ struct Launch {
 };
 
 std::string describe(const Launch& l) {
-  std::string s = l.form == Form::Recurrent ? "recurrent" : "chunked C=" + std::to_string(l.chunk) +
-                                                                 " variant=" + std::to_string(l.variant);
+  std::string s = l.form == Form::Recurrent
+                      ? "recurrent"
+                      : "chunked C=" + std::to_string(l.chunk) + " variant=" + std::to_string(l.variant);
   return s + (l.order == host::Schedule::Forward ? " forward" : " reverse");
 }
 
@@ -188,8 +187,7 @@ host::ThreadEntry recurrent_kernel(i64 k, int& threads, std::size_t& shared) {
 }
 
 template <class T, class G>
-host::ThreadEntry chunked_kernel(int variant, i64 chunk, i64 k, int& threads, std::size_t& shared,
-                                 int& columns) {
+host::ThreadEntry chunked_kernel(int variant, i64 chunk, i64 k, int& threads, std::size_t& shared, int& columns) {
   auto pick = [&](auto policy) {
     using P = decltype(policy);
     threads = P::kThreadsV;
@@ -259,8 +257,8 @@ void run(const Inputs& in, const Stored<T, G>& st, const Launch& l, Result& res,
   const i64 items = s.batch * s.heads * slices;
   unsigned grid = static_cast<unsigned>(std::max<i64>(items, 1));
   if (l.order == host::Schedule::Reverse) grid = std::min(grid, items % 2 ? 1u : 2u);
-  auto status = host::launch(kernel, args.data(), {grid, 1, 1}, {static_cast<unsigned>(threads), 1, 1},
-                             shared, {l.order, 0});
+  auto status =
+      host::launch(kernel, args.data(), {grid, 1, 1}, {static_cast<unsigned>(threads), 1, 1}, shared, {l.order, 0});
   ASSERT_TRUE(status.ok()) << status.error().message();
 
   res.out.resize(n_out);
@@ -287,7 +285,6 @@ void run(const Inputs& in, const Stored<T, G>& st, const Launch& l, Result& res,
       << "initial_state modified";
 }
 
-
 template <class T>
 void expect_close(const Result& got, const Result& want, const char* what) {
   ASSERT_EQ(got.out.size(), want.out.size());
@@ -311,8 +308,8 @@ void check_inputs(const Inputs& in, const Stored<T, G>& st, const std::vector<in
 // and bf16 every chunk size also runs a tensor-core variant, checked against the oracle, the
 // recurrence and the plain-core chunked result.
 template <class T, class G = T>
-void check_all(const Shape& s, Decay decay, Beta beta, bool with_init, std::vector<int> chunks,
-               int first_variant = 0, Magnitudes mag = {}) {
+void check_all(const Shape& s, Decay decay, Beta beta, bool with_init, std::vector<int> chunks, int first_variant = 0,
+               Magnitudes mag = {}) {
   rudnn_emu_bind(host::emulator_api());
   const std::uint64_t seed = row_norm_test::fresh_seed();
   SCOPED_TRACE(describe(s) + " decay=" + std::to_string(static_cast<int>(decay)) +
@@ -364,12 +361,11 @@ const std::vector<int> kChunks = {16, 32, 64};
 template <class T>
 void random_suite() {
   const Shape shapes[] = {
-      {1, 1, 1, 16, 24},    // T = 1
-      {2, 3, 37, 32, 32},   // T not a multiple of any chunk
-      {1, 2, 70, 16, 24},   // K ≠ V, V not a multiple of the slice
-      {1, 1, 64, 64, 40},   // T = one 64-chunk exactly
-      {2, 1, 20, 128, 128},
-      {1, 1, 33, 24, 7},    // V % 4 ≠ 0 (scalar state/output path), K not a power of two
+      {1, 1, 1, 16, 24},                        // T = 1
+      {2, 3, 37, 32, 32},                       // T not a multiple of any chunk
+      {1, 2, 70, 16, 24},                       // K ≠ V, V not a multiple of the slice
+      {1, 1, 64, 64, 40},                       // T = one 64-chunk exactly
+      {2, 1, 20, 128, 128}, {1, 1, 33, 24, 7},  // V % 4 ≠ 0 (scalar state/output path), K not a power of two
   };
   for (const Shape& s : shapes) {
     check_all<T>(s, Decay::Random, Beta::Random, true, kChunks);
@@ -448,7 +444,8 @@ void chaining(Form form, int chunk, int first_variant = 0) {
             sst[p].q.push_back(st.q[static_cast<std::size_t>(row * full.key_dim + i)]);
             sst[p].k.push_back(st.k[static_cast<std::size_t>(row * full.key_dim + i)]);
           }
-          for (i64 i = 0; i < full.value_dim; ++i) sst[p].v.push_back(st.v[static_cast<std::size_t>(row * full.value_dim + i)]);
+          for (i64 i = 0; i < full.value_dim; ++i)
+            sst[p].v.push_back(st.v[static_cast<std::size_t>(row * full.value_dim + i)]);
           sst[p].beta.push_back(st.beta[static_cast<std::size_t>(row)]);
           sst[p].g.push_back(st.g[static_cast<std::size_t>(row)]);
         }

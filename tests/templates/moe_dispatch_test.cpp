@@ -26,10 +26,10 @@
 namespace {
 
 namespace host = rudnn::runtime::host;
-using rudnn::i64;
-using rudnn::u32;
 using row_norm_test::from_storage;
 using row_norm_test::to_storage;
+using rudnn::i64;
+using rudnn::u32;
 
 constexpr std::size_t kGuard = 16;
 // Poison of u32 outputs: not a value the kernels can write (also a NaN pattern as a float).
@@ -39,8 +39,8 @@ constexpr u32 kNoSlot = 0xffffffffu;
 template <int kThreads>
 void rank_entry(void** a) {
   rudnn::moe::dispatch_rank<rudnn::moe::DispatchPolicy<kThreads>>(
-      *static_cast<const u32* const*>(a[0]), *static_cast<u32* const*>(a[1]),
-      *static_cast<u32* const*>(a[2]), *static_cast<const i64*>(a[3]), *static_cast<const i64*>(a[4]));
+      *static_cast<const u32* const*>(a[0]), *static_cast<u32* const*>(a[1]), *static_cast<u32* const*>(a[2]),
+      *static_cast<const i64*>(a[3]), *static_cast<const i64*>(a[4]));
 }
 
 template <class T, int kThreads, int kVec>
@@ -127,9 +127,9 @@ struct DispatchCase {
 template <class T>
 void run_dispatch(const DispatchCase& c, int rank_threads, CopyVariant copy, unsigned scatter_grid,
                   host::Schedule order, std::uint64_t seed) {
-  SCOPED_TRACE(c.name + " T=" + std::to_string(c.tokens) + " k=" + std::to_string(c.top_k) + " E=" +
-               std::to_string(c.experts) + " H=" + std::to_string(c.hidden) + " rank_threads=" +
-               std::to_string(rank_threads) + " copy=" + std::to_string(copy.threads) + "x" +
+  SCOPED_TRACE(c.name + " T=" + std::to_string(c.tokens) + " k=" + std::to_string(c.top_k) +
+               " E=" + std::to_string(c.experts) + " H=" + std::to_string(c.hidden) +
+               " rank_threads=" + std::to_string(rank_threads) + " copy=" + std::to_string(copy.threads) + "x" +
                std::to_string(copy.bytes) + "B grid=" + std::to_string(scatter_grid) + " " + order_name(order) +
                " seed=" + std::to_string(seed));
   const i64 assignments = c.tokens * c.top_k;
@@ -305,9 +305,8 @@ struct CombineCase {
 template <class T, class W>
 void run_combine(const CombineCase& c, CopyVariant copy, host::Schedule order, std::uint64_t seed) {
   SCOPED_TRACE("combine T=" + std::to_string(c.tokens) + " k=" + std::to_string(c.top_k) + " H=" +
-               std::to_string(c.hidden) + " copy=" + std::to_string(copy.threads) + "x" +
-               std::to_string(copy.bytes) + "B grid=" + std::to_string(c.grid) + " " + order_name(order) +
-               " seed=" + std::to_string(seed));
+               std::to_string(c.hidden) + " copy=" + std::to_string(copy.threads) + "x" + std::to_string(copy.bytes) +
+               "B grid=" + std::to_string(c.grid) + " " + order_name(order) + " seed=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   const i64 A = c.tokens * c.top_k;
   const std::size_t H = static_cast<std::size_t>(c.hidden), K = static_cast<std::size_t>(c.top_k);
@@ -381,7 +380,7 @@ void combine_suite() {
   std::mt19937_64 rng(seed);
   const CombineCase cases[] = {
       {13, 4, 32, 0, false, false}, {1, 1, 16, 0, false, false}, {9, 8, 64, 2, true, false},
-      {30, 2, 16, 5, false, true},  {6, 3, 8, 0, true, true},      {0, 2, 16, 0, false, false},
+      {30, 2, 16, 5, false, true},  {6, 3, 8, 0, true, true},    {0, 2, 16, 0, false, false},
   };
   int variant = 0;
   for (const CombineCase& c : cases)

@@ -21,10 +21,10 @@
 namespace {
 
 namespace host = rudnn::runtime::host;
-using rudnn::i64;
-using rudnn::u32;
 using row_norm_test::from_storage;
 using row_norm_test::to_storage;
+using rudnn::i64;
+using rudnn::u32;
 
 // The variants the NVRTC reports were checked for (see the report of this work): decode-like
 // (BM = 16), mid-size, and a large 8-warp tile.
@@ -42,10 +42,10 @@ void gate_up_entry(void** a) {
 
 template <class T, class P>
 void down_entry(void** a) {
-  rudnn::moe::expert_down_mma<T, P>(
-      *static_cast<const T* const*>(a[0]), *static_cast<const u32* const*>(a[1]), *static_cast<const T* const*>(a[2]),
-      *static_cast<T* const*>(a[3]), *static_cast<const i64*>(a[4]), *static_cast<const i64*>(a[5]),
-      *static_cast<const i64*>(a[6]), *static_cast<const i64*>(a[7]));
+  rudnn::moe::expert_down_mma<T, P>(*static_cast<const T* const*>(a[0]), *static_cast<const u32* const*>(a[1]),
+                                    *static_cast<const T* const*>(a[2]), *static_cast<T* const*>(a[3]),
+                                    *static_cast<const i64*>(a[4]), *static_cast<const i64*>(a[5]),
+                                    *static_cast<const i64*>(a[6]), *static_cast<const i64*>(a[7]));
 }
 
 constexpr std::size_t kGuard = 24;  // elements past the end that must stay 0xFF bytes
@@ -294,8 +294,7 @@ TEST(MoeExpertsMmaTemplate, LargeTile) {
   rudnn_emu_bind(host::emulator_api());
   run_case<rudnn::bf16, Large>({"large", {130, 0, 6}, 72, 136, 0, 0, host::Schedule::Forward}, "bf16",
                                "128x128x32/2x4/3");
-  run_case<rudnn::f16, Large>({"large", {3, 140}, 40, 72, 1, 1, host::Schedule::Reverse}, "f16",
-                              "128x128x32/2x4/3");
+  run_case<rudnn::f16, Large>({"large", {3, 140}, 40, 72, 1, 1, host::Schedule::Reverse}, "f16", "128x128x32/2x4/3");
 }
 
 // A block of the wrong size is refused (trap), not run with a wrong warp layout.

@@ -24,10 +24,10 @@
 namespace {
 
 namespace host = rudnn::runtime::host;
-using rudnn::i64;
-using rudnn::u32;
 using row_norm_test::from_storage;
 using row_norm_test::to_storage;
+using rudnn::i64;
+using rudnn::u32;
 
 constexpr std::size_t kGuard = 16;
 
@@ -40,10 +40,10 @@ void gate_up_entry(void** a) {
 }
 template <class T, class P>
 void down_entry(void** a) {
-  rudnn::moe::expert_down_scalar<T, P>(
-      *static_cast<const T* const*>(a[0]), *static_cast<const u32* const*>(a[1]), *static_cast<const T* const*>(a[2]),
-      *static_cast<T* const*>(a[3]), *static_cast<const i64*>(a[4]), *static_cast<const i64*>(a[5]),
-      *static_cast<const i64*>(a[6]), *static_cast<const i64*>(a[7]));
+  rudnn::moe::expert_down_scalar<T, P>(*static_cast<const T* const*>(a[0]), *static_cast<const u32* const*>(a[1]),
+                                       *static_cast<const T* const*>(a[2]), *static_cast<T* const*>(a[3]),
+                                       *static_cast<const i64*>(a[4]), *static_cast<const i64*>(a[5]),
+                                       *static_cast<const i64*>(a[6]), *static_cast<const i64*>(a[7]));
 }
 
 using Small = rudnn::moe::ScalarGemmPolicy<16, 32, 16, 2, 2>;
@@ -57,7 +57,7 @@ using rudnn::testing::fresh_seed;
 
 template <class T>
 struct Tensor {
-  std::vector<T> data;       // storage, what the kernel reads
+  std::vector<T> data;        // storage, what the kernel reads
   std::vector<double> exact;  // the same values in FP64, what the oracle reads
 };
 template <class T>
@@ -135,8 +135,8 @@ host::Dim3 grid_for(Grid g, i64 cols, i64 n_rows, i64 experts) {
 
 template <class T, class P>
 void run_experts(const ExpertsCase& c, Grid grid, host::Schedule order, std::uint64_t seed) {
-  SCOPED_TRACE(c.name + " H=" + std::to_string(c.hidden) + " I=" + std::to_string(c.inter) + " policy=" +
-               std::to_string(P::kBM) + "x" + std::to_string(P::kBN) + "x" + std::to_string(P::kBK) + "/" +
+  SCOPED_TRACE(c.name + " H=" + std::to_string(c.hidden) + " I=" + std::to_string(c.inter) +
+               " policy=" + std::to_string(P::kBM) + "x" + std::to_string(P::kBN) + "x" + std::to_string(P::kBK) + "/" +
                std::to_string(P::kTM) + "x" + std::to_string(P::kTN) + " grid=" + grid_name(grid) +
                (order == host::Schedule::Forward ? " forward" : " reverse") + " seed=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
@@ -219,8 +219,8 @@ TEST(MoeExpertsScalarTemplate, BF16Small) { experts_suite<rudnn::bf16, Small>(kS
 template <int kThreads>
 void rank_entry(void** a) {
   rudnn::moe::dispatch_rank<rudnn::moe::DispatchPolicy<kThreads>>(
-      *static_cast<const u32* const*>(a[0]), *static_cast<u32* const*>(a[1]),
-      *static_cast<u32* const*>(a[2]), *static_cast<const i64*>(a[3]), *static_cast<const i64*>(a[4]));
+      *static_cast<const u32* const*>(a[0]), *static_cast<u32* const*>(a[1]), *static_cast<u32* const*>(a[2]),
+      *static_cast<const i64*>(a[3]), *static_cast<const i64*>(a[4]));
 }
 template <class T, int kThreads, int kVec>
 void scatter_entry(void** a) {

@@ -22,11 +22,11 @@
 namespace {
 
 namespace host = rudnn::runtime::host;
+using row_norm_test::from_storage;
+using row_norm_test::to_storage;
 using rudnn::i32;
 using rudnn::i64;
 using rudnn::u32;
-using row_norm_test::from_storage;
-using row_norm_test::to_storage;
 
 template <class T, int kRows>
 void softmax_entry(void** a) {
@@ -77,9 +77,8 @@ struct SoftmaxCase {
 template <class T>
 std::vector<u32> run_softmax(const SoftmaxCase& c, const std::vector<double>& logits_in) {
   SCOPED_TRACE("softmax rows=" + std::to_string(c.rows) + " E=" + std::to_string(c.experts) +
-               " k=" + std::to_string(c.top_k) + " renorm=" + std::to_string(c.renormalize) +
-               " rpb=" + std::to_string(c.rows_per_block) +
-               (c.order == host::Schedule::Forward ? " forward" : " reverse"));
+               " k=" + std::to_string(c.top_k) + " renorm=" + std::to_string(c.renormalize) + " rpb=" +
+               std::to_string(c.rows_per_block) + (c.order == host::Schedule::Forward ? " forward" : " reverse"));
   std::vector<T> x(logits_in.size());
   std::vector<double> xd(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) {
@@ -99,8 +98,8 @@ std::vector<u32> run_softmax(const SoftmaxCase& c, const std::vector<double>& lo
   host::ThreadEntry k = c.rows_per_block == 1 ? &softmax_entry<T, 1> : &softmax_entry<T, 4>;
   unsigned blocks = static_cast<unsigned>((c.rows + c.rows_per_block - 1) / c.rows_per_block);
   if (c.grid) blocks = std::min(blocks, c.grid);
-  auto st = host::launch(k, args, {blocks, 1, 1}, {static_cast<unsigned>(32 * c.rows_per_block), 1, 1}, 0,
-                         {c.order, 0});
+  auto st =
+      host::launch(k, args, {blocks, 1, 1}, {static_cast<unsigned>(32 * c.rows_per_block), 1, 1}, 0, {c.order, 0});
   EXPECT_TRUE(st.ok()) << st.error().message();
   if (!st.ok()) return idx;
   auto want = rudnn::reference::route_softmax_topk(xd, c.rows, c.experts, c.top_k, c.renormalize);
@@ -119,11 +118,11 @@ struct GroupedCase {
 
 // Runs the case, checks it against the oracle, returns the indices (with the guard past the end).
 template <class T>
-std::vector<u32> run_grouped(const GroupedCase& c, const std::vector<double>& logits_in, const std::vector<float>& bias_in) {
-  SCOPED_TRACE("grouped rows=" + std::to_string(c.rows) + " E=" + std::to_string(c.experts) +
-               " k=" + std::to_string(c.top_k) + " G=" + std::to_string(c.groups) + " sel=" +
-               std::to_string(c.selected) + " top2=" + std::to_string(c.top_two) +
-               (c.order == host::Schedule::Forward ? " forward" : " reverse"));
+std::vector<u32> run_grouped(const GroupedCase& c, const std::vector<double>& logits_in,
+                             const std::vector<float>& bias_in) {
+  SCOPED_TRACE("grouped rows=" + std::to_string(c.rows) + " E=" + std::to_string(c.experts) + " k=" +
+               std::to_string(c.top_k) + " G=" + std::to_string(c.groups) + " sel=" + std::to_string(c.selected) +
+               " top2=" + std::to_string(c.top_two) + (c.order == host::Schedule::Forward ? " forward" : " reverse"));
   std::vector<T> x(logits_in.size());
   std::vector<double> xd(x.size());
   for (std::size_t i = 0; i < x.size(); ++i) {
@@ -146,13 +145,13 @@ std::vector<u32> run_grouped(const GroupedCase& c, const std::vector<double>& lo
   unsigned blocks = static_cast<unsigned>((c.rows + c.rows_per_block - 1) / c.rows_per_block);
   if (c.grid) blocks = std::min(blocks, c.grid);
   const std::size_t shared = static_cast<std::size_t>(c.rows_per_block * (c.experts + 2 * c.groups)) * sizeof(float);
-  auto st = host::launch(k, args, {blocks, 1, 1}, {static_cast<unsigned>(32 * c.rows_per_block), 1, 1}, shared,
-                         {c.order, 0});
+  auto st =
+      host::launch(k, args, {blocks, 1, 1}, {static_cast<unsigned>(32 * c.rows_per_block), 1, 1}, shared, {c.order, 0});
   EXPECT_TRUE(st.ok()) << st.error().message();
   if (!st.ok()) return idx;
-  auto want = rudnn::reference::route_sigmoid_grouped(xd, c.with_bias ? bias_in : std::vector<float>{}, c.rows,
-                                                      c.experts, c.top_k, c.groups, c.selected, c.top_two,
-                                                      c.renormalize, c.scale);
+  auto want =
+      rudnn::reference::route_sigmoid_grouped(xd, c.with_bias ? bias_in : std::vector<float>{}, c.rows, c.experts,
+                                              c.top_k, c.groups, c.selected, c.top_two, c.renormalize, c.scale);
   check<T>(want, c.experts, c.top_k, idx, w, n);
   return idx;
 }
@@ -199,12 +198,12 @@ TEST(MoeRoutingTemplate, SoftmaxSpecialRows) {
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   const i64 e = 6;
   std::vector<double> v = {
-      1, 2, nan, 0, 0, 0,            // NaN
-      1, inf, 0, 0, 0, 0,            // +inf
-      -inf, -inf, -inf, -inf, -inf, -inf,  // all −inf
-      -inf, 1, -inf, 1, 0.5, -inf,   // −inf entries in a good row, ties
-      3, 3, 3, 3, 3, 3,              // all tied
-      -1000, -2000, -3000, -1000, 0, -1000,  // probabilities underflow to 0: tied, by index
+      1,     2,     nan,   0,     0,    0,      // NaN
+      1,     inf,   0,     0,     0,    0,      // +inf
+      -inf,  -inf,  -inf,  -inf,  -inf, -inf,   // all −inf
+      -inf,  1,     -inf,  1,     0.5,  -inf,   // −inf entries in a good row, ties
+      3,     3,     3,     3,     3,    3,      // all tied
+      -1000, -2000, -3000, -1000, 0,    -1000,  // probabilities underflow to 0: tied, by index
   };
   for (auto order : kOrders)
     for (bool renorm : {true, false}) {
@@ -266,12 +265,9 @@ void grouped_suite() {
   std::uniform_int_distribution<int> ub(-4, 4);
   const GroupedCase shapes[] = {
       // rows, E, k, G, sel, top2, renorm, bias, scale
-      {1, 1, 1, 1, 1, false, true, false, 1.0},
-      {3, 8, 8, 1, 1, true, true, true, 1.0},
-      {4, 16, 3, 4, 2, false, false, true, 1.5},
-      {17, 256, 8, 8, 4, true, true, true, 2.5},   // DeepSeek-V3
-      {5, 1024, 64, 128, 128, true, false, true, 1.0},
-      {6, 96, 5, 3, 1, false, true, false, 0.5},
+      {1, 1, 1, 1, 1, false, true, false, 1.0},        {3, 8, 8, 1, 1, true, true, true, 1.0},
+      {4, 16, 3, 4, 2, false, false, true, 1.5},       {17, 256, 8, 8, 4, true, true, true, 2.5},  // DeepSeek-V3
+      {5, 1024, 64, 128, 128, true, false, true, 1.0}, {6, 96, 5, 3, 1, false, true, false, 0.5},
   };
   for (GroupedCase c : shapes) {
     std::vector<float> bias(static_cast<std::size_t>(c.experts));
@@ -295,13 +291,12 @@ TEST(MoeRoutingTemplate, GroupedSpecialRows) {
   rudnn_emu_bind(host::emulator_api());
   const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> v = {
-      1, 2, nan, 0, 0, 0, 0, 0,     // NaN → NaN weights
-      inf, -inf, 0, 0, 1, 1, 1, 1,  // ±inf are ordinary scores (1 and 0)
-      2, 2, 2, 2, 2, 2, 2, 2,       // all tied
+      1,   2,    nan, 0, 0, 0, 0, 0,  // NaN → NaN weights
+      inf, -inf, 0,   0, 1, 1, 1, 1,  // ±inf are ordinary scores (1 and 0)
+      2,   2,    2,   2, 2, 2, 2, 2,  // all tied
   };
   std::vector<float> bias(8, 0.0f);
-  for (auto order : kOrders)
-    run_grouped<float>({3, 8, 3, 4, 2, true, true, true, 2.0, 4, 0, order}, v, bias);
+  for (auto order : kOrders) run_grouped<float>({3, 8, 3, 4, 2, true, true, true, 2.0, 4, 0, order}, v, bias);
 }
 
 // Issue 10 item 13: an infinite correction bias. A group holding +inf and −inf scores +inf + −inf =
@@ -313,8 +308,8 @@ TEST(MoeRoutingTemplate, GroupedInfiniteBias) {
   // The issue's case: E = 4, 2 groups, top-two, bias [+inf, −inf, 0, 0], one group kept: group 0
   // (NaN) is the one, so its experts are the picks: {0, 1} (c = +inf, then −inf).
   for (auto order : kOrders) {
-    auto idx = run_grouped<float>({1, 4, 2, 2, 1, true, true, true, 1.0, 1, 0, order}, {0.5, -0.25, 1, 2},
-                                  {inf, -inf, 0, 0});
+    auto idx =
+        run_grouped<float>({1, 4, 2, 2, 1, true, true, true, 1.0, 1, 0, order}, {0.5, -0.25, 1, 2}, {inf, -inf, 0, 0});
     EXPECT_EQ(idx[0], 0u);
     EXPECT_EQ(idx[1], 1u);
     // Two NaN groups (1 and 2): the smaller index wins; the +inf group 0 ranks behind both.
@@ -341,9 +336,9 @@ TEST(MoeRoutingTemplate, GroupedInfiniteBias) {
       b = c == 0 ? inf : c == 1 ? -inf : 0.25f * static_cast<float>(c);
     }
     for (auto order : kOrders) {
-      auto idx = run_grouped<float>({rows, sh.experts, k, sh.groups, sh.selected, sh.top_two, true, true, 1.0, 4, 0,
-                                     order},
-                                    grid_logits(rows, sh.experts, static_cast<std::uint64_t>(rng())), bias);
+      auto idx =
+          run_grouped<float>({rows, sh.experts, k, sh.groups, sh.selected, sh.top_two, true, true, 1.0, 4, 0, order},
+                             grid_logits(rows, sh.experts, static_cast<std::uint64_t>(rng())), bias);
       for (i64 r = 0; r < rows; ++r) {
         std::vector<bool> seen(static_cast<std::size_t>(sh.groups), false);
         i64 distinct = 0;

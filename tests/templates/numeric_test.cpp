@@ -25,9 +25,8 @@ void for_many_floats(F f) {
     for (std::uint32_t lo : {0u, 1u, 0x7ffu, 0x800u, 0x801u, 0xfffu, 0x1000u, 0x8000u, 0xffffu})
       f(from_bits((hi << 12) | (lo & 0xfffu)));
   }
-  for (std::uint32_t u : {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u,
-                          0x477fe000u, 0x477ff000u, 0x477ff001u, 0x33000000u, 0x33000001u,
-                          0x38800000u, 0x387fffffu, 0x3f800000u, 0x7f7fffffu})
+  for (std::uint32_t u : {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x477fe000u, 0x477ff000u,
+                          0x477ff001u, 0x33000000u, 0x33000001u, 0x38800000u, 0x387fffffu, 0x3f800000u, 0x7f7fffffu})
     f(from_bits(u));
 }
 

@@ -35,9 +35,8 @@ template <class OpT, class T, int kTpr, int kRpb, int kWidth>
 void entry(void** args) {
   rudnn::norm::row_norm<OpT, T, rudnn::norm::RowPolicy<kTpr, kRpb, kWidth>>(
       *static_cast<const T* const*>(args[0]), *static_cast<const float* const*>(args[1]),
-      *static_cast<const float* const*>(args[2]), *static_cast<T* const*>(args[3]),
-      *static_cast<const i64*>(args[4]), *static_cast<const i64*>(args[5]),
-      *static_cast<const float*>(args[6]));
+      *static_cast<const float* const*>(args[2]), *static_cast<T* const*>(args[3]), *static_cast<const i64*>(args[4]),
+      *static_cast<const i64*>(args[5]), *static_cast<const float*>(args[6]));
 }
 
 template <class OpT, class T, int kTpr, int kRpb>
@@ -116,12 +115,10 @@ struct Case {
 
 inline std::string describe(const Case& c, const char* type) {
   static const char* const kOps[] = {"layer_norm", "rms_norm", "softmax"};
-  return std::string(kOps[static_cast<int>(c.op)]) + " " + type + " rows=" +
-         std::to_string(c.rows) + " h=" + std::to_string(c.h) +
-         " threads_per_row=" + std::to_string(c.geometry.threads_per_row) +
-         " rows_per_block=" + std::to_string(c.geometry.rows_per_block) +
-         " vector_width=" + std::to_string(c.width) + " grid=" + std::to_string(c.grid) +
-         (c.schedule.order == host::Schedule::Forward ? " forward" : " reverse") +
+  return std::string(kOps[static_cast<int>(c.op)]) + " " + type + " rows=" + std::to_string(c.rows) +
+         " h=" + std::to_string(c.h) + " threads_per_row=" + std::to_string(c.geometry.threads_per_row) +
+         " rows_per_block=" + std::to_string(c.geometry.rows_per_block) + " vector_width=" + std::to_string(c.width) +
+         " grid=" + std::to_string(c.grid) + (c.schedule.order == host::Schedule::Forward ? " forward" : " reverse") +
          (c.with_beta ? " beta" : "") + " seed=" + std::to_string(c.seed);
 }
 
@@ -171,13 +168,12 @@ void run_case(const Case& c, const char* type) {
   T* out = y.data();
   const i64 rows = c.rows, h = c.h;
   const float eps = 1e-5f;
-  void* args[] = {&in, &g, &b, &out, const_cast<i64*>(&rows), const_cast<i64*>(&h),
-                  const_cast<float*>(&eps)};
+  void* args[] = {&in, &g, &b, &out, const_cast<i64*>(&rows), const_cast<i64*>(&h), const_cast<float*>(&eps)};
   const host::ThreadEntry kernel = pick<OpT, T>(c.geometry, c.width);
   ASSERT_NE(kernel, nullptr);
   const int warps = c.geometry.threads_per_row / 32;
-  const std::size_t shared = static_cast<std::size_t>(c.geometry.rows_per_block) *
-                             (warps > 1 ? warps : 1) * 2 * sizeof(float);
+  const std::size_t shared =
+      static_cast<std::size_t>(c.geometry.rows_per_block) * (warps > 1 ? warps : 1) * 2 * sizeof(float);
   const unsigned block = static_cast<unsigned>(c.geometry.threads_per_row * c.geometry.rows_per_block);
   auto status = host::launch(kernel, args, {c.grid, 1, 1}, {block, 1, 1}, shared, c.schedule);
   ASSERT_TRUE(status.ok()) << status.error().message();
@@ -210,13 +206,11 @@ void run_all(Op op, const char* type) {
     for (i64 rows : row_counts)
       for (const Geometry& g : kGeometries) {
         const int width = widest_vector(h, static_cast<int>(sizeof(T)));
-        const unsigned blocks =
-            static_cast<unsigned>((rows + g.rows_per_block - 1) / g.rows_per_block);
+        const unsigned blocks = static_cast<unsigned>((rows + g.rows_per_block - 1) / g.rows_per_block);
         // Forward with one block per row group; reverse with at most 2 blocks (grid stride).
         Case fwd{op, rows, h, g, width, {host::Schedule::Forward, 0}, blocks, true, fresh_seed()};
         run_case<OpT, T>(fwd, type);
-        Case rev{op, rows, h, g, width, {host::Schedule::Reverse, 0}, blocks < 2 ? blocks : 2u,
-                 false, fresh_seed()};
+        Case rev{op, rows, h, g, width, {host::Schedule::Reverse, 0}, blocks < 2 ? blocks : 2u, false, fresh_seed()};
         run_case<OpT, T>(rev, type);
         if (::testing::Test::HasFatalFailure()) return;
       }

@@ -78,10 +78,16 @@ TEST(Device, DefaultHonoursRudnnDevice) {
 // Every switch follows one rule: documented values or unset; anything else is an error at first use.
 TEST(Device, EverySwitchRejectsUndocumentedValues) {
   const std::pair<const char*, const char*> cases[] = {
-      {"RUDNN_DISABLE_JIT", "yes"},   {"RUDNN_DISABLE_JIT", "2"},      {"RUDNN_DISABLE_JIT", "true"},
-      {"RUDNN_AUTOTUNE", "garbage"},  {"RUDNN_AUTOTUNE_CACHE_READONLY", "on"},
-      {"RUDNN_POISON_OUTPUTS", "y"},  {"RUDNN_LOG", "verbose"},        {"RUDNN_EMU_SCHEDULE", "random:x"},
-      {"RUDNN_EMU_THREADS", "0"},     {"RUDNN_EMU_STACK_KIB", "16"},
+      {"RUDNN_DISABLE_JIT", "yes"},
+      {"RUDNN_DISABLE_JIT", "2"},
+      {"RUDNN_DISABLE_JIT", "true"},
+      {"RUDNN_AUTOTUNE", "garbage"},
+      {"RUDNN_AUTOTUNE_CACHE_READONLY", "on"},
+      {"RUDNN_POISON_OUTPUTS", "y"},
+      {"RUDNN_LOG", "verbose"},
+      {"RUDNN_EMU_SCHEDULE", "random:x"},
+      {"RUDNN_EMU_THREADS", "0"},
+      {"RUDNN_EMU_STACK_KIB", "16"},
   };
   unsetenv("RUDNN_DEVICE");
   for (auto [name, value] : cases) {
@@ -89,19 +95,28 @@ TEST(Device, EverySwitchRejectsUndocumentedValues) {
     const std::string keep = saved ? saved : "";
     setenv(name, value, 1);
     auto d = Device::default_device();
-    if (saved) setenv(name, keep.c_str(), 1); else unsetenv(name);
+    if (saved)
+      setenv(name, keep.c_str(), 1);
+    else
+      unsetenv(name);
     ASSERT_FALSE(d.ok()) << name << "=" << value;
     EXPECT_EQ(d.error().kind(), ErrorKind::InvalidValue);
     EXPECT_EQ(d.error().argument(), name) << d.error().message();
     EXPECT_NE(d.error().message().find(value), std::string::npos) << d.error().message();
   }
-  for (auto [name, value] : {std::pair{"RUDNN_DISABLE_JIT", "0"}, {"RUDNN_AUTOTUNE", "off"}, {"RUDNN_LOG", "info"},
-                             {"RUDNN_EMU_SCHEDULE", "random:42"}, {"RUDNN_EMU_THREADS", "2"}}) {
+  for (auto [name, value] : {std::pair{"RUDNN_DISABLE_JIT", "0"},
+                             {"RUDNN_AUTOTUNE", "off"},
+                             {"RUDNN_LOG", "info"},
+                             {"RUDNN_EMU_SCHEDULE", "random:42"},
+                             {"RUDNN_EMU_THREADS", "2"}}) {
     const char* saved = std::getenv(name);
     const std::string keep = saved ? saved : "";
     setenv(name, value, 1);
     auto d = Device::default_device();
-    if (saved) setenv(name, keep.c_str(), 1); else unsetenv(name);
+    if (saved)
+      setenv(name, keep.c_str(), 1);
+    else
+      unsetenv(name);
     EXPECT_TRUE(d.ok()) << name << "=" << value << ": " << d.error().message();
   }
 }
@@ -112,8 +127,8 @@ TEST(Device, EverySwitchRejectsUndocumentedValues) {
 TEST(Tensor, HugeShapesAreTypedErrors) {
   const Device host = Device::host();
   for (const Shape& wraps : {Shape{std::int64_t{1} << 58, 64}, Shape{4503599627370496, 4096},
-                             Shape{0, std::int64_t{1} << 40, std::int64_t{1} << 40},
-                             Shape{std::int64_t{1} << 62, 2, 2}, Shape{3, std::int64_t{1} << 61}}) {
+                             Shape{0, std::int64_t{1} << 40, std::int64_t{1} << 40}, Shape{std::int64_t{1} << 62, 2, 2},
+                             Shape{3, std::int64_t{1} << 61}}) {
     auto t = Tensor::empty(wraps, DType::F32, host);
     ASSERT_FALSE(t.ok()) << shape_to_string(wraps);
     EXPECT_EQ(t.error().kind(), ErrorKind::InvalidValue) << t.error().message();

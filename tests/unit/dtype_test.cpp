@@ -38,7 +38,7 @@ TEST(DType, HalfRoundsToNearestEven) {
   EXPECT_EQ(float_to_half_bits(65504.0f), 0x7bff);
   EXPECT_EQ(float_to_half_bits(65520.0f), 0x7c00);  // overflows to inf
   EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -24)), 0x0001);
-  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -25)), 0x0000);  // tie: to even (zero)
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -25)), 0x0000);         // tie: to even (zero)
   EXPECT_EQ(float_to_half_bits(1.0f + std::ldexp(1.0f, -11)), 0x3c00);  // tie to even
   EXPECT_EQ(float_to_half_bits(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3c02);
   EXPECT_EQ(float_to_half_bits(-2.0f), 0xc000);

@@ -26,7 +26,9 @@ RUDNN_EMU_MODULE();
 )";
   auto so = host_cc::compile(source, "k", dir.string());
   ASSERT_TRUE(so.ok()) << so.error().message();
-  EXPECT_EQ(so->substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(so->substr(0, 4),
+            "\x7f"
+            "ELF");
   EXPECT_TRUE(fs::exists(dir / "src" / "k.cpp"));
   fs::remove_all(dir);
 }

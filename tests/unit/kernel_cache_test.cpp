@@ -17,8 +17,8 @@ namespace fs = std::filesystem;
 class KernelCacheTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("rudnn-cache-test-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(std::random_device{}()));
+    dir_ = fs::temp_directory_path() /
+           ("rudnn-cache-test-" + std::to_string(::getpid()) + "-" + std::to_string(std::random_device{}()));
     fs::remove_all(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -68,9 +68,9 @@ TEST_F(KernelCacheTest, TruncatedOrCorruptEntryIsRemovedAndMissed) {
       std::ifstream in(path, std::ios::binary);
       bytes.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     }
-    if (mode == 0) bytes.resize(bytes.size() / 2);       // truncated
-    if (mode == 1) bytes[bytes.size() - 10] ^= 0x55;     // flipped payload bit
-    if (mode == 2) bytes[0] = 'X';                       // bad magic
+    if (mode == 0) bytes.resize(bytes.size() / 2);    // truncated
+    if (mode == 1) bytes[bytes.size() - 10] ^= 0x55;  // flipped payload bit
+    if (mode == 2) bytes[0] = 'X';                    // bad magic
     std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
     EXPECT_FALSE(cache.load(d).has_value()) << "mode " << mode;
     EXPECT_FALSE(fs::exists(path)) << "a bad entry is removed so it can be rebuilt";
@@ -115,7 +115,10 @@ TEST_F(KernelCacheTest, ConcurrentWritersLeaveOneGoodEntry) {
 }
 
 TEST(KernelBinary, SerializeRoundTrip) {
-  KernelBinary b{std::string("\x7f" "ELF\0\1", 6), ".version 8.0"};
+  KernelBinary b{std::string("\x7f"
+                             "ELF\0\1",
+                             6),
+                 ".version 8.0"};
   KernelBinary out;
   ASSERT_TRUE(KernelBinary::deserialize(b.serialize(), out));
   EXPECT_EQ(out.image, b.image);

@@ -43,8 +43,8 @@ TEST(MoeContract, RouteAccepts) {
   for (DType t : {DType::F32, DType::F16, DType::BF16}) {
     EXPECT_FALSE(contracts::check_route(route({4, 64}, t, 8)));
     EXPECT_FALSE(contracts::check_route(route({1, 1}, t, 1)));
-    EXPECT_FALSE(contracts::check_route(route({3, 8}, t, 8)));    // top_k = E
-    EXPECT_FALSE(contracts::check_route(route({0, 8}, t, 2)));    // no tokens
+    EXPECT_FALSE(contracts::check_route(route({3, 8}, t, 8)));  // top_k = E
+    EXPECT_FALSE(contracts::check_route(route({0, 8}, t, 2)));  // no tokens
     EXPECT_FALSE(contracts::check_route(route({kDynamic, 8}, t, 2)));
     EXPECT_FALSE(contracts::check_route(route({kDynamic, kDynamic}, t, 100)));
   }
@@ -100,9 +100,18 @@ TEST(MoeContract, GroupedRejects) {
   expect_error(with([](S& s) { s.groups = 6; }), ErrorKind::InvalidValue, "groups");  // 256 % 6
   expect_error(with([](S& s) { s.selected_groups = 0; }), ErrorKind::InvalidValue, "selected_groups");
   expect_error(with([](S& s) { s.selected_groups = 9; }), ErrorKind::InvalidValue, "selected_groups");
-  expect_error(with([](S& s) { s.selected_groups = 1; s.top_k = 33; }), ErrorKind::InvalidValue, "top_k");
-  expect_error(with([](S& s) { s.groups = 128; s.selected_groups = 4; s.top_k = 4; s.logits.shape = {4, 128};
-                               s.bias->shape = {128}; }),
+  expect_error(with([](S& s) {
+                 s.selected_groups = 1;
+                 s.top_k = 33;
+               }),
+               ErrorKind::InvalidValue, "top_k");
+  expect_error(with([](S& s) {
+                 s.groups = 128;
+                 s.selected_groups = 4;
+                 s.top_k = 4;
+                 s.logits.shape = {4, 128};
+                 s.bias->shape = {128};
+               }),
                ErrorKind::InvalidValue, "group_top_two");  // 1 expert per group
   expect_error(with([](S& s) { s.scale = 0; }), ErrorKind::InvalidValue, "scale");
   expect_error(with([](S& s) { s.scale = -1; }), ErrorKind::InvalidValue, "scale");

@@ -38,8 +38,16 @@ void put_int(HostData& data, std::size_t index, std::int64_t v) {
   std::byte* p = data.bytes.data() + index * dtype_size(data.dtype);
   switch (data.dtype) {
     case DType::U8: *p = static_cast<std::byte>(static_cast<std::uint8_t>(v)); break;
-    case DType::U32: { auto u = static_cast<std::uint32_t>(v); std::memcpy(p, &u, 4); break; }
-    case DType::I32: { auto s = static_cast<std::int32_t>(v); std::memcpy(p, &s, 4); break; }
+    case DType::U32: {
+      auto u = static_cast<std::uint32_t>(v);
+      std::memcpy(p, &u, 4);
+      break;
+    }
+    case DType::I32: {
+      auto s = static_cast<std::int32_t>(v);
+      std::memcpy(p, &s, 4);
+      break;
+    }
     default: std::memcpy(p, &v, 8); break;  // I64
   }
 }
@@ -50,8 +58,16 @@ void put_float(HostData& data, std::size_t index, double value) {
   const float f = static_cast<float>(value);
   switch (data.dtype) {
     case DType::F32: std::memcpy(p, &f, 4); break;
-    case DType::F16: { auto h = float_to_half_bits(f); std::memcpy(p, &h, 2); break; }
-    case DType::BF16: { auto h = float_to_bf16_bits(f); std::memcpy(p, &h, 2); break; }
+    case DType::F16: {
+      auto h = float_to_half_bits(f);
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case DType::BF16: {
+      auto h = float_to_bf16_bits(f);
+      std::memcpy(p, &h, 2);
+      break;
+    }
     default: *p = static_cast<std::byte>(float_to_fp8e4m3_bits(f)); break;  // FP8E4M3
   }
 }
@@ -71,7 +87,8 @@ Result<HostData, RuntimeError> allocate_host(const std::string& argument, const 
                         "an allocation failure", shape_to_string(shape) + " of " + std::string(dtype_name(dtype)));
   } catch (const std::length_error&) {
     return RuntimeError(ErrorKind::OutOfMemory, argument, fmt::format("{} bytes of host memory", *bytes),
-                        "more than a vector can hold", shape_to_string(shape) + " of " + std::string(dtype_name(dtype)));
+                        "more than a vector can hold",
+                        shape_to_string(shape) + " of " + std::string(dtype_name(dtype)));
   }
   return data;
 }

@@ -64,9 +64,12 @@ class HeaderParser {
       if (!eat(':')) return fail(fmt::format("':' after '{}'", key));
       if (k == 0 && !string_literal(h.descr)) return fail("'descr' as a quoted type string such as '<f4'");
       if (k == 1) {
-        if (word("True")) h.fortran_order = true;
-        else if (word("False")) h.fortran_order = false;
-        else return fail("'fortran_order' as True or False");
+        if (word("True"))
+          h.fortran_order = true;
+        else if (word("False"))
+          h.fortran_order = false;
+        else
+          return fail("'fortran_order' as True or False");
       }
       if (k == 2 && !shape(h.shape)) return false;
       if (!eat(',')) {
@@ -158,8 +161,18 @@ struct ItemType {
   char kind;  // f, i, u, b
   int width;  // bytes
 };
-constexpr std::array<ItemType, 12> kItemTypes = {{{'f', 2}, {'f', 4}, {'f', 8}, {'i', 1}, {'i', 2}, {'i', 4},
-                                                  {'i', 8}, {'u', 1}, {'u', 2}, {'u', 4}, {'u', 8}, {'b', 1}}};
+constexpr std::array<ItemType, 12> kItemTypes = {{{'f', 2},
+                                                  {'f', 4},
+                                                  {'f', 8},
+                                                  {'i', 1},
+                                                  {'i', 2},
+                                                  {'i', 4},
+                                                  {'i', 8},
+                                                  {'u', 1},
+                                                  {'u', 2},
+                                                  {'u', 4},
+                                                  {'u', 8},
+                                                  {'b', 1}}};
 
 // "<f4" → f4. '<', '=' (native: the hosts rudnn runs on are little-endian) and no order are
 // little-endian; '|' (not applicable) and '>' only make sense for one-byte items.
@@ -216,8 +229,7 @@ std::string shape_text(const Shape& shape) {
   return s + (shape.size() == 1 ? ",)" : ")");
 }
 
-Result<HostData, RuntimeError> read_stream(std::istream& in, std::uint64_t size, DType dtype,
-                                           const std::string& arg) {
+Result<HostData, RuntimeError> read_stream(std::istream& in, std::uint64_t size, DType dtype, const std::string& arg) {
   auto io = [&](std::string expected, std::string actual) {
     return RuntimeError(ErrorKind::IoFailure, arg, std::move(expected), std::move(actual));
   };
@@ -315,12 +327,12 @@ Result<HostData, RuntimeError> read_npy(const std::string& path, DType dtype, co
   const auto status = fs::status(path, ec);
   if (ec) return RuntimeError(ErrorKind::IoFailure, arg, "a readable .npy file", ec.message());
   if (!fs::is_regular_file(status)) {
-    const char* what = fs::is_directory(status)           ? "a directory"
-                       : fs::is_character_file(status)    ? "a character device"
-                       : fs::is_block_file(status)        ? "a block device"
-                       : fs::is_fifo(status)              ? "a pipe"
-                       : fs::is_socket(status)            ? "a socket"
-                                                          : "not a regular file";
+    const char* what = fs::is_directory(status)        ? "a directory"
+                       : fs::is_character_file(status) ? "a character device"
+                       : fs::is_block_file(status)     ? "a block device"
+                       : fs::is_fifo(status)           ? "a pipe"
+                       : fs::is_socket(status)         ? "a socket"
+                                                       : "not a regular file";
     return RuntimeError(ErrorKind::IoFailure, arg, "a regular .npy file", what);
   }
   const auto size = fs::file_size(path, ec);

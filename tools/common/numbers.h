@@ -42,8 +42,7 @@ inline std::string int_range(std::int64_t lo, std::int64_t hi) {
 }  // namespace detail
 
 // A decimal integer in [lo, hi].
-inline Result<std::int64_t, RuntimeError> parse_int(const std::string& option, const std::string& text,
-                                                    std::int64_t lo,
+inline Result<std::int64_t, RuntimeError> parse_int(const std::string& option, const std::string& text, std::int64_t lo,
                                                     std::int64_t hi = std::numeric_limits<std::int64_t>::max()) {
   std::int64_t v = 0;
   if (!detail::parse_whole(text, v) || v < lo || v > hi) return bad_option(option, detail::int_range(lo, hi), text);

@@ -33,8 +33,10 @@ fs::path previous_of(const fs::path& stage) { return stage / "previous.npy"; }
 void clean_up(const std::vector<fs::path>& stages, const std::vector<fs::path>& placed) {
   std::error_code ec;
   for (std::size_t i = 0; i < placed.size(); ++i) {
-    if (fs::exists(previous_of(stages[i]), ec)) fs::rename(previous_of(stages[i]), placed[i], ec);
-    else fs::remove(placed[i], ec);
+    if (fs::exists(previous_of(stages[i]), ec))
+      fs::rename(previous_of(stages[i]), placed[i], ec);
+    else
+      fs::remove(placed[i], ec);
   }
   for (const auto& s : stages) fs::remove_all(s, ec);
 }

@@ -5,7 +5,10 @@
 namespace rudnn::tools {
 
 Progress::Progress(std::size_t total, std::string label, std::FILE* out)
-    : total_(total), label_(std::move(label)), out_(out), tty_(isatty(fileno(out)) != 0),
+    : total_(total),
+      label_(std::move(label)),
+      out_(out),
+      tty_(isatty(fileno(out)) != 0),
       start_(std::chrono::steady_clock::now()) {}
 
 double Progress::elapsed_seconds() const {

@@ -235,9 +235,10 @@ int tune_all(const Options& o) {
   const autotune::CacheClass cls = host ? autotune::CacheClass::Host : autotune::CacheClass::Gpu;
   // Host timings only go where a GPU never reads: a host-class file with a name saying so.
   if (host && !is_host_cache_name(o.output))
-    return fail(fmt::format("-o: expected a host cache name containing \".host.\" for --device host, got \"{}\" "
-                            "(host timings are never written to a cache a GPU would read)",
-                            o.output));
+    return fail(
+        fmt::format("-o: expected a host cache name containing \".host.\" for --device host, got \"{}\" "
+                    "(host timings are never written to a cache a GPU would read)",
+                    o.output));
   if (std::filesystem::exists(o.output)) {
     auto existing = autotune::probe_cache_class(o.output);
     if (!existing.ok()) return fail(existing.error().message());

@@ -87,37 +87,38 @@ int run_attention(int argc, char** argv) {
   std::vector<std::int64_t> seqs, kv_heads_list, head_dims, causals;
   DType dtype = DType::BF16;
   std::vector<StrategyName> strategies(std::begin(kStrategies), std::end(kStrategies));
-  auto bad = parse_options(argc, argv, 2, [&](const std::string& a, const std::string& v) -> std::optional<std::string> {
-    std::optional<std::string> error;
-    if (common_option(a, v, &chosen, &timing, &error)) return error;
-    std::vector<std::int64_t>* list = a == "--seq"        ? &seqs
-                                      : a == "--kv-heads" ? &kv_heads_list
-                                      : a == "--head-dim" ? &head_dims
-                                                          : nullptr;
-    if (list || a == "--tokens" || a == "--q-heads") {
-      std::int64_t n = 0;
-      if (auto e = int_option(a, v, 1, INT64_MAX, &n)) return e;
-      if (list)
-        list->push_back(n);
-      else
-        (a == "--tokens" ? tokens : q_heads) = n;
-    } else if (a == "--causal") {
-      std::int64_t n = 0;
-      if (auto e = int_option(a, v, 0, 1, &n)) return e;
-      causals.push_back(n);
-    } else if (a == "--dtype") {
-      auto t = parse_dtype(v);
-      if (!t || !is_float(*t)) return "--dtype wants f32, f16 or bf16, got " + v;
-      dtype = *t;
-    } else if (a == "--strategies") {
-      auto s = parse_strategies(v);
-      if (!s) return "--strategies wants a subset of flash_mma,flash_unit,fallback,autotune, got " + v;
-      strategies = *s;
-    } else {
-      return "unknown option " + a;
-    }
-    return std::nullopt;
-  });
+  auto bad =
+      parse_options(argc, argv, 2, [&](const std::string& a, const std::string& v) -> std::optional<std::string> {
+        std::optional<std::string> error;
+        if (common_option(a, v, &chosen, &timing, &error)) return error;
+        std::vector<std::int64_t>* list = a == "--seq"        ? &seqs
+                                          : a == "--kv-heads" ? &kv_heads_list
+                                          : a == "--head-dim" ? &head_dims
+                                                              : nullptr;
+        if (list || a == "--tokens" || a == "--q-heads") {
+          std::int64_t n = 0;
+          if (auto e = int_option(a, v, 1, INT64_MAX, &n)) return e;
+          if (list)
+            list->push_back(n);
+          else
+            (a == "--tokens" ? tokens : q_heads) = n;
+        } else if (a == "--causal") {
+          std::int64_t n = 0;
+          if (auto e = int_option(a, v, 0, 1, &n)) return e;
+          causals.push_back(n);
+        } else if (a == "--dtype") {
+          auto t = parse_dtype(v);
+          if (!t || !is_float(*t)) return "--dtype wants f32, f16 or bf16, got " + v;
+          dtype = *t;
+        } else if (a == "--strategies") {
+          auto s = parse_strategies(v);
+          if (!s) return "--strategies wants a subset of flash_mma,flash_unit,fallback,autotune, got " + v;
+          strategies = *s;
+        } else {
+          return "unknown option " + a;
+        }
+        return std::nullopt;
+      });
   if (bad) return fail(*bad);
   auto resolved = chosen ? Result<Device, RuntimeError>(*chosen) : Device::default_device();
   if (!resolved.ok()) return fail(resolved.error().message());
@@ -159,15 +160,14 @@ int run_attention(int argc, char** argv) {
             // other failure ends the run.
             ErrorKind kind = ErrorKind::Internal;
             const Measured m = time_call(q->queue(), timing, [&]() -> std::optional<std::string> {
-              auto o = attention::attention(*q, *k, *v, std::nullopt, std::nullopt, {std::nullopt, causal != 0},
-                                            s.strategy);
+              auto o =
+                  attention::attention(*q, *k, *v, std::nullopt, std::nullopt, {std::nullopt, causal != 0}, s.strategy);
               if (o.ok()) return std::nullopt;
               kind = o.error().kind();
               return o.error().message();
             });
             if (!m.ok() && (kind == ErrorKind::Unsupported || kind == ErrorKind::OutOfMemory)) {
-              std::fprintf(stderr, "rudnn-bench: note: %s skipped at %s: %s\n", s.name, shape.c_str(),
-                           m.error.c_str());
+              std::fprintf(stderr, "rudnn-bench: note: %s skipped at %s: %s\n", s.name, shape.c_str(), m.error.c_str());
               continue;
             }
             if (!m.ok()) return fail(std::string(s.name) + " at " + shape + ": " + m.error);

@@ -125,8 +125,8 @@ Result<Tensor, RuntimeError> random_tensor(const Shape& shape, DType dtype, cons
   return Tensor::upload(data, device);
 }
 
-Result<Tensor, RuntimeError> uniform_tensor(const Shape& shape, DType dtype, const Device& device, double lo,
-                                            double hi, std::mt19937_64& rng) {
+Result<Tensor, RuntimeError> uniform_tensor(const Shape& shape, DType dtype, const Device& device, double lo, double hi,
+                                            std::mt19937_64& rng) {
   std::uniform_real_distribution<double> u(lo, hi);
   return random_tensor(shape, dtype, device, [&] { return u(rng); });
 }

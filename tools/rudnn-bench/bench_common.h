@@ -60,12 +60,13 @@ extern const char* const kCommonOptionsHelp;
 
 // A device tensor of `shape` filled with values of `dtype` drawn from `draw` (already rounded to
 // the dtype). A shape whose size overflows is an InvalidValue, a host allocation failure an
-// OutOfMemory naming the bytes (tools/common/host_data.h), never a wrap or an exception. Large tensors repeat a pool of ~1M drawn values (timing does not depend on the values;
-// drawing billions of numbers for expert weights would take the GPU check's minutes).
+// OutOfMemory naming the bytes (tools/common/host_data.h), never a wrap or an exception. Large tensors repeat a pool of
+// ~1M drawn values (timing does not depend on the values; drawing billions of numbers for expert weights would take the
+// GPU check's minutes).
 Result<Tensor, RuntimeError> random_tensor(const Shape& shape, DType dtype, const Device& device,
                                            const std::function<double()>& draw);
-Result<Tensor, RuntimeError> uniform_tensor(const Shape& shape, DType dtype, const Device& device, double lo,
-                                            double hi, std::mt19937_64& rng);
+Result<Tensor, RuntimeError> uniform_tensor(const Shape& shape, DType dtype, const Device& device, double lo, double hi,
+                                            std::mt19937_64& rng);
 Result<Tensor, RuntimeError> normal_tensor(const Shape& shape, DType dtype, const Device& device, double mean,
                                            double stddev, std::mt19937_64& rng);
 

@@ -69,38 +69,39 @@ int run_gated_delta(int argc, char** argv) {
   std::int64_t decode_batch = 64, decode_seq = 1;
   DType dtype = DType::BF16;
   std::vector<std::string> modes = {"prefill", "decode"};
-  auto bad = parse_options(argc, argv, 2, [&](const std::string& a, const std::string& v) -> std::optional<std::string> {
-    std::optional<std::string> error;
-    if (common_option(a, v, &chosen, &timing, &error)) return error;
-    std::int64_t* into = a == "--batch"          ? &batch
-                         : a == "--heads"        ? &heads
-                         : a == "--seq"          ? &seq
-                         : a == "--key-dim"      ? &key_dim
-                         : a == "--value-dim"    ? &value_dim
-                         : a == "--chunk"        ? &chunk
-                         : a == "--decode-batch" ? &decode_batch
-                         : a == "--decode-seq"   ? &decode_seq
-                                                 : nullptr;
-    if (into) {
-      return int_option(a, v, 1, INT64_MAX, into);
-    } else if (a == "--dtype") {
-      auto t = parse_dtype(v);
-      if (!t || !is_float(*t)) return "--dtype wants f32, f16 or bf16, got " + v;
-      dtype = *t;
-    } else if (a == "--modes") {
-      modes.clear();
-      std::stringstream ss(v);
-      for (std::string m; std::getline(ss, m, ',');) {
-        if (m != "prefill" && m != "decode" && m != "recurrent")
-          return "--modes wants a subset of prefill,decode,recurrent, got " + v;
-        modes.push_back(m);
-      }
-      if (modes.empty()) return "--modes is empty";
-    } else {
-      return "unknown option " + a;
-    }
-    return std::nullopt;
-  });
+  auto bad =
+      parse_options(argc, argv, 2, [&](const std::string& a, const std::string& v) -> std::optional<std::string> {
+        std::optional<std::string> error;
+        if (common_option(a, v, &chosen, &timing, &error)) return error;
+        std::int64_t* into = a == "--batch"          ? &batch
+                             : a == "--heads"        ? &heads
+                             : a == "--seq"          ? &seq
+                             : a == "--key-dim"      ? &key_dim
+                             : a == "--value-dim"    ? &value_dim
+                             : a == "--chunk"        ? &chunk
+                             : a == "--decode-batch" ? &decode_batch
+                             : a == "--decode-seq"   ? &decode_seq
+                                                     : nullptr;
+        if (into) {
+          return int_option(a, v, 1, INT64_MAX, into);
+        } else if (a == "--dtype") {
+          auto t = parse_dtype(v);
+          if (!t || !is_float(*t)) return "--dtype wants f32, f16 or bf16, got " + v;
+          dtype = *t;
+        } else if (a == "--modes") {
+          modes.clear();
+          std::stringstream ss(v);
+          for (std::string m; std::getline(ss, m, ',');) {
+            if (m != "prefill" && m != "decode" && m != "recurrent")
+              return "--modes wants a subset of prefill,decode,recurrent, got " + v;
+            modes.push_back(m);
+          }
+          if (modes.empty()) return "--modes is empty";
+        } else {
+          return "unknown option " + a;
+        }
+        return std::nullopt;
+      });
   if (bad) return fail(*bad);
   auto resolved = chosen ? Result<Device, RuntimeError>(*chosen) : Device::default_device();
   if (!resolved.ok()) return fail(resolved.error().message());
@@ -129,16 +130,16 @@ int run_gated_delta(int argc, char** argv) {
       input.initial_state = *state;
     }
     const Measured m = time_call(q->queue(), timing, [&]() -> std::optional<std::string> {
-      auto r = mode == "prefill" ? gated_delta::chunk_gated_delta_rule(input, chunk)
-                                 : gated_delta::gated_delta_rule(input);
+      auto r =
+          mode == "prefill" ? gated_delta::chunk_gated_delta_rule(input, chunk) : gated_delta::gated_delta_rule(input);
       if (!r.ok()) return r.error().message();
       return std::nullopt;
     });
     if (!m.ok()) return fail(mode + ": " + m.error);
     const double ds = static_cast<double>(dtype_size(dtype));
     const double tokens = static_cast<double>(s.b) * static_cast<double>(s.t);
-    const double state_bytes = 4.0 * static_cast<double>(s.b) * static_cast<double>(s.h) * static_cast<double>(s.k) *
-                               static_cast<double>(s.v);
+    const double state_bytes =
+        4.0 * static_cast<double>(s.b) * static_cast<double>(s.h) * static_cast<double>(s.k) * static_cast<double>(s.v);
     const double bytes = tokens * static_cast<double>(s.h) * ds * static_cast<double>(2 * s.k + 2 * s.v + 2) +
                          state_bytes * (input.initial_state ? 2 : 1);
     std::printf("%s,%lld,%lld,%lld,%lld,%lld,%s,%s,%s,%.2f,%.0f,%.1f\n", mode.c_str(), static_cast<long long>(s.b),

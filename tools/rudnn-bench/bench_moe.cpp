@@ -77,37 +77,38 @@ int run_moe(int argc, char** argv) {
   DType dtype = DType::BF16;
   const std::vector<std::string> all_steps = {"route", "dispatch", "experts", "combine", "forward"};
   std::vector<std::string> steps = all_steps, strategies = {"scalar", "tensorcore"};
-  auto bad = parse_options(argc, argv, 2, [&](const std::string& a, const std::string& v) -> std::optional<std::string> {
-    std::optional<std::string> error;
-    if (common_option(a, v, &chosen, &timing, &error)) return error;
-    auto positive = [&](std::int64_t* into) { return int_option(a, v, 1, INT64_MAX, into); };
-    std::int64_t n = 0;
-    if (a == "--tokens" || a == "--experts") {
-      if (auto e = positive(&n)) return e;
-      (a == "--tokens" ? tokens : experts_list).push_back(n);
-    } else if (a == "--hidden") {
-      return positive(&hidden);
-    } else if (a == "--inter") {
-      return positive(&inter);
-    } else if (a == "--top-k") {
-      return positive(&top_k);
-    } else if (a == "--dtype") {
-      auto t = parse_dtype(v);
-      if (!t || !is_float(*t)) return "--dtype wants f32, f16 or bf16, got " + v;
-      dtype = *t;
-    } else if (a == "--steps") {
-      auto s = split_subset(v, all_steps);
-      if (!s) return "--steps wants a subset of route,dispatch,experts,combine,forward, got " + v;
-      steps = *s;
-    } else if (a == "--strategies") {
-      auto s = split_subset(v, {"scalar", "tensorcore"});
-      if (!s) return "--strategies wants a subset of scalar,tensorcore, got " + v;
-      strategies = *s;
-    } else {
-      return "unknown option " + a;
-    }
-    return std::nullopt;
-  });
+  auto bad =
+      parse_options(argc, argv, 2, [&](const std::string& a, const std::string& v) -> std::optional<std::string> {
+        std::optional<std::string> error;
+        if (common_option(a, v, &chosen, &timing, &error)) return error;
+        auto positive = [&](std::int64_t* into) { return int_option(a, v, 1, INT64_MAX, into); };
+        std::int64_t n = 0;
+        if (a == "--tokens" || a == "--experts") {
+          if (auto e = positive(&n)) return e;
+          (a == "--tokens" ? tokens : experts_list).push_back(n);
+        } else if (a == "--hidden") {
+          return positive(&hidden);
+        } else if (a == "--inter") {
+          return positive(&inter);
+        } else if (a == "--top-k") {
+          return positive(&top_k);
+        } else if (a == "--dtype") {
+          auto t = parse_dtype(v);
+          if (!t || !is_float(*t)) return "--dtype wants f32, f16 or bf16, got " + v;
+          dtype = *t;
+        } else if (a == "--steps") {
+          auto s = split_subset(v, all_steps);
+          if (!s) return "--steps wants a subset of route,dispatch,experts,combine,forward, got " + v;
+          steps = *s;
+        } else if (a == "--strategies") {
+          auto s = split_subset(v, {"scalar", "tensorcore"});
+          if (!s) return "--strategies wants a subset of scalar,tensorcore, got " + v;
+          strategies = *s;
+        } else {
+          return "unknown option " + a;
+        }
+        return std::nullopt;
+      });
   if (bad) return fail(*bad);
   auto resolved = chosen ? Result<Device, RuntimeError>(*chosen) : Device::default_device();
   if (!resolved.ok()) return fail(resolved.error().message());
@@ -146,11 +147,11 @@ int run_moe(int argc, char** argv) {
       const double flops = 6.0 * static_cast<double>(t) * static_cast<double>(top_k) * static_cast<double>(hidden) *
                            static_cast<double>(inter);
       auto line = [&](const std::string& step, const std::string& strategy, const Measured& m, bool gemm) {
-        std::printf("%s,%lld,%lld,%lld,%lld,%lld,%s,%s,%s,%.2f,%s\n", step.c_str(), static_cast<long long>(t),
-                    static_cast<long long>(e), static_cast<long long>(hidden), static_cast<long long>(inter),
-                    static_cast<long long>(top_k), dname.c_str(), strategy.c_str(), dev.c_str(), m.median_us,
-                    csv_number(gemm ? std::optional<double>(flops / (m.median_us * 1e-6) / 1e12) : std::nullopt, 3)
-                        .c_str());
+        std::printf(
+            "%s,%lld,%lld,%lld,%lld,%lld,%s,%s,%s,%.2f,%s\n", step.c_str(), static_cast<long long>(t),
+            static_cast<long long>(e), static_cast<long long>(hidden), static_cast<long long>(inter),
+            static_cast<long long>(top_k), dname.c_str(), strategy.c_str(), dev.c_str(), m.median_us,
+            csv_number(gemm ? std::optional<double>(flops / (m.median_us * 1e-6) / 1e12) : std::nullopt, 3).c_str());
         std::fflush(stdout);
       };
       auto ok_or = [](const auto& r) -> std::optional<std::string> {

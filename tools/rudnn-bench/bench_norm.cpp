@@ -39,37 +39,38 @@ int run_norm(int argc, char** argv) {
     return 0;
   }
   std::optional<Device> chosen;  // --device; else Device::default_device(), resolved after the options
-  Timing timing;  // 20 iters, 15 runs
+  Timing timing;                 // 20 iters, 15 runs
   std::vector<std::pair<std::int64_t, std::int64_t>> shapes;
   std::vector<DType> dtypes;
   std::vector<std::string> ops = {"layer_norm", "rms_norm", "softmax"};
-  auto bad = parse_options(argc, argv, 2, [&](const std::string& a, const std::string& v) -> std::optional<std::string> {
-    std::optional<std::string> error;
-    if (common_option(a, v, &chosen, &timing, &error)) return error;
-    if (a == "--shape") {
-      // R·H must fit in 64 bits (with the bytes): a wrapped product would size a tiny tensor.
-      const auto x = v.find('x');
-      auto r = tools::parse_int(a, x == std::string::npos ? "" : v.substr(0, x), 1);
-      auto h = tools::parse_int(a, x == std::string::npos ? "" : v.substr(x + 1), 1);
-      if (!r.ok() || !h.ok() || !checked_byte_count({*r, *h}, DType::F32))
-        return tools::bad_option(a, "RxH, integers >= 1 whose product's f32 bytes fit in 64 bits", v).message();
-      shapes.emplace_back(*r, *h);
-    } else if (a == "--dtype") {
-      auto t = parse_dtype(v);
-      if (!t || !is_float(*t)) return "--dtype wants f32, f16 or bf16";
-      dtypes.push_back(*t);
-    } else if (a == "--ops") {
-      ops.clear();
-      std::stringstream ss(v);
-      for (std::string op; std::getline(ss, op, ',');) {
-        if (op != "layer_norm" && op != "rms_norm" && op != "softmax") return "unknown op " + op;
-        ops.push_back(op);
-      }
-    } else {
-      return "unknown option " + a;
-    }
-    return std::nullopt;
-  });
+  auto bad =
+      parse_options(argc, argv, 2, [&](const std::string& a, const std::string& v) -> std::optional<std::string> {
+        std::optional<std::string> error;
+        if (common_option(a, v, &chosen, &timing, &error)) return error;
+        if (a == "--shape") {
+          // R·H must fit in 64 bits (with the bytes): a wrapped product would size a tiny tensor.
+          const auto x = v.find('x');
+          auto r = tools::parse_int(a, x == std::string::npos ? "" : v.substr(0, x), 1);
+          auto h = tools::parse_int(a, x == std::string::npos ? "" : v.substr(x + 1), 1);
+          if (!r.ok() || !h.ok() || !checked_byte_count({*r, *h}, DType::F32))
+            return tools::bad_option(a, "RxH, integers >= 1 whose product's f32 bytes fit in 64 bits", v).message();
+          shapes.emplace_back(*r, *h);
+        } else if (a == "--dtype") {
+          auto t = parse_dtype(v);
+          if (!t || !is_float(*t)) return "--dtype wants f32, f16 or bf16";
+          dtypes.push_back(*t);
+        } else if (a == "--ops") {
+          ops.clear();
+          std::stringstream ss(v);
+          for (std::string op; std::getline(ss, op, ',');) {
+            if (op != "layer_norm" && op != "rms_norm" && op != "softmax") return "unknown op " + op;
+            ops.push_back(op);
+          }
+        } else {
+          return "unknown option " + a;
+        }
+        return std::nullopt;
+      });
   if (bad) return fail(*bad);
   auto resolved = chosen ? Result<Device, RuntimeError>(*chosen) : Device::default_device();
   if (!resolved.ok()) return fail(resolved.error().message());
@@ -95,9 +96,9 @@ int run_norm(int argc, char** argv) {
         const Measured m = time_call(x->queue(), timing, call);
         if (!m.ok()) return fail(m.error);
         // Bytes that must move: input read + output written (+ gamma/beta, negligible but counted).
-        const double bytes = 2.0 * static_cast<double>(rows) * static_cast<double>(h) *
-                                 static_cast<double>(dtype_size(dtype)) +
-                             (op == "softmax" ? 0 : (op == "layer_norm" ? 2 : 1) * 4.0 * static_cast<double>(h));
+        const double bytes =
+            2.0 * static_cast<double>(rows) * static_cast<double>(h) * static_cast<double>(dtype_size(dtype)) +
+            (op == "softmax" ? 0 : (op == "layer_norm" ? 2 : 1) * 4.0 * static_cast<double>(h));
         std::printf("%s,%lldx%lld,%s,%s,%.2f,%.1f\n", op.c_str(), static_cast<long long>(rows),
                     static_cast<long long>(h), std::string(dtype_name(dtype)).c_str(), device.to_string().c_str(),
                     m.median_us, bytes / (m.median_us * 1e-6) / 1e9);

@@ -56,8 +56,8 @@ int main(int argc, char** argv) {
     llvm::errs() << error << "\n";
     return 1;
   }
-  if (mlir::failed(mlir::MlirOptMain(out->os(), llvm::MemoryBuffer::getMemBufferCopy(text.value(), name), registry,
-                                     config)))
+  if (mlir::failed(
+          mlir::MlirOptMain(out->os(), llvm::MemoryBuffer::getMemBufferCopy(text.value(), name), registry, config)))
     return 1;
   out->keep();
   return 0;

@@ -158,8 +158,9 @@ Result<ArchPlan, RuntimeError> plan_arch(const std::string& name) {
     p.target = t.value();
   }
   auto v = ops::local_compiler_version(p.compile_arch);
-  if (!v.ok()) return RuntimeError(v.error().kind(), "compiler for " + name, v.error().expected(), v.error().actual(),
-                                   v.error().detail());
+  if (!v.ok())
+    return RuntimeError(v.error().kind(), "compiler for " + name, v.error().expected(), v.error().actual(),
+                        v.error().detail());
   p.compiler_version = v.value();
   return p;
 }
@@ -212,7 +213,8 @@ Status<RuntimeError> collect(const OpCall& call, const ArchPlan& arch, bool with
   auto all = call.family->kernels(*call.op, arch.target, with_candidates, call.where);
   if (!all.ok()) {
     const auto& e = all.error();
-    return RuntimeError(e.kind(), e.argument().rfind(call.where, 0) == 0 ? e.argument() : call.where + " " + e.argument(),
+    return RuntimeError(e.kind(),
+                        e.argument().rfind(call.where, 0) == 0 ? e.argument() : call.where + " " + e.argument(),
                         e.expected(), e.actual(), e.detail());
   }
   for (auto& lowered : all.value()) {
@@ -239,8 +241,10 @@ std::optional<std::string> check_output(const std::string& output) {
   std::error_code ec;
   if (fs::is_directory(p, ec)) return fmt::format("-o {}: expected a file name, got a directory", output);
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  if (!fs::is_directory(dir, ec)) return fmt::format("-o {}: expected an existing directory {}, got none", output, dir.string());
-  if (::access(dir.c_str(), W_OK) != 0) return fmt::format("-o {}: expected a writable directory {}, got a read-only one", output, dir.string());
+  if (!fs::is_directory(dir, ec))
+    return fmt::format("-o {}: expected an existing directory {}, got none", output, dir.string());
+  if (::access(dir.c_str(), W_OK) != 0)
+    return fmt::format("-o {}: expected a writable directory {}, got a read-only one", output, dir.string());
   return std::nullopt;
 }
 
@@ -254,16 +258,17 @@ int run(const Options& o) {
   // Every arch name first, so a typo is reported before anything else (e.g. a missing NVRTC).
   for (const auto& name : o.archs)
     if (auto t = compiler::target_for_arch(name); name != "host" && !t.ok())
-      return fail(RuntimeError(t.error().kind(), "--arch", t.error().expected() + ", or host", t.error().actual())
-                      .message());
+      return fail(
+          RuntimeError(t.error().kind(), "--arch", t.error().expected() + ", or host", t.error().actual()).message());
   std::vector<ArchPlan> archs;
   archs.reserve(o.archs.size());
   for (const auto& name : o.archs) {
     auto p = plan_arch(name);
     if (!p.ok()) return fail(p.error().message());
     if (name == "sm_90")
-      std::fprintf(stderr, "rudnn-precompile: note: the runtime on a Hopper GPU looks up sm_90a; sm_90 kernels serve "
-                           "only code that asks for sm_90\n");
+      std::fprintf(stderr,
+                   "rudnn-precompile: note: the runtime on a Hopper GPU looks up sm_90a; sm_90 kernels serve "
+                   "only code that asks for sm_90\n");
     archs.push_back(std::move(p.value()));
   }
   if (auto e = check_output(o.output)) return fail(*e);
@@ -289,8 +294,9 @@ int run(const Options& o) {
       if (auto s = collect(call, arch, o.with_candidates, work, by_digest, duplicates); !s.ok())
         return fail(s.error().message());
   const double lower_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::fprintf(stderr, "rudnn-precompile: %zu ops x %zu archs -> %zu kernels (%zu duplicates merged), lowered in %.2f s; "
-                       "compiling on %u threads\n",
+  std::fprintf(stderr,
+               "rudnn-precompile: %zu ops x %zu archs -> %zu kernels (%zu duplicates merged), lowered in %.2f s; "
+               "compiling on %u threads\n",
                calls.size(), archs.size(), work.size(), duplicates, lower_seconds, o.jobs);
 
   const std::string work_dir = runtime::KernelCache::instance().directory();
@@ -348,8 +354,8 @@ int run(const Options& o) {
     std::printf("%-12s %-44.44s %8zu %12s %12s %12.1f\n", arch.compile_arch.c_str(), arch.compiler_version.c_str(), n,
                 human_bytes(image).c_str(), human_bytes(ptx).c_str(), seconds);
   }
-  std::printf("total: %zu kernels, pack %s (%s), compiled in %.1f s wall on %u threads = %.2f kernels/s\n",
-              work.size(), o.output.c_str(), human_bytes(pack_bytes).c_str(), compile_wall, o.jobs,
+  std::printf("total: %zu kernels, pack %s (%s), compiled in %.1f s wall on %u threads = %.2f kernels/s\n", work.size(),
+              o.output.c_str(), human_bytes(pack_bytes).c_str(), compile_wall, o.jobs,
               compile_wall > 0 ? static_cast<double>(work.size()) / compile_wall : 0.0);
   return 0;
 }

@@ -172,7 +172,8 @@ void print_summary(const std::string& name, const HostData& h, const Device& dev
                       h.bytes.begin() + static_cast<std::ptrdiff_t>((at + k) * size));
     const auto v = part.to_f64();
     for (double x : v) sum += x;
-    for (std::size_t j = 0; at == 0 && j < std::min<std::size_t>(v.size(), 4); ++j) head += fmt::format("{:.5g} ", v[j]);
+    for (std::size_t j = 0; at == 0 && j < std::min<std::size_t>(v.size(), 4); ++j)
+      head += fmt::format("{:.5g} ", v[j]);
   }
   std::printf("%s: %s %s on %s  sum=%.6g  first: %s\n", name.c_str(), shape_to_string(h.shape).c_str(),
               std::string(dtype_name(h.dtype)).c_str(), device.to_string().c_str(), sum, head.c_str());
@@ -185,7 +186,8 @@ int run(const Options& o) {
   if (!chosen.ok()) {
     if (!o.device) return fail(chosen.error().message());
     // A misspelling is the option's error; a GPU that is absent or fails says why (NoDevice, driver).
-    if (chosen.error().kind() != ErrorKind::InvalidValue) return fail("--device " + *o.device + ": " + chosen.error().message());
+    if (chosen.error().kind() != ErrorKind::InvalidValue)
+      return fail("--device " + *o.device + ": " + chosen.error().message());
     return fail(tools::bad_option("--device", "host or cuda:N", *o.device).message());
   }
   const Device device = chosen.value();
@@ -275,9 +277,9 @@ int main(int argc, char** argv) {
     if (auto e = parse_args(argc, argv, o)) return fail(*e);
     return run(o);
   } catch (const std::bad_alloc&) {
-    return fail(rudnn::RuntimeError(rudnn::ErrorKind::OutOfMemory, "rudnn-run", "enough host memory",
-                                    "an allocation failure")
-                    .message());
+    return fail(
+        rudnn::RuntimeError(rudnn::ErrorKind::OutOfMemory, "rudnn-run", "enough host memory", "an allocation failure")
+            .message());
   } catch (const std::exception& e) {
     return fail(rudnn::RuntimeError(rudnn::ErrorKind::Internal, "rudnn-run", "no exception", e.what()).message());
   }

@@ -48,8 +48,8 @@ FailureOr<attention_config::Tile> heuristicAttentionTile(dialect::AttentionOp op
     auto tiles = attention_config::tilesFor(kind, dtype, d, dv);
     if (!tiles.empty()) return tiles.front();
   }
-  return op.emitOpError() << "no attention strategy serves " << dtype_name(dtype) << " head_dim " << d
-                          << " value_dim " << dv << " on " << arch;
+  return op.emitOpError() << "no attention strategy serves " << dtype_name(dtype) << " head_dim " << d << " value_dim "
+                          << dv << " on " << arch;
 }
 
 struct AttentionKernelModel : dialect::KernelOpInterface::ExternalModel<AttentionKernelModel, dialect::AttentionOp> {
@@ -76,10 +76,9 @@ struct AttentionKernelModel : dialect::KernelOpInterface::ExternalModel<Attentio
     auto at = cast<dialect::AttentionOp>(op);
     // Only the Autotune strategy asks: a concrete strategy runs its heuristic tile.
     if (at.getStrategy() != "autotune") return std::nullopt;
-    return dialect::TuningQuery{
-        {at.getQuery(), at.getKey(), at.getValue(), at.getMask(), at.getAttnBias()},
-        {at.getCausal() ? 1 : 0, at.getMask() ? 1 : 0, at.getAttnBias() ? 1 : 0,
-         static_cast<std::int64_t>(contracts::AttentionStrategy::Autotune)}};
+    return dialect::TuningQuery{{at.getQuery(), at.getKey(), at.getValue(), at.getMask(), at.getAttnBias()},
+                                {at.getCausal() ? 1 : 0, at.getMask() ? 1 : 0, at.getAttnBias() ? 1 : 0,
+                                 static_cast<std::int64_t>(contracts::AttentionStrategy::Autotune)}};
   }
 
   LogicalResult lowerToLaunches(Operation* op, RewriterBase& rewriter) const {

@@ -45,10 +45,9 @@ class AttentionLauncher {
     }
     elem_ = dialect::cTypeName(s.dtype);
     mb_ = op.getMask() ? "rudnn::u8" : "void";
-    bb_ = op.getAttnBias()
-              ? std::string(dialect::cTypeName(*dialect::toDType(
-                    cast<RankedTensorType>(op.getAttnBias().getType()).getElementType())))
-              : std::string("void");
+    bb_ = op.getAttnBias() ? std::string(dialect::cTypeName(*dialect::toDType(
+                                 cast<RankedTensorType>(op.getAttnBias().getType()).getElementType())))
+                           : std::string("void");
   }
 
   const SmallVector<Value>& operands() const { return operands_; }
@@ -63,19 +62,25 @@ class AttentionLauncher {
                 std::int64_t workspace, const char* workspaceType) const {
     const std::string t = "const " + elem_ + "*";
     auto ptr = [&](const char* name, bool used, const std::string& type, std::int64_t slot) {
-      if (used && slot >= 0) l.buffer(name, type, slot);
-      else l.nullBuffer(name, used ? type : (std::string(type).rfind("const", 0) == 0 ? "const void*" : "void*"));
+      if (used && slot >= 0)
+        l.buffer(name, type, slot);
+      else
+        l.nullBuffer(name, used ? type : (std::string(type).rfind("const", 0) == 0 ? "const void*" : "void*"));
     };
     ptr("q", useQK, t, 0);
     ptr("k", useQK, t, 1);
     ptr("v", useV, t, 2);
     ptr("mask", useMods && n_.mask >= 0, mb_ == "void" ? "const void*" : "const rudnn::u8*", n_.mask);
     ptr("bias", useMods && n_.bias >= 0, bb_ == "void" ? "const void*" : "const " + bb_ + "*", n_.bias);
-    if (out >= 0) l.buffer("out", outType, out);
-    else l.nullBuffer("out", "void*");
+    if (out >= 0)
+      l.buffer("out", outType, out);
+    else
+      l.nullBuffer("out", "void*");
     if (workspace >= -1) {
-      if (workspace >= 0) l.buffer("workspace", workspaceType, workspace);
-      else l.nullBuffer("workspace", workspaceType);
+      if (workspace >= 0)
+        l.buffer("workspace", workspaceType, workspace);
+      else
+        l.nullBuffer("workspace", workspaceType);
     }
   }
 
@@ -113,10 +118,14 @@ class AttentionLauncher {
       f.push_back(SizeFactor::dimOf(slot, 3));
       return l.size(f);
     };
-    if (type.getDimSize(0) == 1) l.constant(b, 0);
-    else l.sizeParam(b, tqtk({SizeFactor::dimOf(slot, 1)}));
-    if (type.getDimSize(1) == 1) l.constant(h, 0);
-    else l.sizeParam(h, tqtk({}));
+    if (type.getDimSize(0) == 1)
+      l.constant(b, 0);
+    else
+      l.sizeParam(b, tqtk({SizeFactor::dimOf(slot, 1)}));
+    if (type.getDimSize(1) == 1)
+      l.constant(h, 0);
+    else
+      l.sizeParam(h, tqtk({}));
   }
 
   mutable dialect::AttentionOp op_;  // op handles are not const-correct
@@ -141,7 +150,8 @@ LogicalResult lowerAttentionOpToLaunch(RewriterBase& rewriter, dialect::Attentio
   auto q = cast<RankedTensorType>(op.getQuery().getType());
   auto k = cast<RankedTensorType>(op.getKey().getType());
   auto v = cast<RankedTensorType>(op.getValue().getType());
-  const Shapes s{q.getDimSize(1), k.getDimSize(1), q.getDimSize(3), v.getDimSize(3), *dialect::toDType(q.getElementType())};
+  const Shapes s{q.getDimSize(1), k.getDimSize(1), q.getDimSize(3), v.getDimSize(3),
+                 *dialect::toDType(q.getElementType())};
   if (ShapedType::isDynamic(s.hq) || ShapedType::isDynamic(s.hkv) || ShapedType::isDynamic(s.d) ||
       ShapedType::isDynamic(s.dv))
     return op.emitOpError() << "needs static head counts and head dims to lower";
@@ -149,9 +159,11 @@ LogicalResult lowerAttentionOpToLaunch(RewriterBase& rewriter, dialect::Attentio
   if (!tile) return op.emitOpError() << "has no kernel_config (run rudnn-select-kernel-config first)";
   AttentionLauncher a(op, s);
   const std::int64_t out = static_cast<std::int64_t>(a.operands().size());
-  const std::string t = a.elem(), suffix = fmt::format("{}_{}_{}_{}", dtype_name(s.dtype), a.mb() == "void" ? "nomask" : "mask",
-                                                       a.bb() == "void" ? "nobias" : "bias" + std::string(a.bb() == "float" ? "f32" : ""),
-                                                       tileName(*tile));
+  const std::string t = a.elem(),
+                    suffix =
+                        fmt::format("{}_{}_{}_{}", dtype_name(s.dtype), a.mb() == "void" ? "nomask" : "mask",
+                                    a.bb() == "void" ? "nobias" : "bias" + std::string(a.bb() == "float" ? "f32" : ""),
+                                    tileName(*tile));
   const std::string mods = fmt::format("{}, {}", a.mb(), a.bb());
   if (tile->kind != Kind::Fallback) {
     const bool mma = tile->kind == Kind::FlashMma;
@@ -212,7 +224,10 @@ LogicalResult lowerAttentionOpToLaunch(RewriterBase& rewriter, dialect::Attentio
 
   LaunchBuilder sum(op, "rudnn_attention_weighted_sum_" + std::string(dtype_name(s.dtype)) + "_" + tileName(*tile),
                     "rudnn/attention/fallback.cuh", "rudnn::attention::attention_weighted_sum");
-  sum.templateArgs({t, tilePolicy}).config(op.getKernelConfigAttr()).operands(withWorkspace).results({op.getOutput().getType()});
+  sum.templateArgs({t, tilePolicy})
+      .config(op.getKernelConfigAttr())
+      .operands(withWorkspace)
+      .results({op.getOutput().getType()});
   a.pointers(sum, false, true, false, out + 1, (t + "*").c_str(), out, "const float*");
   a.sizes(sum);
   a.rowTileGrid(sum, tile->blockM, sum.size({SizeFactor::constant(s.dv)}, 64));

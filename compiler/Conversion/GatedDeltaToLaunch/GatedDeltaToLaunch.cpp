@@ -68,8 +68,10 @@ LogicalResult lowerGatedDeltaOpToLaunch(RewriterBase& rewriter, dialect::GatedDe
       .buffer("value", "const " + elem + "*", 2)
       .buffer("beta", "const " + gelem + "*", 3)
       .buffer("log_decay", "const " + gelem + "*", 4);
-  if (op.getInitialState()) launch.buffer("initial_state", "const float*", 5);
-  else launch.nullBuffer("initial_state", "const float*");
+  if (op.getInitialState())
+    launch.buffer("initial_state", "const float*", 5);
+  else
+    launch.nullBuffer("initial_state", "const float*");
   launch.buffer("output", elem + "*", out)
       .buffer("final_state", "float*", out + 1)
       .sizeParam("batch", launch.size({SizeFactor::dimOf(0, 0)}))
@@ -79,8 +81,8 @@ LogicalResult lowerGatedDeltaOpToLaunch(RewriterBase& rewriter, dialect::GatedDe
       .constant("value_dim", valueDim);
   if (chunk > 0) launch.constant("chunk", chunk);
   launch.f32("query_scale", op.getQueryScale().convertToFloat())
-      .grid(launch.size({SizeFactor::dimOf(0, 0), SizeFactor::dimOf(0, 1),
-                         SizeFactor::constant((valueDim + columns - 1) / columns)}))
+      .grid(launch.size(
+          {SizeFactor::dimOf(0, 0), SizeFactor::dimOf(0, 1), SizeFactor::constant((valueDim + columns - 1) / columns)}))
       .block(threads)
       .shared(shared);
   rewriter.replaceOp(op, launch.create(rewriter)->getResults());

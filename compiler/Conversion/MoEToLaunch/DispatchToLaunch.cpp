@@ -20,9 +20,7 @@ namespace {
 
 using SizeFactor = dialect::SizeFactor;
 
-std::int64_t configValue(DictionaryAttr config, const char* key) {
-  return config.getAs<IntegerAttr>(key).getInt();
-}
+std::int64_t configValue(DictionaryAttr config, const char* key) { return config.getAs<IntegerAttr>(key).getInt(); }
 
 DType dtypeOf(Value v) { return *dialect::toDType(cast<RankedTensorType>(v.getType()).getElementType()); }
 

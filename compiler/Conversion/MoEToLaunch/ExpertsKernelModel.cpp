@@ -80,8 +80,6 @@ struct ExpertsKernelModel : dialect::KernelOpInterface::ExternalModel<ExpertsKer
 
 }  // namespace
 
-void attachExpertsKernelModel(MLIRContext& ctx) {
-  dialect::SwiGluExpertsOp::attachInterface<ExpertsKernelModel>(ctx);
-}
+void attachExpertsKernelModel(MLIRContext& ctx) { dialect::SwiGluExpertsOp::attachInterface<ExpertsKernelModel>(ctx); }
 
 }  // namespace rudnn::compiler

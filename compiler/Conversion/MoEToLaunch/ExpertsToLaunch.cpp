@@ -20,22 +20,20 @@ LogicalResult lowerExpertsOpToLaunch(RewriterBase& rewriter, dialect::SwiGluExpe
   std::optional<dialect::moe_config::ExpertTile> tile = dialect::expertTileOf(op.getKernelConfigAttr());
   if (!tile) return op.emitOpError() << "has no kernel_config (run rudnn-select-kernel-config first)";
   auto gateType = cast<RankedTensorType>(op.getGate().getType());
-  const std::int64_t experts = gateType.getDimSize(0), inter = gateType.getDimSize(1),
-                     hidden = gateType.getDimSize(2);
+  const std::int64_t experts = gateType.getDimSize(0), inter = gateType.getDimSize(1), hidden = gateType.getDimSize(2);
   if (gateType.getNumDynamicDims() != 0) return op.emitOpError() << "needs static expert weight shapes to lower";
   const DType dtype = *dialect::toDType(gateType.getElementType());
   const std::string elem = dialect::cTypeName(dtype);
   const dialect::moe_config::ExpertTile& t = *tile;
   const char* header = t.tensorCore ? "rudnn/moe/experts_mma.cuh" : "rudnn/moe/experts_scalar.cuh";
   const char* kind = t.tensorCore ? "mma" : "scalar";
-  const std::string policy =
-      t.tensorCore ? fmt::format("rudnn::moe::MmaGemmPolicy<{}, {}, {}, {}, {}, {}>", t.blockM, t.blockN, t.blockK,
-                                 t.a, t.b, t.stages)
-                   : fmt::format("rudnn::moe::ScalarGemmPolicy<{}, {}, {}, {}, {}>", t.blockM, t.blockN, t.blockK,
-                                 t.a, t.b);
-  const std::string tileName = t.tensorCore ? fmt::format("{}x{}x{}_w{}x{}_s{}", t.blockM, t.blockN, t.blockK, t.a,
-                                                          t.b, t.stages)
-                                            : fmt::format("{}x{}x{}_t{}x{}", t.blockM, t.blockN, t.blockK, t.a, t.b);
+  const std::string policy = t.tensorCore ? fmt::format("rudnn::moe::MmaGemmPolicy<{}, {}, {}, {}, {}, {}>", t.blockM,
+                                                        t.blockN, t.blockK, t.a, t.b, t.stages)
+                                          : fmt::format("rudnn::moe::ScalarGemmPolicy<{}, {}, {}, {}, {}>", t.blockM,
+                                                        t.blockN, t.blockK, t.a, t.b);
+  const std::string tileName =
+      t.tensorCore ? fmt::format("{}x{}x{}_w{}x{}_s{}", t.blockM, t.blockN, t.blockK, t.a, t.b, t.stages)
+                   : fmt::format("{}x{}x{}_t{}x{}", t.blockM, t.blockN, t.blockK, t.a, t.b);
 
   // 1. rows (0), offsets (1), gate (2), up (3) → act (4), a temporary of n_rows × inter elements.
   auto actType = RankedTensorType::get({ShapedType::kDynamic, inter}, gateType.getElementType());

@@ -30,8 +30,7 @@ LogicalResult lowerRouteOpToLaunch(RewriterBase& rewriter, const dialect::RouteO
   using dialect::SizeFactor;
   Operation* op = route.op;
   MLIRContext* ctx = op->getContext();
-  if (!route.kernelConfig)
-    return op->emitOpError() << "has no kernel_config (run rudnn-select-kernel-config first)";
+  if (!route.kernelConfig) return op->emitOpError() << "has no kernel_config (run rudnn-select-kernel-config first)";
   const std::int64_t rowsPerBlock =
       route.kernelConfig.getAs<IntegerAttr>(dialect::route_config::kRowsPerBlock).getInt();
   RankedTensorType logitsType = route.logitsType();
@@ -44,8 +43,8 @@ LogicalResult lowerRouteOpToLaunch(RewriterBase& rewriter, const dialect::RouteO
 
   const char* header = route.grouped ? "rudnn/moe/route_sigmoid_grouped.cuh" : "rudnn/moe/route_softmax_topk.cuh";
   const char* function = route.grouped ? "rudnn::moe::route_sigmoid_grouped" : "rudnn::moe::route_softmax_topk";
-  const std::string entry =
-      fmt::format("rudnn_{}_{}_r{}", route.grouped ? "route_sigmoid_grouped" : "route", dtype_name(dtype), rowsPerBlock);
+  const std::string entry = fmt::format("rudnn_{}_{}_r{}", route.grouped ? "route_sigmoid_grouped" : "route",
+                                        dtype_name(dtype), rowsPerBlock);
   const std::string policy = fmt::format("rudnn::moe::RoutePolicy<{}>", rowsPerBlock);
   SmallVector<StringRef> templateArgs = {elem, policy};
 

@@ -39,8 +39,7 @@ LogicalResult lowerNormOpToLaunch(RewriterBase& rewriter, const dialect::NormOpV
   using dialect::SizeFactor;
   Operation* op = norm.op;
   MLIRContext* ctx = op->getContext();
-  if (!norm.kernelConfig)
-    return op->emitOpError() << "has no kernel_config (run rudnn-select-kernel-config first)";
+  if (!norm.kernelConfig) return op->emitOpError() << "has no kernel_config (run rudnn-select-kernel-config first)";
   auto get = [&](const char* key) { return norm.kernelConfig.getAs<IntegerAttr>(key).getInt(); };
   dialect::norm_config::RowConfig config{get(dialect::norm_config::kThreadsPerRow),
                                          get(dialect::norm_config::kRowsPerBlock),
@@ -53,8 +52,8 @@ LogicalResult lowerNormOpToLaunch(RewriterBase& rewriter, const dialect::NormOpV
   const std::string entry = fmt::format("rudnn_{}_{}_t{}_r{}_v{}", opName, dtype_name(dtype), config.threadsPerRow,
                                         config.rowsPerBlock, config.vectorWidth);
   SmallVector<StringRef> templateArgs = {opPolicy(norm.kind), elem};
-  const std::string policy = fmt::format("rudnn::norm::RowPolicy<{}, {}, {}>", config.threadsPerRow,
-                                         config.rowsPerBlock, config.vectorWidth);
+  const std::string policy =
+      fmt::format("rudnn::norm::RowPolicy<{}, {}, {}>", config.threadsPerRow, config.rowsPerBlock, config.vectorWidth);
   templateArgs.push_back(policy);
 
   SmallVector<Value> operands = {norm.input};

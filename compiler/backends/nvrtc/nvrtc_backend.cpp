@@ -65,8 +65,7 @@ Api load_api() {
     for (auto& p : libraries_in(home)) candidates.push_back(p);
   }
   for (auto& p : libraries_in(RUDNN_CUDA_HOME)) candidates.push_back(p);
-  for (const char* soname : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"})
-    candidates.emplace_back(soname);
+  for (const char* soname : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) candidates.emplace_back(soname);
 
   std::string tried;
   for (const std::string& path : candidates) {
@@ -79,15 +78,11 @@ Api load_api() {
     Api a;
     a.handle = h;
     a.loaded_from = path;
-    const bool ok = resolve(h, "nvrtcVersion", a.version) &&
-                    resolve(h, "nvrtcGetErrorString", a.error_string) &&
-                    resolve(h, "nvrtcCreateProgram", a.create) &&
-                    resolve(h, "nvrtcDestroyProgram", a.destroy) &&
-                    resolve(h, "nvrtcCompileProgram", a.compile) &&
-                    resolve(h, "nvrtcGetProgramLogSize", a.log_size) &&
-                    resolve(h, "nvrtcGetProgramLog", a.log) &&
-                    resolve(h, "nvrtcGetPTXSize", a.ptx_size) && resolve(h, "nvrtcGetPTX", a.ptx) &&
-                    resolve(h, "nvrtcGetCUBINSize", a.cubin_size) &&
+    const bool ok = resolve(h, "nvrtcVersion", a.version) && resolve(h, "nvrtcGetErrorString", a.error_string) &&
+                    resolve(h, "nvrtcCreateProgram", a.create) && resolve(h, "nvrtcDestroyProgram", a.destroy) &&
+                    resolve(h, "nvrtcCompileProgram", a.compile) && resolve(h, "nvrtcGetProgramLogSize", a.log_size) &&
+                    resolve(h, "nvrtcGetProgramLog", a.log) && resolve(h, "nvrtcGetPTXSize", a.ptx_size) &&
+                    resolve(h, "nvrtcGetPTX", a.ptx) && resolve(h, "nvrtcGetCUBINSize", a.cubin_size) &&
                     resolve(h, "nvrtcGetCUBIN", a.cubin);
     if (ok) return a;
     tried += (tried.empty() ? "" : "; ") + path + " (missing NVRTC symbols)";
@@ -103,8 +98,8 @@ const Api& api() {
 }
 
 RuntimeError not_found() {
-  return RuntimeError(ErrorKind::NoDevice, "libnvrtc", "a loadable NVRTC library",
-                      api().failure, "set CUDA_HOME to a CUDA toolkit");
+  return RuntimeError(ErrorKind::NoDevice, "libnvrtc", "a loadable NVRTC library", api().failure,
+                      "set CUDA_HOME to a CUDA toolkit");
 }
 
 // The embedded templates as NVRTC headers (names as kernels include them).
@@ -210,19 +205,17 @@ std::vector<std::string> base_options(const std::string& arch) {
 }
 
 Result<CompiledKernel, RuntimeError> compile(const std::string& source, const std::string& entry,
-                                             const std::string& arch,
-                                             const std::vector<std::string>& extra_options) {
+                                             const std::string& arch, const std::vector<std::string>& extra_options) {
   const Api& a = api();
   if (!a.handle) return not_found();
   const Headers& h = headers();
 
   Program program(a);
   const std::string name = entry + ".cu";  // how the log names the source
-  nvrtcResult rc = a.create(program.out(), source.c_str(), name.c_str(),
-                            static_cast<int>(h.names.size()), h.texts.data(), h.names.data());
+  nvrtcResult rc = a.create(program.out(), source.c_str(), name.c_str(), static_cast<int>(h.names.size()),
+                            h.texts.data(), h.names.data());
   if (rc != NVRTC_SUCCESS)
-    return RuntimeError(ErrorKind::CompileFailure, "nvrtcCreateProgram", "NVRTC_SUCCESS",
-                        a.error_string(rc));
+    return RuntimeError(ErrorKind::CompileFailure, "nvrtcCreateProgram", "NVRTC_SUCCESS", a.error_string(rc));
 
   std::vector<std::string> options = base_options(arch);
   options.insert(options.end(), extra_options.begin(), extra_options.end());
@@ -235,16 +228,13 @@ Result<CompiledKernel, RuntimeError> compile(const std::string& source, const st
   if (rc != NVRTC_SUCCESS) {
     std::string opts;
     for (const auto& o : options) opts += (opts.empty() ? "" : " ") + o;
-    return RuntimeError(ErrorKind::CompileFailure, "kernel " + entry,
-                        "a translation unit NVRTC accepts for " + arch, a.error_string(rc),
-                        "options: " + opts + "\ncompiler log:\n" + out.log);
+    return RuntimeError(ErrorKind::CompileFailure, "kernel " + entry, "a translation unit NVRTC accepts for " + arch,
+                        a.error_string(rc), "options: " + opts + "\ncompiler log:\n" + out.log);
   }
   if (!read_blob(program.get(), a.ptx_size, a.ptx, out.ptx, true))
     return RuntimeError(ErrorKind::CompileFailure, "kernel " + entry, "PTX", "none");
-  if (!is_virtual_arch(arch) &&
-      !read_blob(program.get(), a.cubin_size, a.cubin, out.cubin, false))
-    return RuntimeError(ErrorKind::CompileFailure, "kernel " + entry, "a cubin for " + arch,
-                        "none");
+  if (!is_virtual_arch(arch) && !read_blob(program.get(), a.cubin_size, a.cubin, out.cubin, false))
+    return RuntimeError(ErrorKind::CompileFailure, "kernel " + entry, "a cubin for " + arch, "none");
   out.report = parse_ptxas_report(out.log, entry);
   return out;
 }
@@ -284,8 +274,7 @@ PtxasReport parse_ptxas_report(std::string_view log, std::string_view entry) {
       in_props = false;
       continue;
     }
-    if (const int regs = number_after(line, "Used "); regs >= 0 &&
-                                                      line.find(" registers") != std::string_view::npos) {
+    if (const int regs = number_after(line, "Used "); regs >= 0 && line.find(" registers") != std::string_view::npos) {
       report.registers = regs;
       report.shared_bytes = std::max(0, number_before(line, "bytes smem"));
       report.found = true;

@@ -25,7 +25,7 @@ struct PtxasReport {
 struct CompiledKernel {
   std::string cubin;  // empty when `arch` is a virtual architecture (compute_XX)
   std::string ptx;
-  std::string log;    // the compiler log, ptxas report included
+  std::string log;  // the compiler log, ptxas report included
   PtxasReport report;
 };
 

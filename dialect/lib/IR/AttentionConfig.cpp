@@ -73,7 +73,8 @@ std::optional<std::string> checkTile(const Tile& t, DType dtype, std::int64_t d,
     probe.headDim = k.headDim;  // not part of the config
     if (probe == k) return std::nullopt;
   }
-  return fmt::format("{} is not a registered tile for {} head_dim {} value_dim {}", describe(t), dtype_name(dtype), d, dv);
+  return fmt::format("{} is not a registered tile for {} head_dim {} value_dim {}", describe(t), dtype_name(dtype), d,
+                     dv);
 }
 
 std::string describe(const Tile& t) {

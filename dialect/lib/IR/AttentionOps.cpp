@@ -120,7 +120,8 @@ LogicalResult AttentionOp::verify() {
   bool ok = out.getElementType() == q.getElementType() && out.getRank() == 4;
   for (std::int64_t d = 0; ok && d < 4; ++d)
     ok = ShapedType::isDynamic(out.getDimSize(d)) || ShapedType::isDynamic(want[d]) || out.getDimSize(d) == want[d];
-  if (!ok) return emitOpError() << "output: expected " << RankedTensorType::get(want, q.getElementType()) << ", got " << out;
+  if (!ok)
+    return emitOpError() << "output: expected " << RankedTensorType::get(want, q.getElementType()) << ", got " << out;
   if (DictionaryAttr config = getKernelConfigAttr()) {
     const std::int64_t d = q.getDimSize(3), dv = v.getDimSize(3);
     std::optional<attention_config::Tile> tile = attentionTileOf(config, d);

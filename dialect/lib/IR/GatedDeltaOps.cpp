@@ -54,8 +54,11 @@ std::optional<gated_delta_config::ChunkTile> chunkTileOf(DictionaryAttr config) 
 
 LogicalResult GatedDeltaOp::verify() {
   contracts::GatedDeltaSignature sig;
-  const std::pair<Value, const char*> inputs[] = {{getQuery(), "query"}, {getKey(), "key"}, {getValue(), "value"},
-                                                  {getBeta(), "beta"}, {getLogDecay(), "log_decay"}};
+  const std::pair<Value, const char*> inputs[] = {{getQuery(), "query"},
+                                                  {getKey(), "key"},
+                                                  {getValue(), "value"},
+                                                  {getBeta(), "beta"},
+                                                  {getLogDecay(), "log_decay"}};
   contracts::GatedDeltaOperand* slots[] = {&sig.query, &sig.key, &sig.value, &sig.beta, &sig.log_decay};
   for (auto [input, slot] : llvm::zip(inputs, slots)) {
     auto operand = operandOf(*this, input.first, input.second);

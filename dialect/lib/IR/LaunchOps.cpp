@@ -13,10 +13,10 @@ LogicalResult verifySize(LaunchOp op, SizeExprAttr size, StringRef where) {
   for (const SizeFactor& f : size.getFactors()) {
     if (f.kind == SizeFactor::Kind::Const) continue;
     if (f.operand >= slots)
-      return op.emitOpError() << where << ": operand " << f.operand << " out of range (the launch has "
-                              << slots << " operands and results)";
-    Value value = f.operand < op->getNumOperands() ? op->getOperand(f.operand)
-                                                   : op->getResult(f.operand - op->getNumOperands());
+      return op.emitOpError() << where << ": operand " << f.operand << " out of range (the launch has " << slots
+                              << " operands and results)";
+    Value value =
+        f.operand < op->getNumOperands() ? op->getOperand(f.operand) : op->getResult(f.operand - op->getNumOperands());
     auto type = cast<RankedTensorType>(value.getType());
     if (f.kind == SizeFactor::Kind::Dim && f.dim >= type.getRank())
       return op.emitOpError() << where << ": dim " << f.dim << " out of range for " << type;

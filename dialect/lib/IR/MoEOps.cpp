@@ -59,8 +59,8 @@ LogicalResult verifyResult(Operation* op, Value result, StringRef name, Type ele
   auto type = cast<RankedTensorType>(result.getType());
   if (type.getElementType() != elementType || type.getRank() != 2 || !extentMatches(type.getDimSize(0), tokens) ||
       !extentMatches(type.getDimSize(1), topK))
-    return op->emitOpError() << name << ": expected " << RankedTensorType::get({tokens, topK}, elementType)
-                             << ", got " << type;
+    return op->emitOpError() << name << ": expected " << RankedTensorType::get({tokens, topK}, elementType) << ", got "
+                             << type;
   return success();
 }
 
@@ -185,9 +185,8 @@ LogicalResult DispatchOp::verify() {
   if (route && getIndices() == producer->getResult(0)) {
     const std::int64_t routed = route->logitsType().getDimSize(1);
     if (!ShapedType::isDynamic(routed) && routed != getExpertsAttr().getInt())
-      return emitOpError() << "experts: expected " << routed << " (the experts of the "
-                           << route->op->getName() << " its indices come from), got "
-                           << getExpertsAttr().getInt();
+      return emitOpError() << "experts: expected " << routed << " (the experts of the " << route->op->getName()
+                           << " its indices come from), got " << getExpertsAttr().getInt();
   }
   auto input = cast<RankedTensorType>(getInput().getType());
   auto indices = cast<RankedTensorType>(getIndices().getType());

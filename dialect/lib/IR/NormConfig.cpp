@@ -30,8 +30,7 @@ std::optional<std::string> checkRowConfig(const RowConfig& c, DType dtype, std::
   std::vector<std::int64_t> widths = legalVectorWidths(dtype, h);
   if (!in(widths, c.vectorWidth))
     return fmt::format("vector_width {} is not legal for {} with last dim {} (legal: {})", c.vectorWidth,
-                       dtype_name(dtype), h < 0 ? std::string("?") : std::to_string(h),
-                       fmt::join(widths, ", "));
+                       dtype_name(dtype), h < 0 ? std::string("?") : std::to_string(h), fmt::join(widths, ", "));
   return std::nullopt;
 }
 

@@ -48,8 +48,7 @@ FailureOr<contracts::NormOperand> toNormOperand(Operation* op, Value value, Stri
   contracts::NormOperand operand;
   operand.dtype = *dtype;
   operand.device = 0;  // one module describes one call on one device
-  for (std::int64_t d : type.getShape())
-    operand.shape.push_back(ShapedType::isDynamic(d) ? contracts::kDynamic : d);
+  for (std::int64_t d : type.getShape()) operand.shape.push_back(ShapedType::isDynamic(d) ? contracts::kDynamic : d);
   return operand;
 }
 
@@ -61,8 +60,8 @@ LogicalResult verifyKernelConfig(const NormOpView& view, DType dtype, std::int64
   for (std::size_t i = 0; i < norm_config::kKeys.size(); ++i) {
     auto value = view.kernelConfig.getAs<IntegerAttr>(norm_config::kKeys[i]);
     if (!value)
-      return view.op->emitOpError() << "kernel_config: expected an integer '" << norm_config::kKeys[i]
-                                    << "', got " << view.kernelConfig;
+      return view.op->emitOpError() << "kernel_config: expected an integer '" << norm_config::kKeys[i] << "', got "
+                                    << view.kernelConfig;
     *fields[i] = value.getInt();
   }
   if (view.kernelConfig.size() != norm_config::kKeys.size())
@@ -72,8 +71,8 @@ LogicalResult verifyKernelConfig(const NormOpView& view, DType dtype, std::int64
   if (auto why = norm_config::checkRowConfig(config, dtype, h))
     return view.op->emitOpError() << "kernel_config: " << *why;
   if (view.op->hasAttr(kUnalignedAttrName) && config.vectorWidth != 1)
-    return view.op->emitOpError() << "kernel_config: vector_width must be 1 for an op marked "
-                                  << kUnalignedAttrName << ", got " << config.vectorWidth;
+    return view.op->emitOpError() << "kernel_config: vector_width must be 1 for an op marked " << kUnalignedAttrName
+                                  << ", got " << config.vectorWidth;
   return success();
 }
 

@@ -33,8 +33,8 @@ FailureOr<SizeExprAttr> SizeExprAttr::parseBody(AsmParser& parser) {
       if (parser.parseLParen() || parser.parseInteger(a) || parser.parseRParen()) return failure();
       factors.push_back(SizeFactor::rows(a));
     } else if (succeeded(parser.parseOptionalKeyword("dim"))) {
-      if (parser.parseLParen() || parser.parseInteger(a) || parser.parseComma() ||
-          parser.parseInteger(b) || parser.parseRParen())
+      if (parser.parseLParen() || parser.parseInteger(a) || parser.parseComma() || parser.parseInteger(b) ||
+          parser.parseRParen())
         return failure();
       factors.push_back(SizeFactor::dimOf(a, b));
     } else {
@@ -45,8 +45,7 @@ FailureOr<SizeExprAttr> SizeExprAttr::parseBody(AsmParser& parser) {
   } while (succeeded(parser.parseOptionalStar()));
   std::int64_t divisor = 1;
   if (succeeded(parser.parseOptionalKeyword("ceildiv")) && parser.parseInteger(divisor)) return failure();
-  auto attr = SizeExprAttr::getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
-                                       factors, divisor);
+  auto attr = SizeExprAttr::getChecked([&] { return parser.emitError(loc); }, parser.getContext(), factors, divisor);
   if (!attr) return failure();
   return attr;
 }
@@ -79,8 +78,8 @@ void SizeExprAttr::print(AsmPrinter& printer) const {
   printer << ">";
 }
 
-LogicalResult SizeExprAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                   ArrayRef<SizeFactor> factors, std::int64_t divisor) {
+LogicalResult SizeExprAttr::verify(function_ref<InFlightDiagnostic()> emitError, ArrayRef<SizeFactor> factors,
+                                   std::int64_t divisor) {
   if (divisor < 1) return emitError() << "size divisor must be >= 1, got " << divisor;
   for (const SizeFactor& f : factors) {
     if (f.kind == SizeFactor::Kind::Const && f.value < 0)
@@ -100,8 +99,8 @@ LogicalResult SizeExprAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 Attribute KernelParamAttr::parse(AsmParser& parser, Type) {
   SMLoc loc = parser.getCurrentLocation();
   std::string name, cType;
-  if (parser.parseLess() || parser.parseString(&name) || parser.parseColon() ||
-      parser.parseString(&cType) || parser.parseEqual())
+  if (parser.parseLess() || parser.parseString(&name) || parser.parseColon() || parser.parseString(&cType) ||
+      parser.parseEqual())
     return {};
   KernelParamKind kind;
   std::int64_t operand = -1;
@@ -128,8 +127,8 @@ Attribute KernelParamAttr::parse(AsmParser& parser, Type) {
     return {};
   }
   if (parser.parseGreater()) return {};
-  return KernelParamAttr::getChecked([&] { return parser.emitError(loc); }, parser.getContext(), name,
-                                     cType, kind, operand, size, value);
+  return KernelParamAttr::getChecked([&] { return parser.emitError(loc); }, parser.getContext(), name, cType, kind,
+                                     operand, size, value);
 }
 
 void KernelParamAttr::print(AsmPrinter& printer) const {
@@ -155,9 +154,8 @@ void KernelParamAttr::print(AsmPrinter& printer) const {
   printer << ">";
 }
 
-LogicalResult KernelParamAttr::verify(function_ref<InFlightDiagnostic()> emitError, StringRef name,
-                                      StringRef cType, KernelParamKind kind, std::int64_t operand,
-                                      SizeExprAttr size, FloatAttr value) {
+LogicalResult KernelParamAttr::verify(function_ref<InFlightDiagnostic()> emitError, StringRef name, StringRef cType,
+                                      KernelParamKind kind, std::int64_t operand, SizeExprAttr size, FloatAttr value) {
   if (name.empty() || cType.empty()) return emitError() << "kernel param needs a name and a C type";
   switch (kind) {
     case KernelParamKind::Buffer:

@@ -97,9 +97,8 @@ struct RowReducer {
 template <class T, class MB, class BB, class P, template <class, class> class Variant = DefaultVariant>
 RUDNN_DEVICE void attention_scores(const T* q, const T* k, const void* /*v*/, const MB* mask, const BB* bias,
                                    void* /*out*/, float* scores, i64 batch, i64 q_heads, i64 kv_heads, i64 q_len,
-                                   i64 kv_len, i64 head_dim, i64 value_dim, i64 mask_batch_stride,
-                                   i64 mask_head_stride, i64 bias_batch_stride, i64 bias_head_stride, i64 causal,
-                                   float scale) {
+                                   i64 kv_len, i64 head_dim, i64 value_dim, i64 mask_batch_stride, i64 mask_head_stride,
+                                   i64 bias_batch_stride, i64 bias_head_stride, i64 causal, float scale) {
   const Problem pr(batch, q_heads, kv_heads, q_len, kv_len, head_dim, value_dim);
   const Variant<MB, BB> variant(mask, bias, mask_batch_stride, mask_head_stride, bias_batch_stride, bias_head_stride,
                                 q_len, kv_len, causal);
@@ -183,9 +182,8 @@ template <class T, class P, template <class, class> class Variant = DefaultVaria
 RUDNN_DEVICE void attention_weighted_sum(const void* /*q*/, const void* /*k*/, const T* v, const void* /*mask*/,
                                          const void* /*bias*/, T* out, const float* probs, i64 batch, i64 q_heads,
                                          i64 kv_heads, i64 q_len, i64 kv_len, i64 head_dim, i64 value_dim,
-                                         i64 /*mask_batch_stride*/, i64 /*mask_head_stride*/,
-                                         i64 /*bias_batch_stride*/, i64 /*bias_head_stride*/, i64 causal,
-                                         float /*scale*/) {
+                                         i64 /*mask_batch_stride*/, i64 /*mask_head_stride*/, i64 /*bias_batch_stride*/,
+                                         i64 /*bias_head_stride*/, i64 causal, float /*scale*/) {
   const Problem pr(batch, q_heads, kv_heads, q_len, kv_len, head_dim, value_dim);
   // The key range only (no mask or bias here: excluded keys already have probability 0).
   const Variant<void, void> variant(nullptr, nullptr, 0, 0, 0, 0, q_len, kv_len, causal);

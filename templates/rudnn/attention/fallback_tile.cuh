@@ -57,9 +57,8 @@ RUDNN_DEVICE void multiply_slice(float (&acc)[P::kTM][P::kTN], const float* a, c
     load_floats(af, a + k * P::kStrideA + ty * P::kTM);
     load_floats(bf, b + k * P::kStrideB + tx * P::kTN);
     RUDNN_UNROLL
-    for (int i = 0; i < P::kTM; ++i)
-      RUDNN_UNROLL
-      for (int j = 0; j < P::kTN; ++j) acc[i][j] += af[i] * bf[j];
+    for (int i = 0; i < P::kTM; ++i) RUDNN_UNROLL
+    for (int j = 0; j < P::kTN; ++j) acc[i][j] += af[i] * bf[j];
   }
 }
 
@@ -69,9 +68,8 @@ template <class P, bool kBKContiguous, class LoadA, class LoadB>
 RUDNN_DEVICE void tile_product(float (&acc)[P::kTM][P::kTN], i64 K, float* smem, int tid, const LoadA& load_a,
                                const LoadB& load_b) {
   RUDNN_UNROLL
-  for (int i = 0; i < P::kTM; ++i)
-    RUDNN_UNROLL
-    for (int j = 0; j < P::kTN; ++j) acc[i][j] = 0.0f;
+  for (int i = 0; i < P::kTM; ++i) RUDNN_UNROLL
+  for (int j = 0; j < P::kTN; ++j) acc[i][j] = 0.0f;
   float* sa = smem;                         // [kBK][kStrideA]
   float* sb = smem + P::kBK * P::kStrideA;  // [kBK][kStrideB]
   const int tx = tid % P::kThreadsN;

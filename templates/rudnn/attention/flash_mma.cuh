@@ -32,7 +32,8 @@
 //   block  (Policy::kThreads = 128, 1, 1); anything else traps.
 //   grid   (B·Hkv·ceil(group·Tq / kBlockM), 1, 1); any grid is correct (blocks stride over the
 //          work items by their linear index over x, y and z).
-//   dynamic shared memory  Policy::kSharedBytes = shared_memory::flash_mma = (kBlockM + 4·kBlockN)·(kHeadDim + 8)·2 bytes
+//   dynamic shared memory  Policy::kSharedBytes = shared_memory::flash_mma = (kBlockM + 4·kBlockN)·(kHeadDim + 8)·2
+//   bytes
 //          (over 48 KiB: set cudaFuncAttributeMaxDynamicSharedMemorySize).
 // Requirements: head_dim == value_dim == kHeadDim, 1 ≤ kv_heads, q_heads % kv_heads == 0,
 // q_heads < 2^31, group·Tq < 2^31 and B·Hkv·ceil(group·Tq / kBlockM) < 2^31 (each else trap); q, k,
@@ -76,8 +77,8 @@ struct FlashMmaPolicy {
   static constexpr int kBN = kBlockN;
   static constexpr int kThreads = 32 * kWarps;
   static constexpr int kMI = kBlockM / (16 * kWarps);  // m16 row tiles per warp
-  static constexpr int kNI = kBlockN / 8;               // n8 key tiles of S
-  static constexpr int kDI = kHeadDim / 8;              // n8 value tiles of O
+  static constexpr int kNI = kBlockN / 8;              // n8 key tiles of S
+  static constexpr int kDI = kHeadDim / 8;             // n8 value tiles of O
   using Smem = flash_mma::SmemLayout<kBlockM, kBlockN, kHeadDim>;
   static constexpr int kLd = Smem::kLd;
   static constexpr int kSharedBytes = static_cast<int>(shared_memory::flash_mma(kBlockM, kBlockN, kHeadDim));
@@ -127,8 +128,8 @@ RUDNN_DEVICE i64 last_position(i64 m0, i64 m1, i64 q_len) {
 template <class T, class MB, class BB, class Policy, template <class, class> class Variant = DefaultVariant>
 RUDNN_DEVICE void flash_attention_mma(const T* q, const T* k, const T* v, const MB* mask, const BB* bias, T* out,
                                       i64 batch, i64 q_heads, i64 kv_heads, i64 q_len, i64 kv_len, i64 head_dim,
-                                      i64 value_dim, i64 mask_batch_stride, i64 mask_head_stride,
-                                      i64 bias_batch_stride, i64 bias_head_stride, i64 causal, float scale) {
+                                      i64 value_dim, i64 mask_batch_stride, i64 mask_head_stride, i64 bias_batch_stride,
+                                      i64 bias_head_stride, i64 causal, float scale) {
   using P = Policy;
   using Smem = typename P::Smem;
   constexpr int kD = P::kD, kBM = P::kBM, kBN = P::kBN, kMI = P::kMI, kNI = P::kNI, kDI = P::kDI, kLd = P::kLd;
@@ -182,8 +183,8 @@ RUDNN_DEVICE void flash_attention_mma(const T* q, const T* k, const T* v, const 
     // ---- prologue
     __syncthreads();  // every warp is done with the previous item's shared memory
     if (n_tiles > 0) {
-      flash_mma::copy_rows_async<T, kBM, kD, P::kThreads>(Smem::q(smem), q + (static_cast<i64>(p) * panel_rows + m0) * kD,
-                                                          rows, tid);
+      flash_mma::copy_rows_async<T, kBM, kD, P::kThreads>(Smem::q(smem),
+                                                          q + (static_cast<i64>(p) * panel_rows + m0) * kD, rows, tid);
       flash_mma::copy_rows_async<T, kBN, kD, P::kThreads>(Smem::k(smem, 0), k + kv_offset, kv_len, tid);
       flash_mma::copy_rows_async<T, kBN, kD, P::kThreads>(Smem::v(smem, 0), v + kv_offset, kv_len, tid);
     }

@@ -17,17 +17,16 @@ RUDNN_DEVICE void store_output(T* staging, T* out_rows, i64 rows_left, const flo
   constexpr int kD = 8 * kDI;
   __syncwarp();  // every lane of the warp is done reading its Q rows (the last warp_scores)
   RUDNN_UNROLL
-  for (int mi = 0; mi < kMI; ++mi)
+  for (int mi = 0; mi < kMI; ++mi) RUDNN_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    T* row = staging + (16 * mi + 8 * h + (lane >> 2)) * kLd + 2 * (lane & 3);
     RUDNN_UNROLL
-    for (int h = 0; h < 2; ++h) {
-      T* row = staging + (16 * mi + 8 * h + (lane >> 2)) * kLd + 2 * (lane & 3);
-      RUDNN_UNROLL
-      for (int d = 0; d < kDI; ++d) {
-        Vec<T, 2> pair;
-        pair.words[0] = pack2_from_float<T>(o[mi][d][2 * h] * inv[mi][h], o[mi][d][2 * h + 1] * inv[mi][h]);
-        store_vec<T, 2>(row + 8 * d, pair);
-      }
+    for (int d = 0; d < kDI; ++d) {
+      Vec<T, 2> pair;
+      pair.words[0] = pack2_from_float<T>(o[mi][d][2 * h] * inv[mi][h], o[mi][d][2 * h + 1] * inv[mi][h]);
+      store_vec<T, 2>(row + 8 * d, pair);
     }
+  }
   __syncwarp();
   constexpr int kChunks = 16 * kMI * kDI;  // 16-byte chunks of the warp's rows
   static_assert(kChunks % 32 == 0, "store_output: whole chunks per lane");

@@ -25,12 +25,11 @@ struct OnlineSoftmax {
 
   RUDNN_DEVICE void init() {
     RUDNN_UNROLL
-    for (int mi = 0; mi < kMI; ++mi)
-      RUDNN_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        max_[mi][h] = negative_infinity();
-        sum_[mi][h] = 0.0f;
-      }
+    for (int mi = 0; mi < kMI; ++mi) RUDNN_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      max_[mi][h] = negative_infinity();
+      sum_[mi][h] = 0.0f;
+    }
   }
 
   // Turns the tile's scores s into probabilities exp2(s − max_new) in place and rescales the
@@ -38,36 +37,33 @@ struct OnlineSoftmax {
   template <int kNI, int kDI>
   RUDNN_DEVICE void update(tile::Accumulator<kMI, kNI>& s, tile::Accumulator<kMI, kDI>& o) {
     RUDNN_UNROLL
-    for (int mi = 0; mi < kMI; ++mi)
+    for (int mi = 0; mi < kMI; ++mi) RUDNN_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const float mx = s.row_max(mi, h, max_[mi][h]);
+      const float base = mx == negative_infinity() ? 0.0f : mx;
+      const float alpha = exp2f(max_[mi][h] - base);  // 0 while nothing was kept
+      max_[mi][h] = mx;
+      float sum = 0.0f;
       RUDNN_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        const float mx = s.row_max(mi, h, max_[mi][h]);
-        const float base = mx == negative_infinity() ? 0.0f : mx;
-        const float alpha = exp2f(max_[mi][h] - base);  // 0 while nothing was kept
-        max_[mi][h] = mx;
-        float sum = 0.0f;
-        RUDNN_UNROLL
-        for (int j = 0; j < kNI; ++j)
-          RUDNN_UNROLL
-          for (int e = 0; e < 2; ++e) {
-            const float p = exp2f(s.c[mi][j][2 * h + e] - base);
-            s.c[mi][j][2 * h + e] = p;
-            sum += p;
-          }
-        sum_[mi][h] = sum_[mi][h] * alpha + sum;
-        o.scale_row(mi, h, alpha);
+      for (int j = 0; j < kNI; ++j) RUDNN_UNROLL
+      for (int e = 0; e < 2; ++e) {
+        const float p = exp2f(s.c[mi][j][2 * h + e] - base);
+        s.c[mi][j][2 * h + e] = p;
+        sum += p;
       }
+      sum_[mi][h] = sum_[mi][h] * alpha + sum;
+      o.scale_row(mi, h, alpha);
+    }
   }
 
   // The factors that normalize each row: 1/ℓ, or 0 for a row without any kept key.
   RUDNN_DEVICE void finish(float (&inv)[kMI][2]) const {
     RUDNN_UNROLL
-    for (int mi = 0; mi < kMI; ++mi)
-      RUDNN_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        const float l = tile::quad_sum(sum_[mi][h]);
-        inv[mi][h] = l > 0.0f ? 1.0f / l : 0.0f;
-      }
+    for (int mi = 0; mi < kMI; ++mi) RUDNN_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const float l = tile::quad_sum(sum_[mi][h]);
+      inv[mi][h] = l > 0.0f ? 1.0f / l : 0.0f;
+    }
   }
 };
 

@@ -133,10 +133,10 @@ RUDNN_DEVICE void flash_attention_unit(const T* q, const T* k, const T* v, const
   const i64 d_padded = (D + 3) / 4 * 4;
   const float scale_log2 = scale * kLog2e;
 
-  float* sq = dynamic_shared<float>();          // [kBM][ds]
-  float* sk = sq + P::kBM * ds;                 // [kBN][ds]
-  float* sp = sk + P::kBN * ds;                 // [kBM][kStrideP]
-  float* sv = sp + P::kBM * P::kStrideP;        // [kBN][Dv]
+  float* sq = dynamic_shared<float>();    // [kBM][ds]
+  float* sk = sq + P::kBM * ds;           // [kBN][ds]
+  float* sp = sk + P::kBN * ds;           // [kBM][kStrideP]
+  float* sv = sp + P::kBM * P::kStrideP;  // [kBN][Dv]
 
   const int tid = static_cast<int>(threadIdx.x);
   const int row = tid / P::kTPR;  // row of the block tile

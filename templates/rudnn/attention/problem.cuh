@@ -42,8 +42,16 @@ struct Problem {
   i64 panels;      // B · Hkv
 
   RUDNN_DEVICE Problem(i64 b, i64 hq, i64 hkv, i64 tq, i64 tk, i64 d, i64 dv)
-      : batch(b), q_heads(hq), kv_heads(hkv), q_len(tq), kv_len(tk), head_dim(d), value_dim(dv), group(hq / hkv),
-        panel_rows(hq / hkv * tq), panels(b * hkv) {}
+      : batch(b),
+        q_heads(hq),
+        kv_heads(hkv),
+        q_len(tq),
+        kv_len(tk),
+        head_dim(d),
+        value_dim(dv),
+        group(hq / hkv),
+        panel_rows(hq / hkv * tq),
+        panels(b * hkv) {}
 
   // First global row (of query, output, workspace) of panel p.
   RUDNN_DEVICE i64 panel_row0(i64 p) const { return p * panel_rows; }

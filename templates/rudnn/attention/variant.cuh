@@ -109,8 +109,15 @@ struct DefaultVariant {
 
   RUDNN_DEVICE DefaultVariant(const MB* mask_, const BB* bias_, i64 mbs, i64 mhs, i64 bbs, i64 bhs, i64 tq, i64 tk,
                               i64 causal_flag)
-      : mask(mask_), bias(bias_), mask_batch_stride(mbs), mask_head_stride(mhs), bias_batch_stride(bbs),
-        bias_head_stride(bhs), q_len(tq), kv_len(tk), causal(causal_flag != 0) {}
+      : mask(mask_),
+        bias(bias_),
+        mask_batch_stride(mbs),
+        mask_head_stride(mhs),
+        bias_batch_stride(bbs),
+        bias_head_stride(bhs),
+        q_len(tq),
+        kv_len(tk),
+        causal(causal_flag != 0) {}
 
   RUDNN_DEVICE Panel panel(i64 b, i64 head0) const {
     Panel p;

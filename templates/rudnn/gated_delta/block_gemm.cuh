@@ -17,8 +17,8 @@
 namespace rudnn::gated_delta {
 
 template <int kTM, int kTN, bool kLowerOut, bool kLowerA, class A, class B, class Store>
-RUDNN_DEVICE void block_gemm(int m, int n, int depth, const A& a, const B& b, const Store& store,
-                             int tid, int nthreads) {
+RUDNN_DEVICE void block_gemm(int m, int n, int depth, const A& a, const B& b, const Store& store, int tid,
+                             int nthreads) {
   const int tiles_m = (m + kTM - 1) / kTM;
   const int tiles_n = (n + kTN - 1) / kTN;
   for (int tile = tid; tile < tiles_m * tiles_n; tile += nthreads) {

@@ -55,8 +55,7 @@ using tile::Block16;
 // acc += X[row0:row0+16, :depth] · Y[col0:col0+16, :depth]ᵀ, X and Y K-contiguous (stride ld),
 // depth a multiple of 16.
 template <class T>
-RUDNN_DEVICE void warp_block_nt(Block16& acc, const T* x, const T* y, int ld, int row0, int col0, int depth,
-                                int lane) {
+RUDNN_DEVICE void warp_block_nt(Block16& acc, const T* x, const T* y, int ld, int row0, int col0, int depth, int lane) {
   RUDNN_GD_ROLLED
   for (int k0 = 0; k0 < depth; k0 += 16) {
     u32 a[4], b[2][2];
@@ -78,9 +77,8 @@ RUDNN_DEVICE void lower_block(int index, int& i, int& j) {
 // kStateTerms planes of the split, the queries the first kOutputTerms (see the header). Each B
 // fragment is loaded once and feeds both products.
 template <class T>
-RUDNN_DEVICE void warp_state_blocks(Block16& ks, Block16& qs, const T* keys, const T* queries, int ld_k,
-                                    const T* split, int plane, int ld_s, int row0, int col0, int depth,
-                                    int lane) {
+RUDNN_DEVICE void warp_state_blocks(Block16& ks, Block16& qs, const T* keys, const T* queries, int ld_k, const T* split,
+                                    int plane, int ld_s, int row0, int col0, int depth, int lane) {
   RUDNN_GD_ROLLED
   for (int k0 = 0; k0 < depth; k0 += 16) {
     u32 ak[4], aq[4];

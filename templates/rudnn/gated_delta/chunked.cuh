@@ -118,11 +118,10 @@ RUDNN_DEVICE bool needs_steps(const G* log_decay, int L, int tid, int nthreads) 
 
 // The plain-core path: every product in FP32 (block_gemm.cuh). Parameters as gated_delta_chunked.
 template <class T, class G, class Policy>
-RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRICT key,
-                            const T* RUDNN_RESTRICT value, const G* RUDNN_RESTRICT beta,
-                            const G* RUDNN_RESTRICT log_decay, const float* initial_state,
-                            T* RUDNN_RESTRICT output, float* final_state, i64 batch, i64 heads, i64 seq,
-                            i64 key_dim, i64 value_dim, i64 chunk, float query_scale) {
+RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRICT key, const T* RUDNN_RESTRICT value,
+                            const G* RUDNN_RESTRICT beta, const G* RUDNN_RESTRICT log_decay, const float* initial_state,
+                            T* RUDNN_RESTRICT output, float* final_state, i64 batch, i64 heads, i64 seq, i64 key_dim,
+                            i64 value_dim, i64 chunk, float query_scale) {
   using P = Policy;
   constexpr int BV = P::kBV;
   constexpr int NT = P::kThreadsV;
@@ -131,18 +130,18 @@ RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRI
   const int tid = static_cast<int>(threadIdx.x);
 
   // Shared memory (see the formula above): γ in FP64 first (8-byte aligned), then FP32 arrays.
-  double* const sgamma = dynamic_shared<double>();            // [C] γ (decay_scan.cuh: why FP64)
-  float* const sk = reinterpret_cast<float*>(sgamma + C);     // [C][K]  keys
-  float* const sq = sk + C * K;               // [C][K]  scaled queries
-  float* const su = sq + C * K;               // [C][BV] values, then U
-  float* const sr = su + C * BV;              // [C][BV] R = β(V − e^γ K S₀)
-  float* const so = sr + C * BV;              // [C][BV] e^γ Q̂ S₀
-  float* const sa = so + C * BV;              // [C][C]  A, then P = Q̂Kᵀ ⊙ M
-  float* const st = sa + C * C;               // [C][C]  T = (I + A)⁻¹
-  float* const ss = st + C * C;               // [K][BV] state slice
-  float* const sbeta = ss + K * BV;           // [C]
-  float* const sexp = sbeta + C;              // [C]     e^γ
-  float* const send = sexp + C;               // [C]     e^{γ_last − γ}
+  double* const sgamma = dynamic_shared<double>();         // [C] γ (decay_scan.cuh: why FP64)
+  float* const sk = reinterpret_cast<float*>(sgamma + C);  // [C][K]  keys
+  float* const sq = sk + C * K;                            // [C][K]  scaled queries
+  float* const su = sq + C * K;                            // [C][BV] values, then U
+  float* const sr = su + C * BV;                           // [C][BV] R = β(V − e^γ K S₀)
+  float* const so = sr + C * BV;                           // [C][BV] e^γ Q̂ S₀
+  float* const sa = so + C * BV;                           // [C][C]  A, then P = Q̂Kᵀ ⊙ M
+  float* const st = sa + C * C;                            // [C][C]  T = (I + A)⁻¹
+  float* const ss = st + C * C;                            // [K][BV] state slice
+  float* const sbeta = ss + K * BV;                        // [C]
+  float* const sexp = sbeta + C;                           // [C]     e^γ
+  float* const send = sexp + C;                            // [C]     e^{γ_last − γ}
 
   const i64 slices = (value_dim + BV - 1) / BV;
   const i64 items = batch * heads * slices;
@@ -175,20 +174,16 @@ RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRI
 
       // (2) A (strictly lower), R = β(V − e^γ K S₀), e^γ Q̂ S₀.
       block_gemm<P::kTM, P::kTN, true, false>(
-          C, C, K, [&](int i, int p) { return sk[i * K + p]; },
-          [&](int p, int j) { return sk[j * K + p]; },
+          C, C, K, [&](int i, int p) { return sk[i * K + p]; }, [&](int p, int j) { return sk[j * K + p]; },
           [&](int i, int j, float acc) {
             sa[i * C + j] = j < i ? sbeta[i] * decay_between(sgamma[i], sgamma[j]) * acc : 0.0f;
           },
           tid, NT);
       block_gemm<P::kTM, P::kTN, false, false>(
-          C, BV, K, [&](int i, int p) { return sk[i * K + p]; },
-          [&](int p, int j) { return ss[p * BV + j]; },
-          [&](int i, int j, float acc) { sr[i * BV + j] = sbeta[i] * (su[i * BV + j] - sexp[i] * acc); },
-          tid, NT);
+          C, BV, K, [&](int i, int p) { return sk[i * K + p]; }, [&](int p, int j) { return ss[p * BV + j]; },
+          [&](int i, int j, float acc) { sr[i * BV + j] = sbeta[i] * (su[i * BV + j] - sexp[i] * acc); }, tid, NT);
       block_gemm<P::kTM, P::kTN, false, false>(
-          C, BV, K, [&](int i, int p) { return sq[i * K + p]; },
-          [&](int p, int j) { return ss[p * BV + j]; },
+          C, BV, K, [&](int i, int p) { return sq[i * K + p]; }, [&](int p, int j) { return ss[p * BV + j]; },
           [&](int i, int j, float acc) { so[i * BV + j] = sexp[i] * acc; }, tid, NT);
       __syncthreads();
 
@@ -198,12 +193,10 @@ RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRI
 
       // (4) U = T R (over the values, now free); P = Q̂Kᵀ ⊙ M (over A, now free).
       block_gemm<P::kTM, P::kTN, false, true>(
-          C, BV, C, [&](int i, int p) { return st[i * C + p]; },
-          [&](int p, int j) { return sr[p * BV + j]; }, [&](int i, int j, float acc) { su[i * BV + j] = acc; },
-          tid, NT);
+          C, BV, C, [&](int i, int p) { return st[i * C + p]; }, [&](int p, int j) { return sr[p * BV + j]; },
+          [&](int i, int j, float acc) { su[i * BV + j] = acc; }, tid, NT);
       block_gemm<P::kTM, P::kTN, true, false>(
-          C, C, K, [&](int i, int p) { return sq[i * K + p]; },
-          [&](int p, int j) { return sk[j * K + p]; },
+          C, C, K, [&](int i, int p) { return sq[i * K + p]; }, [&](int p, int j) { return sk[j * K + p]; },
           [&](int i, int j, float acc) { sa[i * C + j] = j <= i ? decay_between(sgamma[i], sgamma[j]) * acc : 0.0f; },
           tid, NT);
       __syncthreads();
@@ -211,15 +204,13 @@ RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRI
       // (5) Outputs of the real rows, and the state carried to the next chunk.
       const float decay_all = sexp[L - 1];  // e^{γ_last}: the whole chunk's decay
       block_gemm<P::kTM, P::kTN, false, true>(
-          C, BV, C, [&](int i, int p) { return sa[i * C + p]; },
-          [&](int p, int j) { return su[p * BV + j]; },
+          C, BV, C, [&](int i, int p) { return sa[i * C + p]; }, [&](int p, int j) { return su[p * BV + j]; },
           [&](int i, int j, float acc) {
             if (i < L && j < cols) output[(row0 + i) * value_dim + v0 + j] = from_float<T>(so[i * BV + j] + acc);
           },
           tid, NT);
       block_gemm<P::kTM, P::kTN, false, false>(
-          K, BV, C, [&](int i, int p) { return sk[p * K + i] * send[p]; },
-          [&](int p, int j) { return su[p * BV + j]; },
+          K, BV, C, [&](int i, int p) { return sk[p * K + i] * send[p]; }, [&](int p, int j) { return su[p * BV + j]; },
           [&](int i, int j, float acc) { ss[i * BV + j] = decay_all * ss[i * BV + j] + acc; }, tid, NT);
       __syncthreads();
     }
@@ -245,35 +236,35 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
   constexpr int NT = P::kThreadsV;
   constexpr int kWarps = NT / 32;
   constexpr int kColBlocks = BV / 16;
-  constexpr int ld_s = BV + 8;                       // split row stride (elements)
-  const int step = static_cast<int>(chunk);          // real steps per chunk
-  const int C = round_up_16(step);                   // rows on chip
+  constexpr int ld_s = BV + 8;               // split row stride (elements)
+  const int step = static_cast<int>(chunk);  // real steps per chunk
+  const int C = round_up_16(step);           // rows on chip
   const int K = static_cast<int>(key_dim);
-  const int Kr = round_up_16(K);                     // key dim in whole k16 steps
-  const int ld_k = Kr + 8;                           // key/query row stride (elements)
+  const int Kr = round_up_16(K);  // key dim in whole k16 steps
+  const int ld_k = Kr + 8;        // key/query row stride (elements)
   const int plane = Kr * ld_s;
   const int nb = C / 16;
-  const int tri = nb * (nb + 1) / 2;                 // lower 16×16 blocks of a C×C product
-  const int state_jobs = nb * kColBlocks;            // 16×16 blocks of K·S₀ (and Q·S₀)
+  const int tri = nb * (nb + 1) / 2;       // lower 16×16 blocks of a C×C product
+  const int state_jobs = nb * kColBlocks;  // 16×16 blocks of K·S₀ (and Q·S₀)
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31, warp = tid >> 5;
 
   // Shared memory (the header's formula): γ in FP64, the 16-bit operands (16-byte aligned: every
   // size before them is a multiple of 16 bytes), then FP32 arrays.
-  double* const sgamma = dynamic_shared<double>();          // [C]
-  T* const sk = reinterpret_cast<T*>(sgamma + C);           // [C][ld_k] keys as stored
-  T* const sq = sk + C * ld_k;                              // [C][ld_k] queries as stored (unscaled)
-  T* const split = sq + C * ld_k;                           // [3][Kr][ld_s] S₀/σ = hi + mid + lo
+  double* const sgamma = dynamic_shared<double>();                          // [C]
+  T* const sk = reinterpret_cast<T*>(sgamma + C);                           // [C][ld_k] keys as stored
+  T* const sq = sk + C * ld_k;                                              // [C][ld_k] queries as stored (unscaled)
+  T* const split = sq + C * ld_k;                                           // [3][Kr][ld_s] S₀/σ = hi + mid + lo
   float* const su = reinterpret_cast<float*>(split + kStateTerms * plane);  // [C][BV] values, then U
-  float* const sr = su + C * BV;                            // [C][BV] R = β(V − e^γ K S₀)
-  float* const so = sr + C * BV;                            // [C][BV] e^γ Q̂ S₀
-  float* const sa = so + C * BV;                            // [C][C]  A, then P = Q̂Kᵀ ⊙ M
-  float* const st = sa + C * C;                             // [C][C]  T = (I + A)⁻¹
-  float* const ss = st + C * C;                             // [K][BV] state slice (FP32, the truth)
-  float* const sbeta = ss + K * BV;                         // [C]
-  float* const sexp = sbeta + C;                            // [C]
-  float* const send = sexp + C;                             // [C]
-  float* const smax = send + C;                             // [32] per-warp max |S| (σ of the split)
+  float* const sr = su + C * BV;                                            // [C][BV] R = β(V − e^γ K S₀)
+  float* const so = sr + C * BV;                                            // [C][BV] e^γ Q̂ S₀
+  float* const sa = so + C * BV;                                            // [C][C]  A, then P = Q̂Kᵀ ⊙ M
+  float* const st = sa + C * C;                                             // [C][C]  T = (I + A)⁻¹
+  float* const ss = st + C * C;                                             // [K][BV] state slice (FP32, the truth)
+  float* const sbeta = ss + K * BV;                                         // [C]
+  float* const sexp = sbeta + C;                                            // [C]
+  float* const send = sexp + C;                                             // [C]
+  float* const smax = send + C;                                             // [32] per-warp max |S| (σ of the split)
 
   const i64 slices = (value_dim + BV - 1) / BV;
   const i64 items = batch * heads * slices;
@@ -285,7 +276,8 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
     float local_max = 0.0f;
     for (int idx = tid; idx < K * BV; idx += NT) {
       const int r = idx / BV, j = idx - (idx / BV) * BV;
-      const float x = initial_state != nullptr && j < cols ? initial_state[(bh * key_dim + r) * value_dim + v0 + j] : 0.0f;
+      const float x =
+          initial_state != nullptr && j < cols ? initial_state[(bh * key_dim + r) * value_dim + v0 + j] : 0.0f;
       ss[idx] = x;
       local_max = fmaxf(local_max, fabsf(x));
     }
@@ -350,9 +342,8 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
       // (4) U = T R (FP32); P = Q̂Kᵀ ⊙ M on tensor cores (lower blocks; P·U below reads a row's
       // entries only up to its 4-row tile, inside the diagonal block, which is fully written).
       block_gemm<P::kTM, P::kTN, false, true>(
-          C, BV, C, [&](int i, int p) { return st[i * C + p]; },
-          [&](int p, int j) { return sr[p * BV + j]; }, [&](int i, int j, float acc) { su[i * BV + j] = acc; },
-          tid, NT);
+          C, BV, C, [&](int i, int p) { return st[i * C + p]; }, [&](int p, int j) { return sr[p * BV + j]; },
+          [&](int i, int j, float acc) { su[i * BV + j] = acc; }, tid, NT);
       for (int job = warp; job < tri; job += kWarps) {
         int bi, bj;
         lower_block(job, bi, bj);
@@ -370,8 +361,7 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
       // (5) Outputs of the real rows, and the state (FP32) with its new max for the next split.
       const float decay_all = sexp[L - 1];
       block_gemm<P::kTM, P::kTN, false, true>(
-          C, BV, C, [&](int i, int p) { return sa[i * C + p]; },
-          [&](int p, int j) { return su[p * BV + j]; },
+          C, BV, C, [&](int i, int p) { return sa[i * C + p]; }, [&](int p, int j) { return su[p * BV + j]; },
           [&](int i, int j, float acc) {
             if (i < L && j < cols) output[(row0 + i) * value_dim + v0 + j] = from_float<T>(so[i * BV + j] + acc);
           },
@@ -403,18 +393,16 @@ template <class T, class G, class Policy>
 RUDNN_DEVICE void gated_delta_chunked(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRICT key,
                                       const T* RUDNN_RESTRICT value, const G* RUDNN_RESTRICT beta,
                                       const G* RUDNN_RESTRICT log_decay, const float* initial_state,
-                                      T* RUDNN_RESTRICT output, float* final_state, i64 batch,
-                                      i64 heads, i64 seq, i64 key_dim, i64 value_dim, i64 chunk,
-                                      float query_scale) {
+                                      T* RUDNN_RESTRICT output, float* final_state, i64 batch, i64 heads, i64 seq,
+                                      i64 key_dim, i64 value_dim, i64 chunk, float query_scale) {
   if constexpr (Policy::kMma) {
     static_assert(sizeof(T) == 2, "gated_delta_chunked: tensor-core policies need f16 or bf16 inputs");
     chunked_detail::run_tensor_core<T, G, Policy>(query, key, value, beta, log_decay, initial_state, output,
                                                   final_state, batch, heads, seq, key_dim, value_dim, chunk,
                                                   query_scale);
   } else {
-    chunked_detail::run_plain<T, G, Policy>(query, key, value, beta, log_decay, initial_state, output,
-                                            final_state, batch, heads, seq, key_dim, value_dim, chunk,
-                                            query_scale);
+    chunked_detail::run_plain<T, G, Policy>(query, key, value, beta, log_decay, initial_state, output, final_state,
+                                            batch, heads, seq, key_dim, value_dim, chunk, query_scale);
   }
 }
 

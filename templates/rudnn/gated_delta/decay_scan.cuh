@@ -23,13 +23,11 @@ namespace rudnn::gated_delta {
 // e^{γ_i − γ_j}, exactly 1 when γ_i = γ_j: the diagonal and the padded steps (g = 0) after a
 // one-step chunk whose γ is ±inf, where the difference itself would be NaN (chunked.cuh header).
 // Identical to expf(0) = 1 for finite γ.
-RUDNN_DEVICE float decay_between(double gi, double gj) {
-  return gi == gj ? 1.0f : expf(static_cast<float>(gi - gj));
-}
+RUDNN_DEVICE float decay_between(double gi, double gj) { return gi == gj ? 1.0f : expf(static_cast<float>(gi - gj)); }
 
 template <class G>
-RUDNN_DEVICE void decay_scan(const G* log_decay, int valid, int c, double* gamma, float* exp_gamma,
-                             float* to_end, int lane) {
+RUDNN_DEVICE void decay_scan(const G* log_decay, int valid, int c, double* gamma, float* exp_gamma, float* to_end,
+                             int lane) {
   double carry = 0.0;
   for (int base = 0; base < c; base += 32) {
     const int i = base + lane;

@@ -106,9 +106,8 @@ template <class T, class G, class Policy>
 RUDNN_DEVICE void gated_delta_recurrent(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRICT key,
                                         const T* RUDNN_RESTRICT value, const G* RUDNN_RESTRICT beta,
                                         const G* RUDNN_RESTRICT log_decay, const float* initial_state,
-                                        T* RUDNN_RESTRICT output, float* final_state, i64 batch,
-                                        i64 heads, i64 seq, i64 key_dim, i64 value_dim,
-                                        float query_scale) {
+                                        T* RUDNN_RESTRICT output, float* final_state, i64 batch, i64 heads, i64 seq,
+                                        i64 key_dim, i64 value_dim, float query_scale) {
   using P = Policy;
   constexpr int kRows = P::kRows;
   constexpr int kSteps = P::kStepsV;
@@ -135,8 +134,7 @@ RUDNN_DEVICE void gated_delta_recurrent(const T* RUDNN_RESTRICT query, const T* 
     for (int i = 0; i < kRows; ++i) {
       const int r = tk + P::kRowGroups * i;
       if (initial_state != nullptr && r < kdim) {
-        recurrent_detail::load_state_row(s[i], initial_state + (bh * key_dim + r) * value_dim, c0,
-                                         value_dim, vec);
+        recurrent_detail::load_state_row(s[i], initial_state + (bh * key_dim + r) * value_dim, c0, value_dim, vec);
       } else {
         RUDNN_UNROLL
         for (int j = 0; j < 4; ++j) s[i][j] = 0.0f;
@@ -147,18 +145,17 @@ RUDNN_DEVICE void gated_delta_recurrent(const T* RUDNN_RESTRICT query, const T* 
     for (i64 t0 = 0; t0 < seq; t0 += kSteps) {
       const int n = static_cast<int>(min_i64(kSteps, seq - t0));
       const i64 row0 = bh * seq + t0;  // first (b, h, t) row of this stage
-      __syncthreads();  // the previous stage (or item) has been consumed
-      stage_rows(stage, P::kStageStride, key + row0 * key_dim, key_dim, n, kdim, kSteps, P::kMaxK,
-                 1.0f, tid, P::kThreads);
-      stage_rows(stage + P::kMaxK, P::kStageStride, query + row0 * key_dim, key_dim, n, kdim,
-                 kSteps, P::kMaxK, query_scale, tid, P::kThreads);
+      __syncthreads();                 // the previous stage (or item) has been consumed
+      stage_rows(stage, P::kStageStride, key + row0 * key_dim, key_dim, n, kdim, kSteps, P::kMaxK, 1.0f, tid,
+                 P::kThreads);
+      stage_rows(stage + P::kMaxK, P::kStageStride, query + row0 * key_dim, key_dim, n, kdim, kSteps, P::kMaxK,
+                 query_scale, tid, P::kThreads);
       stage_rows(stage + 2 * P::kMaxK, P::kStageStride, value + row0 * value_dim + v0, value_dim, n,
-                 static_cast<int>(min_i64(P::kColumns, value_dim - v0)), kSteps, P::kColumns, 1.0f,
+                 static_cast<int>(min_i64(P::kColumns, value_dim - v0)), kSteps, P::kColumns, 1.0f, tid, P::kThreads);
+      stage_rows(stage + 2 * P::kMaxK + P::kColumns, P::kStageStride, beta + row0, 1, n, 1, kSteps, 1, 1.0f, tid,
+                 P::kThreads);
+      stage_rows(stage + 2 * P::kMaxK + P::kColumns + 1, P::kStageStride, log_decay + row0, 1, n, 1, kSteps, 1, 1.0f,
                  tid, P::kThreads);
-      stage_rows(stage + 2 * P::kMaxK + P::kColumns, P::kStageStride, beta + row0, 1, n, 1, kSteps,
-                 1, 1.0f, tid, P::kThreads);
-      stage_rows(stage + 2 * P::kMaxK + P::kColumns + 1, P::kStageStride, log_decay + row0, 1, n, 1,
-                 kSteps, 1, 1.0f, tid, P::kThreads);
       __syncthreads();
 
       for (int st = 0; st < n; ++st) {
@@ -213,8 +210,7 @@ RUDNN_DEVICE void gated_delta_recurrent(const T* RUDNN_RESTRICT query, const T* 
           u[j] = b * (sv[4 * tv + j] - red[j]);
           o[j] = red[4 + j] + red[8] * u[j];
         }
-        if (tk == 0)
-          recurrent_detail::store_output(output + (row0 + st) * value_dim, o, c0, value_dim, vec);
+        if (tk == 0) recurrent_detail::store_output(output + (row0 + st) * value_dim, o, c0, value_dim, vec);
         RUDNN_UNROLL
         for (int i = 0; i < kRows; ++i) {
           const float kr = sk[tk + P::kRowGroups * i];
@@ -228,8 +224,7 @@ RUDNN_DEVICE void gated_delta_recurrent(const T* RUDNN_RESTRICT query, const T* 
     for (int i = 0; i < kRows; ++i) {
       const int r = tk + P::kRowGroups * i;
       if (r < kdim)
-        recurrent_detail::store_state_row(final_state + (bh * key_dim + r) * value_dim, s[i], c0,
-                                          value_dim, vec);
+        recurrent_detail::store_state_row(final_state + (bh * key_dim + r) * value_dim, s[i], c0, value_dim, vec);
     }
   }
 }

@@ -18,9 +18,8 @@ RUDNN_DEVICE i64 min_i64(i64 a, i64 b) { return a < b ? a : b; }
 // rows ≤ i < rows_total or cols ≤ j < cols_total. Every thread of the block calls it with the
 // same arguments (tid in 0 .. nthreads-1); no barrier inside (the caller places one after).
 template <class T>
-RUDNN_DEVICE void stage_rows(float* dst, int dst_stride, const T* src, i64 src_stride, int rows,
-                             int cols, int rows_total, int cols_total, float scale, int tid,
-                             int nthreads) {
+RUDNN_DEVICE void stage_rows(float* dst, int dst_stride, const T* src, i64 src_stride, int rows, int cols,
+                             int rows_total, int cols_total, float scale, int tid, int nthreads) {
   const int total = rows_total * cols_total;
   for (int idx = tid; idx < total; idx += nthreads) {
     const int i = idx / cols_total;

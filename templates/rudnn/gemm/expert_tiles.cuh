@@ -61,7 +61,7 @@ class ExpertTileCursor {
         out.expert = first_ + src;
         out.begin = static_cast<i64>(expert_begin) + (t - prefix_ - static_cast<i64>(first_tile)) * tile_rows_;
         out.end = out.begin + tile_rows_ < static_cast<i64>(expert_end) ? out.begin + tile_rows_
-                                                                         : static_cast<i64>(expert_end);
+                                                                        : static_cast<i64>(expert_end);
         return true;
       }
       prefix_ += static_cast<i64>(__shfl_sync(0xffffffffu, scan, 31));
@@ -70,9 +70,7 @@ class ExpertTileCursor {
   }
 
  private:
-  RUDNN_DEVICE u32 clamp_row(u32 r) const {
-    return static_cast<i64>(r) < n_rows_ ? r : static_cast<u32>(n_rows_);
-  }
+  RUDNN_DEVICE u32 clamp_row(u32 r) const { return static_cast<i64>(r) < n_rows_ ? r : static_cast<u32>(n_rows_); }
 
   // Only the resume point is kept between calls (the chunk holding the last tile is scanned again
   // by the next seek): caching the lanes' scan instead cost ~80 registers in the GEMM kernels,

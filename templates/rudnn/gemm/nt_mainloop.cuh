@@ -46,8 +46,8 @@ struct NtMainloop {
 
   // a: the tile's first A row, rows [0, a_rows) valid; b[o]: the tile's first row of B_o, rows
   // [0, b_rows) valid; k: the reduction length and the row stride of A and B (k % 8 == 0).
-  RUDNN_DEVICE static void run(Acc (&acc)[kOperands], T* smem, const T* a, i64 a_rows,
-                               const T* const (&b)[kOperands], i64 b_rows, i64 k) {
+  RUDNN_DEVICE static void run(Acc (&acc)[kOperands], T* smem, const T* a, i64 a_rows, const T* const (&b)[kOperands],
+                               i64 b_rows, i64 k) {
     const int tid = static_cast<int>(threadIdx.x);
     ALoader a_loader;
     a_loader.init(a, k, a_rows, tid);
@@ -78,8 +78,8 @@ struct NtMainloop {
   }
 
  private:
-  RUDNN_DEVICE static void load_stage(T* stage, const ALoader& a_loader, const BLoader (&b_loader)[kOperands],
-                                      i64 k0, i64 k) {
+  RUDNN_DEVICE static void load_stage(T* stage, const ALoader& a_loader, const BLoader (&b_loader)[kOperands], i64 k0,
+                                      i64 k) {
     a_loader.load(stage, k0, k);
     RUDNN_UNROLL
     for (int o = 0; o < kOperands; ++o) b_loader[o].load(stage + ATile::kElems + o * BTile::kElems, k0, k);

@@ -14,8 +14,8 @@
 namespace rudnn::moe {
 
 template <class T, class W, class Policy>
-RUDNN_DEVICE void combine(const T* expert_rows, const u32* slots, const W* weights, T* out,
-                          i64 tokens, i64 top_k, i64 hidden) {
+RUDNN_DEVICE void combine(const T* expert_rows, const u32* slots, const W* weights, T* out, i64 tokens, i64 top_k,
+                          i64 hidden) {
   constexpr int kVec = Policy::kVecV;
   static_assert(Policy::template fits<T>, "combine: kVec·sizeof(T) must be ≤ 16 bytes");
   const i64 vectors = hidden / kVec;

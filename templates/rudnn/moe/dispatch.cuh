@@ -60,8 +60,7 @@ RUDNN_DEVICE void warp_exclusive_scan(u32* s, i64 n, int lane) {
 }  // namespace dispatch_detail
 
 template <class Policy>
-RUDNN_DEVICE void dispatch_rank(const u32* indices, u32* offsets, u32* slots, i64 assignments,
-                                i64 experts) {
+RUDNN_DEVICE void dispatch_rank(const u32* indices, u32* offsets, u32* slots, i64 assignments, i64 experts) {
   constexpr int kThreads = Policy::kThreadsV;
   // The whole computation needs one block's shared counters; extra blocks have nothing to do.
   if (blockIdx.x != 0 || blockIdx.y != 0 || blockIdx.z != 0) return;
@@ -102,8 +101,7 @@ template <int kThreads, int kVec>
 struct RowCopyPolicy {
   static_assert(kThreads >= 32 && kThreads <= 1024 && kThreads % 32 == 0,
                 "RowCopyPolicy: a whole number of warps, at most 1024 threads");
-  static_assert(kVec >= 1 && kVec <= 16 && (kVec & (kVec - 1)) == 0,
-                "RowCopyPolicy: kVec is a power of two");
+  static_assert(kVec >= 1 && kVec <= 16 && (kVec & (kVec - 1)) == 0, "RowCopyPolicy: kVec is a power of two");
   static constexpr int kThreadsV = kThreads;
   static constexpr int kVecV = kVec;
   // The vector access of element type T must fit one 16-byte memory instruction.
@@ -112,8 +110,7 @@ struct RowCopyPolicy {
 };
 
 template <class T, class Policy>
-RUDNN_DEVICE void dispatch_scatter(const T* input, const u32* slots, T* rows, i64 assignments,
-                                   i64 top_k, i64 hidden) {
+RUDNN_DEVICE void dispatch_scatter(const T* input, const u32* slots, T* rows, i64 assignments, i64 top_k, i64 hidden) {
   constexpr int kVec = Policy::kVecV;
   static_assert(Policy::template fits<T>, "dispatch_scatter: kVec·sizeof(T) must be ≤ 16 bytes");
   const i64 vectors = hidden / kVec;

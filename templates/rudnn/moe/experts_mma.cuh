@@ -57,7 +57,8 @@ struct MmaGemmPolicy {
 
   static constexpr int kSharedBytesGateUp =
       static_cast<int>(shared_memory::experts_mma(kStages, kBlockM, kBlockN, kBlockK, 2));
-  static constexpr int kSharedBytesDown = static_cast<int>(shared_memory::experts_mma(kStages, kBlockM, kBlockN, kBlockK, 1));
+  static constexpr int kSharedBytesDown =
+      static_cast<int>(shared_memory::experts_mma(kStages, kBlockM, kBlockN, kBlockK, 1));
   static_assert(kSharedBytesGateUp == Mainloop<f16, 2>::kSharedBytes, "the mainloop disagrees with shared_memory");
   static_assert(kSharedBytesDown == Mainloop<f16, 1>::kSharedBytes, "the mainloop disagrees with shared_memory");
 };
@@ -87,17 +88,16 @@ RUDNN_DEVICE void store_tile(T* out_tile, i64 ld, i64 rows, i64 cols, Value valu
   T* base = out_tile + r0 * ld + c0;
   const i64 rows_left = rows - r0, cols_left = cols - c0;
   RUDNN_UNROLL
-  for (int i = 0; i < Loop::kMI; ++i)
+  for (int i = 0; i < Loop::kMI; ++i) RUDNN_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    if (16 * i + 8 * h >= rows_left) continue;
+    T* p = base + (16 * i + 8 * h) * ld;
     RUDNN_UNROLL
-    for (int h = 0; h < 2; ++h) {
-      if (16 * i + 8 * h >= rows_left) continue;
-      T* p = base + (16 * i + 8 * h) * ld;
-      RUDNN_UNROLL
-      for (int j = 0; j < Loop::kNI; ++j) {
-        if (8 * j >= cols_left) continue;  // cols even: the pair is all in or all out
-        store_pair(p + 8 * j, value(i, j, 2 * h), value(i, j, 2 * h + 1));
-      }
+    for (int j = 0; j < Loop::kNI; ++j) {
+      if (8 * j >= cols_left) continue;  // cols even: the pair is all in or all out
+      store_pair(p + 8 * j, value(i, j, 2 * h), value(i, j, 2 * h + 1));
     }
+  }
 }
 
 template <class Policy>
@@ -109,8 +109,8 @@ RUDNN_DEVICE void check_block() {
 }  // namespace experts_detail
 
 template <class T, class Policy>
-RUDNN_DEVICE void swiglu_gate_up_mma(const T* rows, const u32* offsets, const T* gate, const T* up, T* act,
-                                     i64 n_rows, i64 experts, i64 hidden, i64 inter) {
+RUDNN_DEVICE void swiglu_gate_up_mma(const T* rows, const u32* offsets, const T* gate, const T* up, T* act, i64 n_rows,
+                                     i64 experts, i64 hidden, i64 inter) {
   using Loop = typename Policy::template Mainloop<T, 2>;
   experts_detail::check_block<Policy>();
   T* smem = dynamic_shared<T>();
@@ -127,17 +127,16 @@ RUDNN_DEVICE void swiglu_gate_up_mma(const T* rows, const u32* offsets, const T*
       Loop::run(acc, smem, rows + tile.begin * hidden, m_rows, b, inter - n0, hidden);
 
       // Epilogue: act = silu(gate)·up straight from the two accumulator sets.
-      experts_detail::store_tile<T, Loop>(act + tile.begin * inter + n0, inter, m_rows, inter - n0,
-                                          [&](int i, int j, int v) {
-                                            return experts_detail::silu(acc[0].c[i][j][v]) * acc[1].c[i][j][v];
-                                          });
+      experts_detail::store_tile<T, Loop>(
+          act + tile.begin * inter + n0, inter, m_rows, inter - n0,
+          [&](int i, int j, int v) { return experts_detail::silu(acc[0].c[i][j][v]) * acc[1].c[i][j][v]; });
     }
   }
 }
 
 template <class T, class Policy>
-RUDNN_DEVICE void expert_down_mma(const T* act, const u32* offsets, const T* down, T* out, i64 n_rows,
-                                  i64 experts, i64 inter, i64 hidden) {
+RUDNN_DEVICE void expert_down_mma(const T* act, const u32* offsets, const T* down, T* out, i64 n_rows, i64 experts,
+                                  i64 inter, i64 hidden) {
   using Loop = typename Policy::template Mainloop<T, 1>;
   experts_detail::check_block<Policy>();
   T* smem = dynamic_shared<T>();

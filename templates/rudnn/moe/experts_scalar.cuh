@@ -35,8 +35,7 @@ template <int kBlockM, int kBlockN, int kBlockK, int kThreadM, int kThreadN>
 struct ScalarGemmPolicy {
   static_assert(kBlockM % kThreadM == 0 && kBlockN % kThreadN == 0,
                 "ScalarGemmPolicy: the thread tile must divide the block tile");
-  static_assert(kBlockM % 4 == 0 && kBlockN % 4 == 0,
-                "ScalarGemmPolicy: staged rows must stay 16-byte aligned");
+  static_assert(kBlockM % 4 == 0 && kBlockN % 4 == 0, "ScalarGemmPolicy: staged rows must stay 16-byte aligned");
   static constexpr int kBM = kBlockM, kBN = kBlockN, kBK = kBlockK, kTM = kThreadM, kTN = kThreadN;
   static constexpr int kThreadsN = kBlockN / kThreadN;  // threads along a tile row
   static constexpr int kThreadsM = kBlockM / kThreadM;
@@ -67,8 +66,8 @@ struct TileCursor {
 
   // Finds tile m (≥ every m asked before). False when m is past the last tile.
   template <int kBlockM>
-  RUDNN_DEVICE bool find(const u32* offsets, i64 experts, i64 n_rows, i64 m, int lane, i64& expert,
-                         i64& row0, i64& rows) {
+  RUDNN_DEVICE bool find(const u32* offsets, i64 experts, i64 n_rows, i64 m, int lane, i64& expert, i64& row0,
+                         i64& rows) {
     for (; chunk < experts; chunk += 32) {
       const i64 e = chunk + lane;
       u32 start = 0, end = 0;
@@ -121,8 +120,7 @@ RUDNN_DEVICE void stage_slice(float* dst, const T* src, i64 count, i64 K, i64 k0
 // acc[m][i][j] += Σ_k A[row(i), k]·B_m[col(j), k] over one staged slice, for kMats B tiles that
 // share the A tile. Thread (ty, tx) owns rows ty·kTM + i and columns tx·kTN + j.
 template <class P, int kMats>
-RUDNN_DEVICE void multiply_slice(float (&acc)[kMats][P::kTM][P::kTN], const float* a,
-                                 const float* b, int ty, int tx) {
+RUDNN_DEVICE void multiply_slice(float (&acc)[kMats][P::kTM][P::kTN], const float* a, const float* b, int ty, int tx) {
   RUDNN_UNROLL
   for (int k = 0; k < P::kBK; ++k) {
     float af[P::kTM];
@@ -132,9 +130,8 @@ RUDNN_DEVICE void multiply_slice(float (&acc)[kMats][P::kTM][P::kTN], const floa
       float bf[P::kTN];
       load_floats(bf, b + (m * P::kBK + k) * P::kStrideB + tx * P::kTN);
       RUDNN_UNROLL
-      for (int i = 0; i < P::kTM; ++i)
-        RUDNN_UNROLL
-        for (int j = 0; j < P::kTN; ++j) acc[m][i][j] += af[i] * bf[j];
+      for (int i = 0; i < P::kTM; ++i) RUDNN_UNROLL
+      for (int j = 0; j < P::kTN; ++j) acc[m][i][j] += af[i] * bf[j];
     }
   }
 }
@@ -142,16 +139,14 @@ RUDNN_DEVICE void multiply_slice(float (&acc)[kMats][P::kTM][P::kTN], const floa
 // One output tile: acc[m] = A·B_mᵀ over the whole K. A: a_rows rows at `a`; B_m: b_rows rows at
 // b[m]; all rows of length K. Contains barriers: every thread of the block calls it together.
 template <class P, int kMats, class T>
-RUDNN_DEVICE void tile_gemm(float (&acc)[kMats][P::kTM][P::kTN], const T* a, i64 a_rows,
-                            const T* const (&b)[kMats], i64 b_rows, i64 K, float* smem, int tid) {
+RUDNN_DEVICE void tile_gemm(float (&acc)[kMats][P::kTM][P::kTN], const T* a, i64 a_rows, const T* const (&b)[kMats],
+                            i64 b_rows, i64 K, float* smem, int tid) {
   RUDNN_UNROLL
-  for (int m = 0; m < kMats; ++m)
-    RUDNN_UNROLL
-    for (int i = 0; i < P::kTM; ++i)
-      RUDNN_UNROLL
-      for (int j = 0; j < P::kTN; ++j) acc[m][i][j] = 0.0f;
-  float* sa = smem;                          // [kBK][kStrideA]
-  float* sb = smem + P::kBK * P::kStrideA;   // kMats × [kBK][kStrideB]
+  for (int m = 0; m < kMats; ++m) RUDNN_UNROLL
+  for (int i = 0; i < P::kTM; ++i) RUDNN_UNROLL
+  for (int j = 0; j < P::kTN; ++j) acc[m][i][j] = 0.0f;
+  float* sa = smem;                         // [kBK][kStrideA]
+  float* sb = smem + P::kBK * P::kStrideA;  // kMats × [kBK][kStrideB]
   const int tx = tid % P::kThreadsN;
   const int ty = tid / P::kThreadsN;
   for (i64 k0 = 0; k0 < K; k0 += P::kBK) {
@@ -170,8 +165,8 @@ RUDNN_DEVICE float silu(float z) { return z / (1.0f + expf(-z)); }
 // The two kernels differ only in their B matrices and epilogue; this walks the tiles for both.
 // Epilogue(acc, row0, rows, n0, cols_in_tile, ty, tx) stores one finished tile.
 template <class P, int kMats, class T, class Epilogue>
-RUDNN_DEVICE void for_each_tile(const T* a, const u32* offsets, const T* const (&b)[kMats],
-                                i64 n_rows, i64 experts, i64 K, i64 cols, Epilogue epilogue) {
+RUDNN_DEVICE void for_each_tile(const T* a, const u32* offsets, const T* const (&b)[kMats], i64 n_rows, i64 experts,
+                                i64 K, i64 cols, Epilogue epilogue) {
   float* smem = dynamic_shared<float>();
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31;
@@ -197,15 +192,13 @@ RUDNN_DEVICE void for_each_tile(const T* a, const u32* offsets, const T* const (
 }  // namespace scalar_detail
 
 template <class T, class Policy>
-RUDNN_DEVICE void swiglu_gate_up_scalar(const T* rows, const u32* offsets, const T* gate,
-                                        const T* up, T* act, i64 n_rows, i64 experts, i64 hidden,
-                                        i64 inter) {
+RUDNN_DEVICE void swiglu_gate_up_scalar(const T* rows, const u32* offsets, const T* gate, const T* up, T* act,
+                                        i64 n_rows, i64 experts, i64 hidden, i64 inter) {
   using P = Policy;
   const T* const b[2] = {gate, up};
   scalar_detail::for_each_tile<P, 2>(
       rows, offsets, b, n_rows, experts, hidden, inter,
-      [&](const float (&acc)[2][P::kTM][P::kTN], i64 row0, i64 count, i64 n0, i64 ncols, int ty,
-          int tx) {
+      [&](const float(&acc)[2][P::kTM][P::kTN], i64 row0, i64 count, i64 n0, i64 ncols, int ty, int tx) {
         RUDNN_UNROLL
         for (int i = 0; i < P::kTM; ++i) {
           const int r = ty * P::kTM + i;
@@ -213,30 +206,27 @@ RUDNN_DEVICE void swiglu_gate_up_scalar(const T* rows, const u32* offsets, const
           for (int j = 0; j < P::kTN; ++j) {
             const int c = tx * P::kTN + j;
             if (r < count && c < ncols)
-              act[(row0 + r) * inter + n0 + c] =
-                  from_float<T>(scalar_detail::silu(acc[0][i][j]) * acc[1][i][j]);
+              act[(row0 + r) * inter + n0 + c] = from_float<T>(scalar_detail::silu(acc[0][i][j]) * acc[1][i][j]);
           }
         }
       });
 }
 
 template <class T, class Policy>
-RUDNN_DEVICE void expert_down_scalar(const T* act, const u32* offsets, const T* down, T* out,
-                                     i64 n_rows, i64 experts, i64 inter, i64 hidden) {
+RUDNN_DEVICE void expert_down_scalar(const T* act, const u32* offsets, const T* down, T* out, i64 n_rows, i64 experts,
+                                     i64 inter, i64 hidden) {
   using P = Policy;
   const T* const b[1] = {down};
   scalar_detail::for_each_tile<P, 1>(
       act, offsets, b, n_rows, experts, inter, hidden,
-      [&](const float (&acc)[1][P::kTM][P::kTN], i64 row0, i64 count, i64 n0, i64 ncols, int ty,
-          int tx) {
+      [&](const float(&acc)[1][P::kTM][P::kTN], i64 row0, i64 count, i64 n0, i64 ncols, int ty, int tx) {
         RUDNN_UNROLL
         for (int i = 0; i < P::kTM; ++i) {
           const int r = ty * P::kTM + i;
           RUDNN_UNROLL
           for (int j = 0; j < P::kTN; ++j) {
             const int c = tx * P::kTN + j;
-            if (r < count && c < ncols)
-              out[(row0 + r) * hidden + n0 + c] = from_float<T>(acc[0][i][j]);
+            if (r < count && c < ncols) out[(row0 + r) * hidden + n0 + c] = from_float<T>(acc[0][i][j]);
           }
         }
       });

@@ -22,8 +22,8 @@ namespace rudnn::moe {
 
 template <class T, class Policy>
 RUDNN_DEVICE void route_sigmoid_grouped(const T* logits, const float* bias, u32* indices, T* weights, i64 rows,
-                                        i64 experts, i64 top_k, i64 groups, i64 selected_groups,
-                                        i64 group_top_two, i64 renormalize, float scale) {
+                                        i64 experts, i64 top_k, i64 groups, i64 selected_groups, i64 group_top_two,
+                                        i64 renormalize, float scale) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int slot = static_cast<int>(threadIdx.x) >> 5;
   float* c = dynamic_shared<float>() + slot * (experts + 2 * groups);

@@ -31,8 +31,8 @@ struct RoutePolicy {
 RUDNN_DEVICE float route_prob(float x, float mx, float sum) { return expf(x - mx) / sum; }
 
 template <class T, class Policy>
-RUDNN_DEVICE void route_softmax_topk(const T* logits, u32* indices, T* weights, i64 rows, i64 experts,
-                                     i64 top_k, i64 renormalize) {
+RUDNN_DEVICE void route_softmax_topk(const T* logits, u32* indices, T* weights, i64 rows, i64 experts, i64 top_k,
+                                     i64 renormalize) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int slot = static_cast<int>(threadIdx.x) >> 5;
   const i64 row_step = static_cast<i64>(gridDim.x) * Policy::kRowsPerBlockV;

@@ -33,8 +33,7 @@ struct RowPolicy {
   static constexpr int kThreadsPerRow = kThreadsPerRow_;
   static constexpr int kRowsPerBlock = kRowsPerBlock_;
   static constexpr int kVectorWidth = kVectorWidth_;
-  static_assert(kThreadsPerRow >= 32 && kThreadsPerRow <= 1024 &&
-                    (kThreadsPerRow & (kThreadsPerRow - 1)) == 0,
+  static_assert(kThreadsPerRow >= 32 && kThreadsPerRow <= 1024 && (kThreadsPerRow & (kThreadsPerRow - 1)) == 0,
                 "RowPolicy: threads per row must be a power of two in 32..1024");
   static_assert(kRowsPerBlock >= 1, "RowPolicy: at least one row per block");
   static_assert(kVectorWidth >= 1 && kVectorWidth <= 8 && (kVectorWidth & (kVectorWidth - 1)) == 0,
@@ -103,9 +102,7 @@ struct RmsNorm {
   RUDNN_DEVICE static void finish(float total, i64 h, float eps, RowStats& s) {
     s.scale = 1.0f / sqrtf(total / static_cast<float>(h) + eps);
   }
-  RUDNN_DEVICE static float apply(float x, float gamma, float, const RowStats& s) {
-    return x * s.scale * gamma;
-  }
+  RUDNN_DEVICE static float apply(float x, float gamma, float, const RowStats& s) { return x * s.scale * gamma; }
 };
 
 struct Softmax {
@@ -130,9 +127,7 @@ struct Softmax {
       s.scale = 1.0f / total;
     }
   }
-  RUDNN_DEVICE static float apply(float x, float, float, const RowStats& s) {
-    return expf(x - s.center) * s.scale;
-  }
+  RUDNN_DEVICE static float apply(float x, float, float, const RowStats& s) { return expf(x - s.center) * s.scale; }
 };
 
 namespace detail {
@@ -154,8 +149,7 @@ struct PassCombine<Op, 1> {
 // occupancy (32 registers at 1024 threads: hence the smaller chunk there).
 template <class T, class P>
 struct RowShape {
-  static constexpr int kChunkVectors =
-      sizeof(T) * P::kVectorWidth >= 8 || P::kBlockThreads >= 1024 ? 4 : 8;
+  static constexpr int kChunkVectors = sizeof(T) * P::kVectorWidth >= 8 || P::kBlockThreads >= 1024 ? 4 : 8;
   static constexpr i64 kResidentVectors = static_cast<i64>(kChunkVectors) * P::kThreadsPerRow;
 };
 
@@ -227,8 +221,7 @@ RUDNN_DEVICE void stat_pass(Row& row, Reducer& reducer, i64 h, float eps, RowSta
 
 // gamma/beta for vector j (beta may be null; unused parameters are never read).
 template <class Op, int kWidth>
-RUDNN_DEVICE void load_affine(const float* gamma, const float* beta, i64 j, float (&g)[kWidth],
-                              float (&b)[kWidth]) {
+RUDNN_DEVICE void load_affine(const float* gamma, const float* beta, i64 j, float (&g)[kWidth], float (&b)[kWidth]) {
   Vec<float, kWidth> gv{}, bv{};
   if constexpr (Op::kUsesGamma) gv = load_vec<float, kWidth>(gamma + j * kWidth);
   if constexpr (Op::kUsesBeta) {
@@ -242,8 +235,7 @@ RUDNN_DEVICE void load_affine(const float* gamma, const float* beta, i64 j, floa
 }
 
 template <class Op, class P, class T, class Row>
-RUDNN_DEVICE void write_row(Row& row, const RowStats& s, const float* gamma,
-                            const float* beta, T* out) {
+RUDNN_DEVICE void write_row(Row& row, const RowStats& s, const float* gamma, const float* beta, T* out) {
   constexpr int kWidth = P::kVectorWidth;
   row.for_each([&](i64 j, const Vec<T, kWidth>& x) {
     float g[kWidth], b[kWidth], y[kWidth];
@@ -257,12 +249,12 @@ RUDNN_DEVICE void write_row(Row& row, const RowStats& s, const float* gamma,
 }
 
 template <class Op, class T, class P>
-RUDNN_DEVICE void normalize_rows(const T* input, const float* gamma, const float* beta, T* output,
-                                 i64 rows, i64 h, float epsilon) {
+RUDNN_DEVICE void normalize_rows(const T* input, const float* gamma, const float* beta, T* output, i64 rows, i64 h,
+                                 float epsilon) {
   const int lane = static_cast<int>(threadIdx.x) % P::kThreadsPerRow;
   const int slot = static_cast<int>(threadIdx.x) / P::kThreadsPerRow;
-  GroupReducer<P::kWarpsPerRow> reducer(
-      dynamic_shared<float>() + slot * GroupReducer<P::kWarpsPerRow>::kSharedFloats, lane);
+  GroupReducer<P::kWarpsPerRow> reducer(dynamic_shared<float>() + slot * GroupReducer<P::kWarpsPerRow>::kSharedFloats,
+                                        lane);
   const i64 nvec = h / P::kVectorWidth;
   // Depends on h only: uniform in the grid.
   const bool resident = nvec <= RowShape<T, P>::kResidentVectors;
@@ -283,8 +275,8 @@ RUDNN_DEVICE void normalize_rows(const T* input, const float* gamma, const float
 }  // namespace detail
 
 template <class Op, class T, class Policy>
-RUDNN_DEVICE void row_norm(const T* input, const float* gamma, const float* beta, T* output,
-                           i64 rows, i64 h, float epsilon) {
+RUDNN_DEVICE void row_norm(const T* input, const float* gamma, const float* beta, T* output, i64 rows, i64 h,
+                           float epsilon) {
   static_assert(sizeof(T) * Policy::kVectorWidth <= 16,
                 "row_norm: a vector is at most 16 bytes (float: width <= 4; f16/bf16: <= 8)");
   detail::normalize_rows<Op, T, Policy>(input, gamma, beta, output, rows, h, epsilon);

@@ -56,42 +56,34 @@ RUDNN_DEVICE T* dynamic_shared() {
 RUDNN_DEVICE bool is_nan(float x) { return (__float_as_uint(x) & 0x7fffffffu) > 0x7f800000u; }
 RUDNN_DEVICE bool is_inf(float x) { return (__float_as_uint(x) & 0x7fffffffu) == 0x7f800000u; }
 RUDNN_DEVICE bool is_nan(double x) {
-  return (static_cast<u64>(__double_as_longlong(x)) & 0x7fffffffffffffffull) >
-         0x7ff0000000000000ull;
+  return (static_cast<u64>(__double_as_longlong(x)) & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
 }
 RUDNN_DEVICE bool is_inf(double x) {
-  return (static_cast<u64>(__double_as_longlong(x)) & 0x7fffffffffffffffull) ==
-         0x7ff0000000000000ull;
+  return (static_cast<u64>(__double_as_longlong(x)) & 0x7fffffffffffffffull) == 0x7ff0000000000000ull;
 }
 
 RUDNN_DEVICE void trap(const char* /*message*/) { __trap(); }
 
 namespace cuda_detail {
 // PTX shared-state-space address of a generic pointer into shared memory.
-RUDNN_DEVICE u32 shared_address(const void* p) {
-  return static_cast<u32>(__cvta_generic_to_shared(p));
-}
+RUDNN_DEVICE u32 shared_address(const void* p) { return static_cast<u32>(__cvta_generic_to_shared(p)); }
 }  // namespace cuda_detail
 
 // ---------------------------------------------------------------------------------------------------
 // Tensor cores: mma.sync m16n8k16, FP32 accumulate.
-RUDNN_DEVICE void mma_m16n8k16_f16_f32(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2],
-                                       const float (&c)[4]) {
+RUDNN_DEVICE void mma_m16n8k16_f16_f32(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2], const float (&c)[4]) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\n"
       : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]),
-        "f"(c[2]), "f"(c[3]));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
 }
-RUDNN_DEVICE void mma_m16n8k16_bf16_f32(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2],
-                                        const float (&c)[4]) {
+RUDNN_DEVICE void mma_m16n8k16_bf16_f32(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2], const float (&c)[4]) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%10, %11, %12, %13};\n"
       : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]),
-        "f"(c[2]), "f"(c[3]));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -139,14 +131,12 @@ RUDNN_DEVICE void ldmatrix_x4_trans(u32 (&r)[4], const void* row) {
 template <int Bytes>
 RUDNN_DEVICE void cp_async_ca(void* smem_dst, const void* global_src, u32 src_bytes = Bytes) {
   static_assert(Bytes == 4 || Bytes == 8 || Bytes == 16, "cp.async.ca copies 4, 8 or 16 bytes");
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(
-                   cuda_detail::shared_address(smem_dst)),
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(cuda_detail::shared_address(smem_dst)),
                "l"(__cvta_generic_to_global(global_src)), "n"(Bytes), "r"(src_bytes)
                : "memory");
 }
 RUDNN_DEVICE void cp_async_cg16(void* smem_dst, const void* global_src, u32 src_bytes = 16) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(
-                   cuda_detail::shared_address(smem_dst)),
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(cuda_detail::shared_address(smem_dst)),
                "l"(__cvta_generic_to_global(global_src)), "r"(src_bytes)
                : "memory");
 }

@@ -40,7 +40,7 @@ typedef struct rudnn_emu_thread_info {
   rudnn_emu_dim3 block_idx;
   rudnn_emu_dim3 block_dim;
   rudnn_emu_dim3 grid_dim;
-  void* dynamic_shared;          /* 16-byte aligned; poisoned with 0xFF bytes at block start */
+  void* dynamic_shared; /* 16-byte aligned; poisoned with 0xFF bytes at block start */
   size_t dynamic_shared_bytes;
 } rudnn_emu_thread_info;
 
@@ -59,11 +59,7 @@ enum rudnn_emu_shfl_mode {
   RUDNN_EMU_SHFL_XOR = 3
 };
 
-enum rudnn_emu_vote_mode {
-  RUDNN_EMU_VOTE_BALLOT = 0,
-  RUDNN_EMU_VOTE_ANY = 1,
-  RUDNN_EMU_VOTE_ALL = 2
-};
+enum rudnn_emu_vote_mode { RUDNN_EMU_VOTE_BALLOT = 0, RUDNN_EMU_VOTE_ANY = 1, RUDNN_EMU_VOTE_ALL = 2 };
 
 /* __reduce_*_sync (sm_80): add/min/max on int or unsigned, and/or/xor on unsigned. */
 enum rudnn_emu_reduce_op {
@@ -96,8 +92,8 @@ typedef struct rudnn_emu_api {
 
   /* Warp shuffle of a `size`-byte value (4 or 8) held in the low bytes of `value`. `lane_arg` is
    * the source lane (IDX), delta (UP/DOWN) or lane mask (XOR). Exact CUDA/PTX semantics. */
-  uint64_t (*shfl)(int mode, unsigned int mask, uint64_t value, unsigned int size, int lane_arg,
-                   int width, const char* file, int line);
+  uint64_t (*shfl)(int mode, unsigned int mask, uint64_t value, unsigned int size, int lane_arg, int width,
+                   const char* file, int line);
 
   /* __ballot_sync / __any_sync / __all_sync over the lanes in `mask`. */
   unsigned int (*vote)(int mode, unsigned int mask, int predicate, const char* file, int line);
@@ -110,27 +106,24 @@ typedef struct rudnn_emu_api {
 
   /* mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}.{f16,bf16}.f32: warp-collective (all 32
    * lanes). `type` is a rudnn_emu_mma_type; a[4], b[2] are the packed b32 fragments. */
-  void (*mma_m16n8k16)(int type, float* d, const uint32_t* a, const uint32_t* b, const float* c,
-                       const char* file, int line);
+  void (*mma_m16n8k16)(int type, float* d, const uint32_t* a, const uint32_t* b, const float* c, const char* file,
+                       int line);
 
   /* ldmatrix.sync.aligned.m8n8.x{count}{.trans}.shared.b16: warp-collective (all 32 lanes).
    * `row` is this lane's row address (ignored for lanes >= 8*count); `regs` receives `count`
    * registers. */
-  void (*ldmatrix)(int count, int trans, uint32_t* regs, const void* row, const char* file,
-                   int line);
+  void (*ldmatrix)(int count, int trans, uint32_t* regs, const void* row, const char* file, int line);
 
   /* cp.async.{ca,cg}.shared.global: copy `src_size` bytes and zero-fill up to `cp_size` (4, 8, 16).
    * Deferred until a wait_group retires it; the destination is poisoned meanwhile. */
-  void (*cp_async)(void* dst, const void* src, unsigned int cp_size, unsigned int src_size,
-                   const char* file, int line);
+  void (*cp_async)(void* dst, const void* src, unsigned int cp_size, unsigned int src_size, const char* file, int line);
   void (*cp_async_commit)(const char* file, int line);
   /* Wait until at most `pending` committed groups of this thread are outstanding. */
   void (*cp_async_wait)(int pending, const char* file, int line);
 
   /* Warp reduction over the lanes in `mask` (`op` is a rudnn_emu_reduce_op; `is_signed` selects
    * int rather than unsigned comparison for MIN/MAX). Every lane of the mask gets the result. */
-  uint32_t (*reduce)(int op, int is_signed, unsigned int mask, uint32_t value, const char* file,
-                     int line);
+  uint32_t (*reduce)(int op, int is_signed, unsigned int mask, uint32_t value, const char* file, int line);
 } rudnn_emu_api;
 
 /* Exported by every kernel module (RUDNN_EMU_MODULE() in prelude/host.h). */

@@ -55,8 +55,8 @@ inline const rudnn_emu_thread_info& thread_info() { return *api->thread_info(); 
 template <class T>
 inline constexpr bool is_shfl_type =
     std::is_same_v<T, int> || std::is_same_v<T, unsigned int> || std::is_same_v<T, float> ||
-    std::is_same_v<T, long long> || std::is_same_v<T, unsigned long long> ||
-    std::is_same_v<T, double> || std::is_same_v<T, long> || std::is_same_v<T, unsigned long>;
+    std::is_same_v<T, long long> || std::is_same_v<T, unsigned long long> || std::is_same_v<T, double> ||
+    std::is_same_v<T, long> || std::is_same_v<T, unsigned long>;
 
 template <class T>
 inline u64 to_bits(T v) {
@@ -90,16 +90,11 @@ inline T* dynamic_shared() {
 // Bit tests rather than isnan(): they stay correct even if a kernel is built with -ffast-math.
 inline bool is_nan(float x) { return (emu_detail::to_bits(x) & 0x7fffffffu) > 0x7f800000u; }
 inline bool is_inf(float x) { return (emu_detail::to_bits(x) & 0x7fffffffu) == 0x7f800000u; }
-inline bool is_nan(double x) {
-  return (emu_detail::to_bits(x) & 0x7fffffffffffffffull) > 0x7ff0000000000000ull;
-}
-inline bool is_inf(double x) {
-  return (emu_detail::to_bits(x) & 0x7fffffffffffffffull) == 0x7ff0000000000000ull;
-}
+inline bool is_nan(double x) { return (emu_detail::to_bits(x) & 0x7fffffffffffffffull) > 0x7ff0000000000000ull; }
+inline bool is_inf(double x) { return (emu_detail::to_bits(x) & 0x7fffffffffffffffull) == 0x7ff0000000000000ull; }
 
 // Reports a fault naming the call site and abandons the launch.
-[[noreturn]] inline void trap(const char* message, const char* file = __builtin_FILE(),
-                              int line = __builtin_LINE()) {
+[[noreturn]] inline void trap(const char* message, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   emu_detail::api->trap(message, file, line);
   __builtin_unreachable();
 }
@@ -108,15 +103,13 @@ inline bool is_inf(double x) {
 // Tensor-core and async-copy wrappers (the only way templates reach these instructions).
 
 // mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32: d = a * b + c (fragments per the PTX ISA).
-inline void mma_m16n8k16_f16_f32(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2],
-                                 const float (&c)[4], const char* file = __builtin_FILE(),
-                                 int line = __builtin_LINE()) {
+inline void mma_m16n8k16_f16_f32(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2], const float (&c)[4],
+                                 const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   emu_detail::api->mma_m16n8k16(RUDNN_EMU_MMA_F16, d, a, b, c, file, line);
 }
 // mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
-inline void mma_m16n8k16_bf16_f32(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2],
-                                  const float (&c)[4], const char* file = __builtin_FILE(),
-                                  int line = __builtin_LINE()) {
+inline void mma_m16n8k16_bf16_f32(float (&d)[4], const u32 (&a)[4], const u32 (&b)[2], const float (&c)[4],
+                                  const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   emu_detail::api->mma_m16n8k16(RUDNN_EMU_MMA_BF16, d, a, b, c, file, line);
 }
 
@@ -188,20 +181,16 @@ __attribute__((visibility("hidden"))) inline constexpr int warpSize = 32;
 inline void __syncthreads(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   ::rudnn::emu_detail::api->syncthreads(RUDNN_EMU_BARRIER_PLAIN, 0, file, line);
 }
-inline int __syncthreads_count(int predicate, const char* file = __builtin_FILE(),
-                               int line = __builtin_LINE()) {
+inline int __syncthreads_count(int predicate, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   return ::rudnn::emu_detail::api->syncthreads(RUDNN_EMU_BARRIER_COUNT, predicate, file, line);
 }
-inline int __syncthreads_and(int predicate, const char* file = __builtin_FILE(),
-                             int line = __builtin_LINE()) {
+inline int __syncthreads_and(int predicate, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   return ::rudnn::emu_detail::api->syncthreads(RUDNN_EMU_BARRIER_AND, predicate, file, line);
 }
-inline int __syncthreads_or(int predicate, const char* file = __builtin_FILE(),
-                            int line = __builtin_LINE()) {
+inline int __syncthreads_or(int predicate, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   return ::rudnn::emu_detail::api->syncthreads(RUDNN_EMU_BARRIER_OR, predicate, file, line);
 }
-inline void __syncwarp(unsigned mask = 0xffffffffu, const char* file = __builtin_FILE(),
-                       int line = __builtin_LINE()) {
+inline void __syncwarp(unsigned mask = 0xffffffffu, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   ::rudnn::emu_detail::api->syncwarp(mask, file, line);
 }
 inline void __threadfence() { ::rudnn::emu_detail::api->threadfence(); }
@@ -214,49 +203,41 @@ inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 // ---------------------------------------------------------------------------------------------------
 // Warp collectives (exact CUDA semantics; see EMULATOR-FACTS.md)
 template <class T>
-inline T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize,
-                     const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+inline T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize, const char* file = __builtin_FILE(),
+                     int line = __builtin_LINE()) {
   return ::rudnn::emu_detail::shfl(RUDNN_EMU_SHFL_IDX, mask, var, src_lane, width, file, line);
 }
 template <class T>
-inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
-                        const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
-  return ::rudnn::emu_detail::shfl(RUDNN_EMU_SHFL_UP, mask, var, static_cast<int>(delta), width,
-                                   file, line);
+inline T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize, const char* file = __builtin_FILE(),
+                        int line = __builtin_LINE()) {
+  return ::rudnn::emu_detail::shfl(RUDNN_EMU_SHFL_UP, mask, var, static_cast<int>(delta), width, file, line);
 }
 template <class T>
 inline T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
                           const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
-  return ::rudnn::emu_detail::shfl(RUDNN_EMU_SHFL_DOWN, mask, var, static_cast<int>(delta), width,
-                                   file, line);
+  return ::rudnn::emu_detail::shfl(RUDNN_EMU_SHFL_DOWN, mask, var, static_cast<int>(delta), width, file, line);
 }
 template <class T>
-inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize,
-                         const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+inline T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize, const char* file = __builtin_FILE(),
+                         int line = __builtin_LINE()) {
   return ::rudnn::emu_detail::shfl(RUDNN_EMU_SHFL_XOR, mask, var, lane_mask, width, file, line);
 }
 inline unsigned __ballot_sync(unsigned mask, int predicate, const char* file = __builtin_FILE(),
                               int line = __builtin_LINE()) {
   return ::rudnn::emu_detail::api->vote(RUDNN_EMU_VOTE_BALLOT, mask, predicate, file, line);
 }
-inline int __any_sync(unsigned mask, int predicate, const char* file = __builtin_FILE(),
-                      int line = __builtin_LINE()) {
-  return static_cast<int>(
-      ::rudnn::emu_detail::api->vote(RUDNN_EMU_VOTE_ANY, mask, predicate, file, line));
+inline int __any_sync(unsigned mask, int predicate, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return static_cast<int>(::rudnn::emu_detail::api->vote(RUDNN_EMU_VOTE_ANY, mask, predicate, file, line));
 }
-inline int __all_sync(unsigned mask, int predicate, const char* file = __builtin_FILE(),
-                      int line = __builtin_LINE()) {
-  return static_cast<int>(
-      ::rudnn::emu_detail::api->vote(RUDNN_EMU_VOTE_ALL, mask, predicate, file, line));
+inline int __all_sync(unsigned mask, int predicate, const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return static_cast<int>(::rudnn::emu_detail::api->vote(RUDNN_EMU_VOTE_ALL, mask, predicate, file, line));
 }
 
 // Warp reductions (sm_80): every lane of `mask` receives the result over the lanes of `mask`.
-#define RUDNN_EMU_WARP_REDUCE(name, op, T, is_signed)                                              \
-  inline T name(unsigned mask, T value, const char* file = __builtin_FILE(),                     \
-                int line = __builtin_LINE()) {                                                   \
-    return static_cast<T>(::rudnn::emu_detail::api->reduce(op, is_signed, mask,                  \
-                                                           static_cast<unsigned>(value), file,   \
-                                                           line));                               \
+#define RUDNN_EMU_WARP_REDUCE(name, op, T, is_signed)                                                       \
+  inline T name(unsigned mask, T value, const char* file = __builtin_FILE(), int line = __builtin_LINE()) { \
+    return static_cast<T>(                                                                                  \
+        ::rudnn::emu_detail::api->reduce(op, is_signed, mask, static_cast<unsigned>(value), file, line));   \
   }
 RUDNN_EMU_WARP_REDUCE(__reduce_add_sync, RUDNN_EMU_REDUCE_ADD, int, 1)
 RUDNN_EMU_WARP_REDUCE(__reduce_add_sync, RUDNN_EMU_REDUCE_ADD, unsigned, 0)
@@ -280,16 +261,13 @@ inline T atomic_update(T* address, F f) {
   T desired;
   do {
     desired = f(old);
-  } while (!__atomic_compare_exchange(address, &old, &desired, true, __ATOMIC_SEQ_CST,
-                                      __ATOMIC_RELAXED));
+  } while (!__atomic_compare_exchange(address, &old, &desired, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
   return old;
 }
 }  // namespace rudnn::emu_detail
 
 inline int atomicAdd(int* a, int v) { return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST); }
-inline unsigned atomicAdd(unsigned* a, unsigned v) {
-  return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);
-}
+inline unsigned atomicAdd(unsigned* a, unsigned v) { return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST); }
 inline unsigned long long atomicAdd(unsigned long long* a, unsigned long long v) {
   return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);
 }
@@ -300,29 +278,27 @@ inline double atomicAdd(double* a, double v) {
   return ::rudnn::emu_detail::atomic_update(a, [v](double o) { return o + v; });
 }
 inline int atomicSub(int* a, int v) { return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST); }
-inline unsigned atomicSub(unsigned* a, unsigned v) {
-  return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);
-}
-#define RUDNN_EMU_ATOMIC_MINMAX(T)                                                           \
-  inline T atomicMax(T* a, T v) {                                                            \
-    return ::rudnn::emu_detail::atomic_update(a, [v](T o) { return o < v ? v : o; });        \
-  }                                                                                          \
-  inline T atomicMin(T* a, T v) {                                                            \
-    return ::rudnn::emu_detail::atomic_update(a, [v](T o) { return v < o ? v : o; });        \
+inline unsigned atomicSub(unsigned* a, unsigned v) { return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST); }
+#define RUDNN_EMU_ATOMIC_MINMAX(T)                                                    \
+  inline T atomicMax(T* a, T v) {                                                     \
+    return ::rudnn::emu_detail::atomic_update(a, [v](T o) { return o < v ? v : o; }); \
+  }                                                                                   \
+  inline T atomicMin(T* a, T v) {                                                     \
+    return ::rudnn::emu_detail::atomic_update(a, [v](T o) { return v < o ? v : o; }); \
   }
 RUDNN_EMU_ATOMIC_MINMAX(int)
 RUDNN_EMU_ATOMIC_MINMAX(unsigned)
 RUDNN_EMU_ATOMIC_MINMAX(long long)
 RUDNN_EMU_ATOMIC_MINMAX(unsigned long long)
 #undef RUDNN_EMU_ATOMIC_MINMAX
-#define RUDNN_EMU_ATOMIC_BITS(T)                                                                \
-  inline T atomicAnd(T* a, T v) { return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST); }         \
-  inline T atomicOr(T* a, T v) { return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST); }           \
-  inline T atomicXor(T* a, T v) { return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST); }         \
-  inline T atomicExch(T* a, T v) { return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST); }       \
-  inline T atomicCAS(T* a, T compare, T v) {                                                    \
-    __atomic_compare_exchange_n(a, &compare, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);     \
-    return compare;                                                                             \
+#define RUDNN_EMU_ATOMIC_BITS(T)                                                            \
+  inline T atomicAnd(T* a, T v) { return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST); }      \
+  inline T atomicOr(T* a, T v) { return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST); }        \
+  inline T atomicXor(T* a, T v) { return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST); }      \
+  inline T atomicExch(T* a, T v) { return __atomic_exchange_n(a, v, __ATOMIC_SEQ_CST); }    \
+  inline T atomicCAS(T* a, T compare, T v) {                                                \
+    __atomic_compare_exchange_n(a, &compare, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST); \
+    return compare;                                                                         \
   }
 RUDNN_EMU_ATOMIC_BITS(int)
 RUDNN_EMU_ATOMIC_BITS(unsigned)
@@ -353,13 +329,11 @@ inline T __ldg(const T* p) {
 // ---------------------------------------------------------------------------------------------------
 // Expanded once per kernel module: the entry point the runtime calls after dlopen to hand over its
 // ABI table, and the ABI version the module was compiled against (checked before binding).
-#define RUDNN_EMU_MODULE()                                                                    \
-  extern "C" __attribute__((visibility("default"))) void rudnn_emu_bind(                     \
-      const rudnn_emu_api* api) {                                                            \
-    ::rudnn::emu_detail::api = api;                                                          \
-  }                                                                                          \
-  extern "C" __attribute__((visibility("default"))) unsigned int rudnn_emu_module_abi_version( \
-      void) {                                                                                \
-    return RUDNN_EMU_ABI_VERSION;                                                            \
-  }                                                                                          \
+#define RUDNN_EMU_MODULE()                                                                            \
+  extern "C" __attribute__((visibility("default"))) void rudnn_emu_bind(const rudnn_emu_api* api) {   \
+    ::rudnn::emu_detail::api = api;                                                                   \
+  }                                                                                                   \
+  extern "C" __attribute__((visibility("default"))) unsigned int rudnn_emu_module_abi_version(void) { \
+    return RUDNN_EMU_ABI_VERSION;                                                                     \
+  }                                                                                                   \
   static_assert(true, "")

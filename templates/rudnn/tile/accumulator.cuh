@@ -36,21 +36,17 @@ struct Accumulator {
 
   RUDNN_DEVICE void zero() {
     RUDNN_UNROLL
-    for (int i = 0; i < kMI; ++i)
-      RUDNN_UNROLL
-      for (int j = 0; j < kNI; ++j)
-        RUDNN_UNROLL
-        for (int v = 0; v < 4; ++v) c[i][j][v] = 0.0f;
+    for (int i = 0; i < kMI; ++i) RUDNN_UNROLL
+    for (int j = 0; j < kNI; ++j) RUDNN_UNROLL
+    for (int v = 0; v < 4; ++v) c[i][j][v] = 0.0f;
   }
 
   // Every element times f.
   RUDNN_DEVICE void scale(float f) {
     RUDNN_UNROLL
-    for (int i = 0; i < kMI; ++i)
-      RUDNN_UNROLL
-      for (int j = 0; j < kNI; ++j)
-        RUDNN_UNROLL
-        for (int v = 0; v < 4; ++v) c[i][j][v] *= f;
+    for (int i = 0; i < kMI; ++i) RUDNN_UNROLL
+    for (int j = 0; j < kNI; ++j) RUDNN_UNROLL
+    for (int v = 0; v < 4; ++v) c[i][j][v] *= f;
   }
 
   // The elements of half row (i, h) times f.
@@ -76,9 +72,8 @@ struct Accumulator {
   template <class T>
   RUDNN_DEVICE void mma(const u32 (&a)[kMI][4], const u32 (&b)[kNI][2]) {
     RUDNN_UNROLL
-    for (int i = 0; i < kMI; ++i)
-      RUDNN_UNROLL
-      for (int j = 0; j < kNI; ++j) mma_16816<T>(c[i][j], a[i], b[j]);
+    for (int i = 0; i < kMI; ++i) RUDNN_UNROLL
+    for (int j = 0; j < kNI; ++j) mma_16816<T>(c[i][j], a[i], b[j]);
   }
   // Row block i, n8 tiles j and j + 1 from one A fragment and a B pair.
   template <class T>
@@ -91,12 +86,9 @@ struct Accumulator {
   template <class F>
   RUDNN_DEVICE void each(int lane, const F& f) const {
     RUDNN_UNROLL
-    for (int i = 0; i < kMI; ++i)
-      RUDNN_UNROLL
-      for (int j = 0; j < kNI; ++j)
-        RUDNN_UNROLL
-        for (int v = 0; v < 4; ++v)
-          f(16 * i + (lane >> 2) + 8 * (v >> 1), 8 * j + 2 * (lane & 3) + (v & 1), c[i][j][v]);
+    for (int i = 0; i < kMI; ++i) RUDNN_UNROLL
+    for (int j = 0; j < kNI; ++j) RUDNN_UNROLL
+    for (int v = 0; v < 4; ++v) f(16 * i + (lane >> 2) + 8 * (v >> 1), 8 * j + 2 * (lane & 3) + (v & 1), c[i][j][v]);
   }
 };
 

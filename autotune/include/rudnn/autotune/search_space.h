@@ -18,11 +18,11 @@ namespace rudnn::autotune {
 // The op part of an autotune cache key: what a tuned config may depend on. Dynamic extents are
 // anchored to power-of-two buckets, so one tuning serves every size in its bucket.
 struct TuningKey {
-  std::string op;                       // "rudnn.rms_norm"
-  std::vector<DType> dtypes;            // of the op's present operands, in order
+  std::string op;             // "rudnn.rms_norm"
+  std::vector<DType> dtypes;  // of the op's present operands, in order
   std::vector<std::int64_t> static_dims;
-  std::vector<std::int64_t> buckets;    // anchored dynamic extents (for normalization: rows)
-  std::string to_string() const;        // "rudnn.rms_norm bf16,f32 [4096] buckets [512]"
+  std::vector<std::int64_t> buckets;  // anchored dynamic extents (for normalization: rows)
+  std::string to_string() const;      // "rudnn.rms_norm bf16,f32 [4096] buckets [512]"
   bool operator==(const TuningKey&) const = default;
 };
 

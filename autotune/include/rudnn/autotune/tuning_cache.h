@@ -19,7 +19,7 @@ struct sqlite3;
 namespace rudnn::autotune {
 
 struct DeviceFingerprint {
-  std::string model;            // DeviceInfo::name
+  std::string model;  // DeviceInfo::name
   int compute_capability = 0;
   int driver_version = 0;
   std::string library_version;  // library_version()
@@ -53,8 +53,8 @@ bool preferred(const CacheRecord& a, const CacheRecord& b);
 class TuningCache {
  public:
   struct Options {
-    bool read_only = false;  // also forced when the file is not writable
-    bool create = false;     // create a missing file (writers); else a missing file is IoFailure
+    bool read_only = false;                 // also forced when the file is not writable
+    bool create = false;                    // create a missing file (writers); else a missing file is IoFailure
     CacheClass expected = CacheClass::Gpu;  // a file of the other class is refused (Unsupported)
   };
   // Errors: IoFailure (missing, unreadable), CacheFailure (corrupt, not an autotune cache, another

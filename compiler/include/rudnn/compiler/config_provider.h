@@ -28,9 +28,9 @@ std::string_view config_source_name(ConfigSource source);  // "heuristic", "cach
 // call's values of those extents in order (operand by operand, dim by dim) when the caller knows
 // them (the ops layer always does; rudnn-opt does not, then it is empty).
 struct ConfigQuery {
-  std::string op_name;                              // "rudnn.rms_norm"
-  std::vector<DType> dtypes;                        // of the op's present operands, in order
-  std::vector<std::vector<std::int64_t>> shapes;    // of the op's present operands, in order
+  std::string op_name;                            // "rudnn.rms_norm"
+  std::vector<DType> dtypes;                      // of the op's present operands, in order
+  std::vector<std::vector<std::int64_t>> shapes;  // of the op's present operands, in order
   std::vector<std::int64_t> dynamic_values;
   // Op choices that select a different search space, in the op's own order (rudnn.swiglu_experts:
   // {tensor_core 0/1}); empty for ops without any.

@@ -55,7 +55,7 @@ struct RouteRequest {
   bool grouped = false;
   contracts::GroupRouteSignature signature;  // concrete shapes
   std::optional<KernelConfig> config;        // forced (tests); otherwise the heuristic picks
-  ConfigProvider* provider = nullptr;  // asked when `config` is empty (the ops layer's autotune)
+  ConfigProvider* provider = nullptr;        // asked when `config` is empty (the ops layer's autotune)
 };
 
 Result<LoweredOp, RuntimeError> lower_routing(const RouteRequest& request, const Target& target);
@@ -68,7 +68,7 @@ std::vector<KernelConfig> routing_variants();
 struct DispatchRequest {
   contracts::DispatchSignature signature;  // concrete shapes
   std::optional<KernelConfig> config;      // forced (tests); otherwise the heuristic picks
-  ConfigProvider* provider = nullptr;  // asked when `config` is empty (the ops layer's autotune)
+  ConfigProvider* provider = nullptr;      // asked when `config` is empty (the ops layer's autotune)
 };
 Result<LoweredOp, RuntimeError> lower_dispatch(const DispatchRequest& request, const Target& target);
 
@@ -78,8 +78,8 @@ Result<LoweredOp, RuntimeError> lower_dispatch(const DispatchRequest& request, c
 struct ExpertsRequest {
   contracts::ExpertsSignature signature;  // concrete shapes
   contracts::ExpertsStrategy strategy = contracts::ExpertsStrategy::Scalar;
-  std::optional<KernelConfig> config;     // forced (tests, autotune); otherwise the heuristic picks
-  std::int64_t rows_per_expert = -1;      // the call's load (sizes the heuristic tile); < 0 unknown
+  std::optional<KernelConfig> config;  // forced (tests, autotune); otherwise the heuristic picks
+  std::int64_t rows_per_expert = -1;   // the call's load (sizes the heuristic tile); < 0 unknown
   // Asked by rudnn-resolve-strategy for the tile when `config` is empty and the strategy is
   // concrete (the ops layer passes the autotune provider); null: the heuristic picks.
   ConfigProvider* provider = nullptr;
@@ -105,7 +105,7 @@ std::vector<KernelConfig> expert_variants(bool tensor_core);
 struct GatedDeltaRequest {
   contracts::GatedDeltaSignature signature;  // concrete shapes
   std::optional<KernelConfig> config;        // forced (tests); otherwise the heuristic picks
-  ConfigProvider* provider = nullptr;  // asked when `config` is empty (the ops layer's autotune)
+  ConfigProvider* provider = nullptr;        // asked when `config` is empty (the ops layer's autotune)
 };
 Result<LoweredOp, RuntimeError> lower_gated_delta(const GatedDeltaRequest& request, const Target& target);
 
@@ -115,8 +115,8 @@ Result<LoweredOp, RuntimeError> lower_gated_delta(const GatedDeltaRequest& reque
 struct AttentionRequest {
   contracts::AttentionSignature signature;  // concrete shapes
   contracts::AttentionStrategy strategy = contracts::AttentionStrategy::Fallback;
-  std::optional<KernelConfig> config;       // forced (tests, autotune); otherwise the heuristic / provider
-  ConfigProvider* provider = nullptr;       // asked when `config` is empty (the ops layer's autotune)
+  std::optional<KernelConfig> config;  // forced (tests, autotune); otherwise the heuristic / provider
+  ConfigProvider* provider = nullptr;  // asked when `config` is empty (the ops layer's autotune)
 };
 Result<LoweredOp, RuntimeError> lower_attention(const AttentionRequest& request, const Target& target);
 

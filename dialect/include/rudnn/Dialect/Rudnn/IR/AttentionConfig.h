@@ -28,10 +28,10 @@ enum class Kind : std::int64_t { FlashMma = 0, FlashUnit = 1, Fallback = 2 };
 
 struct Tile {
   Kind kind = Kind::Fallback;
-  std::int64_t blockM = 0, blockN = 0;        // flash_mma, flash_unit; fallback: block_m only
+  std::int64_t blockM = 0, blockN = 0;              // flash_mma, flash_unit; fallback: block_m only
   std::int64_t threadsPerRow = 0, maxValueDim = 0;  // flash_unit
-  std::int64_t softmaxThreads = 0;            // fallback: threads per score row in the softmax
-  std::int64_t headDim = 0;                   // flash_mma: the D it is registered for (not a key)
+  std::int64_t softmaxThreads = 0;                  // fallback: threads per score row in the softmax
+  std::int64_t headDim = 0;                         // flash_mma: the D it is registered for (not a key)
   bool operator==(const Tile&) const = default;
 };
 
@@ -41,10 +41,10 @@ std::vector<Tile> tilesFor(Kind kind, DType dtype, std::int64_t headDim, std::in
 
 // The threads of the strategy's main kernel and the dynamic shared memory of each launch.
 std::int64_t threads(const Tile& t);
-std::int64_t flashMmaSharedBytes(const Tile& t);                                        // (BM + 4·BN)·(D + 8)·2
+std::int64_t flashMmaSharedBytes(const Tile& t);  // (BM + 4·BN)·(D + 8)·2
 std::int64_t flashUnitSharedBytes(const Tile& t, std::int64_t headDim, std::int64_t valueDim);
-std::int64_t fallbackTileSharedBytes(const Tile& t);                                    // (BM + BN + 8)·BK·4
-std::int64_t fallbackSoftmaxRows(const Tile& t);                                        // rows per block
+std::int64_t fallbackTileSharedBytes(const Tile& t);  // (BM + BN + 8)·BK·4
+std::int64_t fallbackSoftmaxRows(const Tile& t);      // rows per block
 std::int64_t fallbackSoftmaxSharedBytes(const Tile& t);
 
 // Why `t` cannot serve (dtype, D, Dv), or nothing.

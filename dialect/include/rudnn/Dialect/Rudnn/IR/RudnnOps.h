@@ -26,8 +26,8 @@ namespace rudnn::dialect {
 struct NormOpView {
   mlir::Operation* op = nullptr;
   contracts::NormKind kind = contracts::NormKind::LayerNorm;
-  mlir::Value input, gamma, beta;  // gamma/beta null when the op has none
-  double epsilon = 0.0;            // 0 for softmax
+  mlir::Value input, gamma, beta;     // gamma/beta null when the op has none
+  double epsilon = 0.0;               // 0 for softmax
   mlir::DictionaryAttr kernelConfig;  // null until selected
 
   mlir::RankedTensorType inputType() const { return mlir::cast<mlir::RankedTensorType>(input.getType()); }
@@ -47,7 +47,7 @@ inline constexpr const char* kRowsPerExpertAttrName = "rudnn.rows_per_expert";
 struct RouteOpView {
   mlir::Operation* op = nullptr;
   bool grouped = false;
-  mlir::Value logits, bias;  // bias null when absent (always for rudnn.route)
+  mlir::Value logits, bias;                // bias null when absent (always for rudnn.route)
   contracts::GroupRouteSignature options;  // top_k, renormalize, and the grouped options (shapes unset)
   mlir::DictionaryAttr kernelConfig;       // null until selected
   mlir::RankedTensorType logitsType() const { return mlir::cast<mlir::RankedTensorType>(logits.getType()); }
