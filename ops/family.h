@@ -71,6 +71,24 @@ contracts::NormOperand operand_of(mlir::Value v);
 std::optional<RuntimeError> require_static(mlir::Value v, std::initializer_list<int> dims, const std::string& where,
                                            const char* name);
 
+// `lower(request, target)` once per config: the heuristic (no config) first, then each of
+// `candidates` forced: what a family's `kernels` returns for most ops.
+template <class Request, class Lower>
+Result<std::vector<compiler::LoweredOp>, RuntimeError> lower_configs(
+    Request request, const std::vector<compiler::KernelConfig>& candidates, const compiler::Target& target,
+    Lower lower) {
+  std::vector<std::optional<compiler::KernelConfig>> configs = {std::nullopt};
+  configs.insert(configs.end(), candidates.begin(), candidates.end());
+  std::vector<compiler::LoweredOp> out;
+  for (auto& config : configs) {
+    request.config = config;
+    auto lowered = lower(request, target);
+    if (!lowered.ok()) return lowered.error();
+    out.push_back(std::move(lowered.value()));
+  }
+  return out;
+}
+
 struct OpFamily {
   std::string name;                   // "normalization"
   std::vector<std::string> op_names;  // "rudnn.layer_norm", ...

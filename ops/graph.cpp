@@ -83,13 +83,7 @@ struct Graph::Impl {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::func::FuncOp main;
   std::vector<Value> inputs, outputs;
-  Impl() : context(mlir::MLIRContext::Threading::DISABLED) {
-    mlir::DialectRegistry registry;
-    registry.insert<mlir::func::FuncDialect, rudnn::dialect::RudnnDialect>();
-    compiler::registerKernelOpInterfaceModels(registry);
-    context.appendDialectRegistry(registry);
-    context.loadAllAvailableDialects();
-  }
+  Impl() : context(mlir::MLIRContext::Threading::DISABLED) { compiler::load_rudnn_dialects(context); }
   mutable std::mutex run_mutex;  // one run at a time per graph (the MLIR objects are not shared)
 };
 

@@ -1,5 +1,8 @@
 #include "rudnn/compiler/main_function.h"
 
+#include "rudnn/Dialect/Rudnn/IR/RudnnDialect.h"
+#include "rudnn/compiler/kernel_op_models.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -153,6 +156,14 @@ Result<MainFunction, RuntimeError> read_main_function(const std::string& path, m
   auto text = read_source_file(path);
   if (!text.ok()) return text.error();
   return parse_main_function(text.value(), path, context);
+}
+
+void load_rudnn_dialects(mlir::MLIRContext& context) {
+  mlir::DialectRegistry registry;
+  registry.insert<mlir::func::FuncDialect, dialect::RudnnDialect>();
+  registerKernelOpInterfaceModels(registry);
+  context.appendDialectRegistry(registry);
+  context.loadAllAvailableDialects();
 }
 
 }  // namespace rudnn::compiler

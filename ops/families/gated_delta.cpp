@@ -39,18 +39,11 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
   if (gd.getInitialState()) sig.initial_state = operand_of(gd.getInitialState());
   sig.query_scale = gd.getQueryScale().convertToFloat();
   sig.chunk_size = gd.getChunkSizeAttr().getInt();
-  std::vector<std::optional<compiler::KernelConfig>> configs = {std::nullopt};
-  if (with_candidates)
-    for (auto& c : compiler::gated_delta_variants(sig.chunk_size > 0, sig.query.shape[3], sig.query.dtype))
-      configs.push_back(c);
-  std::vector<compiler::LoweredOp> out;
-  for (auto& config : configs) {
-    request.config = config;
-    auto lowered = compiler::lower_gated_delta(request, target);
-    if (!lowered.ok()) return lowered.error();
-    out.push_back(std::move(lowered.value()));
-  }
-  return out;
+  return lower_configs(request,
+                       with_candidates
+                           ? compiler::gated_delta_variants(sig.chunk_size > 0, sig.query.shape[3], sig.query.dtype)
+                           : std::vector<compiler::KernelConfig>{},
+                       target, &compiler::lower_gated_delta);
 }
 
 const bool kRegistered =

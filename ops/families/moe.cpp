@@ -49,17 +49,8 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> routing_kernels(mlir::Ope
   compiler::RouteRequest request{route.grouped, route.options, std::nullopt};
   request.signature.logits = operand_of(route.logits);
   if (route.bias) request.signature.bias = operand_of(route.bias);
-  std::vector<std::optional<compiler::KernelConfig>> configs = {std::nullopt};
-  if (with_candidates)
-    for (auto& c : compiler::routing_variants()) configs.push_back(c);
-  std::vector<compiler::LoweredOp> out;
-  for (auto& config : configs) {
-    request.config = config;
-    auto lowered = compiler::lower_routing(request, target);
-    if (!lowered.ok()) return lowered.error();
-    out.push_back(std::move(lowered.value()));
-  }
-  return out;
+  return lower_configs(request, with_candidates ? compiler::routing_variants() : std::vector<compiler::KernelConfig>{},
+                       target, &compiler::lower_routing);
 }
 
 // ----- dispatch
@@ -94,18 +85,11 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> dispatch_kernels(mlir::Op
   if (auto e = require_static(dp.getIndices(), {-1}, where, "indices")) return *e;
   compiler::DispatchRequest request{
       {operand_of(dp.getInput()), operand_of(dp.getIndices()), dp.getExpertsAttr().getInt()}, std::nullopt};
-  std::vector<std::optional<compiler::KernelConfig>> configs = {std::nullopt};
-  if (with_candidates)
-    for (auto& c : compiler::dispatch_variants(request.signature.input.dtype, request.signature.input.shape.back()))
-      configs.push_back(c);
-  std::vector<compiler::LoweredOp> out;
-  for (auto& config : configs) {
-    request.config = config;
-    auto lowered = compiler::lower_dispatch(request, target);
-    if (!lowered.ok()) return lowered.error();
-    out.push_back(std::move(lowered.value()));
-  }
-  return out;
+  const auto& input = request.signature.input;
+  return lower_configs(request,
+                       with_candidates ? compiler::dispatch_variants(input.dtype, input.shape.back())
+                                       : std::vector<compiler::KernelConfig>{},
+                       target, &compiler::lower_dispatch);
 }
 
 // ----- experts
@@ -202,19 +186,11 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> combine_kernels(mlir::Ope
     if (auto e = require_static(v, {-1}, where, name)) return *e;
   compiler::CombineRequest request{
       {operand_of(cb.getExpertRows()), operand_of(cb.getSlots()), operand_of(cb.getWeights())}, std::nullopt};
-  std::vector<std::optional<compiler::KernelConfig>> configs = {std::nullopt};
-  if (with_candidates)
-    for (auto& c :
-         compiler::combine_variants(request.signature.expert_rows.dtype, request.signature.expert_rows.shape.back()))
-      configs.push_back(c);
-  std::vector<compiler::LoweredOp> out;
-  for (auto& config : configs) {
-    request.config = config;
-    auto lowered = compiler::lower_combine(request, target);
-    if (!lowered.ok()) return lowered.error();
-    out.push_back(std::move(lowered.value()));
-  }
-  return out;
+  const auto& rows = request.signature.expert_rows;
+  return lower_configs(request,
+                       with_candidates ? compiler::combine_variants(rows.dtype, rows.shape.back())
+                                       : std::vector<compiler::KernelConfig>{},
+                       target, &compiler::lower_combine);
 }
 
 const bool kRegistered =

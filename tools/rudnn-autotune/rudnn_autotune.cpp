@@ -159,11 +159,7 @@ struct Work {
 // static (as rudnn-precompile demands): a `?` there would tune one extent per --rows value.
 Status<RuntimeError> check_ops(const std::string& path, const Device& device) {
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
-  mlir::DialectRegistry registry;
-  registry.insert<mlir::func::FuncDialect, dialect::RudnnDialect>();
-  compiler::registerKernelOpInterfaceModels(registry);
-  context.appendDialectRegistry(registry);
-  context.loadAllAvailableDialects();
+  compiler::load_rudnn_dialects(context);
   auto loaded = compiler::read_main_function(path, context);
   if (!loaded.ok()) return loaded.error();
   std::size_t count = 0;

@@ -274,11 +274,7 @@ int run(const Options& o) {
   if (auto e = check_output(o.output)) return fail(*e);
 
   mlir::MLIRContext context(mlir::MLIRContext::Threading::DISABLED);
-  mlir::DialectRegistry registry;
-  registry.insert<mlir::func::FuncDialect, dialect::RudnnDialect>();
-  compiler::registerKernelOpInterfaceModels(registry);
-  context.appendDialectRegistry(registry);
-  context.loadAllAvailableDialects();
+  compiler::load_rudnn_dialects(context);
   Inputs inputs;
   for (const auto& file : o.files)
     if (auto s = read_ops(file, context, inputs); !s.ok()) return fail(s.error().message());

@@ -32,6 +32,10 @@ Status<RuntimeError> check_source_limits(std::string_view text, const std::strin
 // standard input may be anything), InvalidValue when it is larger than the limit.
 Result<std::string, RuntimeError> read_source_file(const std::string& path);
 
+// Loads into `context` what every reader of rudnn modules needs: the func and rudnn dialects and
+// the KernelOpInterface models (compiler/include/rudnn/compiler/kernel_op_models.h).
+void load_rudnn_dialects(mlir::MLIRContext& context);
+
 struct MainFunction {
   mlir::OwningOpRef<mlir::ModuleOp> module;
   mlir::func::FuncOp main;
