@@ -1,0 +1,45 @@
+#pragma once
+// The shape of one convolution, known when the kernel is compiled (the JIT bakes everything but the
+// batch into the kernel, so index arithmetic divides by constants and loops over the filter unroll).
+//
+// Every kernel works in channels-last layout over three spatial dims; 1-D and 2-D convolutions are
+// the 3-D case with leading spatial extents 1 (kernel 1, stride 1, padding 0, dilation 1):
+//   input  x  [N, D,  H,  W,  C]
+//   weight w  [O, KD, KH, KW, C/G]      (group g: output channels [g·O/G, (g+1)·O/G) read input
+//   output y  [N, OD, OH, OW, O]         channels [g·C/G, (g+1)·C/G))
+// Output extent per dim: (in + 2·pad − dilation·(k − 1) − 1) / stride + 1 (the contract makes it ≥ 1).
+#include "rudnn/prelude.cuh"
+
+namespace rudnn::conv {
+
+template <i64 C_, i64 O_, i64 G_,                 // channels in, out, groups
+          i64 D_, i64 H_, i64 W_,                 // input extents
+          i64 KD_, i64 KH_, i64 KW_,              // filter extents
+          i64 SD_, i64 SH_, i64 SW_,              // strides
+          i64 PD_, i64 PH_, i64 PW_,              // paddings (each side)
+          i64 DD_, i64 DH_, i64 DW_>              // dilations
+struct Geometry {
+  static constexpr i64 kC = C_, kO = O_, kGroups = G_;
+  static constexpr i64 kD = D_, kH = H_, kW = W_;
+  static constexpr i64 kKD = KD_, kKH = KH_, kKW = KW_;
+  static constexpr i64 kSD = SD_, kSH = SH_, kSW = SW_;
+  static constexpr i64 kPD = PD_, kPH = PH_, kPW = PW_;
+  static constexpr i64 kDD = DD_, kDH = DH_, kDW = DW_;
+
+  static constexpr i64 out_extent(i64 in, i64 k, i64 s, i64 p, i64 d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; }
+  static constexpr i64 kOD = out_extent(D_, KD_, SD_, PD_, DD_);
+  static constexpr i64 kOH = out_extent(H_, KH_, SH_, PH_, DH_);
+  static constexpr i64 kOW = out_extent(W_, KW_, SW_, PW_, DW_);
+
+  static constexpr i64 kCg = C_ / G_;              // input channels per group
+  static constexpr i64 kOg = O_ / G_;              // output channels per group
+  static constexpr i64 kTaps = KD_ * KH_ * KW_;    // filter positions
+  static constexpr i64 kFilter = kTaps * kCg;      // weight elements per output channel (the GEMM's K)
+  static constexpr i64 kInPixels = D_ * H_ * W_;   // spatial positions of one image
+  static constexpr i64 kOutPixels = kOD * kOH * kOW;
+
+  static_assert(C_ % G_ == 0 && O_ % G_ == 0, "channels must divide by groups");
+  static_assert(kOD >= 1 && kOH >= 1 && kOW >= 1, "every output extent must be >= 1");
+};
+
+}  // namespace rudnn::conv
