@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "rudnn/compiler/conv.h"
 #include "rudnn/compiler/pipeline.h"
 
 namespace rudnn::autotune {
@@ -60,6 +61,7 @@ Registry& registry() {
     r.spaces.push_back(moe_dispatch_search_space());
     r.spaces.push_back(moe_combine_search_space());
     r.spaces.push_back(gated_delta_search_space());
+    r.spaces.push_back(convolution_search_space());
     return true;
   }();
   (void)builtins;
@@ -233,7 +235,30 @@ std::optional<TuningKey> gated_delta_key(const compiler::ConfigQuery& q) {
                    {anchor(q.dynamic_values[0]), anchor(q.dynamic_values[1]), anchor(q.dynamic_values[2])}};
 }
 
+// Convolution: the query's options are contracts::conv_key_words; the batch is the first dynamic
+// value (every operand's dynamic dim is its batch).
+std::optional<TuningKey> conv_key(const compiler::ConfigQuery& q) {
+  if (q.dtypes.empty() || q.dynamic_values.empty()) return std::nullopt;
+  if (!contracts::conv_signature_from_key(q.options, q.dtypes[0], 1, nullptr)) return std::nullopt;
+  return TuningKey{q.op_name, {q.dtypes[0]}, q.options, {anchor(q.dynamic_values[0])}};
+}
+
+std::vector<compiler::KernelConfig> conv_candidates(const TuningKey& k) {
+  if (k.dtypes.empty() || k.buckets.empty()) return {};
+  auto sig = contracts::conv_signature_from_key(k.static_dims, k.dtypes[0], k.buckets[0], nullptr);
+  if (!sig) return {};
+  return compiler::conv_variants(*sig, true);
+}
+
 }  // namespace
+
+std::shared_ptr<const SearchSpace> convolution_search_space() {
+  static const auto space = std::make_shared<const FunctionSpace>(
+      "convolution",
+      std::vector<std::string_view>{"rudnn.conv_forward", "rudnn.conv_data_backward", "rudnn.conv_weight_backward"},
+      &conv_key, &conv_candidates);
+  return space;
+}
 
 std::shared_ptr<const SearchSpace> attention_search_space() {
   static const auto space = std::make_shared<const AttentionSpace>();

@@ -1,6 +1,7 @@
 // registerKernelOpInterfaceModels: attaches each family's KernelOpInterface model (the list of
 // families; each attach function lives next to its family's conversion).
 #include "Conversion/AttentionToLaunch/AttentionToLaunch.h"
+#include "Conversion/ConvToLaunch/ConvToLaunch.h"
 #include "Conversion/GatedDeltaToLaunch/GatedDeltaToLaunch.h"
 #include "Conversion/MoEToLaunch/MoEToLaunch.h"
 #include "Conversion/NormToLaunch/NormToLaunch.h"
@@ -19,6 +20,7 @@ void registerKernelOpInterfaceModels(mlir::DialectRegistry& registry) {
     attachCombineKernelModel(*ctx);
     attachGatedDeltaKernelModel(*ctx);
     attachAttentionKernelModel(*ctx);
+    attachConvKernelModels(*ctx);
   });
 }
 

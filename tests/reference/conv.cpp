@@ -4,8 +4,7 @@ namespace rudnn::reference {
 
 std::array<std::int64_t, 3> ConvShape::output() const {
   std::array<std::int64_t, 3> out{};
-  for (int d = 0; d < 3; ++d)
-    out[d] = (input[d] + 2 * padding[d] - dilation[d] * (kernel[d] - 1) - 1) / stride[d] + 1;
+  for (int d = 0; d < 3; ++d) out[d] = (input[d] + 2 * padding[d] - dilation[d] * (kernel[d] - 1) - 1) / stride[d] + 1;
   return out;
 }
 
@@ -41,8 +40,7 @@ void for_each_tap(const ConvShape& s, F&& f) {
                   const std::int64_t id = od * s.stride[0] - s.padding[0] + kd * s.dilation[0];
                   const std::int64_t ih = oh * s.stride[1] - s.padding[1] + kh * s.dilation[1];
                   const std::int64_t iw = ow * s.stride[2] - s.padding[2] + kw * s.dilation[2];
-                  if (id < 0 || id >= s.input[0] || ih < 0 || ih >= s.input[1] || iw < 0 || iw >= s.input[2])
-                    continue;
+                  if (id < 0 || id >= s.input[0] || ih < 0 || ih >= s.input[1] || iw < 0 || iw >= s.input[2]) continue;
                   for (std::int64_t c = 0; c < cg; ++c) {
                     const std::int64_t x =
                         (((n * s.input[0] + id) * s.input[1] + ih) * s.input[2] + iw) * s.channels + g * cg + c;

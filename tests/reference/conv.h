@@ -11,16 +11,16 @@ namespace rudnn::reference {
 
 struct ConvShape {
   std::int64_t batch = 1, channels = 1, out_channels = 1, groups = 1;
-  std::array<std::int64_t, 3> input{1, 1, 1};     // D, H, W
-  std::array<std::int64_t, 3> kernel{1, 1, 1};    // KD, KH, KW
+  std::array<std::int64_t, 3> input{1, 1, 1};   // D, H, W
+  std::array<std::int64_t, 3> kernel{1, 1, 1};  // KD, KH, KW
   std::array<std::int64_t, 3> stride{1, 1, 1};
   std::array<std::int64_t, 3> padding{0, 0, 0};
   std::array<std::int64_t, 3> dilation{1, 1, 1};
 
-  std::array<std::int64_t, 3> output() const;    // (in + 2p − d(k − 1) − 1) / s + 1 per dim
-  std::int64_t input_elements() const;            // N·D·H·W·C
-  std::int64_t weight_elements() const;           // O·KD·KH·KW·C/G
-  std::int64_t output_elements() const;           // N·OD·OH·OW·O
+  std::array<std::int64_t, 3> output() const;  // (in + 2p − d(k − 1) − 1) / s + 1 per dim
+  std::int64_t input_elements() const;         // N·D·H·W·C
+  std::int64_t weight_elements() const;        // O·KD·KH·KW·C/G
+  std::int64_t output_elements() const;        // N·OD·OH·OW·O
 };
 
 // y = conv(x, w) + bias

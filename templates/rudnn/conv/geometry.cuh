@@ -12,12 +12,12 @@
 
 namespace rudnn::conv {
 
-template <i64 C_, i64 O_, i64 G_,                 // channels in, out, groups
-          i64 D_, i64 H_, i64 W_,                 // input extents
-          i64 KD_, i64 KH_, i64 KW_,              // filter extents
-          i64 SD_, i64 SH_, i64 SW_,              // strides
-          i64 PD_, i64 PH_, i64 PW_,              // paddings (each side)
-          i64 DD_, i64 DH_, i64 DW_>              // dilations
+template <i64 C_, i64 O_, i64 G_,     // channels in, out, groups
+          i64 D_, i64 H_, i64 W_,     // input extents
+          i64 KD_, i64 KH_, i64 KW_,  // filter extents
+          i64 SD_, i64 SH_, i64 SW_,  // strides
+          i64 PD_, i64 PH_, i64 PW_,  // paddings (each side)
+          i64 DD_, i64 DH_, i64 DW_>  // dilations
 struct Geometry {
   static constexpr i64 kC = C_, kO = O_, kGroups = G_;
   static constexpr i64 kD = D_, kH = H_, kW = W_;
@@ -31,11 +31,11 @@ struct Geometry {
   static constexpr i64 kOH = out_extent(H_, KH_, SH_, PH_, DH_);
   static constexpr i64 kOW = out_extent(W_, KW_, SW_, PW_, DW_);
 
-  static constexpr i64 kCg = C_ / G_;              // input channels per group
-  static constexpr i64 kOg = O_ / G_;              // output channels per group
-  static constexpr i64 kTaps = KD_ * KH_ * KW_;    // filter positions
-  static constexpr i64 kFilter = kTaps * kCg;      // weight elements per output channel (the GEMM's K)
-  static constexpr i64 kInPixels = D_ * H_ * W_;   // spatial positions of one image
+  static constexpr i64 kCg = C_ / G_;             // input channels per group
+  static constexpr i64 kOg = O_ / G_;             // output channels per group
+  static constexpr i64 kTaps = KD_ * KH_ * KW_;   // filter positions
+  static constexpr i64 kFilter = kTaps * kCg;     // weight elements per output channel (the GEMM's K)
+  static constexpr i64 kInPixels = D_ * H_ * W_;  // spatial positions of one image
   static constexpr i64 kOutPixels = kOD * kOH * kOW;
 
   static_assert(C_ % G_ == 0 && O_ % G_ == 0, "channels must divide by groups");

@@ -73,6 +73,9 @@ std::shared_ptr<const SearchSpace> moe_routing_search_space();
 std::shared_ptr<const SearchSpace> moe_dispatch_search_space();
 std::shared_ptr<const SearchSpace> moe_combine_search_space();
 std::shared_ptr<const SearchSpace> gated_delta_search_space();
+// Convolution (forward, data and weight backward): key dtypes {input or grad_output}, static
+// contracts::conv_key_words, buckets {batch}.
+std::shared_ptr<const SearchSpace> convolution_search_space();
 
 // "threads_per_row=128,rows_per_block=1" ↔ KernelConfig (the cache's text form). Nothing for text
 // that is not a comma-separated list of name=integer.

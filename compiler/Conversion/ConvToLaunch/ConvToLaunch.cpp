@@ -1,0 +1,351 @@
+// The launches of one convolution op. Every kernel runs channels-last with the geometry baked in
+// (rudnn::conv::Geometry<C, O, G, D, H, W, KD, KH, KW, strides, paddings, dilations>); only the batch
+// is a runtime parameter `n`. A channels-first op first swaps its activation(s) and the weight to
+// channels-last temporaries (rudnn::conv::swap_last_two), and swaps the result back:
+//
+//   forward          [swap x, swap w]  fprop_{direct,depthwise,igemm}(x, w, bias?, y, n)  [swap y]
+//   data backward    [swap dy, swap w] dgrad_{direct,igemm}(dy, w, dx, n)                 [swap dx]
+//   weight backward  [swap x, swap dy] wgrad_direct(x, dy, dw, n)
+//                                      | wgrad_igemm(x, dy, partial, n, splits); wgrad_reduce(partial, dw, ...)
+//                                      [swap dw]  [bias_grad(dy, db, rows, O)]
+//
+// Grids count the work items of each kernel's decomposition; every kernel strides over its items by
+// the linear block index, so the launcher may clamp or spread the grid.
+#include "Conversion/ConvToLaunch/ConvToLaunch.h"
+
+#include <fmt/format.h>
+
+#include "Conversion/LaunchBuilder.h"
+#include "rudnn/Dialect/Rudnn/IR/ConvOps.h"
+#include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
+#include "rudnn/conv/shared_memory.h"
+
+using namespace mlir;
+
+namespace rudnn::compiler {
+
+namespace {
+
+using contracts::ConvDirection;
+using contracts::ConvGeometry;
+using dialect::SizeFactor;
+using dialect::conv_config::Algorithm;
+using dialect::conv_config::Choice;
+
+// FNV-1a: a stable name for a geometry (entry names must be the same in every build: packs).
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+std::string geometryArg(const ConvGeometry& g) {
+  return fmt::format("rudnn::conv::Geometry<{}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}>",
+                     g.channels, g.out_channels, g.groups, g.input[0], g.input[1], g.input[2], g.kernel[0], g.kernel[1],
+                     g.kernel[2], g.stride[0], g.stride[1], g.stride[2], g.padding[0], g.padding[1], g.padding[2],
+                     g.dilation[0], g.dilation[1], g.dilation[2]);
+}
+
+std::string policyArg(const Choice& c) {
+  switch (c.algorithm) {
+    case Algorithm::Direct: return fmt::format("rudnn::conv::DirectPolicy<{}>", c.threads);
+    case Algorithm::Depthwise:
+      return fmt::format("rudnn::conv::DepthwisePolicy<{}, {}, {}>", c.depthwise.tileH, c.depthwise.tileW,
+                         c.depthwise.channels);
+    case Algorithm::ImplicitGemm: break;
+  }
+  const auto& t = c.gemm;
+  return fmt::format("rudnn::conv::IgemmPolicy<{}, {}, {}, {}, {}, {}, {}>", t.bm, t.bn, t.bk, t.warpsM, t.warpsN,
+                     t.stages, t.tensorCore ? "true" : "false");
+}
+
+std::string tileName(const Choice& c) {
+  switch (c.algorithm) {
+    case Algorithm::Direct: return fmt::format("direct_t{}", c.threads);
+    case Algorithm::Depthwise:
+      return fmt::format("depthwise_{}x{}x{}", c.depthwise.tileH, c.depthwise.tileW, c.depthwise.channels);
+    case Algorithm::ImplicitGemm: break;
+  }
+  const auto& t = c.gemm;
+  return fmt::format("igemm{}_{}x{}x{}_w{}x{}_s{}", t.tensorCore ? "_tc" : "", t.bm, t.bn, t.bk, t.warpsM, t.warpsN,
+                     t.stages);
+}
+
+// Builds the chain of launches of one op. Values flow through `values` (the op's operands, then
+// each temporary as it is made); kernels see them by index.
+class ConvLaunches {
+ public:
+  ConvLaunches(Operation* op, const contracts::ConvSignature& sig, const Choice& choice, DictionaryAttr config)
+      : op_(op), sig_(sig), g_(contracts::conv_geometry(sig)), choice_(choice), config_(config) {
+    values_.assign(op->getOperands().begin(), op->getOperands().end());
+    dtype_ = sig.direction == ConvDirection::DataBackward ? sig.grad_output->dtype : sig.input.dtype;
+    elem_ = dialect::cTypeName(dtype_);
+    suffix_ = fmt::format("{}_{}_g{:016x}", dtype_name(dtype_), tileName(choice), fnv1a(geometryArg(g_)));
+  }
+
+  // swap_last_two(src [a, b, s] → dst [a, s, b]); `a` is the batch of value `src` (activations) or a
+  // constant (weights). Returns the index of the destination: a new temporary, or `result` type.
+  std::int64_t swap(RewriterBase& rewriter, std::int64_t src, bool batched, std::int64_t a, std::int64_t b,
+                    std::int64_t s, Type resultType = {}) {
+    LaunchBuilder l(op_, fmt::format("rudnn_conv_swap_{}", dtype_name(dtype_)), "rudnn/conv/layout.cuh",
+                    "rudnn::conv::swap_last_two");
+    l.templateArgs({elem_}).config(config_).operands(values_);
+    const SizeFactor rows = batched ? SizeFactor::dimOf(src, 0) : SizeFactor::constant(a);
+    Type type = resultType
+                    ? resultType
+                    : RankedTensorType::get({ShapedType::kDynamic}, dialect::toElementType(op_->getContext(), dtype_));
+    l.results({type},
+              resultType ? ArrayRef<Attribute>{} : ArrayRef<Attribute>{l.size({rows, SizeFactor::constant(b * s)})});
+    const std::int64_t dst = static_cast<std::int64_t>(values_.size());
+    l.buffer("src", "const " + elem_ + "*", src)
+        .buffer("dst", elem_ + "*", dst)
+        .sizeParam("a", l.size({rows}))
+        .constant("b", b)
+        .constant("s", s)
+        .grid(l.size({rows, SizeFactor::constant(((b + 31) / 32) * ((s + 31) / 32))}))
+        .block(256)
+        .shared(conv::shared_memory::swap_last_two(static_cast<std::int64_t>(dtype_size(dtype_))));
+    return push(rewriter, l);
+  }
+
+  std::int64_t push(RewriterBase& rewriter, LaunchBuilder& l) {
+    dialect::LaunchOp launch = l.create(rewriter);
+    for (Value r : launch.getResults()) values_.push_back(r);
+    last_ = launch;
+    return static_cast<std::int64_t>(values_.size()) - 1;
+  }
+
+  Type tempType() const {
+    return RankedTensorType::get({ShapedType::kDynamic}, dialect::toElementType(op_->getContext(), dtype_));
+  }
+
+  LogicalResult build(RewriterBase& rewriter);
+
+ private:
+  std::int64_t convKernel(RewriterBase& rewriter, std::int64_t a, std::int64_t b, std::int64_t bias, Type resultType);
+  std::int64_t weightGradKernels(RewriterBase& rewriter, std::int64_t x, std::int64_t dy, Type resultType);
+
+  Operation* op_;
+  contracts::ConvSignature sig_;
+  ConvGeometry g_;
+  Choice choice_;
+  DictionaryAttr config_;
+  DType dtype_;
+  std::string elem_, suffix_;
+  SmallVector<Value> values_;
+  dialect::LaunchOp last_;
+  SmallVector<Value> results_;
+};
+
+// The forward or data-backward kernel on channels-last values `a` (x or dy) and `b` (w).
+std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, std::int64_t b, std::int64_t bias,
+                                      Type resultType) {
+  const bool forward = sig_.direction == ConvDirection::Forward;
+  static const char* kNames[] = {"direct", "depthwise", "igemm"};
+  const char* alg = kNames[static_cast<int>(choice_.algorithm)];
+  const char* header = choice_.algorithm == Algorithm::Direct      ? "rudnn/conv/direct.cuh"
+                       : choice_.algorithm == Algorithm::Depthwise ? "rudnn/conv/depthwise.cuh"
+                                                                   : "rudnn/conv/implicit_gemm.cuh";
+  std::string biasType = "void";
+  if (forward && bias >= 0) biasType = dialect::cTypeName(sig_.bias->dtype);
+  LaunchBuilder l(
+      op_, fmt::format("rudnn_conv_{}_{}_{}_{}", forward ? "fprop" : "dgrad", alg, forward ? biasType : "", suffix_),
+      header, fmt::format("rudnn::conv::conv_{}_{}", forward ? "fprop" : "dgrad", alg));
+  std::vector<std::string> args = {elem_};
+  if (forward) args.push_back(biasType);
+  args.push_back(geometryArg(g_));
+  args.push_back(policyArg(choice_));
+  l.templateArgs(args).config(config_).operands(values_);
+  const std::int64_t outPixels = forward ? g_.output_pixels() : g_.input_pixels();
+  const std::int64_t outChannels = forward ? g_.out_channels : g_.channels;
+  if (resultType)
+    l.results({resultType});
+  else
+    l.results({tempType()}, {l.size({SizeFactor::dimOf(a, 0), SizeFactor::constant(outPixels * outChannels)})});
+  const std::int64_t out = static_cast<std::int64_t>(values_.size());
+  l.buffer(forward ? "x" : "dy", "const " + elem_ + "*", a).buffer("w", "const " + elem_ + "*", b);
+  if (forward) {
+    if (bias >= 0)
+      l.buffer("bias", "const " + biasType + "*", bias);
+    else
+      l.nullBuffer("bias", "const void*");
+  }
+  l.buffer(forward ? "y" : "dx", elem_ + "*", out).sizeParam("n", l.size({SizeFactor::dimOf(a, 0)}));
+  const SizeFactor batch = SizeFactor::dimOf(a, 0);
+  const DType dt = dtype_;
+  switch (choice_.algorithm) {
+    case Algorithm::Direct:
+      l.grid(l.size({batch, SizeFactor::constant(outPixels * outChannels)}, choice_.threads))
+          .block(choice_.threads)
+          .shared(0);
+      break;
+    case Algorithm::Depthwise: {
+      const auto& t = choice_.depthwise;
+      const std::int64_t tiles = g_.output[0] * ((g_.output[1] + t.tileH - 1) / t.tileH) *
+                                 ((g_.output[2] + t.tileW - 1) / t.tileW) *
+                                 ((g_.out_channels + t.channels - 1) / t.channels);
+      l.grid(l.size({batch, SizeFactor::constant(tiles)}))
+          .block(conv::shared_memory::depthwise_threads(t.tileH, t.tileW, t.channels))
+          .shared(conv::shared_memory::depthwise(g_.kernel[1], g_.kernel[2], g_.stride[1], g_.stride[2], g_.dilation[1],
+                                                 g_.dilation[2], g_.out_channels / g_.channels, t.tileH, t.tileW,
+                                                 t.channels, static_cast<std::int64_t>(dtype_size(dt))));
+      break;
+    }
+    case Algorithm::ImplicitGemm: {
+      const auto& t = choice_.gemm;
+      l.grid(l.size({batch, SizeFactor::constant(outPixels * ((outChannels + t.bn - 1) / t.bn))}, t.bm))
+          .block(t.threads())
+          .shared(forward ? conv::shared_memory::igemm_fprop(t.bm, t.bn, t.bk, t.stages, t.tensorCore,
+                                                             static_cast<std::int64_t>(dtype_size(dt)))
+                          : conv::shared_memory::igemm_dgrad(t.bm, t.bn, t.bk, t.stages, t.tensorCore,
+                                                             static_cast<std::int64_t>(dtype_size(dt))));
+      break;
+    }
+  }
+  return push(rewriter, l);
+}
+
+// The weight-backward kernels on channels-last x and dy; the result is dw [O, taps, C/G].
+std::int64_t ConvLaunches::weightGradKernels(RewriterBase& rewriter, std::int64_t x, std::int64_t dy, Type resultType) {
+  const std::int64_t weights = g_.out_channels * g_.taps() * (g_.channels / g_.groups);
+  const SizeFactor batch = SizeFactor::dimOf(x, 0);
+  if (choice_.algorithm == Algorithm::Direct) {
+    LaunchBuilder l(op_, "rudnn_conv_wgrad_direct_" + suffix_, "rudnn/conv/direct.cuh",
+                    "rudnn::conv::conv_wgrad_direct");
+    l.templateArgs({elem_, geometryArg(g_), policyArg(choice_)}).config(config_).operands(values_);
+    if (resultType)
+      l.results({resultType});
+    else
+      l.results({tempType()}, {l.size({SizeFactor::constant(weights)})});
+    const std::int64_t out = static_cast<std::int64_t>(values_.size());
+    l.buffer("x", "const " + elem_ + "*", x)
+        .buffer("dy", "const " + elem_ + "*", dy)
+        .buffer("dw", elem_ + "*", out)
+        .sizeParam("n", l.size({batch}))
+        .grid(l.size({SizeFactor::constant(conv::shared_memory::wgrad_direct_blocks(weights))}))
+        .block(choice_.threads)
+        .shared(conv::shared_memory::wgrad_direct(choice_.threads));
+    return push(rewriter, l);
+  }
+  const auto& t = choice_.gemm;
+  const std::int64_t filter = g_.taps() * g_.channels;
+  LaunchBuilder w(op_, "rudnn_conv_wgrad_igemm_" + suffix_, "rudnn/conv/implicit_gemm.cuh",
+                  "rudnn::conv::conv_wgrad_igemm");
+  w.templateArgs({elem_, geometryArg(g_), policyArg(choice_)}).config(config_).operands(values_);
+  w.results({RankedTensorType::get({ShapedType::kDynamic}, Float32Type::get(op_->getContext()))},
+            {w.size({SizeFactor::constant(choice_.splits * weights)})});
+  const std::int64_t partial = static_cast<std::int64_t>(values_.size());
+  w.buffer("x", "const " + elem_ + "*", x)
+      .buffer("dy", "const " + elem_ + "*", dy)
+      .buffer("partial", "float*", partial)
+      .sizeParam("n", w.size({batch}))
+      .constant("splits", choice_.splits)
+      .grid(w.size({SizeFactor::constant(((g_.out_channels + t.bm - 1) / t.bm) * ((filter + t.bn - 1) / t.bn) *
+                                         choice_.splits)}))
+      .block(t.threads())
+      .shared(conv::shared_memory::igemm_wgrad(t.bm, t.bn, t.bk, t.stages, t.tensorCore,
+                                               static_cast<std::int64_t>(dtype_size(dtype_))));
+  push(rewriter, w);
+
+  LaunchBuilder r(op_, fmt::format("rudnn_conv_wgrad_reduce_{}", dtype_name(dtype_)), "rudnn/conv/implicit_gemm.cuh",
+                  "rudnn::conv::conv_wgrad_reduce");
+  r.templateArgs({elem_}).config(config_).operands(values_);
+  if (resultType)
+    r.results({resultType});
+  else
+    r.results({tempType()}, {r.size({SizeFactor::constant(weights)})});
+  const std::int64_t out = static_cast<std::int64_t>(values_.size());
+  r.buffer("partial", "const float*", partial)
+      .buffer("dw", elem_ + "*", out)
+      .constant("elements", weights)
+      .constant("splits", choice_.splits)
+      .grid(r.size({SizeFactor::constant(weights)}, 256))
+      .block(256)
+      .shared(0);
+  return push(rewriter, r);
+}
+
+LogicalResult ConvLaunches::build(RewriterBase& rewriter) {
+  const bool cl = sig_.channels_last;
+  const std::int64_t cg = g_.channels / g_.groups, taps = g_.taps();
+  SmallVector<Value> replacements;
+  auto resultType = [&](unsigned i) { return op_->getResult(i).getType(); };
+  switch (sig_.direction) {
+    case ConvDirection::Forward: {
+      const std::int64_t bias = op_->getNumOperands() > 2 ? 2 : -1;
+      if (cl) {
+        convKernel(rewriter, 0, 1, bias, resultType(0));
+      } else {
+        const std::int64_t x = swap(rewriter, 0, true, 0, g_.channels, g_.input_pixels());
+        const std::int64_t w = swap(rewriter, 1, false, g_.out_channels, cg, taps);
+        const std::int64_t y = convKernel(rewriter, x, w, bias, {});
+        swap(rewriter, y, true, 0, g_.output_pixels(), g_.out_channels, resultType(0));
+      }
+      replacements.push_back(last_.getResult(0));
+      break;
+    }
+    case ConvDirection::DataBackward: {
+      if (cl) {
+        convKernel(rewriter, 0, 1, -1, resultType(0));
+      } else {
+        const std::int64_t dy = swap(rewriter, 0, true, 0, g_.out_channels, g_.output_pixels());
+        const std::int64_t w = swap(rewriter, 1, false, g_.out_channels, cg, taps);
+        const std::int64_t dx = convKernel(rewriter, dy, w, -1, {});
+        swap(rewriter, dx, true, 0, g_.input_pixels(), g_.channels, resultType(0));
+      }
+      replacements.push_back(last_.getResult(0));
+      break;
+    }
+    case ConvDirection::WeightBackward: {
+      std::int64_t x = 0, dy = 1;
+      if (cl) {
+        weightGradKernels(rewriter, x, dy, resultType(0));
+      } else {
+        x = swap(rewriter, 0, true, 0, g_.channels, g_.input_pixels());
+        dy = swap(rewriter, 1, true, 0, g_.out_channels, g_.output_pixels());
+        const std::int64_t dw = weightGradKernels(rewriter, x, dy, {});
+        swap(rewriter, dw, false, g_.out_channels, taps, cg, resultType(0));
+      }
+      replacements.push_back(last_.getResult(0));
+      if (op_->getNumResults() > 1) {
+        LaunchBuilder l(op_, fmt::format("rudnn_conv_bias_grad_{}", dtype_name(dtype_)), "rudnn/conv/direct.cuh",
+                        "rudnn::conv::conv_bias_grad");
+        l.templateArgs({elem_, "rudnn::conv::DirectPolicy<256>"}).config(config_).operands(values_);
+        l.results({resultType(1)});
+        const std::int64_t out = static_cast<std::int64_t>(values_.size());
+        l.buffer("dy", "const " + elem_ + "*", dy)
+            .buffer("db", "float*", out)
+            .sizeParam("rows", l.size({SizeFactor::dimOf(dy, 0), SizeFactor::constant(g_.output_pixels())}))
+            .constant("channels", g_.out_channels)
+            .grid(l.size({SizeFactor::constant(conv::shared_memory::bias_grad_blocks(g_.out_channels))}))
+            .block(256)
+            .shared(conv::shared_memory::bias_grad(256));
+        push(rewriter, l);
+        replacements.push_back(last_.getResult(0));
+      }
+      break;
+    }
+  }
+  rewriter.replaceOp(op_, replacements);
+  return success();
+}
+
+}  // namespace
+
+LogicalResult lowerConvOpToLaunch(RewriterBase& rewriter, Operation* op) {
+  auto sig = dialect::convSignatureOf(op);
+  if (!sig) return op->emitOpError() << "is not a convolution op";
+  auto config = op->getAttrOfType<DictionaryAttr>(dialect::kKernelConfigAttrName);
+  auto choice = dialect::convChoiceOf(config);
+  if (!choice) return op->emitOpError() << "has no kernel_config (run rudnn-select-kernel-config first)";
+  const ConvGeometry g = contracts::conv_geometry(*sig);
+  for (int d = 0; d < 3; ++d)
+    if (!contracts::known(g.input[d]) || !contracts::known(g.kernel[d]))
+      return op->emitOpError() << "needs static spatial and filter extents to lower";
+  if (!contracts::known(g.channels) || !contracts::known(g.out_channels))
+    return op->emitOpError() << "needs static channel counts to lower";
+  ConvLaunches launches(op, *sig, *choice, config);
+  return launches.build(rewriter);
+}
+
+}  // namespace rudnn::compiler

@@ -1,0 +1,92 @@
+#pragma once
+// The kernel configuration space of the convolution kernels (templates/rudnn/conv/), shared by the
+// op verifiers, rudnn-select-kernel-config, the lowering, the variant registry and autotune.
+// A kernel_config names the algorithm and its tile:
+//   {algorithm = 0 (direct), threads}                              DirectPolicy<threads>
+//   {algorithm = 1 (depthwise), tile_h, tile_w, channels}          DepthwisePolicy<tile_h, tile_w, channels>
+//   {algorithm = 2 (implicit GEMM), bm, bn, bk, warps_m, warps_n, stages, tensor_core[, splits]}
+//                                                                  IgemmPolicy<...>; splits: weight backward
+// Which algorithm serves which call (and the substitutions): docs/convolution.md.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "contracts/conv.h"
+
+namespace rudnn::dialect::conv_config {
+
+inline constexpr const char* kAlgorithm = "algorithm";
+inline constexpr const char* kThreads = "threads";
+inline constexpr const char* kTileH = "tile_h";
+inline constexpr const char* kTileW = "tile_w";
+inline constexpr const char* kChannels = "channels";
+inline constexpr const char* kBm = "bm";
+inline constexpr const char* kBn = "bn";
+inline constexpr const char* kBk = "bk";
+inline constexpr const char* kWarpsM = "warps_m";
+inline constexpr const char* kWarpsN = "warps_n";
+inline constexpr const char* kStages = "stages";
+inline constexpr const char* kTensorCore = "tensor_core";
+inline constexpr const char* kSplits = "splits";
+
+enum class Algorithm : std::int64_t { Direct = 0, Depthwise = 1, ImplicitGemm = 2 };
+
+struct DepthwiseTile {
+  std::int64_t tileH = 8, tileW = 8, channels = 32;
+  bool operator==(const DepthwiseTile&) const = default;
+};
+struct GemmTile {
+  std::int64_t bm = 64, bn = 64, bk = 32, warpsM = 2, warpsN = 2, stages = 3;
+  bool tensorCore = false;
+  std::int64_t threads() const { return 32 * warpsM * warpsN; }
+  bool operator==(const GemmTile&) const = default;
+};
+
+// One kernel choice: the algorithm and the fields it uses.
+struct Choice {
+  Algorithm algorithm = Algorithm::Direct;
+  std::int64_t threads = 256;  // direct
+  DepthwiseTile depthwise;     // depthwise
+  GemmTile gemm;               // implicit GEMM
+  std::int64_t splits = 1;     // implicit GEMM weight backward: K ranges summed in order
+};
+
+// The registered tiles (each verified spill-free for sm_80 and sm_90a: tests/nvrtc).
+const std::vector<std::int64_t>& directThreads();
+const std::vector<DepthwiseTile>& depthwiseTiles();
+const std::vector<GemmTile>& gemmTiles();  // tensor-core and plain
+inline constexpr std::int64_t kMaxSplits = 32;
+// Weight-backward split sums are FP32 [splits, O, taps·C/G]; bounded (docs/convolution.md).
+inline constexpr std::int64_t kMaxSplitWorkspaceBytes = std::int64_t{64} << 20;
+
+// Dictionary values ↔ Choice (nothing when a key is missing, extra or not an integer).
+std::optional<Choice> choiceOf(const std::vector<std::pair<std::string, std::int64_t>>& values);
+std::vector<std::pair<std::string, std::int64_t>> valuesOf(const Choice& c);
+
+// Why `c` cannot run `direction` of geometry `g` with dtype `dtype` (not registered, the algorithm
+// does not serve it, the workspace bound), or nothing. `tensorCoresOk`: the target has mma.sync.
+std::optional<std::string> checkChoice(const Choice& c, contracts::ConvDirection direction,
+                                       const contracts::ConvGeometry& g, DType dtype);
+
+// What serves a call with strategy "direct" / "implicit_gemm" ahead of tuning, and why the
+// algorithm is not the preferred one (empty when it is): the documented substitutions.
+struct Heuristic {
+  Choice choice;
+  std::string substitution;
+};
+Heuristic heuristicChoice(contracts::ConvDirection direction, const contracts::ConvGeometry& g, DType dtype,
+                          bool preferImplicitGemm, bool tensorCores);
+
+// Every registered choice that serves the call (autotune's candidates), tensor-core ones only when
+// the target has them.
+std::vector<Choice> candidates(contracts::ConvDirection direction, const contracts::ConvGeometry& g, DType dtype,
+                               bool tensorCores);
+
+// Bytes of dynamic shared memory of the choice's main kernel; bytes of its workspace.
+std::int64_t sharedBytes(const Choice& c, contracts::ConvDirection direction, const contracts::ConvGeometry& g,
+                         DType dtype);
+// The weight backward's FP32 split sums (implicit GEMM; 0 for the other algorithms).
+std::int64_t splitWorkspaceBytes(const Choice& c, const contracts::ConvGeometry& g);
+
+}  // namespace rudnn::dialect::conv_config

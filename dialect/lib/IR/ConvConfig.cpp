@@ -1,0 +1,212 @@
+#include "rudnn/Dialect/Rudnn/IR/ConvConfig.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace rudnn::dialect::conv_config {
+
+using contracts::ConvDirection;
+using contracts::ConvGeometry;
+
+const std::vector<std::int64_t>& directThreads() {
+  static const std::vector<std::int64_t> threads = {128, 256};
+  return threads;
+}
+
+const std::vector<DepthwiseTile>& depthwiseTiles() {
+  static const std::vector<DepthwiseTile> tiles = {{8, 8, 32}, {4, 16, 32}, {8, 8, 64}};
+  return tiles;
+}
+
+const std::vector<GemmTile>& gemmTiles() {
+  static const std::vector<GemmTile> tiles = {
+      {128, 128, 32, 2, 4, 3, true},
+      {64, 128, 32, 2, 2, 3, true},
+      {64, 64, 32, 2, 2, 4, true},
+      {64, 64, 16, 2, 2, 2, false},
+  };
+  return tiles;
+}
+
+std::optional<Choice> choiceOf(const std::vector<std::pair<std::string, std::int64_t>>& values) {
+  auto get = [&](const char* key) -> std::optional<std::int64_t> {
+    for (auto& [k, v] : values)
+      if (k == key) return v;
+    return std::nullopt;
+  };
+  auto algorithm = get(kAlgorithm);
+  if (!algorithm || *algorithm < 0 || *algorithm > 2) return std::nullopt;
+  Choice c;
+  c.algorithm = static_cast<Algorithm>(*algorithm);
+  std::vector<const char*> keys;
+  switch (c.algorithm) {
+    case Algorithm::Direct: keys = {kAlgorithm, kThreads}; break;
+    case Algorithm::Depthwise: keys = {kAlgorithm, kTileH, kTileW, kChannels}; break;
+    case Algorithm::ImplicitGemm:
+      keys = {kAlgorithm, kBm, kBn, kBk, kWarpsM, kWarpsN, kStages, kTensorCore, kSplits};
+      break;
+  }
+  if (values.size() != keys.size()) return std::nullopt;
+  for (const char* k : keys)
+    if (!get(k)) return std::nullopt;
+  if (c.algorithm == Algorithm::Direct) c.threads = *get(kThreads);
+  if (c.algorithm == Algorithm::Depthwise) c.depthwise = {*get(kTileH), *get(kTileW), *get(kChannels)};
+  if (c.algorithm == Algorithm::ImplicitGemm) {
+    c.gemm = {*get(kBm), *get(kBn), *get(kBk), *get(kWarpsM), *get(kWarpsN), *get(kStages), *get(kTensorCore) != 0};
+    c.splits = *get(kSplits);
+  }
+  return c;
+}
+
+std::vector<std::pair<std::string, std::int64_t>> valuesOf(const Choice& c) {
+  switch (c.algorithm) {
+    case Algorithm::Direct: return {{kAlgorithm, 0}, {kThreads, c.threads}};
+    case Algorithm::Depthwise:
+      return {
+          {kAlgorithm, 1}, {kTileH, c.depthwise.tileH}, {kTileW, c.depthwise.tileW}, {kChannels, c.depthwise.channels}};
+    case Algorithm::ImplicitGemm: break;
+  }
+  const GemmTile& t = c.gemm;
+  return {{kAlgorithm, 2},     {kBm, t.bm},         {kBn, t.bn},         {kBk, t.bk},
+          {kWarpsM, t.warpsM}, {kWarpsN, t.warpsN}, {kStages, t.stages}, {kTensorCore, t.tensorCore ? 1 : 0},
+          {kSplits, c.splits}};
+}
+
+namespace {
+
+// The ImplicitGemm kernels serve ungrouped convolutions (grouped ones run Direct).
+std::optional<std::string> gemmServes(const ConvGeometry& g) {
+  if (g.groups != 1) return fmt::format("implicit GEMM serves groups = 1, got groups = {}", g.groups);
+  return std::nullopt;
+}
+
+// The depthwise kernel: forward, groups = C > 1 (one input channel per group).
+std::optional<std::string> depthwiseServes(ConvDirection direction, const ConvGeometry& g) {
+  if (direction != ConvDirection::Forward) return std::string("the depthwise kernel serves the forward only");
+  if (!g.depthwise())
+    return fmt::format("the depthwise kernel needs groups = C > 1, got groups {} with C {}", g.groups, g.channels);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> checkChoice(const Choice& c, ConvDirection direction, const ConvGeometry& g, DType dtype) {
+  switch (c.algorithm) {
+    case Algorithm::Direct: {
+      const auto& t = directThreads();
+      if (std::find(t.begin(), t.end(), c.threads) == t.end())
+        return fmt::format("threads = {} is not a registered direct tile (128, 256)", c.threads);
+      return std::nullopt;
+    }
+    case Algorithm::Depthwise: {
+      const auto& t = depthwiseTiles();
+      if (std::find(t.begin(), t.end(), c.depthwise) == t.end())
+        return fmt::format("{{tile_h = {}, tile_w = {}, channels = {}}} is not a registered depthwise tile",
+                           c.depthwise.tileH, c.depthwise.tileW, c.depthwise.channels);
+      return depthwiseServes(direction, g);
+    }
+    case Algorithm::ImplicitGemm: break;
+  }
+  const auto& t = gemmTiles();
+  if (std::find(t.begin(), t.end(), c.gemm) == t.end())
+    return fmt::format(
+        "{{bm = {}, bn = {}, bk = {}, warps {}x{}, stages = {}, tensor_core = {}}} is not a registered "
+        "implicit GEMM tile",
+        c.gemm.bm, c.gemm.bn, c.gemm.bk, c.gemm.warpsM, c.gemm.warpsN, c.gemm.stages, c.gemm.tensorCore ? 1 : 0);
+  if (c.gemm.tensorCore && dtype == DType::F32) return std::string("tensor_core = 1 needs f16 or bf16");
+  if (auto why = gemmServes(g)) return why;
+  if (c.splits < 1 || c.splits > kMaxSplits) return fmt::format("splits in 1..={}, got {}", kMaxSplits, c.splits);
+  if (direction != ConvDirection::WeightBackward && c.splits != 1)
+    return fmt::format("splits = 1 outside the weight backward, got {}", c.splits);
+  if (direction == ConvDirection::WeightBackward && splitWorkspaceBytes(c, g) > kMaxSplitWorkspaceBytes)
+    return fmt::format("a split workspace <= {} bytes, got {} splits of {} weights", kMaxSplitWorkspaceBytes, c.splits,
+                       g.out_channels * g.taps() * (g.channels / g.groups));
+  return std::nullopt;
+}
+
+namespace {
+
+// Splits of the weight backward's reduction: enough blocks to fill a large GPU (~132 SMs × 2) when
+// the weight tiles alone are few, each split keeping at least 256 rows of N·outputs, within the
+// workspace bound.
+std::int64_t heuristicSplits(const GemmTile& t, const ConvGeometry& g) {
+  const std::int64_t filter = g.taps() * g.channels;
+  const std::int64_t tiles = ((g.out_channels + t.bm - 1) / t.bm) * ((filter + t.bn - 1) / t.bn);
+  const std::int64_t rows = (contracts::known(g.batch) ? std::max<std::int64_t>(g.batch, 1) : 8) * g.output_pixels();
+  std::int64_t splits = std::clamp<std::int64_t>(264 / std::max<std::int64_t>(tiles, 1), 1, kMaxSplits);
+  splits = std::min(splits, std::max<std::int64_t>(rows / 256, 1));
+  while (splits > 1 && splits * g.out_channels * filter * 4 > kMaxSplitWorkspaceBytes) --splits;
+  return splits;
+}
+
+Choice gemmChoice(const GemmTile& t, ConvDirection direction, const ConvGeometry& g) {
+  Choice c;
+  c.algorithm = Algorithm::ImplicitGemm;
+  c.gemm = t;
+  c.splits = direction == ConvDirection::WeightBackward ? heuristicSplits(t, g) : 1;
+  return c;
+}
+
+}  // namespace
+
+Heuristic heuristicChoice(ConvDirection direction, const ConvGeometry& g, DType dtype, bool preferImplicitGemm,
+                          bool tensorCores) {
+  Heuristic h;
+  const bool depthwise = !depthwiseServes(direction, g);
+  if (!preferImplicitGemm) {
+    if (depthwise) {
+      h.choice.algorithm = Algorithm::Depthwise;
+      h.choice.depthwise = depthwiseTiles().front();
+    }
+    return h;  // Direct, 256 threads
+  }
+  // ImplicitGemm preferred: the guide's substitutions first.
+  if (g.groups != 1) {
+    h.substitution = fmt::format("grouped convolution (groups = {}) with ImplicitGemm runs Direct", g.groups);
+  } else if (dtype == DType::F32 && g.spatial_dims == 3) {
+    h.substitution = "3-D f32 convolution runs Direct";
+  } else {
+    const bool tc = tensorCores && dtype != DType::F32;
+    // The GEMM's column count: 128-wide tiles only when there are columns to fill them.
+    const std::int64_t columns = direction == ConvDirection::Forward        ? g.out_channels
+                                 : direction == ConvDirection::DataBackward ? g.channels
+                                                                            : g.taps() * g.channels;
+    const auto& tiles = gemmTiles();
+    const GemmTile& tile = !tc ? tiles[3] : columns >= 128 ? tiles[0] : tiles[2];
+    h.choice = gemmChoice(tile, direction, g);
+    return h;
+  }
+  if (depthwise) {
+    h.choice.algorithm = Algorithm::Depthwise;
+    h.choice.depthwise = depthwiseTiles().front();
+  }
+  return h;
+}
+
+std::vector<Choice> candidates(ConvDirection direction, const ConvGeometry& g, DType dtype, bool tensorCores) {
+  std::vector<Choice> out;
+  for (std::int64_t t : directThreads()) {
+    Choice c;
+    c.threads = t;
+    out.push_back(c);
+  }
+  for (const DepthwiseTile& t : depthwiseTiles()) {
+    Choice c;
+    c.algorithm = Algorithm::Depthwise;
+    c.depthwise = t;
+    if (!checkChoice(c, direction, g, dtype)) out.push_back(c);
+  }
+  for (const GemmTile& t : gemmTiles()) {
+    if (t.tensorCore && !tensorCores) continue;
+    Choice c = gemmChoice(t, direction, g);
+    if (!checkChoice(c, direction, g, dtype)) out.push_back(c);
+  }
+  return out;
+}
+
+std::int64_t splitWorkspaceBytes(const Choice& c, const ConvGeometry& g) {
+  if (c.algorithm != Algorithm::ImplicitGemm) return 0;
+  return c.splits * g.out_channels * g.taps() * (g.channels / g.groups) * 4;
+}
+
+}  // namespace rudnn::dialect::conv_config

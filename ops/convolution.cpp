@@ -1,0 +1,231 @@
+// The public convolution entries: contract → operand checks → plan (lowered once per shape, dtype,
+// options, strategy and device) → launches, and the ConvInfo of what ran.
+#include "rudnn/convolution.h"
+
+#include "contracts/arch.h"
+#include "contracts/conv.h"
+#include "entry.h"
+#include "log.h"
+#include "rudnn/Dialect/Rudnn/IR/ConvConfig.h"
+#include "rudnn/compiler/conv.h"
+
+namespace rudnn::convolution {
+
+namespace {
+
+using contracts::ConvDirection;
+using ops::as;
+using ops::operand;
+namespace conv_config = dialect::conv_config;
+
+const char* strategy_name(ConvStrategy s) {
+  switch (s) {
+    case ConvStrategy::Direct: return "direct";
+    case ConvStrategy::ImplicitGemm: return "implicit_gemm";
+    case ConvStrategy::Autotune: return "autotune";
+  }
+  return "implicit_gemm";
+}
+
+contracts::ConvParams params_of(const ConvOptions& o) { return {o.stride, o.padding, o.dilation, o.groups}; }
+
+// Two extents (each < 2^31, the contract's bound) in one key word.
+std::int64_t pair(std::int64_t a, std::int64_t b) { return (a << 32) | b; }
+// Three option values (each <= 2^20) in one key word.
+std::int64_t triple(const std::array<std::int64_t, 3>& v) { return (v[0] << 42) | (v[1] << 21) | v[2]; }
+
+// What ran, from the plan's config and the heuristic's substitution for the requested strategy.
+ConvInfo info_of(const ops::Plan& plan, const contracts::ConvSignature& sig, const contracts::ConvGeometry& g,
+                 ConvStrategy strategy, DType dtype, bool tensor_cores) {
+  ConvInfo info;
+  const compiler::KernelConfig& config = plan.kernels.front().launch.config;
+  info.tile = config.to_string();
+  if (auto choice = conv_config::choiceOf(config.values)) {
+    switch (choice->algorithm) {
+      case conv_config::Algorithm::Direct: info.algorithm = ConvAlgorithm::Direct; break;
+      case conv_config::Algorithm::Depthwise: info.algorithm = ConvAlgorithm::Depthwise; break;
+      case conv_config::Algorithm::ImplicitGemm:
+        info.algorithm = choice->gemm.tensorCore ? ConvAlgorithm::ImplicitGemmTensorCore : ConvAlgorithm::ImplicitGemm;
+        break;
+    }
+  }
+  if (strategy == ConvStrategy::ImplicitGemm) {
+    const auto h = conv_config::heuristicChoice(sig.direction, g, dtype, true, tensor_cores);
+    info.substituted = !h.substitution.empty();
+    info.reason = h.substitution;
+  }
+  return info;
+}
+
+// The device bytes of the call's temporaries: channels-first copies of the inputs and the result,
+// and the weight backward's FP32 split sums.
+std::int64_t workspace_bytes(const contracts::ConvSignature& sig, const contracts::ConvGeometry& g,
+                             const std::optional<conv_config::Choice>& choice, DType dtype) {
+  const std::int64_t e = static_cast<std::int64_t>(dtype_size(dtype));
+  const std::int64_t in = g.batch * g.input_pixels() * g.channels, out = g.batch * g.output_pixels() * g.out_channels,
+                     weights = g.out_channels * g.taps() * (g.channels / g.groups);
+  std::int64_t bytes = 0;
+  if (!sig.channels_last) bytes += e * (in + out + weights);  // two inputs and the result, swapped
+  if (sig.direction == ConvDirection::WeightBackward && choice) bytes += conv_config::splitWorkspaceBytes(*choice, g);
+  return bytes;
+}
+
+struct Call {
+  contracts::ConvSignature sig;
+  ConvStrategy strategy;
+  bool bias_grad = false;
+  const Tensor* first;  // the tensor whose device, queue and batch the call has
+  std::vector<std::pair<const Tensor*, const char*>> tensors;
+};
+
+Result<std::shared_ptr<const ops::Plan>, ConvSetupError> plan_for(const Call& call, ConvInfo* info) {
+  const contracts::ConvSignature& sig = call.sig;
+  if (auto e = contracts::check_conv(sig)) return *e;
+  for (auto [t, name] : call.tensors)
+    if (auto e = ops::check_contiguous(*t, name)) return as<ConvSetupError>(*e);
+  for (auto [t, name] : call.tensors)
+    if (auto e = ops::check_same_queue(*t, name, *call.first, call.tensors.front().second))
+      return as<ConvSetupError>(*e);
+  const Device& device = call.first->device();
+  const contracts::ConvGeometry g = contracts::conv_geometry(sig);
+  const DType dtype = call.first->dtype();
+  const bool tensor_cores = contracts::has_mma_m16n8k16(ops::target_for(device).arch);
+  const bool tunable = call.strategy == ConvStrategy::Autotune;
+  const std::int64_t mode = ops::autotune_mode_word(tunable);
+  const std::string op_name = sig.direction == ConvDirection::Forward        ? "rudnn.conv_forward"
+                              : sig.direction == ConvDirection::DataBackward ? "rudnn.conv_data_backward"
+                                                                             : "rudnn.conv_weight_backward";
+  const std::int64_t bias_word = sig.bias ? 1 + static_cast<std::int64_t>(sig.bias->dtype) : 0;
+  const ops::PlanKey key =
+      ops::PlanKeyBuilder(op_name)
+          .add(static_cast<std::int64_t>(dtype) | (bias_word << 8) | (std::int64_t{sig.channels_last} << 16) |
+               (std::int64_t{call.bias_grad} << 17) | (static_cast<std::int64_t>(call.strategy) << 18) |
+               (std::int64_t{g.spatial_dims} << 24))
+          .add(pair(g.channels, g.out_channels))
+          .add(g.groups)
+          .add(pair(g.input[0], g.input[1]))
+          .add(pair(g.input[2], (g.kernel[0] << 14) | (g.kernel[1] << 7) | g.kernel[2]))
+          .add(triple(g.stride))
+          .add(triple(g.padding))
+          .add(triple(g.dilation))
+          .add(device)
+          .add(mode)
+          .add(ops::autotune_bucket(g.batch, mode))
+          .key();
+  auto plan = ops::cached_plan(
+      key, device, tunable ? ops::Tunable::Yes : ops::Tunable::No, mode != 0, [&](compiler::ConfigProvider* provider) {
+        compiler::ConvRequest request{sig, strategy_name(call.strategy), call.bias_grad, std::nullopt, provider};
+        return compiler::lower_conv(request, ops::target_for(device));
+      });
+  if (!plan.ok()) return as<ConvSetupError>(plan.error());
+  ConvInfo what = info_of(**plan, sig, g, call.strategy, dtype, tensor_cores);
+  what.workspace_bytes =
+      workspace_bytes(sig, g, conv_config::choiceOf((*plan)->kernels.front().launch.config.values), dtype);
+  if (what.substituted)
+    runtime::log_info("{}: {} ran {} ({})", op_name, contracts::describe_call(sig), algorithm_name(what.algorithm),
+                      what.reason);
+  if (info) *info = std::move(what);
+  return std::shared_ptr<const ops::Plan>(*plan);
+}
+
+Result<Tensor, ConvSetupError> forward(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                                       const ConvOptions& options, ConvStrategy strategy, ConvInfo* info,
+                                       bool channels_last) {
+  Call call{{ConvDirection::Forward, channels_last, operand(input), operand(weight), std::nullopt, std::nullopt,
+             params_of(options)},
+            strategy,
+            false,
+            &input,
+            {{&input, "input"}, {&weight, "weight"}}};
+  if (bias) {
+    call.sig.bias = operand(*bias);
+    call.tensors.push_back({&*bias, "bias"});
+  }
+  auto plan = plan_for(call, info);
+  if (!plan.ok()) return plan.error();
+  auto out = ops::output(contracts::conv_output_shape(call.sig), input.dtype(), input.queue());
+  if (!out.ok()) return as<ConvSetupError>(out.error());
+  if (auto s = ops::launch(**plan, input.queue(), {&input, &weight, bias ? &*bias : nullptr, &*out}); !s.ok())
+    return as<ConvSetupError>(s.error());
+  return std::move(out.value());
+}
+
+}  // namespace
+
+const char* algorithm_name(ConvAlgorithm algorithm) {
+  switch (algorithm) {
+    case ConvAlgorithm::Direct: return "direct";
+    case ConvAlgorithm::Depthwise: return "depthwise";
+    case ConvAlgorithm::ImplicitGemm: return "implicit_gemm";
+    case ConvAlgorithm::ImplicitGemmTensorCore: return "implicit_gemm_tensor_core";
+  }
+  return "direct";
+}
+
+ConvStrategy default_strategy() {
+#if RUDNN_HAS_AUTOTUNE
+  return ConvStrategy::Autotune;
+#else
+  return ConvStrategy::ImplicitGemm;
+#endif
+}
+
+Result<Tensor, ConvSetupError> conv_forward(const Tensor& input, const Tensor& weight,
+                                            const std::optional<Tensor>& bias, const ConvOptions& options,
+                                            ConvStrategy strategy, ConvInfo* info) {
+  return forward(input, weight, bias, options, strategy, info, false);
+}
+
+Result<Tensor, ConvSetupError> conv_forward_nhwc(const Tensor& input, const Tensor& weight,
+                                                 const std::optional<Tensor>& bias, const ConvOptions& options,
+                                                 ConvStrategy strategy, ConvInfo* info) {
+  return forward(input, weight, bias, options, strategy, info, true);
+}
+
+Result<Tensor, ConvSetupError> conv_data_backward(const Tensor& grad_output, const Tensor& weight,
+                                                  const Shape& input_shape, const ConvOptions& options,
+                                                  ConvStrategy strategy, ConvLayout layout, ConvInfo* info) {
+  contracts::Operand shape_only{input_shape, grad_output.dtype(), ops::device_id(grad_output.device())};
+  Call call{{ConvDirection::DataBackward, layout == ConvLayout::ChannelsLast, shape_only, operand(weight), std::nullopt,
+             operand(grad_output), params_of(options)},
+            strategy,
+            false,
+            &grad_output,
+            {{&grad_output, "grad_output"}, {&weight, "weight"}}};
+  auto plan = plan_for(call, info);
+  if (!plan.ok()) return plan.error();
+  auto out = ops::output(input_shape, grad_output.dtype(), grad_output.queue());
+  if (!out.ok()) return as<ConvSetupError>(out.error());
+  if (auto s = ops::launch(**plan, grad_output.queue(), {&grad_output, &weight, &*out}); !s.ok())
+    return as<ConvSetupError>(s.error());
+  return std::move(out.value());
+}
+
+Result<ConvWeightGrads, ConvSetupError> conv_weight_backward(const Tensor& input, const Tensor& grad_output,
+                                                             const Shape& weight_shape, const ConvOptions& options,
+                                                             bool with_bias_grad, ConvStrategy strategy,
+                                                             ConvLayout layout, ConvInfo* info) {
+  contracts::Operand shape_only{weight_shape, input.dtype(), ops::device_id(input.device())};
+  Call call{{ConvDirection::WeightBackward, layout == ConvLayout::ChannelsLast, operand(input), shape_only,
+             std::nullopt, operand(grad_output), params_of(options)},
+            strategy,
+            with_bias_grad,
+            &input,
+            {{&input, "input"}, {&grad_output, "grad_output"}}};
+  auto plan = plan_for(call, info);
+  if (!plan.ok()) return plan.error();
+  auto dw = ops::output(weight_shape, input.dtype(), input.queue());
+  if (!dw.ok()) return as<ConvSetupError>(dw.error());
+  std::optional<Tensor> db;
+  if (with_bias_grad) {
+    auto made = ops::output({weight_shape[0]}, DType::F32, input.queue());
+    if (!made.ok()) return as<ConvSetupError>(made.error());
+    db = std::move(made.value());
+  }
+  auto s = db ? ops::launch(**plan, input.queue(), {&input, &grad_output, &*dw, &*db})
+              : ops::launch(**plan, input.queue(), {&input, &grad_output, &*dw});
+  if (!s.ok()) return as<ConvSetupError>(s.error());
+  return ConvWeightGrads{std::move(dw.value()), std::move(db)};
+}
+
+}  // namespace rudnn::convolution

@@ -1,0 +1,60 @@
+// rudnn-select-kernel-config on the convolution ops (conv_config::heuristicChoice). Strategy
+// "direct": the direct kernel, or the depthwise one for a depthwise forward. "implicit_gemm" (and
+// "autotune" without a tuned answer): the implicit GEMM — tensor cores for f16/bf16 where the target
+// has mma.sync, the 128x128 tile when the GEMM has >= 128 columns, else 64x64 — except the guide's
+// substitutions: grouped and 3-D f32 run Direct. The weight backward's reduction is split to fill
+// ~264 blocks (<= 32 splits, >= 256 rows each, batch 8 assumed when dynamic).
+// RUN: rudnn-opt %s --rudnn-select-kernel-config | FileCheck %s
+// RUN: rudnn-opt %s --rudnn-select-kernel-config="arch=sm_75" | FileCheck %s --check-prefix=TURING
+
+// ResNet 3x3, 64 -> 64 channels: 64 GEMM columns, the 64x64 tensor-core tile; on sm_75 the plain one.
+// CHECK-LABEL: func.func @resnet_bf16
+// CHECK: kernel_config = {algorithm = 2 : i64, bk = 32 : i64, bm = 64 : i64, bn = 64 : i64, splits = 1 : i64, stages = 4 : i64, tensor_core = 1 : i64, warps_m = 2 : i64, warps_n = 2 : i64}
+// TURING-LABEL: func.func @resnet_bf16
+// TURING: kernel_config = {algorithm = 2 : i64, bk = 16 : i64, bm = 64 : i64, bn = 64 : i64, splits = 1 : i64, stages = 2 : i64, tensor_core = 0 : i64, warps_m = 2 : i64, warps_n = 2 : i64}
+func.func @resnet_bf16(%x: tensor<?x56x56x64xbf16>, %w: tensor<64x3x3x64xbf16>) -> tensor<?x56x56x64xbf16> {
+  %y = rudnn.conv_forward %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>,
+         groups = 1, channels_last = true, strategy = "implicit_gemm"} : tensor<?x56x56x64xbf16>, tensor<64x3x3x64xbf16> -> tensor<?x56x56x64xbf16>
+  return %y : tensor<?x56x56x64xbf16>
+}
+
+// 256 output channels: the 128x128 tile.
+// CHECK-LABEL: func.func @wide_bf16
+// CHECK: kernel_config = {algorithm = 2 : i64, bk = 32 : i64, bm = 128 : i64, bn = 128 : i64, splits = 1 : i64, stages = 3 : i64, tensor_core = 1 : i64, warps_m = 2 : i64, warps_n = 4 : i64}
+func.func @wide_bf16(%x: tensor<?x14x14x256xbf16>, %w: tensor<256x3x3x256xbf16>) -> tensor<?x14x14x256xbf16> {
+  %y = rudnn.conv_forward %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>,
+         groups = 1, channels_last = true, strategy = "autotune"} : tensor<?x14x14x256xbf16>, tensor<256x3x3x256xbf16> -> tensor<?x14x14x256xbf16>
+  return %y : tensor<?x14x14x256xbf16>
+}
+
+// Grouped with ImplicitGemm: Direct (256 threads). Depthwise with Direct: the depthwise kernel.
+// CHECK-LABEL: func.func @grouped_and_depthwise
+// CHECK: kernel_config = {algorithm = 0 : i64, threads = 256 : i64}
+// CHECK: kernel_config = {algorithm = 1 : i64, channels = 32 : i64, tile_h = 8 : i64, tile_w = 8 : i64}
+func.func @grouped_and_depthwise(%x: tensor<2x8x16x16xbf16>, %w: tensor<8x4x3x3xbf16>, %wd: tensor<8x1x3x3xbf16>)
+    -> (tensor<2x8x16x16xbf16>, tensor<2x8x16x16xbf16>) {
+  %y = rudnn.conv_forward %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>,
+         groups = 2, channels_last = false, strategy = "implicit_gemm"} : tensor<2x8x16x16xbf16>, tensor<8x4x3x3xbf16> -> tensor<2x8x16x16xbf16>
+  %z = rudnn.conv_forward %x, %wd {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>,
+         groups = 8, channels_last = false, strategy = "direct"} : tensor<2x8x16x16xbf16>, tensor<8x1x3x3xbf16> -> tensor<2x8x16x16xbf16>
+  return %y, %z : tensor<2x8x16x16xbf16>, tensor<2x8x16x16xbf16>
+}
+
+// 3-D f32 with ImplicitGemm: Direct.
+// CHECK-LABEL: func.func @three_d_f32
+// CHECK: kernel_config = {algorithm = 0 : i64, threads = 256 : i64}
+func.func @three_d_f32(%x: tensor<1x4x8x8x8xf32>, %w: tensor<4x4x3x3x3xf32>) -> tensor<1x4x6x6x6xf32> {
+  %y = rudnn.conv_forward %x, %w {stride = array<i64>, padding = array<i64>, dilation = array<i64>,
+         groups = 1, channels_last = false, strategy = "implicit_gemm"} : tensor<1x4x8x8x8xf32>, tensor<4x4x3x3x3xf32> -> tensor<1x4x6x6x6xf32>
+  return %y : tensor<1x4x6x6x6xf32>
+}
+
+// Weight backward, 64 -> 64 3x3 at 56x56: 576 columns (the 128x128 tile, 5 tiles), split 32 ways.
+// CHECK-LABEL: func.func @weight_backward
+// CHECK: kernel_config = {algorithm = 2 : i64, bk = 32 : i64, bm = 128 : i64, bn = 128 : i64, splits = 32 : i64, stages = 3 : i64, tensor_core = 1 : i64, warps_m = 2 : i64, warps_n = 4 : i64}
+func.func @weight_backward(%x: tensor<?x56x56x64xbf16>, %dy: tensor<?x56x56x64xbf16>) -> tensor<64x3x3x64xbf16> {
+  %dw = rudnn.conv_weight_backward %x, %dy {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>,
+          dilation = array<i64: 1, 1>, groups = 1, channels_last = true, strategy = "implicit_gemm"}
+        : tensor<?x56x56x64xbf16>, tensor<?x56x56x64xbf16> -> tensor<64x3x3x64xbf16>
+  return %dw : tensor<64x3x3x64xbf16>
+}
