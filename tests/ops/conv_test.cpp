@@ -135,10 +135,10 @@ TEST_P(Conv, ForwardMatchesTheOracleInBothLayoutsAndStrategies) {
   const Device host = Device::host();
   const Tensor x_last = testing::upload(activation(c, c.c, c.in, true), c.dtype, d.x, host);
   const Tensor w_last = testing::upload(weight_shape(c, true), c.dtype, d.w, host);
-  const Tensor x_first = testing::upload(activation(c, c.c, c.in, false), c.dtype,
-                                         to_first(d.x, c.n, pixels(c.in), c.c), host);
-  const Tensor w_first = testing::upload(weight_shape(c, false), c.dtype,
-                                         to_first(d.w, c.o, pixels(c.k), c.c / c.groups), host);
+  const Tensor x_first =
+      testing::upload(activation(c, c.c, c.in, false), c.dtype, to_first(d.x, c.n, pixels(c.in), c.c), host);
+  const Tensor w_first =
+      testing::upload(weight_shape(c, false), c.dtype, to_first(d.w, c.o, pixels(c.k), c.c / c.groups), host);
   std::optional<Tensor> bias;
   if (c.bias) bias = testing::upload({c.o}, c.bias == 1 ? DType::F32 : c.dtype, d.bias, host);
   std::vector<double> direct;
@@ -155,8 +155,8 @@ TEST_P(Conv, ForwardMatchesTheOracleInBothLayoutsAndStrategies) {
     if (strategy == ConvStrategy::ImplicitGemm) {
       EXPECT_EQ(info.substituted, grouped || f32_3d) << info.reason;
       if (!info.substituted)
-        EXPECT_EQ(info.algorithm, c.dtype == DType::F32 ? ConvAlgorithm::ImplicitGemm
-                                                        : ConvAlgorithm::ImplicitGemmTensorCore);
+        EXPECT_EQ(info.algorithm,
+                  c.dtype == DType::F32 ? ConvAlgorithm::ImplicitGemm : ConvAlgorithm::ImplicitGemmTensorCore);
     } else {
       EXPECT_FALSE(info.substituted);
       EXPECT_EQ(info.algorithm, c.groups == c.c && c.groups > 1 ? ConvAlgorithm::Depthwise : ConvAlgorithm::Direct);
@@ -243,10 +243,10 @@ TEST(ConvLayouts, ChannelsFirstBackwardIsChannelsLastSwapped) {
     auto dx_f = convolution::conv_data_backward(dy_f, w_f, x_f.shape(), options_of(c), s, ConvLayout::ChannelsFirst);
     ASSERT_TRUE(dx_l.ok() && dx_f.ok());
     EXPECT_EQ(host_values(*dx_f), to_first(host_values(*dx_l), c.n, pixels(c.in), c.c));
-    auto dw_l = convolution::conv_weight_backward(x_l, dy_l, w_l.shape(), options_of(c), false, s,
-                                                  ConvLayout::ChannelsLast);
-    auto dw_f = convolution::conv_weight_backward(x_f, dy_f, w_f.shape(), options_of(c), false, s,
-                                                  ConvLayout::ChannelsFirst);
+    auto dw_l =
+        convolution::conv_weight_backward(x_l, dy_l, w_l.shape(), options_of(c), false, s, ConvLayout::ChannelsLast);
+    auto dw_f =
+        convolution::conv_weight_backward(x_f, dy_f, w_f.shape(), options_of(c), false, s, ConvLayout::ChannelsFirst);
     ASSERT_TRUE(dw_l.ok() && dw_f.ok());
     EXPECT_FALSE(dw_l->grad_bias.has_value());
     EXPECT_EQ(host_values(dw_f->grad_weight), to_first(host_values(dw_l->grad_weight), c.o, pixels(c.k), c.c));
@@ -345,12 +345,18 @@ TEST_F(ConvContract, ForwardLines) {
                   ErrorKind::InvalidValue, "groups");
   expect_rejected(conv_forward(x, w, {}, with([](ConvOptions& p) { p.stride = {1}; })), ErrorKind::InvalidValue,
                   "stride");
-  expect_rejected(conv_forward(x, w, {}, with([](ConvOptions& p) { p.stride = {1, 0}; })), ErrorKind::InvalidValue,
-                  "stride");
-  expect_rejected(conv_forward(x, w, {}, with([](ConvOptions& p) { p.padding = {-1, 0}; })), ErrorKind::InvalidValue,
-                  "padding");
-  expect_rejected(conv_forward(x, w, {}, with([](ConvOptions& p) { p.dilation = {1, 0}; })), ErrorKind::InvalidValue,
-                  "dilation");
+  expect_rejected(conv_forward(x, w, {}, with([](ConvOptions& p) {
+                                 p.stride = {1, 0};
+                               })),
+                  ErrorKind::InvalidValue, "stride");
+  expect_rejected(conv_forward(x, w, {}, with([](ConvOptions& p) {
+                                 p.padding = {-1, 0};
+                               })),
+                  ErrorKind::InvalidValue, "padding");
+  expect_rejected(conv_forward(x, w, {}, with([](ConvOptions& p) {
+                                 p.dilation = {1, 0};
+                               })),
+                  ErrorKind::InvalidValue, "dilation");
   // Output extent < 1: 2 rows under a 3-row filter without padding.
   expect_rejected(conv_forward(t({1, 4, 2, 8}, f), w, {}, o), ErrorKind::ShapeMismatch, "input");
   expect_rejected(conv_forward(x, w, t({6}, DType::F16), o), ErrorKind::UnsupportedDType, "bias");
@@ -375,8 +381,7 @@ TEST_F(ConvContract, BackwardLines) {
   expect_rejected(conv_data_backward(dy, t({6, 4, 3, 3}, DType::F16), x.shape(), o, s), ErrorKind::UnsupportedDType,
                   "weight");
   expect_rejected(conv_data_backward(dy, w, {1, 4}, o, s), ErrorKind::ShapeMismatch, "input_shape");
-  expect_rejected(conv_data_backward(t({1, 6, 7, 6}, f), w, x.shape(), o, s), ErrorKind::ShapeMismatch,
-                  "grad_output");
+  expect_rejected(conv_data_backward(t({1, 6, 7, 6}, f), w, x.shape(), o, s), ErrorKind::ShapeMismatch, "grad_output");
   expect_rejected(conv_data_backward(dy, t({6, 3, 3, 3}, f), x.shape(), o, s), ErrorKind::ShapeMismatch, "weight");
   expect_rejected(conv_weight_backward(x, t({1, 6, 6, 6}, DType::BF16), w.shape(), o, false, s),
                   ErrorKind::UnsupportedDType, "grad_output");

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 11: rudnn-precompile packs every graph rudnn-run can run. For each example graph (every op
 # family: normalization, MoE routing, dispatch, SwiGLU experts, combine, attention, the gated delta
-# rule), precompile for `host`, then run it with RUDNN_KERNEL_PACK, RUDNN_DISABLE_JIT=1 and an empty
+# rule, convolution), precompile for `host`, then run it with RUDNN_KERNEL_PACK, RUDNN_DISABLE_JIT=1 and an empty
 # kernel cache: zero compiles, and outputs bit for bit those of a JIT run of the same inputs.
 set -u
 PRECOMPILE=$1; RUN=$2; SRC=$3; WORK=$4
@@ -50,6 +50,8 @@ moe_routing|16|5|indices weights grouped_indices grouped_weights|
 moe_forward|16|6|moe_out expert_offsets|
 attention|1|7|attn_out|
 gated_delta|2|8|prefill_out decode_out state|$(echo $GD_RANGES)
+resnet_block|2|9|output|
+conv_training|2|10|output grad_input grad_weight grad_bias depthwise sequence_out|
 TABLE
 
 # A graph whose kernels need a static extent the file leaves dynamic: a typed error naming it.

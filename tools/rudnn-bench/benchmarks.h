@@ -7,5 +7,6 @@ int run_norm(int argc, char** argv);         // bench_norm.cpp
 int run_moe(int argc, char** argv);          // bench_moe.cpp
 int run_gated_delta(int argc, char** argv);  // bench_gated_delta.cpp
 int run_attention(int argc, char** argv);    // bench_attention.cpp
+int run_conv(int argc, char** argv);         // bench_conv.cpp
 
 }  // namespace rudnn::bench

@@ -19,6 +19,9 @@ benchmarks (warm plans; median of runs, each run = --iters calls between two que
                 CSV: mode,batch,heads,seq,key_dim,value_dim,chunk,dtype,device,median_us,tokens_per_s,gb_per_s
   attention     attention per strategy (flash_mma, flash_unit, fallback, autotune)
                 CSV: strategy,batch,q_heads,kv_heads,seq,head_dim,causal,dtype,device,median_us,tflops
+  conv          convolution forward, data and weight backward over ResNet-50, UNet, depthwise, video layers
+                CSV: set,layer,direction,n,d,h,w,c,o,k,stride,groups,dtype,strategy,algorithm,device,median_us,
+                     tflops,gb_per_s
 
 `rudnn-bench <benchmark> --help` lists a benchmark's options.
 
@@ -39,5 +42,6 @@ int main(int argc, char** argv) {
   if (what == "moe") return run_moe(argc, argv);
   if (what == "gated-delta") return run_gated_delta(argc, argv);
   if (what == "attention") return run_attention(argc, argv);
-  return fail("unknown benchmark " + what + " (norm, moe, gated-delta, attention)");
+  if (what == "conv") return run_conv(argc, argv);
+  return fail("unknown benchmark " + what + " (norm, moe, gated-delta, attention, conv)");
 }
