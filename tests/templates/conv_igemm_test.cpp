@@ -226,7 +226,7 @@ void check_fprop(i64 n, Bias bias_kind, std::mt19937_64& rng) {
     i64 a4 = n;
     void* args[] = {&a0, &a1, &a2, &a3, &a4};
     auto st = host::launch(entry, args, grid_of(r, tiles), {unsigned(P::kThreads), 1, 1},
-                           conv::igemm_shared_bytes_fprop<T, P>(), {r.order, 0});
+                           conv::kIgemmSharedBytesFprop<T, P>, {r.order, 0});
     ASSERT_TRUE(st.ok()) << st.error().message();
     expect_guards(y, count, "y");
     if (first.empty()) {
@@ -256,7 +256,7 @@ void check_dgrad(i64 n, std::mt19937_64& rng) {
     i64 a3 = n;
     void* args[] = {&a0, &a1, &a2, &a3};
     auto st = host::launch(&dgrad_entry<T, G, P>, args, grid_of(r, tiles), {unsigned(P::kThreads), 1, 1},
-                           conv::igemm_shared_bytes_dgrad<T, P>(), {r.order, 0});
+                           conv::kIgemmSharedBytesDgrad<T, P>, {r.order, 0});
     ASSERT_TRUE(st.ok()) << st.error().message();
     expect_guards(dx, count, "dx");
     if (first.empty()) {
@@ -289,7 +289,7 @@ void check_wgrad(i64 n, i64 splits, std::mt19937_64& rng) {
       i64 a3 = n, a4 = splits;
       void* args[] = {&a0, &a1, &a2, &a3, &a4};
       auto st = host::launch(&wgrad_entry<T, G, P>, args, grid_of(r, tiles), {unsigned(P::kThreads), 1, 1},
-                             conv::igemm_shared_bytes_wgrad<T, P>(), {r.order, 0});
+                             conv::kIgemmSharedBytesWgrad<T, P>, {r.order, 0});
       ASSERT_TRUE(st.ok()) << st.error().message();
       expect_guards(partial, count * splits, "partial");
       for (std::size_t i = 0; i < count * splits; ++i)
@@ -397,7 +397,7 @@ TEST(ConvIgemmTemplate, WrongBlockTraps) {
   i64 a4 = 1;
   void* args[] = {&a0, &a1, &a2, &a3, &a4};
   auto st = host::launch(&fprop_entry<rudnn::bf16, void, Conv1d, TcMid>, args, {1, 1, 1}, {64, 1, 1},
-                         conv::igemm_shared_bytes_fprop<rudnn::bf16, TcMid>(), {host::Schedule::Forward, 0});
+                         conv::kIgemmSharedBytesFprop<rudnn::bf16, TcMid>, {host::Schedule::Forward, 0});
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message().find("blockDim"), std::string::npos) << st.error().message();
 }

@@ -28,6 +28,12 @@
 #include "rudnn/numeric.cuh"
 #include "rudnn/prelude.cuh"
 
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define RUDNN_NO_UNROLL _Pragma("unroll 1")
+#else
+#define RUDNN_NO_UNROLL
+#endif
+
 namespace rudnn::conv::igemm {
 
 // kRows rows of kCols elements, each row padded by 16 bytes (16-byte aligned rows for cp.async and
@@ -67,22 +73,31 @@ struct GatherTile {
   template <class Addr>
   RUDNN_DEVICE static void load(T* tile, const T* fallback, const Addr& addr) {
     const int tid = static_cast<int>(threadIdx.x);
-    RUDNN_UNROLL
-    for (int i = 0; i < kPerThread; ++i) {
-      const int c = tid + i * kThreads;
-      if (kChunks % kThreads != 0 && c >= kChunks) break;
-      const int r = c / kChunksPerRow, col = (c % kChunksPerRow) * kVec;
-      copy_chunk<T, kVec>(tile + r * Layout::kLd + col, addr(r, col), fallback);
+    if constexpr (kVec > 1) {
+      RUDNN_UNROLL
+      for (int i = 0; i < kPerThread; ++i) chunk(tile, fallback, addr, tid + i * kThreads);
+    } else {
+      // Element gathers: many chunks per thread, each with its own position arithmetic; unrolled they
+      // keep every address live at once and spill (seen with C = 3, 128×32 tiles), so one at a time.
+      RUDNN_NO_UNROLL
+      for (int i = 0; i < kPerThread; ++i) chunk(tile, fallback, addr, tid + i * kThreads);
     }
+  }
+
+ private:
+  template <class Addr>
+  RUDNN_DEVICE static void chunk(T* tile, const T* fallback, const Addr& addr, int c) {
+    if (kChunks % kThreads != 0 && c >= kChunks) return;
+    const int r = c / kChunksPerRow, col = (c % kChunksPerRow) * kVec;
+    copy_chunk<T, kVec>(tile + r * Layout::kLd + col, addr(r, col), fallback);
   }
 };
 
 // The chunk width of a gather whose contiguous runs are `run` elements long: 16 bytes when every run
 // is whole 16-byte chunks, else single elements.
-template <class T>
-constexpr int chunk_width(i64 run) {
-  return run % (16 / static_cast<i64>(sizeof(T))) == 0 ? 16 / static_cast<int>(sizeof(T)) : 1;
-}
+template <class T, i64 kRun>
+inline constexpr int kChunkWidth = kRun % (16 / static_cast<i64>(sizeof(T))) == 0 ? 16 / static_cast<int>(sizeof(T))
+                                                                                  : 1;
 
 // Spatial position (d, h, w) of pixel p of an extent-(D, H, W) grid, and filter tap likewise.
 struct Pos3 {

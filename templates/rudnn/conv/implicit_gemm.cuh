@@ -30,7 +30,7 @@
 // wgrad writes zeros (the gradient over an empty batch).
 // Dynamic shared memory (bytes, conv/shared_memory.h, element size sizeof(T)):
 //   fprop igemm_fprop(Stages, BM, BN, BK, sizeof T), dgrad igemm_dgrad(...), wgrad igemm_wgrad(...),
-//   reduce 0; the same numbers as igemm_shared_bytes_{fprop,dgrad,wgrad}<T, P>() below.
+//   reduce 0; the same numbers as kIgemmSharedBytes{Fprop,Dgrad,Wgrad}<T, P> below.
 // Gathers use 16-byte cp.async when the contiguous run of the operand is a multiple of 16 bytes
 // (fprop: C and Taps·C; dgrad: O and C; wgrad: O and C — 8 elements for f16/bf16, 4 for float) and
 // single-element loads otherwise, so every C and O works; all tensors must be 16-byte aligned.
@@ -53,20 +53,14 @@
 namespace rudnn::conv {
 
 template <class T, class P>
-constexpr int igemm_shared_bytes_fprop() {
-  return static_cast<int>(
-      shared_memory::igemm_fprop(P::kStages, P::kBM, P::kBN, P::kBK, static_cast<long long>(sizeof(T))));
-}
+inline constexpr int kIgemmSharedBytesFprop = static_cast<int>(shared_memory::igemm_fprop(P::kStages, P::kBM, P::kBN,
+                                                                                          P::kBK, sizeof(T)));
 template <class T, class P>
-constexpr int igemm_shared_bytes_dgrad() {
-  return static_cast<int>(
-      shared_memory::igemm_dgrad(P::kStages, P::kBM, P::kBN, P::kBK, static_cast<long long>(sizeof(T))));
-}
+inline constexpr int kIgemmSharedBytesDgrad = static_cast<int>(shared_memory::igemm_dgrad(P::kStages, P::kBM, P::kBN,
+                                                                                          P::kBK, sizeof(T)));
 template <class T, class P>
-constexpr int igemm_shared_bytes_wgrad() {
-  return static_cast<int>(
-      shared_memory::igemm_wgrad(P::kStages, P::kBM, P::kBN, P::kBK, static_cast<long long>(sizeof(T))));
-}
+inline constexpr int kIgemmSharedBytesWgrad = static_cast<int>(shared_memory::igemm_wgrad(P::kStages, P::kBM, P::kBN,
+                                                                                          P::kBK, sizeof(T)));
 
 namespace igemm_detail {
 
@@ -89,9 +83,9 @@ RUDNN_DEVICE void conv_fprop_igemm(const T* x, const T* w, const B* bias, T* y, 
   igemm_detail::check_shape<T, G, P>();
   igemm_detail::check_block<P>();
   using E = igemm::Engine<T, P, false, false>;
-  static_assert(E::kSharedBytes == igemm_shared_bytes_fprop<T, P>(), "engine and shared_memory.h disagree");
-  using ALoad = igemm::GatherTile<T, P::kBM, P::kBK, P::kThreads, igemm::chunk_width<T>(G::kC)>;
-  using BLoad = igemm::GatherTile<T, P::kBN, P::kBK, P::kThreads, igemm::chunk_width<T>(G::kFilter)>;
+  static_assert(E::kSharedBytes == kIgemmSharedBytesFprop<T, P>, "engine and shared_memory.h disagree");
+  using ALoad = igemm::GatherTile<T, P::kBM, P::kBK, P::kThreads, igemm::kChunkWidth<T, G::kC>>;
+  using BLoad = igemm::GatherTile<T, P::kBN, P::kBK, P::kThreads, igemm::kChunkWidth<T, G::kFilter>>;
   constexpr i64 K = G::kFilter, N = G::kO;
   const i64 M = n * G::kOutPixels;
   const i64 n_tiles = (N + P::kBN - 1) / P::kBN;
@@ -128,9 +122,9 @@ RUDNN_DEVICE void conv_dgrad_igemm(const T* dy, const T* w, T* dx, i64 n) {
   igemm_detail::check_shape<T, G, P>();
   igemm_detail::check_block<P>();
   using E = igemm::Engine<T, P, false, true>;
-  static_assert(E::kSharedBytes == igemm_shared_bytes_dgrad<T, P>(), "engine and shared_memory.h disagree");
-  using ALoad = igemm::GatherTile<T, P::kBM, P::kBK, P::kThreads, igemm::chunk_width<T>(G::kO)>;
-  using BLoad = igemm::GatherTile<T, P::kBK, P::kBN, P::kThreads, igemm::chunk_width<T>(G::kC)>;
+  static_assert(E::kSharedBytes == kIgemmSharedBytesDgrad<T, P>, "engine and shared_memory.h disagree");
+  using ALoad = igemm::GatherTile<T, P::kBM, P::kBK, P::kThreads, igemm::kChunkWidth<T, G::kO>>;
+  using BLoad = igemm::GatherTile<T, P::kBK, P::kBN, P::kThreads, igemm::kChunkWidth<T, G::kC>>;
   constexpr i64 K = G::kTaps * G::kO, N = G::kC;
   const i64 M = n * G::kInPixels;
   const i64 n_tiles = (N + P::kBN - 1) / P::kBN;
@@ -168,9 +162,9 @@ RUDNN_DEVICE void conv_wgrad_igemm(const T* x, const T* dy, float* partial, i64 
   igemm_detail::check_shape<T, G, P>();
   igemm_detail::check_block<P>();
   using E = igemm::Engine<T, P, true, true>;
-  static_assert(E::kSharedBytes == igemm_shared_bytes_wgrad<T, P>(), "engine and shared_memory.h disagree");
-  using ALoad = igemm::GatherTile<T, P::kBK, P::kBM, P::kThreads, igemm::chunk_width<T>(G::kO)>;
-  using BLoad = igemm::GatherTile<T, P::kBK, P::kBN, P::kThreads, igemm::chunk_width<T>(G::kC)>;
+  static_assert(E::kSharedBytes == kIgemmSharedBytesWgrad<T, P>, "engine and shared_memory.h disagree");
+  using ALoad = igemm::GatherTile<T, P::kBK, P::kBM, P::kThreads, igemm::kChunkWidth<T, G::kO>>;
+  using BLoad = igemm::GatherTile<T, P::kBK, P::kBN, P::kThreads, igemm::kChunkWidth<T, G::kC>>;
   constexpr i64 M = G::kO, N = G::kFilter;
   if (splits < 1) return;
   const i64 K = n * G::kOutPixels;
