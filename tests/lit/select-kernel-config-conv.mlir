@@ -11,7 +11,7 @@
 // CHECK-LABEL: func.func @resnet_bf16
 // CHECK: kernel_config = {algorithm = 2 : i64, bk = 32 : i64, bm = 64 : i64, bn = 64 : i64, splits = 1 : i64, stages = 4 : i64, tensor_core = 1 : i64, warps_m = 2 : i64, warps_n = 2 : i64}
 // TURING-LABEL: func.func @resnet_bf16
-// TURING: kernel_config = {algorithm = 2 : i64, bk = 16 : i64, bm = 64 : i64, bn = 64 : i64, splits = 1 : i64, stages = 2 : i64, tensor_core = 0 : i64, warps_m = 2 : i64, warps_n = 2 : i64}
+// TURING: kernel_config = {algorithm = 2 : i64, bk = 16 : i64, bm = 64 : i64, bn = 64 : i64, splits = 1 : i64, stages = 3 : i64, tensor_core = 0 : i64, warps_m = 2 : i64, warps_n = 4 : i64}
 func.func @resnet_bf16(%x: tensor<?x56x56x64xbf16>, %w: tensor<64x3x3x64xbf16>) -> tensor<?x56x56x64xbf16> {
   %y = rudnn.conv_forward %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>,
          groups = 1, channels_last = true, strategy = "implicit_gemm"} : tensor<?x56x56x64xbf16>, tensor<64x3x3x64xbf16> -> tensor<?x56x56x64xbf16>

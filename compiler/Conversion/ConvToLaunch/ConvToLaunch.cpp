@@ -195,10 +195,8 @@ std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, st
       const auto& t = choice_.gemm;
       l.grid(l.size({batch, SizeFactor::constant(outPixels * ((outChannels + t.bn - 1) / t.bn))}, t.bm))
           .block(t.threads())
-          .shared(forward ? conv::shared_memory::igemm_fprop(t.bm, t.bn, t.bk, t.stages, t.tensorCore,
-                                                             static_cast<std::int64_t>(dtype_size(dt)))
-                          : conv::shared_memory::igemm_dgrad(t.bm, t.bn, t.bk, t.stages, t.tensorCore,
-                                                             static_cast<std::int64_t>(dtype_size(dt))));
+          .shared(forward ? conv::shared_memory::igemm_fprop(t.stages, t.bm, t.bn, t.bk, static_cast<std::int64_t>(dtype_size(dt)))
+                          : conv::shared_memory::igemm_dgrad(t.stages, t.bm, t.bn, t.bk, static_cast<std::int64_t>(dtype_size(dt))));
       break;
     }
   }
@@ -243,8 +241,7 @@ std::int64_t ConvLaunches::weightGradKernels(RewriterBase& rewriter, std::int64_
       .grid(w.size({SizeFactor::constant(((g_.out_channels + t.bm - 1) / t.bm) * ((filter + t.bn - 1) / t.bn) *
                                          choice_.splits)}))
       .block(t.threads())
-      .shared(conv::shared_memory::igemm_wgrad(t.bm, t.bn, t.bk, t.stages, t.tensorCore,
-                                               static_cast<std::int64_t>(dtype_size(dtype_))));
+      .shared(conv::shared_memory::igemm_wgrad(t.stages, t.bm, t.bn, t.bk, static_cast<std::int64_t>(dtype_size(dtype_))));
   push(rewriter, w);
 
   LaunchBuilder r(op_, fmt::format("rudnn_conv_wgrad_reduce_{}", dtype_name(dtype_)), "rudnn/conv/implicit_gemm.cuh",

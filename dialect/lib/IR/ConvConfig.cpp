@@ -23,7 +23,7 @@ const std::vector<GemmTile>& gemmTiles() {
       {128, 128, 32, 2, 4, 3, true},
       {64, 128, 32, 2, 2, 3, true},
       {64, 64, 32, 2, 2, 4, true},
-      {64, 64, 16, 2, 2, 2, false},
+      {64, 64, 16, 2, 4, 3, false},  {32, 32, 16, 2, 2, 2, false},
   };
   return tiles;
 }
@@ -172,7 +172,7 @@ Heuristic heuristicChoice(ConvDirection direction, const ConvGeometry& g, DType 
                                  : direction == ConvDirection::DataBackward ? g.channels
                                                                             : g.taps() * g.channels;
     const auto& tiles = gemmTiles();
-    const GemmTile& tile = !tc ? tiles[3] : columns >= 128 ? tiles[0] : tiles[2];
+    const GemmTile& tile = !tc ? tiles[3] : columns >= 128 ? tiles[0] : tiles[2];  // plain: 64x64
     h.choice = gemmChoice(tile, direction, g);
     return h;
   }

@@ -1,20 +1,14 @@
 #pragma once
 // The K loop of one block tile of an "NT" GEMM with kOperands B matrices that share A:
 //   C_o[BM, BN] = A[BM, K] · B_oᵀ        A rows and B_o rows K-contiguous (row stride K),
-// FP32 accumulation in registers. A kStages-deep cp.async pipeline keeps kStages - 1 K blocks in
-// flight while the warps run the MMAs of the oldest one:
-//   prologue  load K blocks 0 .. kStages-2, one commit group each (empty groups past the end keep
-//             the count uniform, so wait_group<kStages-2> always means "block kt has landed")
-//   step kt   wait_group<kStages-2>; __syncthreads (block kt visible to all; every warp is done
-//             with block kt-1, whose stage is refilled next); prefetch block kt + kStages - 1;
-//             commit; MMAs on block kt
-// and one more barrier after the loop, since the next tile's prologue overwrites stages that
-// slower warps may still be reading.
+// FP32 accumulation in registers. A kStages-deep cp.async pipeline (gemm/pipeline.cuh) keeps
+// kStages - 1 K blocks in flight while the warps run the MMAs of the oldest one.
 //
 // Shared memory: kStages · (BM + kOperands·BN) · (BK + 8) · 2 bytes from `smem` (SmemTile layout).
 // The warps form a kWarpsM x kWarpsN grid; warp (wm, wn) owns rows [wm·BM/kWarpsM, ...) and columns
 // [wn·BN/kWarpsN, ...) of each C_o (tile/accumulator.cuh: the register layout).
 #include "rudnn/gemm/cp_async_tile.cuh"
+#include "rudnn/gemm/pipeline.cuh"
 #include "rudnn/tile/accumulator.cuh"
 #include "rudnn/tile/mma_fragment.cuh"
 
@@ -58,23 +52,9 @@ struct NtMainloop {
     for (int o = 0; o < kOperands; ++o) acc[o].zero();
 
     const i64 k_blocks = (k + kBK - 1) / kBK;
-    RUDNN_UNROLL
-    for (int s = 0; s < kStages - 1; ++s) {
-      if (s < k_blocks) load_stage(smem + s * kStageElems, a_loader, b_loader, static_cast<i64>(s) * kBK, k);
-      cp_async_commit();
-    }
-    int read_stage = 0, write_stage = kStages - 1;
-    for (i64 kb = 0; kb < k_blocks; ++kb) {
-      cp_async_wait<kStages - 2>();
-      __syncthreads();
-      if (kb + kStages - 1 < k_blocks)
-        load_stage(smem + write_stage * kStageElems, a_loader, b_loader, (kb + kStages - 1) * kBK, k);
-      cp_async_commit();
-      compute_stage(acc, smem + read_stage * kStageElems);
-      read_stage = read_stage + 1 == kStages ? 0 : read_stage + 1;
-      write_stage = write_stage + 1 == kStages ? 0 : write_stage + 1;
-    }
-    __syncthreads();
+    CpAsyncPipeline<kStages>::run(
+        k_blocks, [&](int stage, i64 kb) { load_stage(smem + stage * kStageElems, a_loader, b_loader, kb * kBK, k); },
+        [&](int stage) { compute_stage(acc, smem + stage * kStageElems); });
   }
 
  private:

@@ -94,6 +94,38 @@ RUDNN_DEVICE void load_b_pair_kn(u32 (&b)[2][2], const T* tile, int ld, int k0, 
   load_b_pair_kn(b, tile + (k0 + (lane & 7) + (((lane >> 3) & 1) << 3)) * ld + n0 + ((lane >> 4) << 3));
 }
 
+// The m16 × k16 A block at (m0, k0) of a tile stored K-major ([k][m], m contiguous: an A operand
+// whose rows are the reduction index, e.g. the weight gradient's dy), with ldmatrix.trans: lane l
+// gives k row (l%8) + 8·(l/16) at m column 8·((l/8)%2), so the matrices arrive as (m 0-7, k 0-7),
+// (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15) = a0..a3, each transposed into the .row layout.
+template <class T>
+RUDNN_DEVICE void load_a_kn(u32 (&a)[4], const T* tile, int ld, int k0, int m0, int lane) {
+  ldmatrix_x4_trans(a, tile + (k0 + (lane & 7) + ((lane >> 4) << 3)) * ld + m0 + (((lane >> 3) & 1) << 3));
+}
+
+// A warp's A fragments for one k16 step from a K-major tile: kMI row blocks starting at m0.
+template <int kMI, int kLd, class T>
+RUDNN_DEVICE void load_a_rows_kn(u32 (&a)[kMI][4], const T* tile, int m0, int k0, int lane) {
+  RUDNN_UNROLL
+  for (int i = 0; i < kMI; ++i) load_a_kn(a[i], tile, kLd, k0, m0 + 16 * i, lane);
+}
+
+// A warp's KN B fragments for one k16 step: kNI n8 tiles (kNI even) starting at n0 of a tile
+// stored [k][n].
+template <int kNI, int kLd, class T>
+RUDNN_DEVICE void load_b_cols_kn(u32 (&b)[kNI][2], const T* tile, int n0, int k0, int lane) {
+  static_assert(kNI % 2 == 0, "load_b_cols_kn: n8 tiles come in pairs (ldmatrix.x4.trans)");
+  RUDNN_UNROLL
+  for (int j = 0; j < kNI; j += 2) {
+    u32 pair[2][2];
+    load_b_pair_kn(pair, tile, kLd, k0, n0 + 8 * j, lane);
+    b[j][0] = pair[0][0];
+    b[j][1] = pair[0][1];
+    b[j + 1][0] = pair[1][0];
+    b[j + 1][1] = pair[1][1];
+  }
+}
+
 // A warp's A fragments for one k16 step: kMI row blocks starting at row0.
 template <int kMI, int kLd, class T>
 RUDNN_DEVICE void load_a_rows(u32 (&a)[kMI][4], const T* tile, int row0, int k0, int lane) {
