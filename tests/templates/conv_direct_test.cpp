@@ -274,11 +274,10 @@ void check_direct(i64 n, std::uint64_t seed) {
   {  // weight gradient
     const T *xp = d.x.data.data(), *dyp = d.dy.data.data();
     i64 n_arg = n;
-    const i64 set = conv::shared_memory::direct_wgrad_channel_set(G::kOg);
     auto dw = run_everywhere<T>(&wgrad_entry<T, G, P>, {&xp, &dyp, nullptr, &n_arg}, 2,
                                 static_cast<std::size_t>(d.shape.weight_elements()),
-                                natural_blocks(G::kO / set * ceil_div(G::kFilter, 32)), threads,
-                                static_cast<std::size_t>(P::template kWgradSharedBytes<G>), seed);
+                                natural_blocks(conv::shared_memory::wgrad_direct_items(G::kO, G::kGroups, G::kFilter)),
+                                threads, static_cast<std::size_t>(P::kWgradSharedBytes), seed);
     if (!dw.empty())
       expect_within_bound(dw, rudnn::reference::conv_weight_backward(d.x.exact, d.dy.exact, d.shape),
                           rudnn::reference::conv_weight_backward(d.x.magnitude, d.dy.magnitude, d.shape),
@@ -359,9 +358,11 @@ void depthwise_suite() {
   }
 }
 
-using conv::DepthwiseTile1x64;
-using conv::DepthwiseTile4x8;
-using conv::DepthwiseTile8x8;
+using conv::DepthwiseTile4x16x32;
+using conv::DepthwiseTile8x8x32;
+using conv::DepthwiseTile8x8x64;
+using DepthwiseTile1x64x32 = conv::DepthwisePolicy<1, 64, 32>;  // not registered: a 1-D tile
+using DepthwiseTile4x8x16 = conv::DepthwisePolicy<4, 8, 16>;    // not registered: 16 channels
 using Depthwise7x7Stride2Pad3C40 = Geometry<40, 40, 40, 1, 19, 17, 1, 7, 7, 1, 2, 2, 0, 3, 3, 1, 1, 1>;
 // od = 0 and 1 read only padding (id < 0): those outputs are the bias alone.
 using Depthwise3d3x3x3Pad3 = Geometry<3, 3, 3, 3, 6, 7, 3, 3, 3, 2, 2, 1, 3, 1, 1, 1, 1, 1>;
@@ -369,31 +370,37 @@ using Depthwise1dK4C33 = Geometry<33, 33, 33, 1, 1, 70, 1, 1, 4, 1, 1, 1, 0, 0, 
 using Depthwise1dK4M2Stride2Dil2 = Geometry<3, 6, 3, 1, 1, 29, 1, 1, 4, 1, 1, 2, 0, 0, 1, 1, 1, 2>;
 
 TEST(ConvDepthwiseTemplate, Conv2d3x3Pad1) {
-  depthwise_suite<Conv2d3x3Depthwise, DepthwiseTile8x8, DepthwiseTile4x8, DepthwiseTile1x64>();
+  depthwise_suite<Conv2d3x3Depthwise, DepthwiseTile8x8x32, DepthwiseTile4x16x32, DepthwiseTile8x8x64,
+                  DepthwiseTile1x64x32, DepthwiseTile4x8x16>();
 }
 TEST(ConvDepthwiseTemplate, Conv2d3x3M2Stride2Dil2) {
-  depthwise_suite<Conv2d3x3DepthwiseM2Stride2Dil2, DepthwiseTile4x8, DepthwiseTile8x8>();
+  depthwise_suite<Conv2d3x3DepthwiseM2Stride2Dil2, DepthwiseTile4x16x32, DepthwiseTile8x8x32>();
 }
 TEST(ConvDepthwiseTemplate, Conv2d7x7Stride2Pad3PartialChannels) {
-  depthwise_suite<Depthwise7x7Stride2Pad3C40, DepthwiseTile4x8, DepthwiseTile8x8>();
+  depthwise_suite<Depthwise7x7Stride2Pad3C40, DepthwiseTile8x8x32, DepthwiseTile4x8x16, DepthwiseTile8x8x64>();
 }
 TEST(ConvDepthwiseTemplate, Conv3d3x3x3Pad3) {
-  depthwise_suite<Depthwise3d3x3x3Pad3, DepthwiseTile8x8, DepthwiseTile4x8>();
+  depthwise_suite<Depthwise3d3x3x3Pad3, DepthwiseTile8x8x32, DepthwiseTile4x16x32>();
 }
 TEST(ConvDepthwiseTemplate, Conv1dK4PartialTile) {
-  depthwise_suite<Depthwise1dK4C33, DepthwiseTile1x64, DepthwiseTile8x8>();
+  depthwise_suite<Depthwise1dK4C33, DepthwiseTile1x64x32, DepthwiseTile8x8x32>();
 }
-TEST(ConvDepthwiseTemplate, Conv1dK4M2Stride2Dil2) { depthwise_suite<Depthwise1dK4M2Stride2Dil2, DepthwiseTile1x64>(); }
+TEST(ConvDepthwiseTemplate, Conv1dK4M2Stride2Dil2) {
+  depthwise_suite<Depthwise1dK4M2Stride2Dil2, DepthwiseTile4x16x32, DepthwiseTile1x64x32>();
+}
 
-// The shared memory the header promises: 7×7 stride 2 fits 48 KiB with the 4×8 tile in f32 and
-// with the 8×8 tile in 16-bit types; the 8×8 tile in f32 does not.
+// The shared memory the header promises for 7×7 stride 2: under 48 KiB with the 8×8×32 and
+// 4×16×32 tiles in 16-bit types; f32 needs the opt-in. Independent of KD (one slice at a time).
 TEST(ConvDepthwiseTemplate, SharedBytesOfTheRegisteredTiles) {
   using G = Geometry<64, 64, 64, 1, 56, 56, 1, 7, 7, 1, 2, 2, 0, 3, 3, 1, 1, 1>;
-  EXPECT_LE((DepthwiseTile4x8::kSharedBytes<float, G>), 48 * 1024);
-  EXPECT_LE((DepthwiseTile8x8::kSharedBytes<rudnn::bf16, G>), 48 * 1024);
-  EXPECT_GT((DepthwiseTile8x8::kSharedBytes<float, G>), 48 * 1024);
-  // weights 49·32·4 + halo (3·2 + 7)·(7·2 + 7)·32·4, already a multiple of 16
-  EXPECT_EQ((DepthwiseTile4x8::kSharedBytes<float, G>), 49 * 32 * 4 + 13 * 21 * 32 * 4);
+  using G3 = Geometry<64, 64, 64, 9, 56, 56, 5, 7, 7, 1, 2, 2, 2, 3, 3, 1, 1, 1>;
+  EXPECT_LE((DepthwiseTile8x8x32::kSharedBytes<rudnn::bf16, G>), 48 * 1024);
+  EXPECT_LE((DepthwiseTile4x16x32::kSharedBytes<rudnn::f16, G>), 48 * 1024);
+  EXPECT_GT((DepthwiseTile8x8x32::kSharedBytes<float, G>), 48 * 1024);
+  EXPECT_EQ((DepthwiseTile8x8x32::kSharedBytes<float, G>), (DepthwiseTile8x8x32::kSharedBytes<float, G3>));
+  // weights 49·32·4 + halo (7·2 + 7)·(7·2 + 7)·32·2, rounded up to 16
+  EXPECT_EQ((DepthwiseTile8x8x32::kSharedBytes<rudnn::bf16, G>), (49 * 32 * 4 + 21 * 21 * 32 * 2 + 15) / 16 * 16);
+  EXPECT_EQ(DepthwiseTile8x8x32::kThreads, 256);
 }
 
 // ---- bias gradient
@@ -408,9 +415,10 @@ void check_bias_grad(i64 rows, i64 channels, std::uint64_t seed) {
   shape.out_channels = channels;
   const T* dyp = dy.data.data();
   i64 r = rows, c = channels;
-  auto db = run_everywhere<float>(&bias_grad_entry<T, P>, {&dyp, nullptr, &r, &c}, 1,
-                                  static_cast<std::size_t>(channels), natural_blocks(ceil_div(channels, 32)),
-                                  P::kThreads, static_cast<std::size_t>(P::kBiasGradSharedBytes), seed);
+  auto db =
+      run_everywhere<float>(&bias_grad_entry<T, P>, {&dyp, nullptr, &r, &c}, 1, static_cast<std::size_t>(channels),
+                            natural_blocks(conv::shared_memory::bias_grad_blocks(channels)), P::kThreads,
+                            static_cast<std::size_t>(P::kBiasGradSharedBytes), seed);
   if (!db.empty())
     expect_within_bound(db, rudnn::reference::conv_bias_backward(dy.exact, shape),
                         rudnn::reference::conv_bias_backward(dy.magnitude, shape),

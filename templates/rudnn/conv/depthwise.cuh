@@ -7,25 +7,34 @@
 // Why a kernel of its own: a depthwise output reads KD·KH·KW inputs and does as many FMAs, so a
 // one-thread-per-output kernel is bound by re-reading each input up to KH·KW times. Here a block
 // computes a TileH × TileW output tile of one (image, od) for Channels consecutive input channels
-// (all m outputs of each): it stages the block's weights (FP32, [taps][m][Channels]) once, then for
-// each kd slice the input halo ((TileH − 1)·SH + (KH − 1)·DH + 1) × ((TileW − 1)·SW + (KW − 1)·DW + 1)
-// × Channels in T, read from global memory ONCE per tile (zeros for padding and for channels ≥ C),
-// and computes every output of the tile from shared memory. Consecutive threads take consecutive
-// channels, so the halo loads, the shared reads (no bank conflicts) and the stores are coalesced.
+// (all m outputs of each). For each kd slice it stages the slice's weights (FP32, [KH·KW][m]
+// [Channels]) and the input halo ((TileH − 1)·SH + (KH − 1)·DH + 1) × ((TileW − 1)·SW + (KW − 1)·DW
+// + 1) × Channels in T, each input element read from global memory ONCE per tile (zeros for padding
+// and for channels ≥ C), then computes every output of the tile from shared memory. Consecutive
+// threads take consecutive channels, so the halo loads, the shared reads (no bank conflicts) and the
+// stores are coalesced. Slices whose input depth is padding are skipped (block-uniform).
 //
-// Launch: block DepthwisePolicy::kThreads = 256 threads = Channels lanes × (256 / Channels) pixel
-// slots; each thread computes TileH·TileW·Channels / 256 output pixels (× m channels) of the tile.
-// Grid any: blocks stride by linear_block() over n · OD · ceil(OH/TileH) · ceil(OW/TileW) ·
-// ceil(C/Channels) tiles (the natural grid has one block per tile). Shared: P::kSharedBytes<T, G> =
-// shared_memory::depthwise(KD, KH, KW, SH, SW, DH, DW, m, TileH, TileW, Channels, sizeof(T)).
-// Parameters: x, w, bias, y, n.
+// Launch: block P::kThreads = shared_memory::depthwise_threads(...) = 256 threads = Channels lanes ×
+// (256 / Channels) pixel slots; each thread computes TileH·TileW·Channels / 256 output pixels (× m
+// channels) of the tile. Grid any: blocks stride by linear_block() over n · OD · ceil(OH/TileH) ·
+// ceil(OW/TileW) · ceil(C/Channels) tiles (the natural grid has one block per tile; note the channel
+// chunks are over the INPUT channels C, so a grid counted over O = m·C has m times too many blocks,
+// harmless). Shared: P::kSharedBytes<T, G> = shared_memory::depthwise(KH, KW, SH, SW, DH, DW, m,
+// TileH, TileW, Channels, sizeof(T)), independent of KD. Parameters: x, w, bias, y, n.
 //
-// Registered tiles (shared bytes are for m = 1; the host checks the formula against the device limit):
-//   DepthwiseTile8x8   = <8, 8, 32>:  2-D/3-D with kernels up to 5×5 in any dtype, and 7×7 stride 1/2
-//                                     in 16-bit types (7×7 s2 bf16: 34 KiB; f32: 61 KiB, over 48 KiB).
-//   DepthwiseTile4x8   = <4, 8, 32>:  large kernels and strides: 7×7 stride 2 f32 takes 40 KiB.
-//   DepthwiseTile1x64  = <1, 64, 32>: 1-D convolutions and outputs one row high (OH = 1), where a
-//                                     taller tile would stage and compute rows that do not exist.
+// Registered tiles (those of the compiler's config space, dialect ConvConfig depthwiseTiles). Shared
+// bytes for m = 1, 7×7 stride 2, 16-bit / f32; the runtime opts kernels in to the device's full
+// shared memory (227 KiB on sm_90), so over 48 KiB is allowed there:
+//   DepthwiseTile8x8x32  = <8, 8, 32>:  the default: 2-D/3-D with 3×3..5×5 in any dtype (3×3 s1:
+//                                       8 KiB / 14 KiB), 7×7 s2 in 16-bit types under 48 KiB (34 KiB;
+//                                       f32 61 KiB).
+//   DepthwiseTile4x16x32 = <4, 16, 32>: wide, short outputs (OW ≫ OH, e.g. 2-D with few rows) where
+//                                       an 8-row tile would compute rows that do not exist
+//                                       (7×7 s2: 36 KiB / 66 KiB).
+//   DepthwiseTile8x8x64  = <8, 8, 64>:  C ≥ 64 with small kernels (3×3: 16 KiB / 28 KiB): twice the
+//                                       channels per block, half the blocks and weight loads per tile.
+// 1-D convolutions (OH = 1) use any tile with TileH rows of which one is real; a <1, 64, 32> tile
+// (tested) serves them best if the config space ever registers it.
 #include "rudnn/conv/geometry.cuh"
 #include "rudnn/conv/shared_memory.h"
 #include "rudnn/grid.cuh"
@@ -35,7 +44,7 @@ namespace rudnn::conv {
 
 template <int TileH, int TileW, int Channels>
 struct DepthwisePolicy {
-  static constexpr int kThreads = 256;
+  static constexpr int kThreads = static_cast<int>(shared_memory::depthwise_threads(TileH, TileW, Channels));
   static_assert(TileH >= 1 && TileW >= 1, "DepthwisePolicy: a tile of at least one output");
   static_assert(Channels >= 1 && kThreads % Channels == 0, "DepthwisePolicy: Channels must divide 256");
   static constexpr int kTileH = TileH, kTileW = TileW, kChannels = Channels;
@@ -43,14 +52,14 @@ struct DepthwisePolicy {
   static constexpr int kPixels = TileH * TileW;
   static constexpr int kPixelsPerThread = (kPixels + kSlots - 1) / kSlots;
   template <class T, class G>
-  static constexpr long long kSharedBytes = shared_memory::depthwise(G::kKD, G::kKH, G::kKW, G::kSH, G::kSW, G::kDH,
-                                                                     G::kDW, G::kO / G::kC, TileH, TileW, Channels,
+  static constexpr long long kSharedBytes = shared_memory::depthwise(G::kKH, G::kKW, G::kSH, G::kSW, G::kDH, G::kDW,
+                                                                     G::kO / G::kC, TileH, TileW, Channels,
                                                                      static_cast<long long>(sizeof(T)));
 };
 
-using DepthwiseTile8x8 = DepthwisePolicy<8, 8, 32>;
-using DepthwiseTile4x8 = DepthwisePolicy<4, 8, 32>;
-using DepthwiseTile1x64 = DepthwisePolicy<1, 64, 32>;
+using DepthwiseTile8x8x32 = DepthwisePolicy<8, 8, 32>;
+using DepthwiseTile4x16x32 = DepthwisePolicy<4, 16, 32>;
+using DepthwiseTile8x8x64 = DepthwisePolicy<8, 8, 64>;
 
 template <class T, class B, class G, class P>
 RUDNN_DEVICE void conv_fprop_depthwise(const T* x, const T* w, const B* bias, T* y, i64 n) {
@@ -62,9 +71,10 @@ RUDNN_DEVICE void conv_fprop_depthwise(const T* x, const T* w, const B* bias, T*
   constexpr i64 kHaloW = shared_memory::depthwise_halo(P::kTileW, G::kKW, G::kSW, G::kDW);
   constexpr i64 kTilesH = (G::kOH + P::kTileH - 1) / P::kTileH, kTilesW = (G::kOW + P::kTileW - 1) / P::kTileW;
   constexpr i64 kChunks = (G::kC + kCh - 1) / kCh;
-  constexpr i64 kWeights = kCh * kM * G::kTaps;  // the block's weights
+  constexpr i64 kPlane = G::kKH * G::kKW;      // taps of one kd slice
+  constexpr i64 kWeights = kCh * kM * kPlane;  // the block's weights of one kd slice
 
-  float* const ws = dynamic_shared<float>();             // [taps][m][Channels]
+  float* const ws = dynamic_shared<float>();             // [KH·KW][m][Channels]
   T* const xs = reinterpret_cast<T*>(ws + kWeights);     // [halo_h][halo_w][Channels]
   const int cl = static_cast<int>(threadIdx.x) % kCh;    // this thread's channel in the chunk
   const int slot = static_cast<int>(threadIdx.x) / kCh;  // its first pixel in the tile
@@ -79,15 +89,6 @@ RUDNN_DEVICE void conv_fprop_depthwise(const T* x, const T* w, const B* bias, T*
     q /= kTilesH;
     const i64 od = q % G::kOD, img = q / G::kOD;
 
-    __syncthreads();  // the previous tile's readers of ws and xs are done
-    // The chunk's output channels [c0·m, (c0 + Channels)·m) are consecutive weight rows of `taps`
-    // elements: read them in memory order (coalesced), store them transposed for the compute loop.
-    for (i64 idx = threadIdx.x; idx < kWeights; idx += P::kThreads) {
-      const i64 o_local = idx / G::kTaps, tap = idx % G::kTaps;
-      const i64 c_local = o_local / kM, j = o_local % kM;
-      ws[(tap * kM + j) * kCh + c_local] = c0 + c_local < G::kC ? to_float(w[c0 * kM * G::kTaps + idx]) : 0.0f;
-    }
-
     float acc[P::kPixelsPerThread][kM];
     RUDNN_UNROLL
     for (int k = 0; k < P::kPixelsPerThread; ++k) RUDNN_UNROLL
@@ -97,7 +98,15 @@ RUDNN_DEVICE void conv_fprop_depthwise(const T* x, const T* w, const B* bias, T*
     for (i64 kd = 0; kd < G::kKD; ++kd) {
       const i64 id = od * G::kSD - G::kPD + kd * G::kDD;
       if (id < 0 || id >= G::kD) continue;  // the same for the whole block: barriers stay uniform
-      __syncthreads();                      // the previous slice's readers of xs are done
+      __syncthreads();                      // the previous slice's (or tile's) readers are done
+      // The chunk's output channels [c0·m, (c0 + Channels)·m) are consecutive weight rows; slice kd
+      // is a run of KH·KW elements in each (coalesced reads), stored transposed for the compute loop.
+      for (i64 idx = threadIdx.x; idx < kWeights; idx += P::kThreads) {
+        const i64 o_local = idx / kPlane, t = idx % kPlane;
+        const i64 c_local = o_local / kM, j = o_local % kM;
+        ws[(t * kM + j) * kCh + c_local] =
+            c0 + c_local < G::kC ? to_float(w[(c0 * kM + o_local) * G::kTaps + kd * kPlane + t]) : 0.0f;
+      }
       const T* x_slice = x + (img * G::kD + id) * G::kH * G::kW * G::kC;
       for (i64 idx = threadIdx.x; idx < kHaloH * kHaloW * kCh; idx += P::kThreads) {
         const i64 cc = idx % kCh, pix = idx / kCh;
@@ -114,7 +123,7 @@ RUDNN_DEVICE void conv_fprop_depthwise(const T* x, const T* w, const B* bias, T*
         for (i64 kh = 0; kh < G::kKH; ++kh)
           for (i64 kw = 0; kw < G::kKW; ++kw) {
             const float v = to_float(xs[((row + kh * G::kDH) * kHaloW + col + kw * G::kDW) * kCh + cl]);
-            const float* wp = ws + ((kd * G::kKH + kh) * G::kKW + kw) * kM * kCh + cl;
+            const float* wp = ws + (kh * G::kKW + kw) * kM * kCh + cl;
             RUDNN_UNROLL
             for (int j = 0; j < kM; ++j) acc[k][j] += v * wp[j * kCh];
           }

@@ -16,7 +16,7 @@
 //   when the division is exact and in range; then the output channels of the channel's group.
 // conv_wgrad_direct<T, G, P>(x, dy, dw, n): dw [O, KD, KH, KW, C/G] = Σ over n·OutPixels of x·dy.
 //   A work item is (a set of S output channels of one group, 32 consecutive filter positions f =
-//   tap·C/G + c of their rows), S = shared_memory::direct_wgrad_channel_set(O/G). Lane l owns f0 + l
+//   tap·C/G + c of their rows), S = shared_memory::wgrad_direct_channel_set(O/G). Lane l owns f0 + l
 //   (consecutive lanes read consecutive input channels), warp w sums rows r = w, w + warps, ... in
 //   ascending order, then the warps' partials are combined by a fixed tree in shared memory. The
 //   result depends on neither the grid nor the thread schedule. n = 0 writes dw = 0 (empty sum).
@@ -25,9 +25,10 @@
 //
 // Launch (DirectPolicy<Threads>, Threads ∈ {128, 256}): block P::kThreads threads; grid any (blocks
 // stride over the work by linear_block()). Natural grids: fprop ceil(n·OutPixels·O / Threads),
-// dgrad ceil(n·InPixels·C / Threads), wgrad (O / S)·ceil(KD·KH·KW·C/G / 32), bias ceil(channels / 32).
-// Shared bytes (conv/shared_memory.h): fprop, dgrad 0; wgrad direct_wgrad(Threads, O/G);
-// bias grad direct_bias_grad(Threads).
+// dgrad ceil(n·InPixels·C / Threads), wgrad wgrad_direct_items(O, G, KD·KH·KW·C/G) =
+// (O / S)·ceil(KD·KH·KW·C/G / 32), bias bias_grad_blocks(channels) = ceil(channels / 32).
+// Shared bytes (conv/shared_memory.h): fprop, dgrad 0; wgrad wgrad_direct(Threads) (P::kWgradSharedBytes);
+// bias grad bias_grad(Threads) (P::kBiasGradSharedBytes).
 #include "rudnn/conv/geometry.cuh"
 #include "rudnn/conv/shared_memory.h"
 #include "rudnn/grid.cuh"
@@ -40,9 +41,8 @@ struct DirectPolicy {
   static_assert(Threads == 128 || Threads == 256, "DirectPolicy: 128 or 256 threads");
   static constexpr int kThreads = Threads;
   static constexpr int kWarps = Threads / 32;
-  template <class G>
-  static constexpr long long kWgradSharedBytes = shared_memory::direct_wgrad(Threads, G::kOg);
-  static constexpr long long kBiasGradSharedBytes = shared_memory::direct_bias_grad(Threads);
+  static constexpr long long kWgradSharedBytes = shared_memory::wgrad_direct(Threads);
+  static constexpr long long kBiasGradSharedBytes = shared_memory::bias_grad(Threads);
 };
 
 namespace direct_detail {
@@ -156,7 +156,7 @@ RUDNN_DEVICE void conv_dgrad_direct(const T* dy, const T* w, T* dx, i64 n) {
 
 template <class T, class G, class P>
 RUDNN_DEVICE void conv_wgrad_direct(const T* x, const T* dy, T* dw, i64 n) {
-  constexpr int kSets = static_cast<int>(shared_memory::direct_wgrad_channel_set(G::kOg));
+  constexpr int kSets = static_cast<int>(shared_memory::wgrad_direct_channel_set(G::kOg));
   constexpr i64 kChunks = (G::kFilter + 31) / 32;  // 32 filter positions per work item
   constexpr i64 kItems = G::kO / kSets * kChunks;
   float* const part = dynamic_shared<float>();  // [kSets][warps][32]

@@ -10,6 +10,14 @@
 // Output extent per dim: (in + 2·pad − dilation·(k − 1) − 1) / stride + 1 (the contract makes it ≥ 1).
 #include "rudnn/prelude.cuh"
 
+// out_extent is evaluated in constant expressions on both sides: NVRTC refuses unannotated (host)
+// functions, so it is __host__ __device__ there.
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define RUDNN_CONV_CONSTEXPR_FN __host__ __device__ static constexpr
+#else
+#define RUDNN_CONV_CONSTEXPR_FN static constexpr
+#endif
+
 namespace rudnn::conv {
 
 template <i64 C_, i64 O_, i64 G_,                 // channels in, out, groups
@@ -26,7 +34,7 @@ struct Geometry {
   static constexpr i64 kPD = PD_, kPH = PH_, kPW = PW_;
   static constexpr i64 kDD = DD_, kDH = DH_, kDW = DW_;
 
-  static constexpr i64 out_extent(i64 in, i64 k, i64 s, i64 p, i64 d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; }
+  RUDNN_CONV_CONSTEXPR_FN i64 out_extent(i64 in, i64 k, i64 s, i64 p, i64 d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; }
   static constexpr i64 kOD = out_extent(D_, KD_, SD_, PD_, DD_);
   static constexpr i64 kOH = out_extent(H_, KH_, SH_, PH_, DH_);
   static constexpr i64 kOW = out_extent(W_, KW_, SW_, PW_, DW_);

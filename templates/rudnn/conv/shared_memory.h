@@ -15,34 +15,47 @@ namespace rudnn::conv::shared_memory {
 // column-wise reads of the transpose free of bank conflicts).
 RUDNN_CONV_SHARED_MEMORY_FN long long swap_last_two(long long elem_bytes) { return 32 * 33 * elem_bytes; }
 
-// ---- direct kernels (direct.cuh)
+// ---- direct kernels (direct.cuh). The host compiler (ConvToLaunch) calls these names.
 
-// conv_wgrad_direct computes this many output channels per block (they share each loaded input
+// conv_wgrad_direct computes this many output channels per work item (they share each loaded input
 // element): the largest of 4, 2, 1 that divides the output channels per group (the set must stay
 // inside one group, whose input channels it reads).
-RUDNN_CONV_SHARED_MEMORY_FN long long direct_wgrad_channel_set(long long out_channels_per_group) {
+RUDNN_CONV_SHARED_MEMORY_FN long long wgrad_direct_channel_set(long long out_channels_per_group) {
   return out_channels_per_group % 4 == 0 ? 4 : out_channels_per_group % 2 == 0 ? 2 : 1;
 }
-// conv_wgrad_direct: every thread's partial sums (channel set × threads floats) for the tree.
-RUDNN_CONV_SHARED_MEMORY_FN long long direct_wgrad(long long threads, long long out_channels_per_group) {
-  return threads * direct_wgrad_channel_set(out_channels_per_group) * 4;
+// conv_wgrad_direct work items: (O / set) · ceil(KD·KH·KW·C/G / 32), the exact natural grid.
+RUDNN_CONV_SHARED_MEMORY_FN long long wgrad_direct_items(long long out_channels, long long groups, long long filter) {
+  return out_channels / wgrad_direct_channel_set(out_channels / groups) * ((filter + 31) / 32);
 }
-// conv_bias_grad: one float partial sum per thread for the tree.
-RUDNN_CONV_SHARED_MEMORY_FN long long direct_bias_grad(long long threads) { return threads * 4; }
+// A grid from the weight count alone (O·KD·KH·KW·C/G): one block per 32 weights, within a factor of
+// the channel set of wgrad_direct_items. Any grid is correct (the kernel strides over its items).
+RUDNN_CONV_SHARED_MEMORY_FN long long wgrad_direct_blocks(long long weights) { return (weights + 31) / 32; }
+// conv_wgrad_direct: every thread's partial sums for the tree, for the largest channel set (4), so
+// that the size depends on the block alone.
+RUDNN_CONV_SHARED_MEMORY_FN long long wgrad_direct(long long threads) { return threads * 4 * 4; }
+
+// conv_bias_grad: 32 channels per work item; one float partial sum per thread for the tree.
+RUDNN_CONV_SHARED_MEMORY_FN long long bias_grad_blocks(long long channels) { return (channels + 31) / 32; }
+RUDNN_CONV_SHARED_MEMORY_FN long long bias_grad(long long threads) { return threads * 4; }
 
 // ---- depthwise forward (depthwise.cuh), for a TileH × TileW output tile of `channels` input
-// channels with channel multiplier `multiplier`:
-//   the block's weights as FP32 [KD·KH·KW][multiplier][channels], then
-//   one kd slice of the input halo in T [halo_h][halo_w][channels],
+// channels with channel multiplier `multiplier` (O = multiplier·C). Per kd slice:
+//   the slice's weights as FP32 [KH·KW][multiplier][channels], then
+//   the slice's input halo in T [halo_h][halo_w][channels],
 //   halo = (tile − 1)·stride + (k − 1)·dilation + 1 per dim; rounded up to 16 bytes.
+// Independent of KD: one kd slice is staged at a time.
+RUDNN_CONV_SHARED_MEMORY_FN long long depthwise_threads(long long /*tile_h*/, long long /*tile_w*/,
+                                                        long long /*channels*/) {
+  return 256;  // channels lanes × 256 / channels pixel slots (channels divides 256)
+}
 RUDNN_CONV_SHARED_MEMORY_FN long long depthwise_halo(long long tile, long long k, long long stride,
                                                      long long dilation) {
   return (tile - 1) * stride + (k - 1) * dilation + 1;
 }
-RUDNN_CONV_SHARED_MEMORY_FN long long depthwise(long long kd, long long kh, long long kw, long long sh, long long sw,
-                                                long long dh, long long dw, long long multiplier, long long tile_h,
-                                                long long tile_w, long long channels, long long elem_bytes) {
-  const long long weights = kd * kh * kw * multiplier * channels * 4;
+RUDNN_CONV_SHARED_MEMORY_FN long long depthwise(long long kh, long long kw, long long sh, long long sw, long long dh,
+                                                long long dw, long long multiplier, long long tile_h, long long tile_w,
+                                                long long channels, long long elem_bytes) {
+  const long long weights = kh * kw * multiplier * channels * 4;
   const long long halo =
       depthwise_halo(tile_h, kh, sh, dh) * depthwise_halo(tile_w, kw, sw, dw) * channels * elem_bytes;
   return (weights + halo + 15) / 16 * 16;
