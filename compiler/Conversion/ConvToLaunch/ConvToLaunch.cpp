@@ -183,7 +183,7 @@ std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, st
       const auto& t = choice_.depthwise;
       const std::int64_t tiles = g_.output[0] * ((g_.output[1] + t.tileH - 1) / t.tileH) *
                                  ((g_.output[2] + t.tileW - 1) / t.tileW) *
-                                 ((g_.out_channels + t.channels - 1) / t.channels);
+                                 ((g_.channels + t.channels - 1) / t.channels);  // chunks of input channels
       l.grid(l.size({batch, SizeFactor::constant(tiles)}))
           .block(conv::shared_memory::depthwise_threads(t.tileH, t.tileW, t.channels))
           .shared(conv::shared_memory::depthwise(g_.kernel[1], g_.kernel[2], g_.stride[1], g_.stride[2], g_.dilation[1],
@@ -195,8 +195,10 @@ std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, st
       const auto& t = choice_.gemm;
       l.grid(l.size({batch, SizeFactor::constant(outPixels * ((outChannels + t.bn - 1) / t.bn))}, t.bm))
           .block(t.threads())
-          .shared(forward ? conv::shared_memory::igemm_fprop(t.stages, t.bm, t.bn, t.bk, static_cast<std::int64_t>(dtype_size(dt)))
-                          : conv::shared_memory::igemm_dgrad(t.stages, t.bm, t.bn, t.bk, static_cast<std::int64_t>(dtype_size(dt))));
+          .shared(forward ? conv::shared_memory::igemm_fprop(t.stages, t.bm, t.bn, t.bk,
+                                                             static_cast<std::int64_t>(dtype_size(dt)))
+                          : conv::shared_memory::igemm_dgrad(t.stages, t.bm, t.bn, t.bk,
+                                                             static_cast<std::int64_t>(dtype_size(dt))));
       break;
     }
   }
@@ -220,7 +222,8 @@ std::int64_t ConvLaunches::weightGradKernels(RewriterBase& rewriter, std::int64_
         .buffer("dy", "const " + elem_ + "*", dy)
         .buffer("dw", elem_ + "*", out)
         .sizeParam("n", l.size({batch}))
-        .grid(l.size({SizeFactor::constant(conv::shared_memory::wgrad_direct_blocks(weights))}))
+        .grid(l.size({SizeFactor::constant(conv::shared_memory::wgrad_direct_items(
+            g_.out_channels, g_.groups, g_.taps() * (g_.channels / g_.groups)))}))
         .block(choice_.threads)
         .shared(conv::shared_memory::wgrad_direct(choice_.threads));
     return push(rewriter, l);
@@ -241,7 +244,8 @@ std::int64_t ConvLaunches::weightGradKernels(RewriterBase& rewriter, std::int64_
       .grid(w.size({SizeFactor::constant(((g_.out_channels + t.bm - 1) / t.bm) * ((filter + t.bn - 1) / t.bn) *
                                          choice_.splits)}))
       .block(t.threads())
-      .shared(conv::shared_memory::igemm_wgrad(t.stages, t.bm, t.bn, t.bk, static_cast<std::int64_t>(dtype_size(dtype_))));
+      .shared(
+          conv::shared_memory::igemm_wgrad(t.stages, t.bm, t.bn, t.bk, static_cast<std::int64_t>(dtype_size(dtype_))));
   push(rewriter, w);
 
   LaunchBuilder r(op_, fmt::format("rudnn_conv_wgrad_reduce_{}", dtype_name(dtype_)), "rudnn/conv/implicit_gemm.cuh",

@@ -34,7 +34,9 @@ struct Geometry {
   static constexpr i64 kPD = PD_, kPH = PH_, kPW = PW_;
   static constexpr i64 kDD = DD_, kDH = DH_, kDW = DW_;
 
-  RUDNN_CONV_CONSTEXPR_FN i64 out_extent(i64 in, i64 k, i64 s, i64 p, i64 d) { return (in + 2 * p - d * (k - 1) - 1) / s + 1; }
+  RUDNN_CONV_CONSTEXPR_FN i64 out_extent(i64 in, i64 k, i64 s, i64 p, i64 d) {
+    return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+  }
   static constexpr i64 kOD = out_extent(D_, KD_, SD_, PD_, DD_);
   static constexpr i64 kOH = out_extent(H_, KH_, SH_, PH_, DH_);
   static constexpr i64 kOW = out_extent(W_, KW_, SW_, PW_, DW_);

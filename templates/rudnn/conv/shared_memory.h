@@ -1,8 +1,8 @@
 #pragma once
-// Dynamic shared memory of the convolution kernel templates (templates/rudnn/conv/), in bytes: the one
-// copy of each formula, used by the templates' policies and by the host compiler (launch geometry,
-// config checks). Plain C++ like rudnn/shared_memory.h: no prelude, no includes; __host__ __device__
-// under NVRTC/nvcc, plain constexpr elsewhere. Sizes are long long (no <cstdint> under NVRTC).
+// Dynamic shared memory of the convolution kernels (templates/rudnn/conv/), in bytes: the one copy
+// of each formula, used by the kernels' policies and by the host compiler (launch geometry, config
+// checks). Same rules as rudnn/shared_memory.h: plain C++, no prelude, no includes; under NVRTC/nvcc
+// the functions are __host__ __device__, elsewhere plain constexpr; sizes are long long.
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
 #define RUDNN_CONV_SHARED_MEMORY_FN __host__ __device__ constexpr inline
 #else
@@ -10,6 +10,56 @@
 #endif
 
 namespace rudnn::conv::shared_memory {
+
+// ---- layout swap (layout.cuh): one 32 × 33 tile of elements (the padding column keeps the
+// column-wise reads of the transpose free of bank conflicts).
+RUDNN_CONV_SHARED_MEMORY_FN long long swap_last_two(long long elem_bytes) { return 32 * 33 * elem_bytes; }
+
+// ---- direct kernels (direct.cuh). The host compiler (ConvToLaunch) calls these names.
+
+// conv_wgrad_direct computes this many output channels per work item (they share each loaded input
+// element): the largest of 4, 2, 1 that divides the output channels per group (the set must stay
+// inside one group, whose input channels it reads).
+RUDNN_CONV_SHARED_MEMORY_FN long long wgrad_direct_channel_set(long long out_channels_per_group) {
+  return out_channels_per_group % 4 == 0 ? 4 : out_channels_per_group % 2 == 0 ? 2 : 1;
+}
+// conv_wgrad_direct work items: (O / set) · ceil(KD·KH·KW·C/G / 32), the exact natural grid.
+RUDNN_CONV_SHARED_MEMORY_FN long long wgrad_direct_items(long long out_channels, long long groups, long long filter) {
+  return out_channels / wgrad_direct_channel_set(out_channels / groups) * ((filter + 31) / 32);
+}
+// A grid from the weight count alone (O·KD·KH·KW·C/G): one block per 32 weights, within a factor of
+// the channel set of wgrad_direct_items. Any grid is correct (the kernel strides over its items).
+RUDNN_CONV_SHARED_MEMORY_FN long long wgrad_direct_blocks(long long weights) { return (weights + 31) / 32; }
+// conv_wgrad_direct: every thread's partial sums for the tree, for the largest channel set (4), so
+// that the size depends on the block alone.
+RUDNN_CONV_SHARED_MEMORY_FN long long wgrad_direct(long long threads) { return threads * 4 * 4; }
+
+// conv_bias_grad: 32 channels per work item; one float partial sum per thread for the tree.
+RUDNN_CONV_SHARED_MEMORY_FN long long bias_grad_blocks(long long channels) { return (channels + 31) / 32; }
+RUDNN_CONV_SHARED_MEMORY_FN long long bias_grad(long long threads) { return threads * 4; }
+
+// ---- depthwise forward (depthwise.cuh), for a TileH × TileW output tile of `channels` input
+// channels with channel multiplier `multiplier` (O = multiplier·C). Per kd slice:
+//   the slice's weights as FP32 [KH·KW][multiplier][channels], then
+//   the slice's input halo in T [halo_h][halo_w][channels],
+//   halo = (tile − 1)·stride + (k − 1)·dilation + 1 per dim; rounded up to 16 bytes.
+// Independent of KD: one kd slice is staged at a time.
+RUDNN_CONV_SHARED_MEMORY_FN long long depthwise_threads(long long /*tile_h*/, long long /*tile_w*/,
+                                                        long long /*channels*/) {
+  return 256;  // channels lanes × 256 / channels pixel slots (channels divides 256)
+}
+RUDNN_CONV_SHARED_MEMORY_FN long long depthwise_halo(long long tile, long long k, long long stride,
+                                                     long long dilation) {
+  return (tile - 1) * stride + (k - 1) * dilation + 1;
+}
+RUDNN_CONV_SHARED_MEMORY_FN long long depthwise(long long kh, long long kw, long long sh, long long sw, long long dh,
+                                                long long dw, long long multiplier, long long tile_h, long long tile_w,
+                                                long long channels, long long elem_bytes) {
+  const long long weights = kh * kw * multiplier * channels * 4;
+  const long long halo =
+      depthwise_halo(tile_h, kh, sh, dh) * depthwise_halo(tile_w, kw, sw, dw) * channels * elem_bytes;
+  return (weights + halo + 15) / 16 * 16;
+}
 
 // ---- implicit GEMM (conv/implicit_gemm.cuh; IgemmPolicy<BM, BN, BK, WarpsM, WarpsN, Stages, TC>)
 // Every pass keeps `stages` pipeline stages of one A and one B operand tile of elements of
