@@ -90,7 +90,7 @@ class ConvLaunches {
     LaunchBuilder l(op_, fmt::format("rudnn_conv_swap_{}", dtype_name(dtype_)), "rudnn/conv/layout.cuh",
                     "rudnn::conv::swap_last_two");
     l.templateArgs({elem_}).config(config_).operands(values_);
-    const SizeFactor rows = batched ? SizeFactor::dimOf(src, 0) : SizeFactor::constant(a);
+    const SizeFactor rows = batched ? batch() : SizeFactor::constant(a);
     Type type = resultType
                     ? resultType
                     : RankedTensorType::get({ShapedType::kDynamic}, dialect::toElementType(op_->getContext(), dtype_));
@@ -107,6 +107,10 @@ class ConvLaunches {
         .shared(conv::shared_memory::swap_last_two(static_cast<std::int64_t>(dtype_size(dtype_))));
     return push(rewriter, l);
   }
+
+  // The batch: dim 0 of the op's first operand (x or dy, in either layout). Temporaries are flat,
+  // so kernels on them still read the batch from there.
+  static SizeFactor batch() { return SizeFactor::dimOf(0, 0); }
 
   std::int64_t push(RewriterBase& rewriter, LaunchBuilder& l) {
     dialect::LaunchOp launch = l.create(rewriter);
@@ -148,9 +152,12 @@ std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, st
                                                                    : "rudnn/conv/implicit_gemm.cuh";
   std::string biasType = "void";
   if (forward && bias >= 0) biasType = dialect::cTypeName(sig_.bias->dtype);
-  LaunchBuilder l(
-      op_, fmt::format("rudnn_conv_{}_{}_{}_{}", forward ? "fprop" : "dgrad", alg, forward ? biasType : "", suffix_),
-      header, fmt::format("rudnn::conv::conv_{}_{}", forward ? "fprop" : "dgrad", alg));
+  // Entry names carry dtype names, never C++ spellings ("rudnn::bf16" is no identifier).
+  const std::string biasTag = !forward    ? ""
+                              : bias >= 0 ? std::string(dtype_name(sig_.bias->dtype)) + "bias_"
+                                          : std::string("nobias_");
+  LaunchBuilder l(op_, fmt::format("rudnn_conv_{}_{}_{}{}", forward ? "fprop" : "dgrad", alg, biasTag, suffix_), header,
+                  fmt::format("rudnn::conv::conv_{}_{}", forward ? "fprop" : "dgrad", alg));
   std::vector<std::string> args = {elem_};
   if (forward) args.push_back(biasType);
   args.push_back(geometryArg(g_));
@@ -161,7 +168,7 @@ std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, st
   if (resultType)
     l.results({resultType});
   else
-    l.results({tempType()}, {l.size({SizeFactor::dimOf(a, 0), SizeFactor::constant(outPixels * outChannels)})});
+    l.results({tempType()}, {l.size({batch(), SizeFactor::constant(outPixels * outChannels)})});
   const std::int64_t out = static_cast<std::int64_t>(values_.size());
   l.buffer(forward ? "x" : "dy", "const " + elem_ + "*", a).buffer("w", "const " + elem_ + "*", b);
   if (forward) {
@@ -170,12 +177,11 @@ std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, st
     else
       l.nullBuffer("bias", "const void*");
   }
-  l.buffer(forward ? "y" : "dx", elem_ + "*", out).sizeParam("n", l.size({SizeFactor::dimOf(a, 0)}));
-  const SizeFactor batch = SizeFactor::dimOf(a, 0);
+  l.buffer(forward ? "y" : "dx", elem_ + "*", out).sizeParam("n", l.size({batch()}));
   const DType dt = dtype_;
   switch (choice_.algorithm) {
     case Algorithm::Direct:
-      l.grid(l.size({batch, SizeFactor::constant(outPixels * outChannels)}, choice_.threads))
+      l.grid(l.size({batch(), SizeFactor::constant(outPixels * outChannels)}, choice_.threads))
           .block(choice_.threads)
           .shared(0);
       break;
@@ -184,7 +190,7 @@ std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, st
       const std::int64_t tiles = g_.output[0] * ((g_.output[1] + t.tileH - 1) / t.tileH) *
                                  ((g_.output[2] + t.tileW - 1) / t.tileW) *
                                  ((g_.channels + t.channels - 1) / t.channels);  // chunks of input channels
-      l.grid(l.size({batch, SizeFactor::constant(tiles)}))
+      l.grid(l.size({batch(), SizeFactor::constant(tiles)}))
           .block(conv::shared_memory::depthwise_threads(t.tileH, t.tileW, t.channels))
           .shared(conv::shared_memory::depthwise(g_.kernel[1], g_.kernel[2], g_.stride[1], g_.stride[2], g_.dilation[1],
                                                  g_.dilation[2], g_.out_channels / g_.channels, t.tileH, t.tileW,
@@ -193,7 +199,7 @@ std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, st
     }
     case Algorithm::ImplicitGemm: {
       const auto& t = choice_.gemm;
-      l.grid(l.size({batch, SizeFactor::constant(outPixels * ((outChannels + t.bn - 1) / t.bn))}, t.bm))
+      l.grid(l.size({batch(), SizeFactor::constant(outPixels * ((outChannels + t.bn - 1) / t.bn))}, t.bm))
           .block(t.threads())
           .shared(forward ? conv::shared_memory::igemm_fprop(t.stages, t.bm, t.bn, t.bk,
                                                              static_cast<std::int64_t>(dtype_size(dt)))
@@ -208,7 +214,6 @@ std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, st
 // The weight-backward kernels on channels-last x and dy; the result is dw [O, taps, C/G].
 std::int64_t ConvLaunches::weightGradKernels(RewriterBase& rewriter, std::int64_t x, std::int64_t dy, Type resultType) {
   const std::int64_t weights = g_.out_channels * g_.taps() * (g_.channels / g_.groups);
-  const SizeFactor batch = SizeFactor::dimOf(x, 0);
   if (choice_.algorithm == Algorithm::Direct) {
     LaunchBuilder l(op_, "rudnn_conv_wgrad_direct_" + suffix_, "rudnn/conv/direct.cuh",
                     "rudnn::conv::conv_wgrad_direct");
@@ -221,7 +226,7 @@ std::int64_t ConvLaunches::weightGradKernels(RewriterBase& rewriter, std::int64_
     l.buffer("x", "const " + elem_ + "*", x)
         .buffer("dy", "const " + elem_ + "*", dy)
         .buffer("dw", elem_ + "*", out)
-        .sizeParam("n", l.size({batch}))
+        .sizeParam("n", l.size({batch()}))
         .grid(l.size({SizeFactor::constant(conv::shared_memory::wgrad_direct_items(
             g_.out_channels, g_.groups, g_.taps() * (g_.channels / g_.groups)))}))
         .block(choice_.threads)
@@ -239,7 +244,7 @@ std::int64_t ConvLaunches::weightGradKernels(RewriterBase& rewriter, std::int64_
   w.buffer("x", "const " + elem_ + "*", x)
       .buffer("dy", "const " + elem_ + "*", dy)
       .buffer("partial", "float*", partial)
-      .sizeParam("n", w.size({batch}))
+      .sizeParam("n", w.size({batch()}))
       .constant("splits", choice_.splits)
       .grid(w.size({SizeFactor::constant(((g_.out_channels + t.bm - 1) / t.bm) * ((filter + t.bn - 1) / t.bn) *
                                          choice_.splits)}))
@@ -316,7 +321,7 @@ LogicalResult ConvLaunches::build(RewriterBase& rewriter) {
         const std::int64_t out = static_cast<std::int64_t>(values_.size());
         l.buffer("dy", "const " + elem_ + "*", dy)
             .buffer("db", "float*", out)
-            .sizeParam("rows", l.size({SizeFactor::dimOf(dy, 0), SizeFactor::constant(g_.output_pixels())}))
+            .sizeParam("rows", l.size({batch(), SizeFactor::constant(g_.output_pixels())}))
             .constant("channels", g_.out_channels)
             .grid(l.size({SizeFactor::constant(conv::shared_memory::bias_grad_blocks(g_.out_channels))}))
             .block(256)
