@@ -1,0 +1,65 @@
+// rudnn-lower-to-launch on the convolution ops (ConvToLaunch.cpp): every kernel carries the compiled-in
+// rudnn::conv::Geometry<C, O, G, D, H, W, KD, KH, KW, strides, paddings, dilations> and takes the batch
+// `n` from dim 0 of the op's first operand; channels-first ops swap their inputs to channels-last
+// temporaries (flat, `result_elements`) and swap the result back; the implicit-GEMM weight backward
+// writes FP32 split sums that conv_wgrad_reduce adds in order; bias_grad adds conv_bias_grad.
+// RUN: rudnn-opt %s --rudnn-lower-to-launch | FileCheck %s
+
+// Channels-last forward on tensor cores: one launch; grid n·3136 output pixels / BM 64 (one 64-wide
+// column tile), 128 threads, 4 stages × (64 + 64) rows × (32 + 8) bf16 = 40960 bytes.
+// CHECK-LABEL: func.func @nhwc_forward
+// CHECK: rudnn.launch @rudnn_conv_fprop_igemm_f32bias_bf16_igemm_tc_64x64x32_w2x2_s4_g{{[0-9a-f]+}}(%arg0, %arg1, %arg2)
+// CHECK-SAME: header "rudnn/conv/implicit_gemm.cuh" function "rudnn::conv::conv_fprop_igemm"
+// CHECK-SAME: args ["rudnn::bf16", "float", "rudnn::conv::Geometry<64, 64, 1, 1, 56, 56, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1>", "rudnn::conv::IgemmPolicy<64, 64, 32, 2, 2, 4, true>"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * 3136 ceildiv 64>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 40960
+// CHECK-SAME: #rudnn.param<"bias" : "const float*" = buffer(2)>, #rudnn.param<"y" : "rudnn::bf16*" = buffer(3)>, #rudnn.param<"n" : "long long" = size(dim(0, 0))>]
+// CHECK-NOT: rudnn.launch
+func.func @nhwc_forward(%x: tensor<?x56x56x64xbf16>, %w: tensor<64x3x3x64xbf16>, %b: tensor<64xf32>) -> tensor<?x56x56x64xbf16> {
+  %y = rudnn.conv_forward %x, %w bias(%b : tensor<64xf32>) {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>,
+         dilation = array<i64: 1, 1>, groups = 1, channels_last = true, strategy = "implicit_gemm",
+         kernel_config = {algorithm = 2, bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 4, tensor_core = 1, splits = 1}}
+       : tensor<?x56x56x64xbf16>, tensor<64x3x3x64xbf16> -> tensor<?x56x56x64xbf16>
+  return %y : tensor<?x56x56x64xbf16>
+}
+
+// Channels-first grouped data backward on the direct kernel: swap dy [n, 8, 25] and w [8, 4, 9] to
+// channels-last temporaries, dgrad into a third, swap it back to [n, 8, 9, 9].
+// CHECK-LABEL: func.func @nchw_data_backward
+// CHECK: %[[DY:.*]] = rudnn.launch @rudnn_conv_swap_f32(%arg0, %arg1) {{.*}}grid [#rudnn.size<dim(0, 0) * 1>, {{.*}} block [256, 1, 1] shared 4224
+// CHECK-SAME: #rudnn.param<"a" : "long long" = size(dim(0, 0))>, #rudnn.param<"b" : "long long" = size(8)>, #rudnn.param<"s" : "long long" = size(25)>
+// CHECK-SAME: result_elements = [#rudnn.size<dim(0, 0) * 200>]
+// CHECK: %[[W:.*]] = rudnn.launch @rudnn_conv_swap_f32(%arg0, %arg1, %[[DY]]) {{.*}}#rudnn.param<"a" : "long long" = size(8)>, #rudnn.param<"b" : "long long" = size(4)>, #rudnn.param<"s" : "long long" = size(9)>
+// CHECK: %[[DX:.*]] = rudnn.launch @rudnn_conv_dgrad_direct_f32_direct_t128_g{{[0-9a-f]+}}(%arg0, %arg1, %[[DY]], %[[W]])
+// CHECK-SAME: args ["float", "rudnn::conv::Geometry<8, 8, 2, 1, 9, 9, 1, 3, 3, 1, 2, 2, 0, 1, 1, 1, 1, 1>", "rudnn::conv::DirectPolicy<128>"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * 648 ceildiv 128>, {{.*}} block [128, 1, 1] shared 0
+// CHECK-SAME: #rudnn.param<"dy" : "const float*" = buffer(2)>, #rudnn.param<"w" : "const float*" = buffer(3)>, #rudnn.param<"dx" : "float*" = buffer(4)>
+// CHECK: %[[OUT:.*]] = rudnn.launch @rudnn_conv_swap_f32(%arg0, %arg1, %[[DY]], %[[W]], %[[DX]]) {{.*}}#rudnn.param<"b" : "long long" = size(81)>, #rudnn.param<"s" : "long long" = size(8)>
+// CHECK-SAME: -> tensor<?x8x9x9xf32>
+// CHECK: return %[[OUT]]
+func.func @nchw_data_backward(%dy: tensor<?x8x5x5xf32>, %w: tensor<8x4x3x3xf32>) -> tensor<?x8x9x9xf32> {
+  %dx = rudnn.conv_data_backward %dy, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>,
+          dilation = array<i64: 1, 1>, groups = 2, channels_last = false, strategy = "direct",
+          kernel_config = {algorithm = 0, threads = 128}} : tensor<?x8x5x5xf32>, tensor<8x4x3x3xf32> -> tensor<?x8x9x9xf32>
+  return %dx : tensor<?x8x9x9xf32>
+}
+
+// Weight backward on tensor cores split 4 ways: FP32 partial sums (4 × 64 × 288 floats), the ordered
+// reduce to bf16, then the f32 bias gradient over n·256 rows.
+// CHECK-LABEL: func.func @weight_backward
+// CHECK: %[[P:.*]] = rudnn.launch @rudnn_conv_wgrad_igemm_bf16_igemm_tc_64x64x32_w2x2_s4_g{{[0-9a-f]+}}(%arg0, %arg1)
+// CHECK-SAME: grid [#rudnn.size<20>, {{.*}} block [128, 1, 1] shared 36864
+// CHECK-SAME: #rudnn.param<"partial" : "float*" = buffer(2)>, #rudnn.param<"n" : "long long" = size(dim(0, 0))>, #rudnn.param<"splits" : "long long" = size(4)>
+// CHECK-SAME: result_elements = [#rudnn.size<73728>]
+// CHECK: %[[DW:.*]] = rudnn.launch @rudnn_conv_wgrad_reduce_bf16(%arg0, %arg1, %[[P]])
+// CHECK-SAME: #rudnn.param<"elements" : "long long" = size(18432)>, #rudnn.param<"splits" : "long long" = size(4)>
+// CHECK-SAME: -> tensor<64x3x3x32xbf16>
+// CHECK: %[[DB:.*]] = rudnn.launch @rudnn_conv_bias_grad_bf16(%arg0, %arg1, %[[P]], %[[DW]])
+// CHECK-SAME: #rudnn.param<"dy" : "const rudnn::bf16*" = buffer(1)>, #rudnn.param<"db" : "float*" = buffer(4)>, #rudnn.param<"rows" : "long long" = size(dim(0, 0) * 256)>
+// CHECK: return %[[DW]], %[[DB]]
+func.func @weight_backward(%x: tensor<?x16x16x32xbf16>, %dy: tensor<?x16x16x64xbf16>) -> (tensor<64x3x3x32xbf16>, tensor<64xf32>) {
+  %dw, %db = rudnn.conv_weight_backward %x, %dy {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>,
+               dilation = array<i64: 1, 1>, groups = 1, channels_last = true, strategy = "implicit_gemm", bias_grad,
+               kernel_config = {algorithm = 2, bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 4, tensor_core = 1, splits = 4}}
+             : tensor<?x16x16x32xbf16>, tensor<?x16x16x64xbf16> -> tensor<64x3x3x32xbf16>, tensor<64xf32>
+  return %dw, %db : tensor<64x3x3x32xbf16>, tensor<64xf32>
+}
