@@ -47,13 +47,15 @@ grep -q "expected a path in an existing directory" "$work/nodir.txt" || fail "mi
 # tunes the keys the runtime asks for), and the runtime then takes each op's config from the cache.
 "$tool" "$src/families.mlir" --device host --rows 2 --jobs 2 --repeats 2 -o "$work/families.host.sqlite" \
   > "$work/families.txt" 2>&1 || fail "families.mlir: $(cat "$work/families.txt")"
-for op in rudnn.rms_norm rudnn.route rudnn.dispatch rudnn.swiglu_experts rudnn.combine rudnn.attention rudnn.gated_delta; do
+for op in rudnn.rms_norm rudnn.route rudnn.dispatch rudnn.swiglu_experts rudnn.combine rudnn.attention rudnn.gated_delta \
+    rudnn.conv_forward rudnn.conv_weight_backward; do
   grep -q "^$op " "$work/families.txt" || fail "families.mlir: $op not tuned: $(cat "$work/families.txt")"
 done
 RUDNN_AUTOTUNE_CACHE="$work/families.host.sqlite" RUDNN_AUTOTUNE=cached RUDNN_LOG=info \
   "$run" "$src/families.mlir" --device host --random-inputs --dynamic-dim 2 --quiet 2> "$work/families-run.txt" ||
   fail "rudnn-run families.mlir: $(cat "$work/families-run.txt")"
-for op in rudnn.rms_norm rudnn.route rudnn.dispatch rudnn.swiglu_experts rudnn.combine rudnn.attention rudnn.gated_delta; do
+for op in rudnn.rms_norm rudnn.route rudnn.dispatch rudnn.swiglu_experts rudnn.combine rudnn.attention rudnn.gated_delta \
+    rudnn.conv_forward rudnn.conv_weight_backward; do
   grep -q "plan $op .* on host: .*; cache)" "$work/families-run.txt" || fail "$op: cached config not used: $(cat "$work/families-run.txt")"
 done
 echo PASS

@@ -15,7 +15,9 @@
 #include "jit.h"
 #include "op_test_util.h"
 #include "reference/conv.h"
+#include "rudnn/autotune.h"
 #include "rudnn/convolution.h"
+#include "rudnn/stats.h"
 
 namespace rudnn {
 namespace {
@@ -263,6 +265,43 @@ TEST(ConvEmpty, ZeroBatch) {
   auto y = convolution::conv_forward_nhwc(*x, *w, std::nullopt, options_of(c), ConvStrategy::ImplicitGemm);
   ASSERT_TRUE(y.ok()) << y.error().message();
   EXPECT_EQ(y->shape(), (Shape{0, 9, 7, 8}));
+}
+
+// Autotune: a measured choice among every registered kernel that serves the call, cached; the result
+// is the oracle's, and ConvInfo reports what was chosen (never a substitution).
+TEST(ConvAutotune, MeasuresCachesAndReports) {
+  ops::set_poison_outputs(true);
+  const auto saved = autotune::mode();
+  autotune::set_mode(autotune::Mode::Full);
+  for (const Case& c : {kCases[0], kCases[7]}) {
+    const std::uint64_t seed = fresh_seed();
+    SCOPED_TRACE(fmt::format("{} seed {}", c.name, seed));
+    std::mt19937_64 rng(seed);
+    const Data d = make(c, rng);
+    const Device host = Device::host();
+    const Tensor x = testing::upload(activation(c, c.c, c.in, true), c.dtype, d.x, host);
+    const Tensor w = testing::upload(weight_shape(c, true), c.dtype, d.w, host);
+    std::optional<Tensor> bias;
+    if (c.bias) bias = testing::upload({c.o}, c.bias == 1 ? DType::F32 : c.dtype, d.bias, host);
+    const Stats before = stats();
+    ConvInfo info;
+    auto y = convolution::conv_forward_nhwc(x, w, bias, options_of(c), ConvStrategy::Autotune, &info);
+    ASSERT_TRUE(y.ok()) << y.error().message();
+    EXPECT_LE(relative_l2(host_values(*y), reference::conv_forward(d.x, d.w, d.bias, d.shape)),
+              testing::tolerance(c.dtype));
+    EXPECT_EQ(stats().autotune_runs, before.autotune_runs + 1);
+    auto choice = autotune::last_choice();
+    ASSERT_TRUE(choice.has_value());
+    EXPECT_EQ(choice->op, "rudnn.conv_forward");
+    EXPECT_EQ(choice->source, autotune::Source::Tuned);
+    EXPECT_FALSE(info.substituted);
+    EXPECT_EQ(info.tile, choice->config);
+    // Warm: the plan is reused, nothing tuned again.
+    auto again = convolution::conv_forward_nhwc(x, w, bias, options_of(c), ConvStrategy::Autotune);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(stats().autotune_runs, before.autotune_runs + 1);
+  }
+  autotune::set_mode(saved);
 }
 
 // The backward oracles are the gradient of the forward oracle: L = Σ y·dy is linear in x and w, so
