@@ -20,9 +20,7 @@ const std::vector<DepthwiseTile>& depthwiseTiles() {
 
 const std::vector<GemmTile>& gemmTiles() {
   static const std::vector<GemmTile> tiles = {
-      {128, 128, 32, 2, 4, 3, true},
-      {64, 128, 32, 2, 2, 3, true},
-      {64, 64, 32, 2, 2, 4, true},
+      {128, 128, 32, 2, 4, 3, true}, {64, 128, 32, 2, 2, 3, true}, {64, 64, 32, 2, 2, 4, true},
       {64, 64, 16, 2, 4, 3, false},  {32, 32, 16, 2, 2, 2, false},
   };
   return tiles;
