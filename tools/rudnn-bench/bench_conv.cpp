@@ -32,6 +32,9 @@ options:
   --dtype f32|f16|bf16    (default bf16)
   --strategy direct|implicit_gemm|autotune
                           (default implicit_gemm; the depthwise set always runs direct)
+  --emit-mlir 1           print the layers as one rudnn graph (batch dynamic) instead of timing
+                          them: `rudnn-precompile` it with --jobs to compile every kernel in
+                          parallel before a timed run (scripts/gpu-check does)
 )";
 
 constexpr const char* kExample = R"(
@@ -72,6 +75,86 @@ std::vector<std::string> split(const std::string& v) {
   return out;
 }
 
+// "tensor<?x56x56x64xbf16>" (batch dynamic) / "tensor<64x3x3x64xbf16>".
+std::string tensor_type(const Shape& shape, DType dtype, bool dynamic_batch) {
+  std::string s = "tensor<";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i == 0 && dynamic_batch ? "?" : std::to_string(shape[i])) + "x";
+  return s + std::string(dtype_name(dtype)) + ">";
+}
+
+// The shapes of one layer, channels-last: x, w, y.
+struct LayerShapes {
+  Shape x, w, y;
+  int dims;
+};
+LayerShapes shapes_of(const Layer& l) {
+  const int dims = l.three_d ? 3 : 2;
+  auto out = [&](std::int64_t in) { return (in + 2 * (l.k / 2) - l.k) / l.stride + 1; };
+  LayerShapes s{{l.n}, {l.o}, {l.n}, dims};
+  if (l.three_d) {
+    s.x.push_back(l.d);
+    s.w.push_back(l.k);
+    s.y.push_back(out(l.d));
+  }
+  s.x.insert(s.x.end(), {l.h, l.w, l.c});
+  s.w.insert(s.w.end(), {l.k, l.k, l.c / l.groups});
+  s.y.insert(s.y.end(), {out(l.h), out(l.w), l.o});
+  return s;
+}
+
+// Every layer and direction as one graph for rudnn-precompile (the same ops the timed calls make).
+int emit_graph(const std::vector<std::string>& sets, const std::vector<std::string>& directions, std::int64_t batch,
+               DType dtype, const std::string& strategy) {
+  std::string args, results, body, returns, return_types;
+  int next = 0;
+  auto arg = [&](const Shape& shape, bool dynamic) {
+    const std::string name = "%a" + std::to_string(next++);
+    args += (args.empty() ? "" : ", ") + name + ": " + tensor_type(shape, dtype, dynamic);
+    return name;
+  };
+  for (const auto& set : sets)
+    for (Layer l : layers_of(set)) {
+      if (batch > 0) l.n = batch;
+      const LayerShapes s = shapes_of(l);
+      const std::string opts = "{stride = array<i64: " + std::string(s.dims == 3 ? "S, S, S" : "S, S") +
+                               ">, padding = array<i64: " + std::string(s.dims == 3 ? "P, P, P" : "P, P") +
+                               ">, dilation = array<i64: " + std::string(s.dims == 3 ? "1, 1, 1" : "1, 1") +
+                               ">, groups = " + std::to_string(l.groups) + ", channels_last = true, strategy = \"" +
+                               (l.groups > 1 ? std::string("direct") : strategy) + "\"}";
+      std::string o = opts;
+      for (std::size_t at; (at = o.find('S')) != std::string::npos;) o.replace(at, 1, std::to_string(l.stride));
+      for (std::size_t at; (at = o.find('P')) != std::string::npos;) o.replace(at, 1, std::to_string(l.k / 2));
+      const std::string tx = tensor_type(s.x, dtype, true), tw = tensor_type(s.w, dtype, false),
+                        ty = tensor_type(s.y, dtype, true);
+      for (const auto& dir : directions) {
+        const std::string r = "%r" + std::to_string(next++);
+        std::string type;
+        if (dir == "fprop") {
+          const std::string x = arg(s.x, true), w = arg(s.w, false);
+          body += "  " + r + " = rudnn.conv_forward " + x + ", " + w + " " + o + " : " + tx + ", " + tw + " -> " + ty +
+                  "\n";
+          type = ty;
+        } else if (dir == "dgrad") {
+          const std::string dy = arg(s.y, true), w = arg(s.w, false);
+          body += "  " + r + " = rudnn.conv_data_backward " + dy + ", " + w + " " + o + " : " + ty + ", " + tw +
+                  " -> " + tx + "\n";
+          type = tx;
+        } else {
+          const std::string x = arg(s.x, true), dy = arg(s.y, true);
+          body += "  " + r + " = rudnn.conv_weight_backward " + x + ", " + dy + " " + o + " : " + tx + ", " + ty +
+                  " -> " + tw + "\n";
+          type = tw;
+        }
+        returns += (returns.empty() ? "" : ", ") + r;
+        return_types += (return_types.empty() ? "" : ", ") + type;
+      }
+    }
+  std::printf("// rudnn-bench conv --emit-mlir: the benchmark's layers as one graph.\n");
+  std::printf("func.func @main(%s) -> (%s) {\n%s  return %s : %s\n}\n", args.c_str(), return_types.c_str(),
+              body.c_str(), returns.c_str(), return_types.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int run_conv(int argc, char** argv) {
@@ -84,11 +167,17 @@ int run_conv(int argc, char** argv) {
   std::int64_t batch = 0;
   DType dtype = DType::BF16;
   std::string strategy_name = "implicit_gemm";
+  bool emit_mlir = false;
   std::vector<std::string> sets = {"resnet50", "unet", "depthwise", "video"}, directions = {"fprop", "dgrad", "wgrad"};
   auto bad =
       parse_options(argc, argv, 2, [&](const std::string& a, const std::string& v) -> std::optional<std::string> {
         std::optional<std::string> error;
         if (common_option(a, v, &chosen, &timing, &error)) return error;
+        if (a == "--emit-mlir") {
+          if (v != "1" && v != "0") return "--emit-mlir wants 1 or 0, got " + v;
+          emit_mlir = v == "1";
+          return std::nullopt;
+        }
         if (a == "--batch") return int_option(a, v, 1, 1 << 20, &batch);
         if (a == "--dtype") {
           auto t = parse_dtype(v);
@@ -123,6 +212,11 @@ int run_conv(int argc, char** argv) {
                                  : strategy_name == "autotune" ? ConvStrategy::Autotune
                                                                : ConvStrategy::ImplicitGemm;
 
+  if (emit_mlir)
+    return emit_graph(sets, directions, batch, dtype,
+                      requested == ConvStrategy::Direct     ? "direct"
+                      : requested == ConvStrategy::Autotune ? "autotune"
+                                                            : "implicit_gemm");
   std::printf(
       "set,layer,direction,n,d,h,w,c,o,k,stride,groups,dtype,strategy,algorithm,device,median_us,tflops,gb_per_s\n");
   std::fflush(stdout);
@@ -137,19 +231,9 @@ int run_conv(int argc, char** argv) {
       options.padding.assign(dims, l.k / 2);
       options.dilation.assign(dims, 1);
       options.groups = l.groups;
-      auto spatial = [&](std::int64_t d, std::int64_t h, std::int64_t w) {
-        return l.three_d ? Shape{d, h, w} : Shape{h, w};
-      };
-      const std::int64_t oh = (l.h + 2 * (l.k / 2) - l.k) / l.stride + 1,
-                         ow = (l.w + 2 * (l.k / 2) - l.k) / l.stride + 1,
-                         od = l.three_d ? (l.d + 2 * (l.k / 2) - l.k) / l.stride + 1 : 1;
-      Shape xs = {l.n}, ws = {l.o}, ys = {l.n};
-      for (auto e : spatial(l.d, l.h, l.w)) xs.push_back(e);
-      for (auto e : spatial(l.k, l.k, l.k)) ws.push_back(e);
-      for (auto e : spatial(od, oh, ow)) ys.push_back(e);
-      xs.push_back(l.c);
-      ws.push_back(l.c / l.groups);
-      ys.push_back(l.o);
+      const LayerShapes shapes = shapes_of(l);
+      const Shape &xs = shapes.x, &ws = shapes.w, &ys = shapes.y;
+      const std::int64_t od = l.three_d ? ys[1] : 1, oh = ys[ys.size() - 3], ow = ys[ys.size() - 2];
       auto x = uniform_tensor(xs, dtype, device, -1, 1, rng);
       auto w = uniform_tensor(ws, dtype, device, -0.1, 0.1, rng);
       auto dy = uniform_tensor(ys, dtype, device, -1, 1, rng);
