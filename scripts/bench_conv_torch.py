@@ -44,18 +44,22 @@ def main():
     ap.add_argument("--rudnn-bench", required=True)
     ap.add_argument("--log", default=default_log_dir())
     ap.add_argument("--sets", default="resnet50,unet,depthwise,video")
+    ap.add_argument("--directions", default="fprop,dgrad,wgrad")
+    ap.add_argument("--strategy", default="implicit_gemm", help="rudnn-bench conv --strategy (autotune: set "
+                    "RUDNN_AUTOTUNE=full to measure on a cold cache)")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--timeout", type=int, default=240, help="seconds for rudnn-bench")
     args = ap.parse_args()
 
-    print("### Convolution (issue 12): rudnn vs cuDNN (PyTorch, channels_last, cudnn.benchmark), bf16\n")
+    print(f"### Convolution (issue 12): rudnn ({args.strategy}) vs cuDNN (PyTorch, channels_last, cudnn.benchmark), "
+          "bf16\n")
     torch = require_torch_cuda(NAME)
     if torch is None:
         return 0
     torch.backends.cudnn.benchmark = True
-    cmd = [args.rudnn_bench, "conv", "--device", "cuda:0", "--sets", args.sets, "--dtype", "bf16", "--iters",
-           str(args.iters), "--runs", str(args.runs)]
+    cmd = [args.rudnn_bench, "conv", "--device", "cuda:0", "--sets", args.sets, "--directions", args.directions,
+           "--strategy", args.strategy, "--dtype", "bf16", "--iters", str(args.iters), "--runs", str(args.runs)]
     rows, error = run_rudnn_bench(cmd, os.path.join(args.log, "rudnn-bench-conv.csv"), args.timeout)
     bw = copy_bandwidth(torch, 1024**3)
     print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; cuDNN {torch.backends.cudnn.version()}; "
