@@ -2,6 +2,7 @@
 // then grouped-query causal attention (32 query heads over 8 kv heads, head dim 128, bf16) with the
 // Autotune strategy (tensor cores where they fit); projections and RoPE stay with the caller.
 //   rudnn-run examples/attention.mlir --random-inputs --dynamic-dim 1
+// pack-round-trip: 1|7|attn_out|
 func.func @main(%q: tensor<?x32x64x128xbf16> {rudnn.name = "query"}, %k: tensor<?x8x64x128xbf16> {rudnn.name = "key"},
                 %v: tensor<?x8x64x128xbf16> {rudnn.name = "value"}, %g: tensor<128xf32> {rudnn.name = "q_norm"})
     -> (tensor<?x32x64x128xbf16> {rudnn.name = "attn_out"}) {

@@ -2,6 +2,7 @@
 // then from the upstream gradient the data gradient (to the previous layer) and the weight and bias
 // gradients (to the optimizer). A depthwise 3x3 and a grouped 1-D convolution show the Direct path.
 //   rudnn-run examples/conv_training.mlir --random-inputs --dynamic-dim 2
+// pack-round-trip: 2|10|output grad_input grad_weight grad_bias depthwise sequence_out|
 func.func @main(%x: tensor<?x8x12x12xf32> {rudnn.name = "input"}, %w: tensor<16x8x3x3xf32> {rudnn.name = "weight"},
                 %dy: tensor<?x16x6x6xf32> {rudnn.name = "grad_output"},
                 %wd: tensor<8x1x3x3xf32> {rudnn.name = "depthwise_weight"},

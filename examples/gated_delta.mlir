@@ -7,6 +7,7 @@
 //     --random-range step_query=-0.15,0.15 --random-range step_key=-0.15,0.15 \
 //     --random-range log_decay=-0.5,0 --random-range step_log_decay=-0.5,0 \
 //     --random-range beta=0,1 --random-range step_beta=0,1
+// pack-round-trip: 2|8|prefill_out decode_out state|--random-range query=-0.15,0.15 --random-range key=-0.15,0.15 --random-range step_query=-0.15,0.15 --random-range step_key=-0.15,0.15 --random-range log_decay=-0.5,0 --random-range step_log_decay=-0.5,0 --random-range beta=0,1 --random-range step_beta=0,1
 func.func @main(%q: tensor<?x4x100x128xbf16> {rudnn.name = "query"}, %k: tensor<?x4x100x128xbf16> {rudnn.name = "key"},
                 %v: tensor<?x4x100x128xbf16> {rudnn.name = "value"}, %b: tensor<?x4x100xbf16> {rudnn.name = "beta"},
                 %g: tensor<?x4x100xbf16> {rudnn.name = "log_decay"},

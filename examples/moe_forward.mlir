@@ -3,6 +3,7 @@
 // tensor cores for bf16) → combine. H = 64 and I = 32 keep it quick on the host emulation device;
 // the real layer has H = 7168, I = 2048.
 //   rudnn-run examples/moe_forward.mlir --random-inputs --dynamic-dim 16
+// pack-round-trip: 16|6|moe_out expert_offsets|
 func.func @main(%x: tensor<?x64xbf16> {rudnn.name = "hidden"},
                 %router: tensor<?x256xbf16> {rudnn.name = "router_logits"},
                 %bias: tensor<256xf32> {rudnn.name = "bias"},

@@ -1,6 +1,7 @@
 // MoE routing on rudnn-run: softmax top-8 routing over 64 experts, and DeepSeek-V3 grouped sigmoid
 // routing (256 experts, 8 groups, 4 selected, top-8, scale 2.5, correction bias).
 //   rudnn-run examples/moe_routing.mlir --device host --random-inputs --dynamic-dim 16
+// pack-round-trip: 16|5|indices weights grouped_indices grouped_weights|
 func.func @main(%logits: tensor<?x64xbf16> {rudnn.name = "logits"},
                 %router: tensor<?x256xbf16> {rudnn.name = "router_logits"},
                 %bias: tensor<256xf32> {rudnn.name = "bias"})

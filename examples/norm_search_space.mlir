@@ -1,6 +1,7 @@
 // The whole normalization search space for rudnn-precompile --with-autotune-candidates: the three
 // ops x f32/f16/bf16 at H = 4096 (every vector width legal), 4098 (widths <= 2) and 4097 (width 1
 // only). Kernels take H at run time, so other H reuse these kernels; identical keys are merged.
+// pack-round-trip: 2|9|result0 result1 result2 result3 result4 result5 result6 result7 result8 result9 result10 result11 result12 result13 result14 result15 result16 result17 result18 result19 result20 result21 result22 result23 result24 result25 result26|
 func.func @main(%x_f32_4096: tensor<?x4096xf32>,
                 %g_f32_4096: tensor<4096xf32>,
                 %b_f32_4096: tensor<4096xf32>,

@@ -1,5 +1,6 @@
 // A transformer block's normalizations: layer_norm → rms_norm → softmax over the last axis.
 // Leading dims are dynamic: one compiled plan serves every token count.
+// pack-round-trip: 5|3|normed probs|
 func.func @main(%x: tensor<?x4096xbf16> {rudnn.name = "x"},
                 %ln_gamma: tensor<4096xf32> {rudnn.name = "ln_gamma"},
                 %ln_beta: tensor<4096xf32> {rudnn.name = "ln_beta"},

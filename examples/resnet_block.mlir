@@ -2,6 +2,7 @@
 // convolution, a strided 3x3 convolution that doubles the channels, and a 1x1 projection with bias,
 // each run by the implicit GEMM on tensor cores where the device has them (docs/convolution.md).
 //   rudnn-run examples/resnet_block.mlir --random-inputs --dynamic-dim 2
+// pack-round-trip: 2|9|output|
 func.func @main(%x: tensor<?x16x16x32xbf16> {rudnn.name = "input"},
                 %w1: tensor<32x3x3x32xbf16> {rudnn.name = "conv1_weight"},
                 %w2: tensor<64x3x3x32xbf16> {rudnn.name = "conv2_weight"},

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "contracts/attention.h"
-#include "rudnn/autotune/search_space.h"
+#include "rudnn/autotune/spaces/attention.h"
 #include "tuning_problem.h"
 
 namespace rudnn::ops {

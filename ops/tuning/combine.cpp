@@ -2,7 +2,7 @@
 // slots mapping each (token, choice) to its own row, random weights.
 #if RUDNN_HAS_AUTOTUNE
 #include "contracts/moe.h"
-#include "rudnn/autotune/search_space.h"
+#include "rudnn/autotune/spaces/moe.h"
 #include "tuning_problem.h"
 
 namespace rudnn::ops {

@@ -2,7 +2,7 @@
 // batch bucket, random activations per input set, one weight (and bias).
 #if RUDNN_HAS_AUTOTUNE
 #include "contracts/conv.h"
-#include "rudnn/autotune/search_space.h"
+#include "rudnn/autotune/spaces/convolution.h"
 #include "rudnn/compiler/conv.h"
 #include "tuning_problem.h"
 

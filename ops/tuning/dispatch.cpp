@@ -2,7 +2,7 @@
 // set of valid expert indices (uniform over the experts).
 #if RUDNN_HAS_AUTOTUNE
 #include "contracts/moe.h"
-#include "rudnn/autotune/search_space.h"
+#include "rudnn/autotune/spaces/moe.h"
 #include "tuning_problem.h"
 
 namespace rudnn::ops {

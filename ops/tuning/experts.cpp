@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "contracts/moe.h"
-#include "rudnn/autotune/search_space.h"
+#include "rudnn/autotune/spaces/moe.h"
 #include "tuning_problem.h"
 
 namespace rudnn::ops {

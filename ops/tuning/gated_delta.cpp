@@ -3,7 +3,7 @@
 // and an initial state when the key has one.
 #if RUDNN_HAS_AUTOTUNE
 #include "contracts/gated_delta.h"
-#include "rudnn/autotune/search_space.h"
+#include "rudnn/autotune/spaces/gated_delta.h"
 #include "tuning_problem.h"
 
 namespace rudnn::ops {

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "contracts/normalization.h"
-#include "rudnn/autotune/search_space.h"
+#include "rudnn/autotune/spaces/normalization.h"
 #include "tuning_problem.h"
 
 namespace rudnn::ops {

@@ -2,7 +2,7 @@
 // expert count and options at the bucket's token count, random logits per input set.
 #if RUDNN_HAS_AUTOTUNE
 #include "contracts/moe.h"
-#include "rudnn/autotune/search_space.h"
+#include "rudnn/autotune/spaces/moe.h"
 #include "tuning_problem.h"
 
 namespace rudnn::ops {

@@ -16,6 +16,7 @@
 #include "rudnn/autotune.h"
 #include "rudnn/autotune/provider.h"
 #include "rudnn/autotune/search_space.h"
+#include "rudnn/autotune/spaces/normalization.h"
 #include "rudnn/autotune/tuning_cache.h"
 #include "rudnn/normalization.h"
 #include "rudnn/stats.h"

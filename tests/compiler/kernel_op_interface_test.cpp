@@ -106,8 +106,9 @@ TEST(KernelOpInterface, EveryOperatorOpHasAModel) {
     ++operatorOps;
     EXPECT_TRUE(name.hasInterface<dialect::KernelOpInterface>()) << name.getStringRef().str();
   }
-  EXPECT_EQ(operatorOps, 13);  // 3 normalization, 2 routing, dispatch, experts, combine, gated delta, attention,
-                               // 3 convolution
+  // At least the ops that existed when this was written (3 normalization, 2 routing, dispatch, experts,
+  // combine, gated delta, attention, 3 convolution): a new family adds ops without editing this test.
+  EXPECT_GE(operatorOps, 13);
 }
 
 TEST(KernelOpInterface, EachPassRejectsAnOpWithoutAModel) {

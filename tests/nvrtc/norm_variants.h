@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "rudnn/shared_memory.h"
+
 #if defined(RUDNN_TEST_USE_COMPILER)
 #include "rudnn/compiler/pipeline.h"
 #endif
@@ -54,10 +56,10 @@ inline const char* type_name(NormType t) {
 }
 inline int type_bytes(NormType t) { return t == NormType::F32 ? 4 : 2; }
 
-// Dynamic shared memory the kernel needs (RowPolicy::kSharedBytes, restated by the launch contract).
+// Dynamic shared memory the kernel needs: the one formula RowPolicy::kSharedBytes and the host's
+// launch rule both use (templates/rudnn/shared_memory.h).
 inline std::int64_t norm_shared_bytes(const NormConfig& c) {
-  const int warps = c.threads_per_row / 32 > 1 ? c.threads_per_row / 32 : 1;
-  return static_cast<std::int64_t>(c.rows_per_block) * warps * 2 * 4;
+  return rudnn::shared_memory::row_norm(c.rows_per_block, c.threads_per_row);
 }
 
 inline NormKernel norm_kernel(const NormConfig& c) {

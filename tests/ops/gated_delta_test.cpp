@@ -10,6 +10,7 @@
 
 #include <limits>
 
+#include "contract_fixture.h"
 #include "host/emulator.h"
 #include "host/host_device.h"
 #include "jit.h"
@@ -201,12 +202,9 @@ TEST(GatedDeltaLimits, ChunkBoundReadsTheDevicesSharedMemory) {
 
 // --- every contract line: a typed error naming the argument, nothing compiled or launched ---
 
-TEST(GatedDeltaContract, EachLineRejected) {
-  auto t = [](const Shape& s, DType d, const Queue* q = nullptr) {
-    auto r = q ? Tensor::empty(s, d, *q) : Tensor::empty(s, d, Device::host());
-    EXPECT_TRUE(r.ok());
-    return std::move(r.value());
-  };
+class GatedDeltaContract : public testing::ContractTest {};
+
+TEST_F(GatedDeltaContract, EachLineRejected) {
   const DType f = DType::BF16;
   auto good = [&] {
     return gated_delta::GatedDeltaInput{t({1, 2, 8, 16}, f),
@@ -217,15 +215,12 @@ TEST(GatedDeltaContract, EachLineRejected) {
                                         t({1, 2, 16, 24}, DType::F32),
                                         1.0f};
   };
-  const Stats before = stats();
   auto expect = [&](auto edit, ErrorKind kind, const char* argument, std::int64_t chunk = 16) {
     auto in = good();
     edit(in);
     auto r = chunk != 0 ? gated_delta::chunk_gated_delta_rule(in, chunk) : gated_delta::gated_delta_rule(in);
-    ASSERT_FALSE(r.ok()) << argument;
-    EXPECT_EQ(r.error().kind(), kind) << r.error().message();
-    EXPECT_EQ(r.error().argument(), argument) << r.error().message();
-    EXPECT_NE(r.error().message().find("expected"), std::string::npos);
+    SCOPED_TRACE(argument);
+    expect_rejected(r, kind, argument);
   };
   using I = gated_delta::GatedDeltaInput;
   expect([&](I& in) { in.query = t({1, 2, 8, 16}, DType::FP8E4M3); }, ErrorKind::QuantizedDType, "query");
@@ -267,8 +262,8 @@ TEST(GatedDeltaContract, EachLineRejected) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().argument(), "chunk_size");
   const Stats after = stats();
-  EXPECT_EQ(after.kernel_launches, before.kernel_launches) << "a rejected call launched a kernel";
-  EXPECT_EQ(after.jit_compiles, before.jit_compiles);
+  EXPECT_EQ(after.kernel_launches, before_.kernel_launches) << "a rejected call launched a kernel";
+  EXPECT_EQ(after.jit_compiles, before_.jit_compiles);
 }
 
 // A device without mma.sync m16n8k16 (sm_75; the emulator made to report it): bf16 chunked calls run

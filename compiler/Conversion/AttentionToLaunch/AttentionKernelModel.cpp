@@ -13,6 +13,7 @@
 #include "rudnn/Dialect/Rudnn/IR/AttentionConfig.h"
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
 #include "rudnn/Dialect/Rudnn/IR/KernelOpInterface.h"
+#include "rudnn/compiler/kernel_op_models.h"
 
 using namespace mlir;
 
@@ -86,8 +87,10 @@ struct AttentionKernelModel : dialect::KernelOpInterface::ExternalModel<Attentio
   }
 };
 
-}  // namespace
-
 void attachAttentionKernelModel(MLIRContext& ctx) { dialect::AttentionOp::attachInterface<AttentionKernelModel>(ctx); }
+
+const KernelModelRegistration kRegistered(&attachAttentionKernelModel);
+
+}  // namespace
 
 }  // namespace rudnn::compiler

@@ -9,7 +9,4 @@ namespace rudnn::compiler {
 
 mlir::LogicalResult lowerAttentionOpToLaunch(mlir::RewriterBase& rewriter, dialect::AttentionOp op);
 
-// Attaches rudnn.attention's KernelOpInterface model (AttentionKernelModel.cpp).
-void attachAttentionKernelModel(mlir::MLIRContext& ctx);
-
 }  // namespace rudnn::compiler

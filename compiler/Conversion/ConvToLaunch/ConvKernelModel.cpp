@@ -14,6 +14,7 @@
 #include "contracts/arch.h"
 #include "rudnn/Dialect/Rudnn/IR/ConvOps.h"
 #include "rudnn/Dialect/Rudnn/IR/KernelOpInterface.h"
+#include "rudnn/compiler/kernel_op_models.h"
 
 using namespace mlir;
 
@@ -57,12 +58,14 @@ struct ConvKernelModel : dialect::KernelOpInterface::ExternalModel<ConvKernelMod
   }
 };
 
-}  // namespace
-
 void attachConvKernelModels(MLIRContext& ctx) {
   dialect::ConvForwardOp::attachInterface<ConvKernelModel<dialect::ConvForwardOp>>(ctx);
   dialect::ConvDataBackwardOp::attachInterface<ConvKernelModel<dialect::ConvDataBackwardOp>>(ctx);
   dialect::ConvWeightBackwardOp::attachInterface<ConvKernelModel<dialect::ConvWeightBackwardOp>>(ctx);
 }
+
+const KernelModelRegistration kRegistered(&attachConvKernelModels);
+
+}  // namespace
 
 }  // namespace rudnn::compiler

@@ -9,7 +9,4 @@ namespace rudnn::compiler {
 
 mlir::LogicalResult lowerConvOpToLaunch(mlir::RewriterBase& rewriter, mlir::Operation* op);
 
-// Attaches the three convolution ops' KernelOpInterface model (ConvKernelModel.cpp).
-void attachConvKernelModels(mlir::MLIRContext& ctx);
-
 }  // namespace rudnn::compiler

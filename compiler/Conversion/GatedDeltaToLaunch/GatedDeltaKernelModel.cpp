@@ -15,6 +15,7 @@
 #include "mlir/IR/Builders.h"
 #include "rudnn/Dialect/Rudnn/IR/GatedDeltaConfig.h"
 #include "rudnn/Dialect/Rudnn/IR/KernelOpInterface.h"
+#include "rudnn/compiler/kernel_op_models.h"
 
 using namespace mlir;
 
@@ -76,10 +77,12 @@ struct GatedDeltaKernelModel : dialect::KernelOpInterface::ExternalModel<GatedDe
   }
 };
 
-}  // namespace
-
 void attachGatedDeltaKernelModel(MLIRContext& ctx) {
   dialect::GatedDeltaOp::attachInterface<GatedDeltaKernelModel>(ctx);
 }
+
+const KernelModelRegistration kRegistered(&attachGatedDeltaKernelModel);
+
+}  // namespace
 
 }  // namespace rudnn::compiler

@@ -8,7 +8,4 @@ namespace rudnn::compiler {
 
 mlir::LogicalResult lowerGatedDeltaOpToLaunch(mlir::RewriterBase& rewriter, dialect::GatedDeltaOp op);
 
-// Attaches rudnn.gated_delta's KernelOpInterface model (GatedDeltaKernelModel.cpp).
-void attachGatedDeltaKernelModel(mlir::MLIRContext& ctx);
-
 }  // namespace rudnn::compiler

@@ -6,6 +6,7 @@
 #include "Conversion/MoEToLaunch/MoEToLaunch.h"
 #include "mlir/IR/Builders.h"
 #include "rudnn/Dialect/Rudnn/IR/KernelOpInterface.h"
+#include "rudnn/compiler/kernel_op_models.h"
 
 using namespace mlir;
 
@@ -40,8 +41,10 @@ struct CombineKernelModel : dialect::KernelOpInterface::ExternalModel<CombineKer
   }
 };
 
-}  // namespace
-
 void attachCombineKernelModel(MLIRContext& ctx) { dialect::CombineOp::attachInterface<CombineKernelModel>(ctx); }
+
+const KernelModelRegistration kRegistered(&attachCombineKernelModel);
+
+}  // namespace
 
 }  // namespace rudnn::compiler

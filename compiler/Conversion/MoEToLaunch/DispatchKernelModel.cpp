@@ -10,6 +10,7 @@
 #include "mlir/IR/Builders.h"
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
 #include "rudnn/Dialect/Rudnn/IR/KernelOpInterface.h"
+#include "rudnn/compiler/kernel_op_models.h"
 
 using namespace mlir;
 
@@ -59,8 +60,10 @@ struct DispatchKernelModel : dialect::KernelOpInterface::ExternalModel<DispatchK
   }
 };
 
-}  // namespace
-
 void attachDispatchKernelModel(MLIRContext& ctx) { dialect::DispatchOp::attachInterface<DispatchKernelModel>(ctx); }
+
+const KernelModelRegistration kRegistered(&attachDispatchKernelModel);
+
+}  // namespace
 
 }  // namespace rudnn::compiler

@@ -11,6 +11,7 @@
 #include "contracts/arch.h"
 #include "mlir/IR/Builders.h"
 #include "rudnn/Dialect/Rudnn/IR/KernelOpInterface.h"
+#include "rudnn/compiler/kernel_op_models.h"
 
 using namespace mlir;
 
@@ -78,8 +79,10 @@ struct ExpertsKernelModel : dialect::KernelOpInterface::ExternalModel<ExpertsKer
   }
 };
 
-}  // namespace
-
 void attachExpertsKernelModel(MLIRContext& ctx) { dialect::SwiGluExpertsOp::attachInterface<ExpertsKernelModel>(ctx); }
+
+const KernelModelRegistration kRegistered(&attachExpertsKernelModel);
+
+}  // namespace
 
 }  // namespace rudnn::compiler

@@ -23,13 +23,6 @@ mlir::LogicalResult lowerExpertsOpToLaunch(mlir::RewriterBase& rewriter, dialect
 // (1024 vectors assumed for a dynamic h). Shared by both heuristics (DispatchKernelModel.cpp).
 dialect::moe_config::RowCopyConfig heuristicRowCopyConfig(mlir::RankedTensorType rowType);
 
-// Attach the KernelOpInterface models (RouteKernelModel.cpp, DispatchKernelModel.cpp,
-// ExpertsKernelModel.cpp, CombineKernelModel.cpp).
-void attachRouteKernelModels(mlir::MLIRContext& ctx);
-void attachDispatchKernelModel(mlir::MLIRContext& ctx);
-void attachExpertsKernelModel(mlir::MLIRContext& ctx);
-void attachCombineKernelModel(mlir::MLIRContext& ctx);
-
 // Dynamic shared memory of the grouped routing kernel: rows_per_block × (experts + 2 × groups) floats.
 std::int64_t groupedRouteSharedBytes(std::int64_t rowsPerBlock, std::int64_t experts, std::int64_t groups);
 

@@ -9,6 +9,7 @@
 #include "Conversion/MoEToLaunch/MoEToLaunch.h"
 #include "mlir/IR/Builders.h"
 #include "rudnn/Dialect/Rudnn/IR/KernelOpInterface.h"
+#include "rudnn/compiler/kernel_op_models.h"
 
 using namespace mlir;
 
@@ -53,11 +54,13 @@ struct RouteKernelModel : dialect::KernelOpInterface::ExternalModel<RouteKernelM
   }
 };
 
-}  // namespace
-
 void attachRouteKernelModels(MLIRContext& ctx) {
   dialect::RouteOp::attachInterface<RouteKernelModel<dialect::RouteOp>>(ctx);
   dialect::RouteSigmoidGroupedOp::attachInterface<RouteKernelModel<dialect::RouteSigmoidGroupedOp>>(ctx);
 }
+
+const KernelModelRegistration kRegistered(&attachRouteKernelModels);
+
+}  // namespace
 
 }  // namespace rudnn::compiler

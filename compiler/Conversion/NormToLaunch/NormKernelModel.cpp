@@ -12,6 +12,7 @@
 #include "mlir/IR/Builders.h"
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
 #include "rudnn/Dialect/Rudnn/IR/KernelOpInterface.h"
+#include "rudnn/compiler/kernel_op_models.h"
 #include "rudnn/Dialect/Rudnn/IR/NormConfig.h"
 
 using namespace mlir;
@@ -87,12 +88,14 @@ struct NormKernelModel : dialect::KernelOpInterface::ExternalModel<NormKernelMod
   }
 };
 
-}  // namespace
-
 void attachNormKernelModels(MLIRContext& ctx) {
   dialect::LayerNormOp::attachInterface<NormKernelModel<dialect::LayerNormOp>>(ctx);
   dialect::RmsNormOp::attachInterface<NormKernelModel<dialect::RmsNormOp>>(ctx);
   dialect::SoftmaxLastAxisOp::attachInterface<NormKernelModel<dialect::SoftmaxLastAxisOp>>(ctx);
 }
+
+const KernelModelRegistration kRegistered(&attachNormKernelModels);
+
+}  // namespace
 
 }  // namespace rudnn::compiler

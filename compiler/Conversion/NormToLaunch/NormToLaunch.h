@@ -8,7 +8,4 @@ namespace rudnn::compiler {
 // Replaces `norm.op` (which must carry a kernel_config) by one rudnn.launch.
 mlir::LogicalResult lowerNormOpToLaunch(mlir::RewriterBase& rewriter, const dialect::NormOpView& norm);
 
-// Attaches the family's KernelOpInterface model (NormKernelModel.cpp) to its three ops.
-void attachNormKernelModels(mlir::MLIRContext& ctx);
-
 }  // namespace rudnn::compiler

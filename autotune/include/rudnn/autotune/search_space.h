@@ -1,8 +1,11 @@
 #pragma once
 // Search spaces: for each op family, the kernel configs autotune may time for a signature, and the
 // part of the autotune cache key that the family's configs depend on. Families plug in by
-// registering a SearchSpace; the normalization family is built in.
+// registering a SearchSpace; each built-in family's space is in autotune/spaces/<family>.cpp
+// (declared in rudnn/autotune/spaces/<family>.h).
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -48,34 +51,43 @@ std::shared_ptr<const SearchSpace> search_space_for(std::string_view op_name);
 void register_search_space(std::shared_ptr<const SearchSpace> space);
 void unregister_search_space(const SearchSpace* space);
 
-// The built-in normalization space: compiler::normalization_variants(kind, dtype, H); key = op,
-// dtypes, static dims {H}, buckets {anchor(rows)} where rows is the product of the leading dims.
-std::shared_ptr<const SearchSpace> normalization_search_space();
+// A family's own space registers itself once, from its own file (autotune/spaces/<family>.cpp),
+// with a static
+//   const SearchSpaceRegistration kRegistered(&foo_search_space);
+// No shared list names the families. Registered spaces are kept sorted by family name (nothing
+// depends on link order); one registered later with register_search_space wins over them.
+struct SearchSpaceRegistration {
+  explicit SearchSpaceRegistration(std::shared_ptr<const SearchSpace> (*space)());
+};
 
-// The built-in MoE experts space (rudnn.swiglu_experts): the registered tiles of the call's resolved
-// strategy (compiler::expert_variants); key = op, the weights' dtype, static dims {E, I, H,
-// tensor_core}, buckets {anchor(rows per expert)} (rows = the dynamic rows of the dispatched input).
-std::shared_ptr<const SearchSpace> moe_experts_search_space();
+// A space written as two functions: the families whose key is a few extents and option words.
+class FunctionSpace final : public SearchSpace {
+ public:
+  using KeyOf = std::optional<TuningKey> (*)(const compiler::ConfigQuery& query);
+  using Candidates = std::vector<compiler::KernelConfig> (*)(const TuningKey& key);
+  FunctionSpace(std::string_view family, std::vector<std::string_view> ops, KeyOf key_of, Candidates candidates)
+      : family_(family), ops_(std::move(ops)), key_of_(key_of), candidates_(candidates) {}
+  std::string_view family() const override { return family_; }
+  bool covers(std::string_view op) const override { return std::find(ops_.begin(), ops_.end(), op) != ops_.end(); }
+  std::optional<TuningKey> key(const compiler::ConfigQuery& query) const override {
+    if (!covers(query.op_name) || query.shapes.size() != query.dtypes.size()) return std::nullopt;
+    return key_of_(query);
+  }
+  std::vector<compiler::KernelConfig> candidates(const TuningKey& key) const override {
+    return covers(key.op) ? candidates_(key) : std::vector<compiler::KernelConfig>{};
+  }
 
-// The built-in attention space (rudnn.attention with strategy Autotune): every registered tile of
-// every strategy that fits (compiler::attention_variants); key = op, the query dtype (and the
-// bias dtype), static dims {Hq, Hkv, D, Dv, causal, mask, bias, strategy}, buckets {anchor(B),
-// anchor(Tq), anchor(Tk)}.
-std::shared_ptr<const SearchSpace> attention_search_space();
+ private:
+  std::string_view family_;
+  std::vector<std::string_view> ops_;
+  KeyOf key_of_;
+  Candidates candidates_;
+};
 
-// The built-in spaces of the other families, each its registered tiles (compiler::*_variants):
-// routing (rudnn.route, rudnn.route_sigmoid_grouped; key: dtypes, static {E, has_bias, top_k,
-// renormalize[, groups, selected_groups, group_top_two]}, buckets {anchor(T)}), dispatch (static
-// {H, top_k, experts}, buckets {T}), combine (dtypes {rows, weights}, static {H, top_k}, buckets
-// {T}) and the gated delta rule (dtypes {query, beta}, static {K, V, chunk_size, has_state},
-// buckets {B, H, T}).
-std::shared_ptr<const SearchSpace> moe_routing_search_space();
-std::shared_ptr<const SearchSpace> moe_dispatch_search_space();
-std::shared_ptr<const SearchSpace> moe_combine_search_space();
-std::shared_ptr<const SearchSpace> gated_delta_search_space();
-// Convolution (forward, data and weight backward): key dtypes {input or grad_output}, static
-// contracts::conv_key_words, buckets {batch}.
-std::shared_ptr<const SearchSpace> convolution_search_space();
+// Whether every extent is static (> 0): for the key functions of a FunctionSpace.
+inline bool all_static(std::initializer_list<std::int64_t> extents) {
+  return std::all_of(extents.begin(), extents.end(), [](std::int64_t e) { return e > 0; });
+}
 
 // "threads_per_row=128,rows_per_block=1" ↔ KernelConfig (the cache's text form). Nothing for text
 // that is not a comma-separated list of name=integer.
