@@ -186,6 +186,14 @@ func.func @grouped_gemm(%x: tensor<1x4x8x8xbf16>, %w: tensor<4x2x3x3xbf16>) {
 
 // -----
 
+func.func @depthwise_forward_split(%x: tensor<1x4x8x8xf32>, %w: tensor<4x1x3x3xf32>) {
+  // expected-error @+1 {{kernel_config: splits = 1 outside the weight backward, got 2}}
+  %y = rudnn.conv_forward %x, %w {stride = array<i64>, padding = array<i64>, dilation = array<i64>, groups = 4, channels_last = false, strategy = "direct", kernel_config = {algorithm = 1, tile_h = 8, tile_w = 8, channels = 32, splits = 2}} : tensor<1x4x8x8xf32>, tensor<4x1x3x3xf32> -> tensor<1x4x6x6xf32>
+  return
+}
+
+// -----
+
 func.func @depthwise_not_depthwise(%x: tensor<1x4x8x8xf32>, %w: tensor<4x4x3x3xf32>) {
   // expected-error @+1 {{kernel_config: the depthwise kernel needs groups = C > 1, got groups 1 with C 4}}
   %y = rudnn.conv_forward %x, %w {stride = array<i64>, padding = array<i64>, dilation = array<i64>, groups = 1, channels_last = false, strategy = "direct", kernel_config = {algorithm = 1, tile_h = 8, tile_w = 8, channels = 32}} : tensor<1x4x8x8xf32>, tensor<4x4x3x3xf32> -> tensor<1x4x6x6xf32>

@@ -63,3 +63,40 @@ func.func @weight_backward(%x: tensor<?x16x16x32xbf16>, %dy: tensor<?x16x16x64xb
              : tensor<?x16x16x32xbf16>, tensor<?x16x16x64xbf16> -> tensor<64x3x3x32xbf16>, tensor<64xf32>
   return %dw, %db : tensor<64x3x3x32xbf16>, tensor<64xf32>
 }
+
+// Depthwise weight backward (512 channels, multiplier 1, 3x3) split 16 ways: conv_wgrad_depthwise
+// writes FP32 partial sums (16 × 512 × 9 floats) over ceil(512 / 32) · 16 = 256 blocks of 256
+// threads (1 KiB: one float per thread for the slot tree), then the ordered reduce to bf16.
+// CHECK-LABEL: func.func @depthwise_weight_backward
+// CHECK: %[[P:.*]] = rudnn.launch @rudnn_conv_wgrad_depthwise_bf16_depthwise_8x8x32_g{{[0-9a-f]+}}(%arg0, %arg1)
+// CHECK-SAME: header "rudnn/conv/depthwise_backward.cuh" function "rudnn::conv::conv_wgrad_depthwise"
+// CHECK-SAME: args ["rudnn::bf16", "rudnn::conv::Geometry<512, 512, 512, 1, 56, 56, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1>", "rudnn::conv::DepthwisePolicy<8, 8, 32>"]
+// CHECK-SAME: grid [#rudnn.size<256>, {{.*}} block [256, 1, 1] shared 1024
+// CHECK-SAME: #rudnn.param<"partial" : "float*" = buffer(2)>, #rudnn.param<"n" : "long long" = size(dim(0, 0))>, #rudnn.param<"splits" : "long long" = size(16)>
+// CHECK-SAME: result_elements = [#rudnn.size<73728>]
+// CHECK: %[[DW:.*]] = rudnn.launch @rudnn_conv_wgrad_reduce_bf16(%arg0, %arg1, %[[P]])
+// CHECK-SAME: #rudnn.param<"elements" : "long long" = size(4608)>, #rudnn.param<"splits" : "long long" = size(16)>
+// CHECK-SAME: -> tensor<512x3x3x1xbf16>
+// CHECK: return %[[DW]]
+func.func @depthwise_weight_backward(%x: tensor<?x56x56x512xbf16>, %dy: tensor<?x56x56x512xbf16>) -> tensor<512x3x3x1xbf16> {
+  %dw = rudnn.conv_weight_backward %x, %dy {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>,
+          dilation = array<i64: 1, 1>, groups = 512, channels_last = true, strategy = "direct",
+          kernel_config = {algorithm = 1, tile_h = 8, tile_w = 8, channels = 32, splits = 16}}
+        : tensor<?x56x56x512xbf16>, tensor<?x56x56x512xbf16> -> tensor<512x3x3x1xbf16>
+  return %dw : tensor<512x3x3x1xbf16>
+}
+
+// Depthwise data backward with multiplier 2, stride 2 (dx tiles of 8x8 over 32 input channels):
+// grid n · ceil(17/8) · ceil(16/8) · 1 = n·6; shared FP32 weights 9·2·32·4 + the dy halo
+// (((8 − 1) + 2) / 2 + 1)² · 2 · 32 · 4 = 2304 + 6400 = 8704 bytes.
+// CHECK-LABEL: func.func @depthwise_data_backward
+// CHECK: rudnn.launch @rudnn_conv_dgrad_depthwise_f32_depthwise_8x8x32_g{{[0-9a-f]+}}(%arg0, %arg1)
+// CHECK-SAME: header "rudnn/conv/depthwise_backward.cuh" function "rudnn::conv::conv_dgrad_depthwise"
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * 6>, {{.*}} block [256, 1, 1] shared 8704
+func.func @depthwise_data_backward(%dy: tensor<?x9x8x64xf32>, %w: tensor<64x3x3x1xf32>) -> tensor<?x17x16x32xf32> {
+  %dx = rudnn.conv_data_backward %dy, %w {stride = array<i64: 2, 2>, padding = array<i64: 1, 1>,
+          dilation = array<i64: 1, 1>, groups = 32, channels_last = true, strategy = "direct",
+          kernel_config = {algorithm = 1, tile_h = 8, tile_w = 8, channels = 32}}
+        : tensor<?x9x8x64xf32>, tensor<64x3x3x1xf32> -> tensor<?x17x16x32xf32>
+  return %dx : tensor<?x17x16x32xf32>
+}

@@ -1,5 +1,5 @@
 // rudnn-select-kernel-config on the convolution ops (conv_config::heuristicChoice). Strategy
-// "direct": the direct kernel, or the depthwise one for a depthwise forward. "implicit_gemm" (and
+// "direct": the direct kernel, or the depthwise ones for a depthwise call (any direction). "implicit_gemm" (and
 // "autotune" without a tuned answer): the implicit GEMM — tensor cores for f16/bf16 where the target
 // has mma.sync, the 128x128 tile when the GEMM has >= 128 columns, else 64x64 — except the guide's
 // substitutions: grouped and 3-D f32 run Direct. The weight backward's reduction is split to fill
@@ -57,4 +57,21 @@ func.func @weight_backward(%x: tensor<?x56x56x64xbf16>, %dy: tensor<?x56x56x64xb
           dilation = array<i64: 1, 1>, groups = 1, channels_last = true, strategy = "implicit_gemm"}
         : tensor<?x56x56x64xbf16>, tensor<?x56x56x64xbf16> -> tensor<64x3x3x64xbf16>
   return %dw : tensor<64x3x3x64xbf16>
+}
+
+// Depthwise data backward with Direct and weight backward with ImplicitGemm (grouped: substituted to
+// Direct, which is the depthwise kernel): 512 channels in 16 chunks of 32, split 264 / 16 = 16 ways
+// (25088 rows with the assumed batch 8; 16 × 512 × 9 floats of workspace).
+// CHECK-LABEL: func.func @depthwise_backward
+// CHECK: kernel_config = {algorithm = 1 : i64, channels = 32 : i64, tile_h = 8 : i64, tile_w = 8 : i64}
+// CHECK: kernel_config = {algorithm = 1 : i64, channels = 32 : i64, splits = 16 : i64, tile_h = 8 : i64, tile_w = 8 : i64}
+func.func @depthwise_backward(%x: tensor<?x56x56x512xbf16>, %dy: tensor<?x56x56x512xbf16>, %w: tensor<512x3x3x1xbf16>)
+    -> (tensor<?x56x56x512xbf16>, tensor<512x3x3x1xbf16>) {
+  %dx = rudnn.conv_data_backward %dy, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>,
+          dilation = array<i64: 1, 1>, groups = 512, channels_last = true, strategy = "direct"}
+        : tensor<?x56x56x512xbf16>, tensor<512x3x3x1xbf16> -> tensor<?x56x56x512xbf16>
+  %dw = rudnn.conv_weight_backward %x, %dy {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>,
+          dilation = array<i64: 1, 1>, groups = 512, channels_last = true, strategy = "implicit_gemm"}
+        : tensor<?x56x56x512xbf16>, tensor<?x56x56x512xbf16> -> tensor<512x3x3x1xbf16>
+  return %dx, %dw : tensor<?x56x56x512xbf16>, tensor<512x3x3x1xbf16>
 }

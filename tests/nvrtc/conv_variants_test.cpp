@@ -3,7 +3,8 @@
 // NVRTC for sm_80 and sm_90a: no spills, no stack, no static shared memory. The kernels are
 // specialized on the geometry, so a sample of geometries stands for all: a ResNet 3×3 layer (bf16:
 // every tile in every direction; f32: the plain tiles), a 3-D 3×3×3 layer (bf16 every tile; f32 the
-// heuristic: Direct), depthwise 3×3 (bf16) and 7×7 stride 2 (f32) with every tile, a 3-D depthwise, and a
+// heuristic: Direct), depthwise 3×3 (bf16), 7×7 stride 2 (f32) and 3×3 stride 2 multiplier 2 (bf16) with
+// every tile and a 3-D depthwise, each in every direction, and a
 // strided 7×7 stem with 3 channels (the heuristic's choice, f16).
 #include <gtest/gtest.h>
 
@@ -66,9 +67,13 @@ std::vector<Variant> conv_variants() {
     add(signature(d, {2, 8, 28, 28, 32}, {32, 3, 3, 3, 32}, DType::F32, {1, 1, 1}, {1, 1, 1}, 1), false);
     add(signature(d, {4, 112, 112, 3}, {64, 7, 7, 3}, DType::F16, {2, 2}, {3, 3}, 1), false);
   }
-  add(signature(D::Forward, {8, 56, 56, 512}, {512, 3, 3, 1}, DType::BF16, {1, 1}, {1, 1}, 512), true);
-  add(signature(D::Forward, {8, 56, 56, 64}, {64, 7, 7, 1}, DType::F32, {2, 2}, {3, 3}, 64), true);
-  add(signature(D::Forward, {2, 8, 28, 28, 64}, {64, 3, 3, 3, 1}, DType::BF16, {1, 1, 1}, {1, 1, 1}, 64), false);
+  // Depthwise in every direction (the backward ones: depthwise_backward.cuh), multiplier 1 and 2.
+  for (D d : {D::Forward, D::DataBackward, D::WeightBackward}) {
+    add(signature(d, {8, 56, 56, 512}, {512, 3, 3, 1}, DType::BF16, {1, 1}, {1, 1}, 512), true);
+    add(signature(d, {8, 56, 56, 64}, {64, 7, 7, 1}, DType::F32, {2, 2}, {3, 3}, 64), true);
+    add(signature(d, {2, 8, 28, 28, 64}, {64, 3, 3, 3, 1}, DType::BF16, {1, 1, 1}, {1, 1, 1}, 64), false);
+    add(signature(d, {8, 28, 28, 32}, {64, 3, 3, 1}, DType::BF16, {2, 2}, {1, 1}, 32), true);
+  }
   return out;
 }
 

@@ -196,15 +196,23 @@ TEST_P(Conv, BackwardMatchesTheOracleAndIsDeterministic) {
     std::vector<double> dx_bits, dw_bits;
     for (Schedule order : {Schedule::Forward, Schedule::Reverse}) {
       runtime::host::set_default_schedule({order, seed});
+      // A depthwise call runs the depthwise kernels in every direction (ImplicitGemm: substituted).
+      const bool depthwise = c.groups == c.c && c.groups > 1;
+      ConvInfo dx_info;
       auto dx = convolution::conv_data_backward(dy, w, activation(c, c.c, c.in, true), options_of(c), strategy,
-                                                ConvLayout::ChannelsLast);
+                                                ConvLayout::ChannelsLast, &dx_info);
       ASSERT_TRUE(dx.ok()) << dx.error().message();
+      if (depthwise) EXPECT_EQ(dx_info.algorithm, ConvAlgorithm::Depthwise);
       const auto got_dx = host_values(*dx);
       EXPECT_LE(relative_l2(got_dx, want_dx), testing::tolerance(c.dtype));
       ConvInfo info;
       auto dw = convolution::conv_weight_backward(x, dy, weight_shape(c, true), options_of(c), true, strategy,
                                                   ConvLayout::ChannelsLast, &info);
       ASSERT_TRUE(dw.ok()) << dw.error().message();
+      if (depthwise) {
+        EXPECT_EQ(info.algorithm, ConvAlgorithm::Depthwise);
+        EXPECT_GT(info.workspace_bytes, 0);  // the FP32 split sums
+      }
       const auto got_dw = host_values(dw->grad_weight);
       EXPECT_LE(relative_l2(got_dw, want_dw), testing::tolerance(c.dtype));
       ASSERT_TRUE(dw->grad_bias.has_value());

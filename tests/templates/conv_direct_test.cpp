@@ -27,7 +27,9 @@
 #include "reference/conv.h"
 #include "row_norm_harness.h"  // to_storage / from_storage / tolerance
 #include "rudnn/conv/depthwise.cuh"
+#include "rudnn/conv/depthwise_backward.cuh"
 #include "rudnn/conv/direct.cuh"
+#include "rudnn/conv/implicit_gemm.cuh"
 #include "rudnn/conv/layout.cuh"
 
 namespace {
@@ -66,6 +68,19 @@ void dgrad_entry(void** a) {
 template <class T, class G, class P>
 void wgrad_entry(void** a) {
   conv::conv_wgrad_direct<T, G, P>(arg<const T*>(a, 0), arg<const T*>(a, 1), arg<T*>(a, 2), arg<i64>(a, 3));
+}
+template <class T, class G, class P>
+void depthwise_dgrad_entry(void** a) {
+  conv::conv_dgrad_depthwise<T, G, P>(arg<const T*>(a, 0), arg<const T*>(a, 1), arg<T*>(a, 2), arg<i64>(a, 3));
+}
+template <class T, class G, class P>
+void depthwise_wgrad_entry(void** a) {
+  conv::conv_wgrad_depthwise<T, G, P>(arg<const T*>(a, 0), arg<const T*>(a, 1), arg<float*>(a, 2), arg<i64>(a, 3),
+                                      arg<i64>(a, 4));
+}
+template <class T>
+void wgrad_reduce_entry(void** a) {
+  conv::conv_wgrad_reduce<T>(arg<const float*>(a, 0), arg<T*>(a, 1), arg<i64>(a, 2), arg<i64>(a, 3));
 }
 template <class T, class P>
 void bias_grad_entry(void** a) {
@@ -401,6 +416,90 @@ TEST(ConvDepthwiseTemplate, SharedBytesOfTheRegisteredTiles) {
   // weights 49·32·4 + halo (7·2 + 7)·(7·2 + 7)·32·2, rounded up to 16
   EXPECT_EQ((DepthwiseTile8x8x32::kSharedBytes<rudnn::bf16, G>), (49 * 32 * 4 + 21 * 21 * 32 * 2 + 15) / 16 * 16);
   EXPECT_EQ(DepthwiseTile8x8x32::kThreads, 256);
+}
+
+// ---- depthwise data and weight backward
+
+template <class T, class G, class P>
+void check_depthwise_backward(i64 n, std::uint64_t seed) {
+  SCOPED_TRACE(std::string(type_name<T>()) + " N=" + std::to_string(n) + " tile=" + std::to_string(P::kTileH) + "x" +
+               std::to_string(P::kTileW) + "x" + std::to_string(P::kChannels) + " seed=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const ConvData<T> d = conv_data<T, G>(n, rng);
+  {  // data gradient
+    const i64 tiles =
+        n * G::kD * ceil_div(G::kH, P::kTileH) * ceil_div(G::kW, P::kTileW) * ceil_div(G::kC, P::kChannels);
+    const T *dyp = d.dy.data.data(), *wp = d.w.data.data();
+    i64 n_arg = n;
+    auto dx = run_everywhere<T>(&depthwise_dgrad_entry<T, G, P>, {&dyp, &wp, nullptr, &n_arg}, 2,
+                                static_cast<std::size_t>(d.shape.input_elements()), natural_blocks(tiles), P::kThreads,
+                                static_cast<std::size_t>(conv::kDepthwiseDgradSharedBytes<T, G, P>), seed);
+    if (!dx.empty())
+      expect_within_bound(dx, rudnn::reference::conv_data_backward(d.dy.exact, d.w.exact, d.shape),
+                          rudnn::reference::conv_data_backward(d.dy.magnitude, d.w.magnitude, d.shape),
+                          static_cast<double>(G::kTaps * G::kOg), "dx");
+  }
+  // weight gradient: split sums then the ordered reduce; splits 1, 3 and more splits than rows
+  for (i64 splits : {i64{1}, i64{3}, i64{7}}) {
+    SCOPED_TRACE("splits=" + std::to_string(splits));
+    const T *xp = d.x.data.data(), *dyp = d.dy.data.data();
+    i64 n_arg = n, s_arg = splits;
+    const i64 elements = G::kO * G::kTaps;
+    auto partial =
+        run_everywhere<float>(&depthwise_wgrad_entry<T, G, P>, {&xp, &dyp, nullptr, &n_arg, &s_arg}, 2,
+                              static_cast<std::size_t>(splits * elements),
+                              natural_blocks(conv::shared_memory::depthwise_wgrad_items(G::kO, P::kChannels, splits)),
+                              P::kThreads, static_cast<std::size_t>(conv::kDepthwiseWgradSharedBytes<P>), seed);
+    if (partial.empty()) return;
+    for (std::size_t i = 0; i < static_cast<std::size_t>(splits * elements); ++i)
+      ASSERT_FALSE(std::isnan(partial[i])) << "partial[" << i << "] not written";
+    const float* pp = partial.data();
+    i64 e_arg = elements;
+    auto dw =
+        run_everywhere<T>(&wgrad_reduce_entry<T>, {&pp, nullptr, &e_arg, &s_arg}, 1, static_cast<std::size_t>(elements),
+                          natural_blocks(ceil_div(elements, 256)), 256, 0, seed);
+    if (!dw.empty())
+      expect_within_bound(dw, rudnn::reference::conv_weight_backward(d.x.exact, d.dy.exact, d.shape),
+                          rudnn::reference::conv_weight_backward(d.x.magnitude, d.dy.magnitude, d.shape),
+                          static_cast<double>(std::max<i64>(1, n * G::kOutPixels)), "dw");
+  }
+}
+
+template <class G, class FirstTile, class... OtherTiles>
+void depthwise_backward_suite() {
+  rudnn_emu_bind(host::emulator_api());
+  for (i64 n : {0, 1, 3}) {
+    check_depthwise_backward<float, G, FirstTile>(n, fresh_seed());
+    (check_depthwise_backward<float, G, OtherTiles>(n, fresh_seed()), ...);
+    check_depthwise_backward<rudnn::f16, G, FirstTile>(n, fresh_seed());
+    check_depthwise_backward<rudnn::bf16, G, FirstTile>(n, fresh_seed());
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+using DepthwiseM2Stride2Pad0 = Geometry<5, 10, 5, 1, 11, 12, 1, 3, 3, 1, 2, 2, 0, 0, 0, 1, 1, 1>;
+
+TEST(ConvDepthwiseBackwardTemplate, Conv2d3x3Pad1) {
+  depthwise_backward_suite<Conv2d3x3Depthwise, DepthwiseTile8x8x32, DepthwiseTile4x16x32, DepthwiseTile8x8x64,
+                           DepthwiseTile4x8x16>();
+}
+TEST(ConvDepthwiseBackwardTemplate, Conv2d3x3M2Stride2Dil2) {
+  depthwise_backward_suite<Conv2d3x3DepthwiseM2Stride2Dil2, DepthwiseTile4x16x32, DepthwiseTile8x8x32>();
+}
+TEST(ConvDepthwiseBackwardTemplate, Conv2d3x3M2Stride2Pad0) {
+  depthwise_backward_suite<DepthwiseM2Stride2Pad0, DepthwiseTile8x8x32, DepthwiseTile4x8x16>();
+}
+TEST(ConvDepthwiseBackwardTemplate, Conv2d7x7Stride2Pad3PartialChannels) {
+  depthwise_backward_suite<Depthwise7x7Stride2Pad3C40, DepthwiseTile8x8x32, DepthwiseTile4x8x16, DepthwiseTile8x8x64>();
+}
+TEST(ConvDepthwiseBackwardTemplate, Conv3d3x3x3Pad3) {
+  depthwise_backward_suite<Depthwise3d3x3x3Pad3, DepthwiseTile8x8x32, DepthwiseTile4x16x32>();
+}
+TEST(ConvDepthwiseBackwardTemplate, Conv1dK4PartialTile) {
+  depthwise_backward_suite<Depthwise1dK4C33, DepthwiseTile1x64x32, DepthwiseTile8x8x32>();
+}
+TEST(ConvDepthwiseBackwardTemplate, Conv1dK4M2Stride2Dil2) {
+  depthwise_backward_suite<Depthwise1dK4M2Stride2Dil2, DepthwiseTile4x16x32, DepthwiseTile1x64x32>();
 }
 
 // ---- bias gradient

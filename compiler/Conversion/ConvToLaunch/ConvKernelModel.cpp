@@ -1,7 +1,7 @@
 // KernelOpInterface model of the convolution ops (rudnn.conv_forward, conv_data_backward,
 // conv_weight_backward); their kernel_config names the algorithm that runs and its tile.
 //   heuristic:    conv_config::heuristicChoice — strategy "direct": the direct kernel (the depthwise
-//                 one for a depthwise forward); "implicit_gemm" and "autotune" without a tuned
+//                 ones for a depthwise call, any direction); "implicit_gemm" and "autotune" without a tuned
 //                 answer: the implicit GEMM (tensor cores for f16/bf16 where the target has
 //                 mma.sync m16n8k16), except the guide's substitutions (grouped, and 3-D f32, run
 //                 Direct).

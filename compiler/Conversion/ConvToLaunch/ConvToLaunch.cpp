@@ -4,9 +4,10 @@
 // channels-last temporaries (rudnn::conv::swap_last_two), and swaps the result back:
 //
 //   forward          [swap x, swap w]  fprop_{direct,depthwise,igemm}(x, w, bias?, y, n)  [swap y]
-//   data backward    [swap dy, swap w] dgrad_{direct,igemm}(dy, w, dx, n)                 [swap dx]
+//   data backward    [swap dy, swap w] dgrad_{direct,depthwise,igemm}(dy, w, dx, n)       [swap dx]
 //   weight backward  [swap x, swap dy] wgrad_direct(x, dy, dw, n)
-//                                      | wgrad_igemm(x, dy, partial, n, splits); wgrad_reduce(partial, dw, ...)
+//                                      | wgrad_{igemm,depthwise}(x, dy, partial, n, splits);
+//                                        wgrad_reduce(partial, dw, ...)
 //                                      [swap dw]  [bias_grad(dy, db, rows, O)]
 //
 // Grids count the work items of each kernel's decomposition; every kernel strides over its items by
@@ -147,9 +148,10 @@ std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, st
   const bool forward = sig_.direction == ConvDirection::Forward;
   static const char* kNames[] = {"direct", "depthwise", "igemm"};
   const char* alg = kNames[static_cast<int>(choice_.algorithm)];
-  const char* header = choice_.algorithm == Algorithm::Direct      ? "rudnn/conv/direct.cuh"
-                       : choice_.algorithm == Algorithm::Depthwise ? "rudnn/conv/depthwise.cuh"
-                                                                   : "rudnn/conv/implicit_gemm.cuh";
+  const char* header = choice_.algorithm == Algorithm::Direct ? "rudnn/conv/direct.cuh"
+                       : choice_.algorithm == Algorithm::Depthwise
+                           ? (forward ? "rudnn/conv/depthwise.cuh" : "rudnn/conv/depthwise_backward.cuh")
+                           : "rudnn/conv/implicit_gemm.cuh";
   std::string biasType = "void";
   if (forward && bias >= 0) biasType = dialect::cTypeName(sig_.bias->dtype);
   // Entry names carry dtype names, never C++ spellings ("rudnn::bf16" is no identifier).
@@ -186,15 +188,20 @@ std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, st
           .shared(0);
       break;
     case Algorithm::Depthwise: {
+      // Tiles of y (forward) or dx (data backward), in chunks of input channels.
       const auto& t = choice_.depthwise;
-      const std::int64_t tiles = g_.output[0] * ((g_.output[1] + t.tileH - 1) / t.tileH) *
-                                 ((g_.output[2] + t.tileW - 1) / t.tileW) *
-                                 ((g_.channels + t.channels - 1) / t.channels);  // chunks of input channels
+      const std::int64_t* ext = forward ? g_.output.data() : g_.input.data();
+      const std::int64_t tiles = ext[0] * ((ext[1] + t.tileH - 1) / t.tileH) * ((ext[2] + t.tileW - 1) / t.tileW) *
+                                 ((g_.channels + t.channels - 1) / t.channels);
+      const std::int64_t m = g_.out_channels / g_.channels, eb = static_cast<std::int64_t>(dtype_size(dt));
       l.grid(l.size({batch(), SizeFactor::constant(tiles)}))
           .block(conv::shared_memory::depthwise_threads(t.tileH, t.tileW, t.channels))
-          .shared(conv::shared_memory::depthwise(g_.kernel[1], g_.kernel[2], g_.stride[1], g_.stride[2], g_.dilation[1],
-                                                 g_.dilation[2], g_.out_channels / g_.channels, t.tileH, t.tileW,
-                                                 t.channels, static_cast<std::int64_t>(dtype_size(dt))));
+          .shared(forward ? conv::shared_memory::depthwise(g_.kernel[1], g_.kernel[2], g_.stride[1], g_.stride[2],
+                                                           g_.dilation[1], g_.dilation[2], m, t.tileH, t.tileW,
+                                                           t.channels, eb)
+                          : conv::shared_memory::depthwise_dgrad(g_.kernel[1], g_.kernel[2], g_.stride[1], g_.stride[2],
+                                                                 g_.dilation[1], g_.dilation[2], m, t.tileH, t.tileW,
+                                                                 t.channels, eb));
       break;
     }
     case Algorithm::ImplicitGemm: {
@@ -233,10 +240,11 @@ std::int64_t ConvLaunches::weightGradKernels(RewriterBase& rewriter, std::int64_
         .shared(conv::shared_memory::wgrad_direct(choice_.threads));
     return push(rewriter, l);
   }
-  const auto& t = choice_.gemm;
-  const std::int64_t filter = g_.taps() * g_.channels;
-  LaunchBuilder w(op_, "rudnn_conv_wgrad_igemm_" + suffix_, "rudnn/conv/implicit_gemm.cuh",
-                  "rudnn::conv::conv_wgrad_igemm");
+  // Split sums FP32 [splits, O, taps·C/G], then the ordered reduce.
+  const bool dwise = choice_.algorithm == Algorithm::Depthwise;
+  LaunchBuilder w(op_, fmt::format("rudnn_conv_wgrad_{}_{}", dwise ? "depthwise" : "igemm", suffix_),
+                  dwise ? "rudnn/conv/depthwise_backward.cuh" : "rudnn/conv/implicit_gemm.cuh",
+                  dwise ? "rudnn::conv::conv_wgrad_depthwise" : "rudnn::conv::conv_wgrad_igemm");
   w.templateArgs({elem_, geometryArg(g_), policyArg(choice_)}).config(config_).operands(values_);
   w.results({RankedTensorType::get({ShapedType::kDynamic}, Float32Type::get(op_->getContext()))},
             {w.size({SizeFactor::constant(choice_.splits * weights)})});
@@ -245,12 +253,23 @@ std::int64_t ConvLaunches::weightGradKernels(RewriterBase& rewriter, std::int64_
       .buffer("dy", "const " + elem_ + "*", dy)
       .buffer("partial", "float*", partial)
       .sizeParam("n", w.size({batch()}))
-      .constant("splits", choice_.splits)
-      .grid(w.size({SizeFactor::constant(((g_.out_channels + t.bm - 1) / t.bm) * ((filter + t.bn - 1) / t.bn) *
-                                         choice_.splits)}))
-      .block(t.threads())
-      .shared(
-          conv::shared_memory::igemm_wgrad(t.stages, t.bm, t.bn, t.bk, static_cast<std::int64_t>(dtype_size(dtype_))));
+      .constant("splits", choice_.splits);
+  if (dwise) {
+    const auto& t = choice_.depthwise;
+    const std::int64_t threads = conv::shared_memory::depthwise_threads(t.tileH, t.tileW, t.channels);
+    w.grid(w.size({SizeFactor::constant(
+               conv::shared_memory::depthwise_wgrad_items(g_.out_channels, t.channels, choice_.splits))}))
+        .block(threads)
+        .shared(conv::shared_memory::depthwise_wgrad(threads));
+  } else {
+    const auto& t = choice_.gemm;
+    const std::int64_t filter = g_.taps() * g_.channels;
+    w.grid(w.size({SizeFactor::constant(((g_.out_channels + t.bm - 1) / t.bm) * ((filter + t.bn - 1) / t.bn) *
+                                        choice_.splits)}))
+        .block(t.threads())
+        .shared(conv::shared_memory::igemm_wgrad(t.stages, t.bm, t.bn, t.bk,
+                                                 static_cast<std::int64_t>(dtype_size(dtype_))));
+  }
   push(rewriter, w);
 
   LaunchBuilder r(op_, fmt::format("rudnn_conv_wgrad_reduce_{}", dtype_name(dtype_)), "rudnn/conv/implicit_gemm.cuh",

@@ -39,7 +39,10 @@ std::optional<Choice> choiceOf(const std::vector<std::pair<std::string, std::int
   std::vector<const char*> keys;
   switch (c.algorithm) {
     case Algorithm::Direct: keys = {kAlgorithm, kThreads}; break;
-    case Algorithm::Depthwise: keys = {kAlgorithm, kTileH, kTileW, kChannels}; break;
+    case Algorithm::Depthwise:  // splits: weight backward only, omitted when 1
+      keys = {kAlgorithm, kTileH, kTileW, kChannels};
+      if (get(kSplits)) keys.push_back(kSplits);
+      break;
     case Algorithm::ImplicitGemm:
       keys = {kAlgorithm, kBm, kBn, kBk, kWarpsM, kWarpsN, kStages, kTensorCore, kSplits};
       break;
@@ -48,7 +51,10 @@ std::optional<Choice> choiceOf(const std::vector<std::pair<std::string, std::int
   for (const char* k : keys)
     if (!get(k)) return std::nullopt;
   if (c.algorithm == Algorithm::Direct) c.threads = *get(kThreads);
-  if (c.algorithm == Algorithm::Depthwise) c.depthwise = {*get(kTileH), *get(kTileW), *get(kChannels)};
+  if (c.algorithm == Algorithm::Depthwise) {
+    c.depthwise = {*get(kTileH), *get(kTileW), *get(kChannels)};
+    c.splits = get(kSplits).value_or(1);
+  }
   if (c.algorithm == Algorithm::ImplicitGemm) {
     c.gemm = {*get(kBm), *get(kBn), *get(kBk), *get(kWarpsM), *get(kWarpsN), *get(kStages), *get(kTensorCore) != 0};
     c.splits = *get(kSplits);
@@ -59,9 +65,12 @@ std::optional<Choice> choiceOf(const std::vector<std::pair<std::string, std::int
 std::vector<std::pair<std::string, std::int64_t>> valuesOf(const Choice& c) {
   switch (c.algorithm) {
     case Algorithm::Direct: return {{kAlgorithm, 0}, {kThreads, c.threads}};
-    case Algorithm::Depthwise:
-      return {
+    case Algorithm::Depthwise: {
+      std::vector<std::pair<std::string, std::int64_t>> v = {
           {kAlgorithm, 1}, {kTileH, c.depthwise.tileH}, {kTileW, c.depthwise.tileW}, {kChannels, c.depthwise.channels}};
+      if (c.splits != 1) v.push_back({kSplits, c.splits});
+      return v;
+    }
     case Algorithm::ImplicitGemm: break;
   }
   const GemmTile& t = c.gemm;
@@ -78,11 +87,23 @@ std::optional<std::string> gemmServes(const ConvGeometry& g) {
   return std::nullopt;
 }
 
-// The depthwise kernel: forward, groups = C > 1 (one input channel per group).
-std::optional<std::string> depthwiseServes(ConvDirection direction, const ConvGeometry& g) {
-  if (direction != ConvDirection::Forward) return std::string("the depthwise kernel serves the forward only");
+// The depthwise kernels (forward, data and weight backward): groups = C > 1 (one input channel per
+// group).
+std::optional<std::string> depthwiseServes(ConvDirection /*direction*/, const ConvGeometry& g) {
   if (!g.depthwise())
     return fmt::format("the depthwise kernel needs groups = C > 1, got groups {} with C {}", g.groups, g.channels);
+  return std::nullopt;
+}
+
+// The weight backward's split count (implicit GEMM and depthwise): 1..kMaxSplits, 1 elsewhere,
+// within the workspace bound.
+std::optional<std::string> checkSplits(const Choice& c, ConvDirection direction, const ConvGeometry& g) {
+  if (c.splits < 1 || c.splits > kMaxSplits) return fmt::format("splits in 1..={}, got {}", kMaxSplits, c.splits);
+  if (direction != ConvDirection::WeightBackward && c.splits != 1)
+    return fmt::format("splits = 1 outside the weight backward, got {}", c.splits);
+  if (direction == ConvDirection::WeightBackward && splitWorkspaceBytes(c, g) > kMaxSplitWorkspaceBytes)
+    return fmt::format("a split workspace <= {} bytes, got {} splits of {} weights", kMaxSplitWorkspaceBytes, c.splits,
+                       g.out_channels * g.taps() * (g.channels / g.groups));
   return std::nullopt;
 }
 
@@ -101,7 +122,8 @@ std::optional<std::string> checkChoice(const Choice& c, ConvDirection direction,
       if (std::find(t.begin(), t.end(), c.depthwise) == t.end())
         return fmt::format("{{tile_h = {}, tile_w = {}, channels = {}}} is not a registered depthwise tile",
                            c.depthwise.tileH, c.depthwise.tileW, c.depthwise.channels);
-      return depthwiseServes(direction, g);
+      if (auto why = depthwiseServes(direction, g)) return why;
+      return checkSplits(c, direction, g);
     }
     case Algorithm::ImplicitGemm: break;
   }
@@ -113,13 +135,7 @@ std::optional<std::string> checkChoice(const Choice& c, ConvDirection direction,
         c.gemm.bm, c.gemm.bn, c.gemm.bk, c.gemm.warpsM, c.gemm.warpsN, c.gemm.stages, c.gemm.tensorCore ? 1 : 0);
   if (c.gemm.tensorCore && dtype == DType::F32) return std::string("tensor_core = 1 needs f16 or bf16");
   if (auto why = gemmServes(g)) return why;
-  if (c.splits < 1 || c.splits > kMaxSplits) return fmt::format("splits in 1..={}, got {}", kMaxSplits, c.splits);
-  if (direction != ConvDirection::WeightBackward && c.splits != 1)
-    return fmt::format("splits = 1 outside the weight backward, got {}", c.splits);
-  if (direction == ConvDirection::WeightBackward && splitWorkspaceBytes(c, g) > kMaxSplitWorkspaceBytes)
-    return fmt::format("a split workspace <= {} bytes, got {} splits of {} weights", kMaxSplitWorkspaceBytes, c.splits,
-                       g.out_channels * g.taps() * (g.channels / g.groups));
-  return std::nullopt;
+  return checkSplits(c, direction, g);
 }
 
 namespace {
@@ -137,6 +153,24 @@ std::int64_t heuristicSplits(const GemmTile& t, const ConvGeometry& g) {
   return splits;
 }
 
+// The depthwise weight backward: ceil(O / channels) blocks per split; the same targets.
+std::int64_t depthwiseSplits(const DepthwiseTile& t, const ConvGeometry& g) {
+  const std::int64_t chunks = (g.out_channels + t.channels - 1) / t.channels;
+  const std::int64_t rows = (contracts::known(g.batch) ? std::max<std::int64_t>(g.batch, 1) : 8) * g.output_pixels();
+  std::int64_t splits = std::clamp<std::int64_t>(264 / std::max<std::int64_t>(chunks, 1), 1, kMaxSplits);
+  splits = std::min(splits, std::max<std::int64_t>(rows / 256, 1));
+  while (splits > 1 && splits * g.out_channels * g.taps() * 4 > kMaxSplitWorkspaceBytes) --splits;
+  return splits;
+}
+
+Choice depthwiseChoice(const DepthwiseTile& t, ConvDirection direction, const ConvGeometry& g) {
+  Choice c;
+  c.algorithm = Algorithm::Depthwise;
+  c.depthwise = t;
+  c.splits = direction == ConvDirection::WeightBackward ? depthwiseSplits(t, g) : 1;
+  return c;
+}
+
 Choice gemmChoice(const GemmTile& t, ConvDirection direction, const ConvGeometry& g) {
   Choice c;
   c.algorithm = Algorithm::ImplicitGemm;
@@ -152,10 +186,7 @@ Heuristic heuristicChoice(ConvDirection direction, const ConvGeometry& g, DType 
   Heuristic h;
   const bool depthwise = !depthwiseServes(direction, g);
   if (!preferImplicitGemm) {
-    if (depthwise) {
-      h.choice.algorithm = Algorithm::Depthwise;
-      h.choice.depthwise = depthwiseTiles().front();
-    }
+    if (depthwise) h.choice = depthwiseChoice(depthwiseTiles().front(), direction, g);
     return h;  // Direct, 256 threads
   }
   // ImplicitGemm preferred: the guide's substitutions first.
@@ -174,10 +205,7 @@ Heuristic heuristicChoice(ConvDirection direction, const ConvGeometry& g, DType 
     h.choice = gemmChoice(tile, direction, g);
     return h;
   }
-  if (depthwise) {
-    h.choice.algorithm = Algorithm::Depthwise;
-    h.choice.depthwise = depthwiseTiles().front();
-  }
+  if (depthwise) h.choice = depthwiseChoice(depthwiseTiles().front(), direction, g);
   return h;
 }
 
@@ -189,9 +217,12 @@ std::vector<Choice> candidates(ConvDirection direction, const ConvGeometry& g, D
     out.push_back(c);
   }
   for (const DepthwiseTile& t : depthwiseTiles()) {
-    Choice c;
-    c.algorithm = Algorithm::Depthwise;
-    c.depthwise = t;
+    // The weight backward uses the channel count alone: one candidate per distinct channel count.
+    if (direction == ConvDirection::WeightBackward && std::any_of(out.begin(), out.end(), [&](const Choice& o) {
+          return o.algorithm == Algorithm::Depthwise && o.depthwise.channels == t.channels;
+        }))
+      continue;
+    Choice c = depthwiseChoice(t, direction, g);
     if (!checkChoice(c, direction, g, dtype)) out.push_back(c);
   }
   for (const GemmTile& t : gemmTiles()) {
@@ -203,7 +234,7 @@ std::vector<Choice> candidates(ConvDirection direction, const ConvGeometry& g, D
 }
 
 std::int64_t splitWorkspaceBytes(const Choice& c, const ConvGeometry& g) {
-  if (c.algorithm != Algorithm::ImplicitGemm) return 0;
+  if (c.algorithm == Algorithm::Direct) return 0;
   return c.splits * g.out_channels * g.taps() * (g.channels / g.groups) * 4;
 }
 

@@ -35,6 +35,7 @@
 //                                       channels per block, half the blocks and weight loads per tile.
 // 1-D convolutions (OH = 1) use any tile with TileH rows of which one is real; a <1, 64, 32> tile
 // (tested) serves them best if the config space ever registers it.
+// The data and weight backward of a depthwise convolution: depthwise_backward.cuh.
 #include "rudnn/conv/geometry.cuh"
 #include "rudnn/conv/shared_memory.h"
 #include "rudnn/grid.cuh"

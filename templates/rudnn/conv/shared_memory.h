@@ -61,6 +61,33 @@ RUDNN_CONV_SHARED_MEMORY_FN long long depthwise(long long kh, long long kw, long
   return (weights + halo + 15) / 16 * 16;
 }
 
+// ---- depthwise data backward (depthwise_backward.cuh, conv_dgrad_depthwise), for a TileH × TileW
+// tile of dx of `channels` input channels: the kd slice's weights as FP32 [KH·KW][multiplier]
+// [channels], then the dy rows and columns the tile reads, T [halo_h][halo_w][multiplier][channels],
+// dgrad halo = ((tile − 1) + (k − 1)·dilation) / stride + 1 per dim (the most output positions whose
+// transposed gather lands in the tile); rounded up to 16 bytes. Independent of KD.
+RUDNN_CONV_SHARED_MEMORY_FN long long depthwise_dgrad_halo(long long tile, long long k, long long stride,
+                                                           long long dilation) {
+  return ((tile - 1) + (k - 1) * dilation) / stride + 1;
+}
+RUDNN_CONV_SHARED_MEMORY_FN long long depthwise_dgrad(long long kh, long long kw, long long sh, long long sw,
+                                                      long long dh, long long dw, long long multiplier,
+                                                      long long tile_h, long long tile_w, long long channels,
+                                                      long long elem_bytes) {
+  const long long weights = kh * kw * multiplier * channels * 4;
+  const long long halo = depthwise_dgrad_halo(tile_h, kh, sh, dh) * depthwise_dgrad_halo(tile_w, kw, sw, dw) *
+                         multiplier * channels * elem_bytes;
+  return (weights + halo + 15) / 16 * 16;
+}
+// ---- depthwise weight backward (conv_wgrad_depthwise): one float per thread for the slot tree.
+// Work items ceil(O / channels) · splits; split sums FP32 [splits][O][KD·KH·KW] (reduced by
+// conv_wgrad_reduce).
+RUDNN_CONV_SHARED_MEMORY_FN long long depthwise_wgrad(long long threads) { return threads * 4; }
+RUDNN_CONV_SHARED_MEMORY_FN long long depthwise_wgrad_items(long long out_channels, long long channels,
+                                                            long long splits) {
+  return (out_channels + channels - 1) / channels * splits;
+}
+
 // ---- implicit GEMM (conv/implicit_gemm.cuh; IgemmPolicy<BM, BN, BK, WarpsM, WarpsN, Stages, TC>)
 // Every pass keeps `stages` pipeline stages of one A and one B operand tile of elements of
 // `element_bytes` (the tensor type T: 2 or 4; the same for the tensor-core and the plain path). A

@@ -3,7 +3,9 @@
 // op verifiers, rudnn-select-kernel-config, the lowering, the variant registry and autotune.
 // A kernel_config names the algorithm and its tile:
 //   {algorithm = 0 (direct), threads}                              DirectPolicy<threads>
-//   {algorithm = 1 (depthwise), tile_h, tile_w, channels}          DepthwisePolicy<tile_h, tile_w, channels>
+//   {algorithm = 1 (depthwise), tile_h, tile_w, channels[, splits]}
+//                                                                  DepthwisePolicy<tile_h, tile_w, channels>;
+//                                                                  splits: weight backward, omitted when 1
 //   {algorithm = 2 (implicit GEMM), bm, bn, bk, warps_m, warps_n, stages, tensor_core[, splits]}
 //                                                                  IgemmPolicy<...>; splits: weight backward
 // Which algorithm serves which call (and the substitutions): docs/convolution.md.
@@ -49,7 +51,7 @@ struct Choice {
   std::int64_t threads = 256;  // direct
   DepthwiseTile depthwise;     // depthwise
   GemmTile gemm;               // implicit GEMM
-  std::int64_t splits = 1;     // implicit GEMM weight backward: K ranges summed in order
+  std::int64_t splits = 1;     // implicit GEMM / depthwise weight backward: row ranges summed in order
 };
 
 // The registered tiles (each verified spill-free for sm_80 and sm_90a: tests/nvrtc).
@@ -86,7 +88,7 @@ std::vector<Choice> candidates(contracts::ConvDirection direction, const contrac
 // Bytes of dynamic shared memory of the choice's main kernel; bytes of its workspace.
 std::int64_t sharedBytes(const Choice& c, contracts::ConvDirection direction, const contracts::ConvGeometry& g,
                          DType dtype);
-// The weight backward's FP32 split sums (implicit GEMM; 0 for the other algorithms).
+// The weight backward's FP32 split sums (implicit GEMM and depthwise; 0 for direct).
 std::int64_t splitWorkspaceBytes(const Choice& c, const contracts::ConvGeometry& g);
 
 }  // namespace rudnn::dialect::conv_config

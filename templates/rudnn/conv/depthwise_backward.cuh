@@ -1,0 +1,206 @@
+#pragma once
+// Depthwise data and weight backward: groups = C (one input channel per group), O = m·C, output
+// channel o = c·m + j reads input channel c only (the forward's mapping, depthwise.cuh). Layouts as
+// geometry.cuh: x/dx [n, D, H, W, C], w/dw [O, KD, KH, KW, 1], dy [n, OD, OH, OW, O]. Policy:
+// DepthwisePolicy<TileH, TileW, Channels> (256 threads = Channels lanes × 256 / Channels slots).
+//
+// conv_dgrad_depthwise<T, G, P>(dy, w, dx, n): dx[c] = Σ_{kd, kh, kw, j} dy[o(i, k), c·m + j] ·
+//   w[c·m + j, k], where the output position o = (i + pad − k·dil) / stride counts only when the
+//   division is exact and in range (the transposed gather). A block computes a TileH × TileW tile
+//   of dx of one (image, id) for Channels consecutive input channels. For each kd slice whose output
+//   depth exists (block-uniform) it stages the slice's weights (FP32 [KH·KW][m][Channels]) and the dy
+//   halo that the tile reads, dgrad_halo = ((tile − 1) + (k − 1)·dil) / stride + 1 output rows and
+//   columns × m·Channels channels (zeros outside dy), each dy element read from global memory once
+//   per tile with consecutive threads on consecutive output channels. FP32 sums in the order kd,
+//   kh, kw, j, rounded to T once. Work items: n·D·⌈H/TileH⌉·⌈W/TileW⌉·⌈C/Channels⌉ (any grid).
+//   Shared: shared_memory::depthwise_dgrad(KH, KW, SH, SW, DH, DW, m, TileH, TileW, Channels,
+//   sizeof T) = P::kDgradSharedBytes<T, G>.
+//
+// conv_wgrad_depthwise<T, G, P>(x, dy, partial, n, splits): partial[s][o][tap] = Σ over the rows r
+//   of split s of x[r's input position at tap, o / m] · dy[r, o] in FP32; rows = n·OutPixels are cut
+//   into `splits` contiguous ranges of ⌈rows / splits⌉. A work item is (chunk of Channels
+//   consecutive OUTPUT channels, split s): lane = channel (dy loads coalesced along o, x loads along
+//   c), slot q sums rows begin + q, begin + q + slots, ... in ascending order for up to kTapBlock
+//   taps at a time (the taps in ⌈taps / 32⌉ balanced blocks, so registers stay bounded), then the
+//   slots are combined by a fixed tree in shared memory ([256] floats). Every item writes all its
+//   partial sums (zeros for an empty range). conv_wgrad_reduce<T> (implicit_gemm.cuh) then sums
+//   the splits in order: dw[o][tap] = Σ_s partial[s][o][tap]. Deterministic, no atomics. Work items:
+//   ⌈O/Channels⌉·splits (any grid). Shared: shared_memory::depthwise_wgrad(threads) =
+//   P::kWgradSharedBytes.
+#include "rudnn/conv/depthwise.cuh"
+
+namespace rudnn::conv {
+
+template <class T, class G, class P>
+inline constexpr long long kDepthwiseDgradSharedBytes =
+    shared_memory::depthwise_dgrad(G::kKH, G::kKW, G::kSH, G::kSW, G::kDH, G::kDW, G::kO / G::kC, P::kTileH, P::kTileW,
+                                   P::kChannels, static_cast<long long>(sizeof(T)));
+template <class P>
+inline constexpr long long kDepthwiseWgradSharedBytes = shared_memory::depthwise_wgrad(P::kThreads);
+
+namespace depthwise_detail {
+// floor(a / b) for b > 0 and any sign of a.
+RUDNN_DEVICE i64 floor_div(i64 a, i64 b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+}  // namespace depthwise_detail
+
+template <class T, class G, class P>
+RUDNN_DEVICE void conv_dgrad_depthwise(const T* dy, const T* w, T* dx, i64 n) {
+  static_assert(G::kGroups == G::kC, "depthwise: groups must equal the input channels (C/G = 1)");
+  static_assert(G::kO % G::kC == 0 && G::kO >= G::kC, "depthwise: O must be m·C with a multiplier m >= 1");
+  constexpr int kM = static_cast<int>(G::kO / G::kC);
+  constexpr int kCh = P::kChannels;
+  constexpr i64 kHaloH = shared_memory::depthwise_dgrad_halo(P::kTileH, G::kKH, G::kSH, G::kDH);
+  constexpr i64 kHaloW = shared_memory::depthwise_dgrad_halo(P::kTileW, G::kKW, G::kSW, G::kDW);
+  constexpr i64 kTilesH = (G::kH + P::kTileH - 1) / P::kTileH, kTilesW = (G::kW + P::kTileW - 1) / P::kTileW;
+  constexpr i64 kChunks = (G::kC + kCh - 1) / kCh;
+  constexpr i64 kPlane = G::kKH * G::kKW;
+  constexpr i64 kWeights = kCh * kM * kPlane;
+  constexpr i64 kLanes = kCh * kM;  // staged dy channels per halo pixel
+
+  float* const ws = dynamic_shared<float>();          // [KH·KW][m][Channels]
+  T* const ys = reinterpret_cast<T*>(ws + kWeights);  // [halo_h][halo_w][m][Channels]
+  const int cl = static_cast<int>(threadIdx.x) % kCh;
+  const int slot = static_cast<int>(threadIdx.x) / kCh;
+  const i64 items = n * G::kD * kTilesH * kTilesW * kChunks;
+  for (i64 item = linear_block(); item < items; item += block_count()) {
+    i64 q = item;
+    const i64 c0 = q % kChunks * kCh;
+    q /= kChunks;
+    const i64 iw0 = q % kTilesW * P::kTileW;
+    q /= kTilesW;
+    const i64 ih0 = q % kTilesH * P::kTileH;
+    q /= kTilesH;
+    const i64 id = q % G::kD, img = q / G::kD;
+    // The first output row/column the tile can read: ceil((i0 + pad − (k − 1)·dil) / stride).
+    const i64 oh_lo = -depthwise_detail::floor_div(-(ih0 + G::kPH - (G::kKH - 1) * G::kDH), G::kSH);
+    const i64 ow_lo = -depthwise_detail::floor_div(-(iw0 + G::kPW - (G::kKW - 1) * G::kDW), G::kSW);
+
+    float acc[P::kPixelsPerThread];
+    RUDNN_UNROLL
+    for (int k = 0; k < P::kPixelsPerThread; ++k) acc[k] = 0.0f;
+
+    for (i64 kd = 0; kd < G::kKD; ++kd) {
+      const i64 num_d = id + G::kPD - kd * G::kDD;
+      if (num_d < 0 || num_d % G::kSD != 0 || num_d / G::kSD >= G::kOD) continue;  // block-uniform
+      const i64 od = num_d / G::kSD;
+      __syncthreads();  // the previous slice's (or tile's) readers are done
+      for (i64 idx = threadIdx.x; idx < kWeights; idx += P::kThreads) {
+        const i64 o_local = idx / kPlane, t = idx % kPlane;
+        const i64 c_local = o_local / kM, j = o_local % kM;
+        ws[(t * kM + j) * kCh + c_local] =
+            c0 + c_local < G::kC ? to_float(w[(c0 * kM + o_local) * G::kTaps + kd * kPlane + t]) : 0.0f;
+      }
+      const T* dy_slice = dy + (img * G::kOD + od) * G::kOH * G::kOW * G::kO;
+      for (i64 idx = threadIdx.x; idx < kHaloH * kHaloW * kLanes; idx += P::kThreads) {
+        const i64 o_local = idx % kLanes, pix = idx / kLanes;  // consecutive threads: consecutive o
+        const i64 c_local = o_local / kM, j = o_local % kM;
+        const i64 oh = oh_lo + pix / kHaloW, ow = ow_lo + pix % kHaloW;
+        ys[(pix * kM + j) * kCh + c_local] = oh >= 0 && oh < G::kOH && ow >= 0 && ow < G::kOW && c0 + c_local < G::kC
+                                                 ? dy_slice[(oh * G::kOW + ow) * G::kO + c0 * kM + o_local]
+                                                 : from_float<T>(0.0f);
+      }
+      __syncthreads();
+      RUDNN_UNROLL
+      for (int k = 0; k < P::kPixelsPerThread; ++k) {
+        const int p = slot + k * P::kSlots;
+        if (p >= P::kPixels) break;
+        const i64 ih = ih0 + p / P::kTileW, iw = iw0 + p % P::kTileW;
+        for (i64 kh = 0; kh < G::kKH; ++kh) {
+          // ≥ 0 for every tap the tile reads; exact multiples of the stride only.
+          const i64 rh = ih + G::kPH - kh * G::kDH - oh_lo * G::kSH;
+          if (rh < 0 || rh % G::kSH != 0) continue;
+          for (i64 kw = 0; kw < G::kKW; ++kw) {
+            const i64 rw = iw + G::kPW - kw * G::kDW - ow_lo * G::kSW;
+            if (rw < 0 || rw % G::kSW != 0) continue;
+            const T* yp = ys + ((rh / G::kSH) * kHaloW + rw / G::kSW) * kM * kCh + cl;
+            const float* wp = ws + (kh * G::kKW + kw) * kM * kCh + cl;
+            RUDNN_UNROLL
+            for (int j = 0; j < kM; ++j) acc[k] += to_float(yp[j * kCh]) * wp[j * kCh];
+          }
+        }
+      }
+    }
+
+    const i64 c = c0 + cl;
+    if (c >= G::kC) continue;  // no barrier before the loop's next one
+    RUDNN_UNROLL
+    for (int k = 0; k < P::kPixelsPerThread; ++k) {
+      const int p = slot + k * P::kSlots;
+      const i64 ih = ih0 + p / P::kTileW, iw = iw0 + p % P::kTileW;
+      if (p >= P::kPixels || ih >= G::kH || iw >= G::kW) continue;
+      dx[(((img * G::kD + id) * G::kH + ih) * G::kW + iw) * G::kC + c] = from_float<T>(acc[k]);
+    }
+  }
+}
+
+template <class T, class G, class P>
+RUDNN_DEVICE void conv_wgrad_depthwise(const T* x, const T* dy, float* partial, i64 n, i64 splits) {
+  static_assert(G::kGroups == G::kC, "depthwise: groups must equal the input channels (C/G = 1)");
+  static_assert(G::kO % G::kC == 0 && G::kO >= G::kC, "depthwise: O must be m·C with a multiplier m >= 1");
+  constexpr i64 kM = G::kO / G::kC;
+  constexpr int kCh = P::kChannels;
+  constexpr int kSlots = P::kSlots;
+  static_assert((kSlots & (kSlots - 1)) == 0, "depthwise wgrad: the slot count must be a power of two (tree)");
+  constexpr i64 kTapBlocks = (G::kTaps + 31) / 32;
+  constexpr int kTapBlock = static_cast<int>((G::kTaps + kTapBlocks - 1) / kTapBlocks);
+  constexpr i64 kChunks = (G::kO + kCh - 1) / kCh;
+
+  float* const red = dynamic_shared<float>();  // [slots][Channels]
+  const int cl = static_cast<int>(threadIdx.x) % kCh;
+  const int slot = static_cast<int>(threadIdx.x) / kCh;
+  const i64 rows = n * G::kOutPixels;
+  const i64 per_split = (rows + splits - 1) / splits;
+  const i64 items = kChunks * splits;
+  for (i64 item = linear_block(); item < items; item += block_count()) {
+    const i64 o0 = item % kChunks * kCh, s = item / kChunks;
+    const i64 o = o0 + cl;
+    const bool live = o < G::kO;
+    const i64 c = o / kM;
+    const i64 begin = s * per_split, end = begin + per_split < rows ? begin + per_split : rows;
+    for (i64 t0 = 0; t0 < G::kTaps; t0 += kTapBlock) {
+      float acc[kTapBlock];
+      RUDNN_UNROLL
+      for (int k = 0; k < kTapBlock; ++k) acc[k] = 0.0f;
+      if (live) {
+        for (i64 r = begin + slot; r < end; r += kSlots) {
+          i64 q = r;
+          const i64 ow = q % G::kOW;
+          q /= G::kOW;
+          const i64 oh = q % G::kOH;
+          q /= G::kOH;
+          const i64 od = q % G::kOD, img = q / G::kOD;
+          const float g = to_float(dy[r * G::kO + o]);
+          const T* x_img = x + img * G::kInPixels * G::kC + c;
+          RUDNN_UNROLL
+          for (int k = 0; k < kTapBlock; ++k) {
+            const i64 t = t0 + k;
+            if (t >= G::kTaps) break;
+            const i64 kw = t % G::kKW, kh = t / G::kKW % G::kKH, kd = t / (G::kKW * G::kKH);
+            const i64 id = od * G::kSD - G::kPD + kd * G::kDD;
+            const i64 ih = oh * G::kSH - G::kPH + kh * G::kDH;
+            const i64 iw = ow * G::kSW - G::kPW + kw * G::kDW;
+            if (id < 0 || id >= G::kD || ih < 0 || ih >= G::kH || iw < 0 || iw >= G::kW) continue;
+            acc[k] += to_float(x_img[((id * G::kH + ih) * G::kW + iw) * G::kC]) * g;
+          }
+        }
+      }
+      // The slots' sums of each tap, combined by a fixed tree: slot q += slot q + half, halving.
+      RUDNN_UNROLL
+      for (int k = 0; k < kTapBlock; ++k) {
+        const i64 t = t0 + k;
+        if (t >= G::kTaps) break;  // uniform: t0 and k are the same in every thread
+        __syncthreads();           // the previous tap's readers are done
+        red[threadIdx.x] = acc[k];
+        __syncthreads();
+        RUDNN_UNROLL
+        for (int half = kSlots / 2; half >= 1; half /= 2) {
+          if (slot < half) red[threadIdx.x] += red[threadIdx.x + half * kCh];
+          __syncthreads();
+        }
+        if (slot == 0 && live) partial[(s * G::kO + o) * G::kTaps + t] = red[cl];
+      }
+    }
+  }
+}
+
+}  // namespace rudnn::conv
