@@ -47,6 +47,7 @@ using Conv3x3S3 = conv::Geometry<16, 8, 1, 1, 7, 8, 1, 3, 3, 1, 3, 3, 0, 3, 3, 1
 using Conv7x7S2 = conv::Geometry<3, 16, 1, 1, 12, 11, 1, 7, 7, 1, 2, 2, 0, 3, 3, 1, 1, 1>;  // a stem
 using Conv3d = conv::Geometry<8, 12, 1, 4, 5, 4, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1>;       // 3×3×3
 using Wide3x3 = conv::Geometry<40, 136, 1, 1, 12, 13, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1>;  // 2 N tiles of 128
+using Block3x3 = conv::Geometry<32, 64, 1, 1, 6, 5, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1>;    // C, O % BK == 0
 
 template <class G>
 rudnn::reference::ConvShape shape_of(i64 n) {
@@ -371,6 +372,7 @@ TEST(ConvIgemmTemplate, TensorCoreF16Policies) {
 TEST(ConvIgemmTemplate, TensorCoreLargeBF16) {
   CONV_ALL(rudnn::bf16, TcLarge, Conv7x7S2, 2, Bias::Float, 1);
   CONV_ALL(rudnn::bf16, TcWide, Wide3x3, 1, Bias::None, 3);
+  CONV_ALL(rudnn::bf16, TcMid, Block3x3, 2, Bias::Same, 2);  // K blocks inside one tap (C, O multiples of BK)
 }
 
 TEST(ConvIgemmTemplate, PlainSmallPolicies) {
