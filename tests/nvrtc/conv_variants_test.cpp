@@ -4,7 +4,8 @@
 // specialized on the geometry, so a sample of geometries stands for all: a ResNet 3×3 layer (bf16:
 // every tile in every direction; f32: the plain tiles), a 3-D 3×3×3 layer (bf16 every tile; f32 the
 // heuristic: Direct), depthwise 3×3 (bf16) and 7×7 stride 2 (f32) with every tile, a 3-D depthwise, and a
-// strided 7×7 stem with 3 channels (the heuristic's choice, f16).
+// strided 7×7 stem with 3 channels (the heuristic's choice, f16), and the UNet 16×16×1280 3×3 layer
+// (bf16, every tile: few pixels, many channels).
 #include <gtest/gtest.h>
 
 #include <set>
@@ -62,6 +63,7 @@ std::vector<Variant> conv_variants() {
   for (D d : {D::Forward, D::DataBackward, D::WeightBackward}) {
     add(signature(d, {8, 56, 56, 64}, {64, 3, 3, 64}, DType::BF16, {1, 1}, {1, 1}, 1), true);
     add(signature(d, {8, 56, 56, 64}, {64, 3, 3, 64}, DType::F32, {1, 1}, {1, 1}, 1), true);
+    add(signature(d, {2, 16, 16, 1280}, {1280, 3, 3, 1280}, DType::BF16, {1, 1}, {1, 1}, 1), true);  // UNet
     add(signature(d, {2, 8, 28, 28, 32}, {32, 3, 3, 3, 32}, DType::BF16, {1, 1, 1}, {1, 1, 1}, 1), true);
     add(signature(d, {2, 8, 28, 28, 32}, {32, 3, 3, 3, 32}, DType::F32, {1, 1, 1}, {1, 1, 1}, 1), false);
     add(signature(d, {4, 112, 112, 3}, {64, 7, 7, 3}, DType::F16, {2, 2}, {3, 3}, 1), false);
