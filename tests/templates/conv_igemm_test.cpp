@@ -32,6 +32,7 @@ using rudnn::i64;
 
 // The registered policies (conv/implicit_gemm.cuh).
 using TcLarge = conv::IgemmPolicy<128, 128, 32, 2, 4, 3, true>;
+using TcLargeK64 = conv::IgemmPolicy<128, 128, 64, 2, 4, 3, true>;
 using TcWide = conv::IgemmPolicy<64, 128, 32, 2, 2, 3, true>;
 using TcMid = conv::IgemmPolicy<64, 64, 32, 2, 2, 4, true>;
 using Plain = conv::IgemmPolicy<64, 64, 16, 2, 4, 3, false>;
@@ -372,7 +373,9 @@ TEST(ConvIgemmTemplate, TensorCoreF16Policies) {
 TEST(ConvIgemmTemplate, TensorCoreLargeBF16) {
   CONV_ALL(rudnn::bf16, TcLarge, Conv7x7S2, 2, Bias::Float, 1);
   CONV_ALL(rudnn::bf16, TcWide, Wide3x3, 1, Bias::None, 3);
-  CONV_ALL(rudnn::bf16, TcMid, Block3x3, 2, Bias::Same, 2);  // K blocks inside one tap (C, O multiples of BK)
+  CONV_ALL(rudnn::bf16, TcMid, Block3x3, 2, Bias::Same, 2);
+  CONV_ALL(rudnn::bf16, TcLargeK64, Block3x3, 2, Bias::Float, 3);  // BK = 64: K = 288 ends in a partial block
+  CONV_ALL(rudnn::f16, TcLargeK64, Wide3x3, 1, Bias::None, 1);     // K blocks inside one tap (C, O multiples of BK)
 }
 
 TEST(ConvIgemmTemplate, PlainSmallPolicies) {

@@ -43,6 +43,7 @@
 //   < 64,  64, 32, 2, 2, 4, true>   small shapes (more tiles for 132 SMs)
 //   < 64,  64, 16, 2, 4, 3, false>  plain FMA, every T (F32 path), 256 threads of 4×4
 //   < 32,  32, 16, 2, 2, 2, false>  plain FMA, small shapes, 128 threads of 2×4
+//   <128, 128, 64, 2, 4, 3, true>   long K (large C): half the K blocks of BK = 32 (autotune only)
 #include "rudnn/conv/geometry.cuh"
 #include "rudnn/conv/igemm_engine.cuh"
 #include "rudnn/conv/igemm_gather.cuh"
