@@ -4,8 +4,9 @@
 // specialized on the geometry, so a sample of geometries stands for all: a ResNet 3×3 layer (bf16:
 // every tile in every direction; f32: the plain tiles), a 3-D 3×3×3 layer (bf16 every tile; f32 the
 // heuristic: Direct), depthwise 3×3 (bf16), 7×7 stride 2 (f32) and 3×3 stride 2 multiplier 2 (bf16) with
-// every tile and a 3-D depthwise, each in every direction, and a
-// strided 7×7 stem with 3 channels (the heuristic's choice, f16).
+// every tile and a 3-D depthwise, each in every direction, a strided 7×7 stem with 3 channels (the
+// heuristic's choice, f16), and the UNet 16×16×1280 3×3 layer (bf16, every tile: few pixels, many
+// channels).
 #include <gtest/gtest.h>
 
 #include <set>
@@ -63,6 +64,7 @@ std::vector<Variant> conv_variants() {
   for (D d : {D::Forward, D::DataBackward, D::WeightBackward}) {
     add(signature(d, {8, 56, 56, 64}, {64, 3, 3, 64}, DType::BF16, {1, 1}, {1, 1}, 1), true);
     add(signature(d, {8, 56, 56, 64}, {64, 3, 3, 64}, DType::F32, {1, 1}, {1, 1}, 1), true);
+    add(signature(d, {2, 16, 16, 1280}, {1280, 3, 3, 1280}, DType::BF16, {1, 1}, {1, 1}, 1), true);  // UNet
     add(signature(d, {2, 8, 28, 28, 32}, {32, 3, 3, 3, 32}, DType::BF16, {1, 1, 1}, {1, 1, 1}, 1), true);
     add(signature(d, {2, 8, 28, 28, 32}, {32, 3, 3, 3, 32}, DType::F32, {1, 1, 1}, {1, 1, 1}, 1), false);
     add(signature(d, {4, 112, 112, 3}, {64, 7, 7, 3}, DType::F16, {2, 2}, {3, 3}, 1), false);

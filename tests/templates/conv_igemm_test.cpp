@@ -32,6 +32,7 @@ using rudnn::i64;
 
 // The registered policies (conv/implicit_gemm.cuh).
 using TcLarge = conv::IgemmPolicy<128, 128, 32, 2, 4, 3, true>;
+using TcLargeK64 = conv::IgemmPolicy<128, 128, 64, 2, 4, 3, true>;
 using TcWide = conv::IgemmPolicy<64, 128, 32, 2, 2, 3, true>;
 using TcMid = conv::IgemmPolicy<64, 64, 32, 2, 2, 4, true>;
 using Plain = conv::IgemmPolicy<64, 64, 16, 2, 4, 3, false>;
@@ -47,6 +48,7 @@ using Conv3x3S3 = conv::Geometry<16, 8, 1, 1, 7, 8, 1, 3, 3, 1, 3, 3, 0, 3, 3, 1
 using Conv7x7S2 = conv::Geometry<3, 16, 1, 1, 12, 11, 1, 7, 7, 1, 2, 2, 0, 3, 3, 1, 1, 1>;  // a stem
 using Conv3d = conv::Geometry<8, 12, 1, 4, 5, 4, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1>;       // 3×3×3
 using Wide3x3 = conv::Geometry<40, 136, 1, 1, 12, 13, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1>;  // 2 N tiles of 128
+using Block3x3 = conv::Geometry<32, 64, 1, 1, 6, 5, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1>;    // C, O % BK == 0
 
 template <class G>
 rudnn::reference::ConvShape shape_of(i64 n) {
@@ -371,6 +373,9 @@ TEST(ConvIgemmTemplate, TensorCoreF16Policies) {
 TEST(ConvIgemmTemplate, TensorCoreLargeBF16) {
   CONV_ALL(rudnn::bf16, TcLarge, Conv7x7S2, 2, Bias::Float, 1);
   CONV_ALL(rudnn::bf16, TcWide, Wide3x3, 1, Bias::None, 3);
+  CONV_ALL(rudnn::bf16, TcMid, Block3x3, 2, Bias::Same, 2);
+  CONV_ALL(rudnn::bf16, TcLargeK64, Block3x3, 2, Bias::Float, 3);  // BK = 64: K = 288 ends in a partial block
+  CONV_ALL(rudnn::f16, TcLargeK64, Wide3x3, 1, Bias::None, 1);     // K blocks inside one tap (C, O multiples of BK)
 }
 
 TEST(ConvIgemmTemplate, PlainSmallPolicies) {

@@ -68,6 +68,29 @@ struct GatherTile {
   static constexpr int kChunks = kRows * kChunksPerRow;
   static constexpr int kPerThread = (kChunks + kThreads - 1) / kThreads;
 
+  // Fixed-column gathers (16-byte chunks, kThreads a multiple of the chunks per row): every chunk of a
+  // thread lies in the same tile column, column(), in rows row(i) = row(0) + i·kRowStep,
+  // i = 0..kPerThread−1 (rows ≥ kRows are skipped). The kernels keep per-row gather state for these
+  // rows once per output tile and per-column state once per K block (conv/implicit_gemm.cuh), so the
+  // per-chunk address is a few adds and compares instead of a full index decode.
+  static constexpr bool kFixedColumn = kVec > 1 && kThreads % kChunksPerRow == 0;
+  static constexpr int kRowStep = kFixedColumn ? kThreads / kChunksPerRow : 1;
+  RUDNN_DEVICE static int row(int i) { return static_cast<int>(threadIdx.x) / kChunksPerRow + i * kRowStep; }
+  RUDNN_DEVICE static int column() { return static_cast<int>(threadIdx.x) % kChunksPerRow * kVec; }
+
+  // Issues this thread's chunks for a fixed-column gather: src(i) is the address of the chunk in row
+  // row(i), column column(), or null (zero fill).
+  template <class Src>
+  RUDNN_DEVICE static void load_rows(T* tile, const T* fallback, const Src& src) {
+    static_assert(kFixedColumn, "GatherTile::load_rows: fixed-column gathers only");
+    T* dst = tile + row(0) * Layout::kLd + column();
+    RUDNN_UNROLL
+    for (int i = 0; i < kPerThread; ++i) {
+      if (kChunks % kThreads != 0 && row(i) >= kRows) continue;
+      copy_chunk<T, kVec>(dst + i * kRowStep * Layout::kLd, src(i), fallback);
+    }
+  }
+
   // Issues this thread's chunks of the tile (no commit). `fallback` is any valid global address: the
   // source operand of zero-fill copies, never read.
   template <class Addr>
@@ -141,6 +164,105 @@ RUDNN_DEVICE const T* grad_output_at_tap(const T* dy, i64 m, int k) {
   const i64 ow = output_coord<G::kSW, G::kPW, G::kDW, G::kOW>(i.w, t.w);
   if (od < 0 || oh < 0 || ow < 0) return nullptr;
   return dy + ((image * G::kOutPixels + (od * G::kOH + oh) * G::kOW + ow) * G::kO + o);
+}
+
+// ---- Incremental gather state (fixed-column gathers, see GatherTile::load_rows).
+// A row's state is computed once per output tile, a column's (tap, channel) once per K block; the
+// per-chunk work is then 32-bit adds, unsigned range checks and one 64-bit add. Rows past the matrix
+// and columns past K carry kFar, a coordinate that fails every range check (two kFar still add up
+// without overflow).
+inline constexpr int kFar = 1 << 29;
+
+// True when 0 <= v < n (one unsigned compare).
+template <i64 kN>
+RUDNN_DEVICE bool in_range(int v) {
+  return static_cast<unsigned>(v) < static_cast<unsigned>(kN);
+}
+
+// fprop A / wgrad B: the input window of output pixel m. base = element offset of input position
+// (d, h, w) = (od·SD − PD, oh·SH − PH, ow·SW − PW) of m's image, channel 0 (may lie outside x).
+struct WindowRow {
+  i64 base;
+  int d, h, w;
+};
+template <class G>
+RUDNN_DEVICE WindowRow window_row_at(i64 image, int pixel) {
+  const Pos3 o = decode3<G::kOH, G::kOW>(pixel);
+  const int d = static_cast<int>(o.d * G::kSD - G::kPD), h = static_cast<int>(o.h * G::kSH - G::kPH);
+  const int w = static_cast<int>(o.w * G::kSW - G::kPW);
+  return {(image * G::kInPixels + (static_cast<i64>(d) * G::kH + h) * G::kW + w) * G::kC, d, h, w};
+}
+template <class G>
+RUDNN_DEVICE WindowRow window_row(i64 m, i64 rows) {
+  if (m >= rows) return {0, -kFar, -kFar, -kFar};
+  const i64 image = m / G::kOutPixels;
+  return window_row_at<G>(image, static_cast<int>(m - image * G::kOutPixels));
+}
+// Column k = tap·C + c of im2col: the tap's displacement and element offset from the window origin.
+struct WindowTap {
+  i64 offset;
+  int d, h, w;
+};
+template <class G>
+RUDNN_DEVICE WindowTap window_tap(i64 k) {
+  if (k >= G::kFilter) return {0, -kFar, -kFar, -kFar};
+  const int kk = static_cast<int>(k), tap = static_cast<int>(kk / G::kC), c = static_cast<int>(kk - tap * G::kC);
+  const Pos3 t = decode3<G::kKH, G::kKW>(tap);
+  const int d = static_cast<int>(t.d * G::kDD), h = static_cast<int>(t.h * G::kDH), w = static_cast<int>(t.w * G::kDW);
+  return {(static_cast<i64>(d) * G::kH * G::kW + static_cast<i64>(h) * G::kW + w) * G::kC + c, d, h, w};
+}
+// input_at_tap(x, m, k) from m's row state and k's tap state.
+template <class G, class T>
+RUDNN_DEVICE const T* window_at(const T* x, const WindowRow& r, const WindowTap& t) {
+  // A 1-D or 2-D convolution has D = KD = 1, PD = 0: d is 0 on every valid row and tap, and invalid
+  // rows and taps fail the h check already.
+  constexpr bool kFlatD = G::kD == 1 && G::kKD == 1 && G::kPD == 0;
+  if (!kFlatD && !in_range<G::kD>(r.d + t.d)) return nullptr;
+  if (!in_range<G::kH>(r.h + t.h) || !in_range<G::kW>(r.w + t.w)) return nullptr;
+  return x + (r.base + t.offset);
+}
+
+// dgrad A: input pixel m's numerators (i + pad per dim) and its image's offset in dy.
+struct GradRow {
+  i64 base;
+  int d, h, w;
+};
+template <class G>
+RUDNN_DEVICE GradRow grad_row(i64 m, i64 rows) {
+  if (m >= rows) return {0, -kFar, -kFar, -kFar};
+  const i64 image = m / G::kInPixels;
+  const Pos3 i = decode3<G::kH, G::kW>(static_cast<int>(m - image * G::kInPixels));
+  return {image * G::kOutPixels * G::kO, static_cast<int>(i.d + G::kPD), static_cast<int>(i.h + G::kPH),
+          static_cast<int>(i.w + G::kPW)};
+}
+// Column k = tap·O + o: the tap's dilated displacement (kFar past K) and the channel o.
+struct GradTap {
+  int d, h, w, o;
+};
+template <class G>
+RUDNN_DEVICE GradTap grad_tap(i64 k) {
+  if (k >= G::kTaps * G::kO) return {kFar, kFar, kFar, 0};
+  const int kk = static_cast<int>(k), tap = static_cast<int>(kk / G::kO), o = static_cast<int>(kk - tap * G::kO);
+  const Pos3 t = decode3<G::kKH, G::kKW>(tap);
+  return {static_cast<int>(t.d * G::kDD), static_cast<int>(t.h * G::kDH), static_cast<int>(t.w * G::kDW), o};
+}
+// The output coordinate num / stride when num = i + pad − t·dil is ≥ 0, divisible by the stride and
+// below the output extent, else −1 (output_coord on precomputed numerators).
+template <i64 kStride, i64 kOut>
+RUDNN_DEVICE int grad_coord(int num) {
+  if (static_cast<unsigned>(num) >= static_cast<unsigned>(kStride * kOut)) return -1;
+  const unsigned u = static_cast<unsigned>(num);
+  if (kStride > 1 && u % static_cast<unsigned>(kStride) != 0u) return -1;
+  return static_cast<int>(u / static_cast<unsigned>(kStride));
+}
+// grad_output_at_tap(dy, m, k) from m's row state and k's tap state.
+template <class G, class T>
+RUDNN_DEVICE const T* grad_at(const T* dy, const GradRow& r, const GradTap& t) {
+  const int od = grad_coord<G::kSD, G::kOD>(r.d - t.d);
+  const int oh = grad_coord<G::kSH, G::kOH>(r.h - t.h);
+  const int ow = grad_coord<G::kSW, G::kOW>(r.w - t.w);
+  if (od < 0 || oh < 0 || ow < 0) return nullptr;
+  return dy + (r.base + ((static_cast<i64>(od) * G::kOH + oh) * G::kOW + ow) * G::kO + t.o);
 }
 
 }  // namespace rudnn::conv::igemm

@@ -43,6 +43,7 @@
 //   < 64,  64, 32, 2, 2, 4, true>   small shapes (more tiles for 132 SMs)
 //   < 64,  64, 16, 2, 4, 3, false>  plain FMA, every T (F32 path), 256 threads of 4×4
 //   < 32,  32, 16, 2, 2, 2, false>  plain FMA, small shapes, 128 threads of 2×4
+//   <128, 128, 64, 2, 4, 3, true>   long K (large C): half the K blocks of BK = 32 (autotune only)
 #include "rudnn/conv/geometry.cuh"
 #include "rudnn/conv/igemm_engine.cuh"
 #include "rudnn/conv/igemm_gather.cuh"
@@ -93,20 +94,46 @@ RUDNN_DEVICE void conv_fprop_igemm(const T* x, const T* w, const B* bias, T* y, 
   T* smem = dynamic_shared<T>();
   for (i64 t = linear_block(); t < tiles; t += block_count()) {
     const i64 m0 = t / n_tiles * P::kBM, n0 = t % n_tiles * P::kBN;
+    // Per-tile row state (fixed-column gathers): A's rows decoded once per tile; B's row offsets.
+    igemm::WindowRow a_rows[ALoad::kFixedColumn ? ALoad::kPerThread : 1];
+    i64 b_rows[BLoad::kFixedColumn ? BLoad::kPerThread : 1];
+    if constexpr (ALoad::kFixedColumn) {
+      RUDNN_UNROLL
+      for (int i = 0; i < ALoad::kPerThread; ++i) a_rows[i] = igemm::window_row<G>(m0 + ALoad::row(i), M);
+    }
+    if constexpr (BLoad::kFixedColumn) {
+      RUDNN_UNROLL
+      for (int i = 0; i < BLoad::kPerThread; ++i) {
+        const i64 o = n0 + BLoad::row(i);
+        b_rows[i] = o < N ? o * K : -1;
+      }
+    }
     typename E::Acc acc;
     E::run(
         acc, smem, (K + P::kBK - 1) / P::kBK,
         [&](T* tile, i64 kb) {
-          ALoad::load(tile, x, [&](int r, int c) -> const T* {
-            const i64 m = m0 + r, k = kb * P::kBK + c;
-            return m < M && k < K ? igemm::input_at_tap<G>(x, m, static_cast<int>(k)) : nullptr;
-          });
+          if constexpr (ALoad::kFixedColumn) {
+            // One (tap, channel) per thread and K block; per chunk a few adds and range checks.
+            const igemm::WindowTap tap = igemm::window_tap<G>(kb * P::kBK + ALoad::column());
+            ALoad::load_rows(tile, x, [&](int i) { return igemm::window_at<G>(x, a_rows[i], tap); });
+          } else {
+            ALoad::load(tile, x, [&](int r, int c) -> const T* {
+              const i64 m = m0 + r, k = kb * P::kBK + c;
+              return m < M && k < K ? igemm::input_at_tap<G>(x, m, static_cast<int>(k)) : nullptr;
+            });
+          }
         },
         [&](T* tile, i64 kb) {
-          BLoad::load(tile, w, [&](int r, int c) -> const T* {
-            const i64 o = n0 + r, k = kb * P::kBK + c;
-            return o < N && k < K ? w + o * K + k : nullptr;
-          });
+          if constexpr (BLoad::kFixedColumn) {
+            const i64 k = kb * P::kBK + BLoad::column();
+            BLoad::load_rows(
+                tile, w, [&](int i) -> const T* { return k < K && b_rows[i] >= 0 ? w + (b_rows[i] + k) : nullptr; });
+          } else {
+            BLoad::load(tile, w, [&](int r, int c) -> const T* {
+              const i64 o = n0 + r, k = kb * P::kBK + c;
+              return o < N && k < K ? w + o * K + k : nullptr;
+            });
+          }
         });
     E::each(acc, [&](int r, int c, float v) {
       const i64 m = m0 + r, o = n0 + c;
@@ -132,23 +159,52 @@ RUDNN_DEVICE void conv_dgrad_igemm(const T* dy, const T* w, T* dx, i64 n) {
   T* smem = dynamic_shared<T>();
   for (i64 t = linear_block(); t < tiles; t += block_count()) {
     const i64 m0 = t / n_tiles * P::kBM, n0 = t % n_tiles * P::kBN;
+    igemm::GradRow a_rows[ALoad::kFixedColumn ? ALoad::kPerThread : 1];
+    if constexpr (ALoad::kFixedColumn) {
+      RUDNN_UNROLL
+      for (int i = 0; i < ALoad::kPerThread; ++i) a_rows[i] = igemm::grad_row<G>(m0 + ALoad::row(i), M);
+    }
     typename E::Acc acc;
     E::run(
         acc, smem, (K + P::kBK - 1) / P::kBK,
         [&](T* tile, i64 kb) {
-          ALoad::load(tile, dy, [&](int r, int c) -> const T* {
-            const i64 m = m0 + r, k = kb * P::kBK + c;
-            return m < M && k < K ? igemm::grad_output_at_tap<G>(dy, m, static_cast<int>(k)) : nullptr;
-          });
+          if constexpr (ALoad::kFixedColumn) {
+            const igemm::GradTap tap = igemm::grad_tap<G>(kb * P::kBK + ALoad::column());
+            ALoad::load_rows(tile, dy, [&](int i) { return igemm::grad_at<G>(dy, a_rows[i], tap); });
+          } else {
+            ALoad::load(tile, dy, [&](int r, int c) -> const T* {
+              const i64 m = m0 + r, k = kb * P::kBK + c;
+              return m < M && k < K ? igemm::grad_output_at_tap<G>(dy, m, static_cast<int>(k)) : nullptr;
+            });
+          }
         },
         [&](T* tile, i64 kb) {
           // Row k = tap·O + o of B is w[o][tap][:], C-contiguous.
-          BLoad::load(tile, w, [&](int r, int c) -> const T* {
-            const i64 k = kb * P::kBK + r, ch = n0 + c;
-            if (k >= K || ch >= N) return nullptr;
-            const i64 tap = k / G::kO, o = k - tap * G::kO;
-            return w + (o * G::kTaps + tap) * G::kC + ch;
-          });
+          if constexpr (BLoad::kFixedColumn && G::kO % P::kBK == 0) {
+            // The K block lies in one tap (and K is whole blocks): row r is w[o0 + r][tap][:].
+            const i64 ch = n0 + BLoad::column();
+            const int k0 = static_cast<int>(kb * P::kBK), tap = static_cast<int>(k0 / G::kO);
+            const int o0 = k0 - tap * static_cast<int>(G::kO) + BLoad::row(0);
+            const i64 row0 = (static_cast<i64>(o0) * G::kTaps + tap) * G::kC + ch;
+            constexpr i64 kStep = BLoad::kRowStep * G::kTaps * G::kC;
+            BLoad::load_rows(tile, w, [&](int i) -> const T* { return ch < N ? w + (row0 + i * kStep) : nullptr; });
+          } else if constexpr (BLoad::kFixedColumn) {
+            const i64 ch = n0 + BLoad::column();
+            const int k0 = static_cast<int>(kb * P::kBK);
+            BLoad::load_rows(tile, w, [&](int i) -> const T* {
+              const int k = k0 + BLoad::row(i);
+              if (k >= K || ch >= N) return nullptr;
+              const int tap = static_cast<int>(k / G::kO), o = k - tap * static_cast<int>(G::kO);
+              return w + ((static_cast<i64>(o) * G::kTaps + tap) * G::kC + ch);
+            });
+          } else {
+            BLoad::load(tile, w, [&](int r, int c) -> const T* {
+              const i64 k = kb * P::kBK + r, ch = n0 + c;
+              if (k >= K || ch >= N) return nullptr;
+              const i64 tap = k / G::kO, o = k - tap * G::kO;
+              return w + (o * G::kTaps + tap) * G::kC + ch;
+            });
+          }
         });
     E::each(acc, [&](int r, int c, float v) {
       const i64 m = m0 + r, ch = n0 + c;
@@ -177,21 +233,67 @@ RUDNN_DEVICE void conv_wgrad_igemm(const T* x, const T* dy, float* partial, i64 
     const i64 m0 = mn / n_tiles * P::kBM, n0 = mn % n_tiles * P::kBN;
     const i64 k_begin = s * range < K ? s * range : K;
     const i64 k_end = k_begin + range < K ? k_begin + range : K;
+    // A: row r of K block kb is dy's pixel k_begin + kb·BK + r, at channel column o (fixed per thread).
+    // B: the thread's column j (fixed) has one (tap, channel) for the whole tile; its rows' pixels are
+    // kept as (image, pixel in image) and advanced by BK per K block: the pipeline loads K blocks in
+    // order 0, 1, 2, … (gemm/pipeline.cuh), so no 64-bit division in the K loop.
+    const i64 span = k_end - k_begin;
+    const igemm::WindowTap b_tap = igemm::window_tap<G>(BLoad::kFixedColumn ? n0 + BLoad::column() : 0);
+    i64 b_image[BLoad::kFixedColumn ? BLoad::kPerThread : 1];
+    int b_pixel[BLoad::kFixedColumn ? BLoad::kPerThread : 1];
+    if constexpr (BLoad::kFixedColumn) {
+      RUDNN_UNROLL
+      for (int i = 0; i < BLoad::kPerThread; ++i) {
+        const i64 p = k_begin + BLoad::row(i);
+        b_image[i] = p / G::kOutPixels;
+        b_pixel[i] = static_cast<int>(p - b_image[i] * G::kOutPixels);
+      }
+    }
     typename E::Acc acc;
     E::run(
         acc, smem, (k_end - k_begin + P::kBK - 1) / P::kBK,
         [&](T* tile, i64 kb) {
           // A is stored K-major: row r = output pixel k_begin + kb·BK + r, column c = channel o.
-          ALoad::load(tile, dy, [&](int r, int c) -> const T* {
-            const i64 p = k_begin + kb * P::kBK + r, o = m0 + c;
-            return p < k_end && o < M ? dy + p * M + o : nullptr;
-          });
+          if constexpr (ALoad::kFixedColumn) {
+            const i64 o = m0 + ALoad::column(), r0 = kb * P::kBK + ALoad::row(0);
+            const i64 row0 = (k_begin + r0) * M + o;
+            ALoad::load_rows(tile, dy, [&](int i) -> const T* {
+              return r0 + i * ALoad::kRowStep < span && o < M ? dy + (row0 + i * (ALoad::kRowStep * M)) : nullptr;
+            });
+          } else {
+            ALoad::load(tile, dy, [&](int r, int c) -> const T* {
+              const i64 p = k_begin + kb * P::kBK + r, o = m0 + c;
+              return p < k_end && o < M ? dy + p * M + o : nullptr;
+            });
+          }
         },
         [&](T* tile, i64 kb) {
-          BLoad::load(tile, x, [&](int r, int c) -> const T* {
-            const i64 p = k_begin + kb * P::kBK + r, j = n0 + c;
-            return p < k_end && j < N ? igemm::input_at_tap<G>(x, p, static_cast<int>(j)) : nullptr;
-          });
+          if constexpr (BLoad::kFixedColumn) {
+            const i64 r0 = kb * P::kBK + BLoad::row(0);
+            BLoad::load_rows(tile, x, [&](int i) -> const T* {
+              const T* src = nullptr;
+              if (r0 + i * BLoad::kRowStep < span)
+                src = igemm::window_at<G>(x, igemm::window_row_at<G>(b_image[i], b_pixel[i]), b_tap);
+              // Advance to the same row of the next K block.
+              b_pixel[i] += P::kBK;
+              if constexpr (G::kOutPixels >= P::kBK) {
+                if (b_pixel[i] >= G::kOutPixels) {
+                  b_pixel[i] -= static_cast<int>(G::kOutPixels);
+                  ++b_image[i];
+                }
+              } else {
+                const int images = b_pixel[i] / static_cast<int>(G::kOutPixels);
+                b_image[i] += images;
+                b_pixel[i] -= images * static_cast<int>(G::kOutPixels);
+              }
+              return src;
+            });
+          } else {
+            BLoad::load(tile, x, [&](int r, int c) -> const T* {
+              const i64 p = k_begin + kb * P::kBK + r, j = n0 + c;
+              return p < k_end && j < N ? igemm::input_at_tap<G>(x, p, static_cast<int>(j)) : nullptr;
+            });
+          }
         });
     float* out = partial + s * M * N;
     E::each(acc, [&](int r, int c, float v) {

@@ -72,6 +72,7 @@
 //                 [Cp][Kr + 8]; the split 3 × 16-bit [Kr][BV + 8]; FP32 values/R/Q̂S₀ [Cp][BV],
 //                 A and T [Cp][Cp], state [K][BV], β, e^γ, e^{γ_last−γ} [Cp], 32 warp maxima).
 //   e.g. C = 64, BV = 32: K = 128 → plain 140544, tensor cores 140672; K = 256 → 222464 / 220544.
+#include "rudnn/grid.cuh"
 #include "rudnn/gated_delta/block_gemm.cuh"
 #include "rudnn/gated_delta/chunk_mma.cuh"
 #include "rudnn/gated_delta/decay_scan.cuh"
@@ -145,7 +146,7 @@ RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRI
 
   const i64 slices = (value_dim + BV - 1) / BV;
   const i64 items = batch * heads * slices;
-  for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
+  for (i64 item = linear_block(); item < items; item += block_count()) {
     const i64 bh = item / slices;
     const i64 v0 = (item - bh * slices) * BV;
     const int cols = static_cast<int>(min_i64(BV, value_dim - v0));  // real columns of the slice
@@ -268,7 +269,7 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
 
   const i64 slices = (value_dim + BV - 1) / BV;
   const i64 items = batch * heads * slices;
-  for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
+  for (i64 item = linear_block(); item < items; item += block_count()) {
     const i64 bh = item / slices;
     const i64 v0 = (item - bh * slices) * BV;
     const int cols = static_cast<int>(min_i64(BV, value_dim - v0));

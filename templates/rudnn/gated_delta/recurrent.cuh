@@ -31,6 +31,7 @@
 // before it writes it) but must not overlap anything else. No log_decay sign requirement here.
 // Launch: block = Policy::kThreads threads (x only), grid = any ≥ 1 (B·H·⌈V/32⌉ fills it),
 // dynamic shared memory = Policy::kSharedBytes (a constant of the policy, independent of sizes).
+#include "rudnn/grid.cuh"
 #include "rudnn/gated_delta/stage.cuh"
 #include "rudnn/shared_memory.h"
 #include "rudnn/vector.cuh"
@@ -124,7 +125,7 @@ RUDNN_DEVICE void gated_delta_recurrent(const T* RUDNN_RESTRICT query, const T* 
   const i64 slices = (value_dim + P::kColumns - 1) / P::kColumns;
   const i64 items = batch * heads * slices;
 
-  for (i64 item = blockIdx.x; item < items; item += gridDim.x) {
+  for (i64 item = linear_block(); item < items; item += block_count()) {
     const i64 bh = item / slices;
     const i64 v0 = (item - bh * slices) * P::kColumns;
     const i64 c0 = v0 + 4 * tv;  // this thread's first column

@@ -9,6 +9,7 @@
 // Parameters: expert_rows [rows, H] T, slots [T·top_k] u32, weights [T, top_k] W, out [T, H] T,
 //             tokens, top_k, hidden. kVec must divide hidden; expert_rows and out aligned to
 //             kVec·sizeof(T) bytes. Policy = RowCopyPolicy (moe/dispatch.cuh).
+#include "rudnn/grid.cuh"
 #include "rudnn/moe/dispatch.cuh"
 
 namespace rudnn::moe {
@@ -19,7 +20,7 @@ RUDNN_DEVICE void combine(const T* expert_rows, const u32* slots, const W* weigh
   constexpr int kVec = Policy::kVecV;
   static_assert(Policy::template fits<T>, "combine: kVec·sizeof(T) must be ≤ 16 bytes");
   const i64 vectors = hidden / kVec;
-  for (i64 t = blockIdx.x; t < tokens; t += gridDim.x) {
+  for (i64 t = linear_block(); t < tokens; t += block_count()) {
     const u32* slot_row = slots + t * top_k;
     const W* weight_row = weights + t * top_k;
     for (i64 v = threadIdx.x; v < vectors; v += Policy::kThreadsV) {

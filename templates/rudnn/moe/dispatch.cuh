@@ -16,6 +16,7 @@
 //   Parameters: input [T, H], slots, rows [assignments, H], assignments, top_k, hidden.
 //   kVec must divide hidden; input and rows aligned to kVec·sizeof(T) bytes.
 #include "rudnn/moe/route_common.cuh"  // RUDNN_MOE_ROLLED
+#include "rudnn/grid.cuh"
 #include "rudnn/numeric.cuh"
 #include "rudnn/shared_memory.h"
 #include "rudnn/vector.cuh"
@@ -114,7 +115,7 @@ RUDNN_DEVICE void dispatch_scatter(const T* input, const u32* slots, T* rows, i6
   constexpr int kVec = Policy::kVecV;
   static_assert(Policy::template fits<T>, "dispatch_scatter: kVec·sizeof(T) must be ≤ 16 bytes");
   const i64 vectors = hidden / kVec;
-  for (i64 a = blockIdx.x; a < assignments; a += gridDim.x) {
+  for (i64 a = linear_block(); a < assignments; a += block_count()) {
     const u32 slot = slots[a];  // uniform in the block: the skip below never splits a barrier
     if (slot == kNoSlot) continue;
     const T* src = input + (a / top_k) * hidden;

@@ -15,6 +15,7 @@
 // Shared memory: none. Parameters (the launch's argument order):
 //   logits [rows, experts] T, indices [rows, top_k] u32, weights [rows, top_k] T,
 //   rows, experts, top_k, renormalize (0/1, long long).
+#include "rudnn/grid.cuh"
 #include "rudnn/moe/route_common.cuh"
 
 namespace rudnn::moe {
@@ -35,9 +36,9 @@ RUDNN_DEVICE void route_softmax_topk(const T* logits, u32* indices, T* weights, 
                                      i64 renormalize) {
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int slot = static_cast<int>(threadIdx.x) >> 5;
-  const i64 row_step = static_cast<i64>(gridDim.x) * Policy::kRowsPerBlockV;
+  const i64 row_step = block_count() * Policy::kRowsPerBlockV;
   // Each warp runs its own rows: only warp-level synchronization below.
-  for (i64 row = static_cast<i64>(blockIdx.x) * Policy::kRowsPerBlockV + slot; row < rows; row += row_step) {
+  for (i64 row = linear_block() * Policy::kRowsPerBlockV + slot; row < rows; row += row_step) {
     const T* x = logits + row * experts;
     u32* out_i = indices + row * top_k;
     T* out_w = weights + row * top_k;

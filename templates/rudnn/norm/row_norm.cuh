@@ -21,6 +21,7 @@
 // fits in a small per-thread register chunk (detail::RowShape) it is loaded once and kept in
 // registers for all passes; otherwise every pass streams it again from global memory (mostly L2
 // hits: the block just read that row).
+#include "rudnn/grid.cuh"
 #include "rudnn/numeric.cuh"
 #include "rudnn/shared_memory.h"
 #include "rudnn/reduce.cuh"
@@ -258,9 +259,9 @@ RUDNN_DEVICE void normalize_rows(const T* input, const float* gamma, const float
   const i64 nvec = h / P::kVectorWidth;
   // Depends on h only: uniform in the grid.
   const bool resident = nvec <= RowShape<T, P>::kResidentVectors;
-  const i64 row_step = static_cast<i64>(gridDim.x) * P::kRowsPerBlock;
-  // The trip count depends only on blockIdx: uniform across the block, as the barriers need.
-  for (i64 base = static_cast<i64>(blockIdx.x) * P::kRowsPerBlock; base < rows; base += row_step) {
+  const i64 row_step = block_count() * P::kRowsPerBlock;
+  // The trip count depends only on the block index: uniform across the block, as the barriers need.
+  for (i64 base = linear_block() * P::kRowsPerBlock; base < rows; base += row_step) {
     const i64 row = base + slot;
     const bool live = row < rows;
     const i64 offset = live ? row * h : 0;
