@@ -15,7 +15,6 @@
 //   logits [rows, experts] T, bias [experts] f32 or null, indices [rows, top_k] u32,
 //   weights [rows, top_k] T, rows, experts, top_k, groups, selected_groups, group_top_two (0/1, long long),
 //   renormalize (0/1, long long), scale.
-#include "rudnn/grid.cuh"
 #include "rudnn/moe/route_common.cuh"
 #include "rudnn/moe/route_softmax_topk.cuh"  // RoutePolicy
 
@@ -31,8 +30,8 @@ RUDNN_DEVICE void route_sigmoid_grouped(const T* logits, const float* bias, u32*
   float* gscore = c + experts;
   float* gkeep = gscore + groups;  // 1.0f: the group is selected
   const i64 per_group = experts / groups;
-  const i64 row_step = block_count() * Policy::kRowsPerBlockV;
-  for (i64 row = linear_block() * Policy::kRowsPerBlockV + slot; row < rows; row += row_step) {
+  const i64 row_step = static_cast<i64>(gridDim.x) * Policy::kRowsPerBlockV;
+  for (i64 row = static_cast<i64>(blockIdx.x) * Policy::kRowsPerBlockV + slot; row < rows; row += row_step) {
     const T* x = logits + row * experts;
     u32* out_i = indices + row * top_k;
     T* out_w = weights + row * top_k;
