@@ -114,17 +114,21 @@ Result<std::shared_ptr<const ops::Plan>, ConvSetupError> plan_for(const Call& ca
           .key();
   auto plan = ops::cached_plan(
       key, device, tunable ? ops::Tunable::Yes : ops::Tunable::No, mode != 0, [&](compiler::ConfigProvider* provider) {
+        // Cold path only: a substitution is logged once, when the plan is made.
+        if (call.strategy == ConvStrategy::ImplicitGemm)
+          if (auto h = conv_config::heuristicChoice(sig.direction, g, dtype, true, tensor_cores);
+              !h.substitution.empty())
+            runtime::log_info("{}: {} runs Direct ({})", op_name, contracts::describe_call(sig), h.substitution);
         compiler::ConvRequest request{sig, strategy_name(call.strategy), call.bias_grad, std::nullopt, provider};
         return compiler::lower_conv(request, ops::target_for(device));
       });
   if (!plan.ok()) return as<ConvSetupError>(plan.error());
-  ConvInfo what = info_of(**plan, sig, g, call.strategy, dtype, tensor_cores);
-  what.workspace_bytes =
-      workspace_bytes(sig, g, conv_config::choiceOf((*plan)->kernels.front().launch.config.values), dtype);
-  if (what.substituted)
-    runtime::log_info("{}: {} ran {} ({})", op_name, contracts::describe_call(sig), algorithm_name(what.algorithm),
-                      what.reason);
-  if (info) *info = std::move(what);
+  // Warm calls build the report only when the caller asks for it.
+  if (info) {
+    *info = info_of(**plan, sig, g, call.strategy, dtype, tensor_cores);
+    info->workspace_bytes =
+        workspace_bytes(sig, g, conv_config::choiceOf((*plan)->kernels.front().launch.config.values), dtype);
+  }
   return std::shared_ptr<const ops::Plan>(*plan);
 }
 
