@@ -46,7 +46,8 @@ bool poison_outputs();
 void set_poison_outputs(bool on);
 
 // Launches the plan's kernels in order on `queue`. `operands` are the op's operand and result slots;
-// run_plan adds the plan's temporaries (stream-ordered allocations, released after the launches).
+// run_plan adds the plan's temporaries (stream-ordered allocations, released after the launches);
+// slots past the op's own may supply a temporary instead (a workspace the caller owns).
 Status<RuntimeError> run_plan(const Plan& plan, const Queue& queue, std::span<const OperandView> operands);
 
 // The binary of one kernel for `device`: the kernel packs of RUDNN_KERNEL_PACK (first), the disk

@@ -106,20 +106,23 @@ namespace {
 Status<RuntimeError> launch_kernels(const Plan& plan, const Queue& queue, std::span<const OperandView> operands);
 
 // The call's operands plus its temporaries, allocated on the queue for the duration of the launches.
+// A caller may supply a temporary (operands past first_temporary_slot, non-null): a workspace it
+// owns (paged attention's SplitWorkspace), so that warm calls allocate nothing.
 Status<RuntimeError> run_with_temporaries(const Plan& plan, const Queue& queue, std::span<const OperandView> operands) {
   constexpr std::size_t kMaxSlots = 24;
   const std::size_t first = static_cast<std::size_t>(plan.first_temporary_slot);
   const std::size_t total = first + plan.temporaries.size();
-  if (operands.size() != first || total > kMaxSlots)
+  if (operands.size() < first || operands.size() > total || total > kMaxSlots)
     return RuntimeError(ErrorKind::Internal, plan.op_name,
-                        fmt::format("{} operand slots (at most {} in all)", first, kMaxSlots),
+                        fmt::format("{} operand slots (+ up to {} supplied temporaries, at most {} in all)", first,
+                                    plan.temporaries.size(), kMaxSlots),
                         std::to_string(operands.size()));
   std::array<OperandView, kMaxSlots> views{};
   std::array<Shape, kMaxSlots> shapes{};
+  std::array<bool, kMaxSlots> owned{};
   std::copy(operands.begin(), operands.end(), views.begin());
   auto& backend = queue.device().backend();
   void* stream = queue.impl().stream();
-  std::size_t allocated = first;
   Status<RuntimeError> status;
   for (std::size_t i = first; i < total && status.ok(); ++i) {
     const compiler::Temporary& t = plan.temporaries[i - first];
@@ -129,6 +132,13 @@ Status<RuntimeError> run_with_temporaries(const Plan& plan, const Queue& queue, 
     if (!byte_count) {
       status = size_overflow(fmt::format("temporary {}", i - first), plan.op_name);
       break;
+    }
+    if (i < operands.size() && operands[i].data) {
+      if (element_count(*operands[i].shape) < *elements)
+        status = RuntimeError(ErrorKind::Internal, fmt::format("temporary {} of {}", i - first, plan.op_name),
+                              fmt::format("a supplied workspace of at least {} elements", *elements),
+                              shape_to_string(*operands[i].shape));
+      continue;
     }
     shapes[i] = t.shape;
     std::int64_t known = 1;
@@ -144,11 +154,12 @@ Status<RuntimeError> run_with_temporaries(const Plan& plan, const Queue& queue, 
       break;
     }
     views[i] = {memory.value(), &shapes[i]};
-    allocated = i + 1;
+    owned[i] = true;
     if (poison_outputs()) status = backend.fill_bytes(stream, memory.value(), 0xff, bytes);
   }
   if (status.ok()) status = launch_kernels(plan, queue, std::span<const OperandView>(views.data(), total));
-  for (std::size_t i = first; i < allocated; ++i) backend.release(views[i].data, stream);
+  for (std::size_t i = first; i < total; ++i)
+    if (owned[i]) backend.release(views[i].data, stream);
   return status;
 }
 

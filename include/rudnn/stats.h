@@ -17,6 +17,10 @@ struct Stats {
   std::uint64_t plan_cache_misses = 0;    // cold calls (MLIR + compile or cache load)
   std::uint64_t autotune_runs = 0;
   std::uint64_t kernel_launches = 0;
+  // Capture safety (SPEC §8, §13): what a warm call must not do inside a CUDA graph capture.
+  std::uint64_t device_allocations = 0;     // device (or host-device) memory allocations, temporaries included
+  std::uint64_t module_loads = 0;           // kernel modules loaded (cuModuleLoadData / dlopen)
+  std::uint64_t host_synchronizations = 0;  // waits of the host for a queue
 };
 
 RUDNN_API Stats stats();

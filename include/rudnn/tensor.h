@@ -62,6 +62,8 @@ class RUDNN_API Tensor {
   bool is_contiguous() const;
   // Device address of the first element (a host pointer on the host device).
   void* data() const;
+  // Whether another Tensor handle shares this storage (copy-on-write decisions, e.g. paged append).
+  bool storage_shared() const { return buffer_.use_count() > 1; }
   // Fills the storage with a NaN/garbage pattern (tests: "every element written").
   Status<RuntimeError> poison() const;
 

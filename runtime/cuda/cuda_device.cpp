@@ -9,6 +9,7 @@
 
 #include "cuda/driver_api.h"
 #include "log.h"
+#include "stats_counters.h"
 
 namespace rudnn::runtime::cuda {
 
@@ -48,6 +49,7 @@ class CudaDevice final : public DeviceBackend {
   // threshold raised at open): no device synchronization, and capturable in a CUDA graph.
   Result<void*, RuntimeError> allocate(std::size_t bytes, void* stream) override {
     if (bytes == 0) return static_cast<void*>(nullptr);
+    counters().device_allocations++;
     bind_context();
     CUdeviceptr p = 0;
     if (CUresult r = d().cuMemAllocAsync(&p, bytes, static_cast<CUstream>(stream)); r != CUDA_SUCCESS)
@@ -73,6 +75,7 @@ class CudaDevice final : public DeviceBackend {
     d().cuStreamDestroy(static_cast<CUstream>(s));
   }
   Status<RuntimeError> synchronize(void* s) override {
+    counters().host_synchronizations++;
     bind_context();
     if (CUresult r = d().cuStreamSynchronize(static_cast<CUstream>(s)); r != CUDA_SUCCESS)
       return driver_error(ErrorKind::DriverFailure, "cuStreamSynchronize", r);
@@ -103,6 +106,7 @@ class CudaDevice final : public DeviceBackend {
 
   Result<std::shared_ptr<LoadedKernel>, RuntimeError> load_kernel(const KernelBinary& binary,
                                                                   const std::string& entry) override {
+    counters().module_loads++;
     bind_context();
     CUmodule module = nullptr;
     CUresult r = d().cuModuleLoadData(&module, binary.image.data());

@@ -1,0 +1,67 @@
+// KernelOpInterface model of the paged ops. rudnn.paged_attention and rudnn.paged_mla: their
+// kernel_config is the paged_unit tile (PagedAttentionConfig.h); rudnn.paged_append has one kernel
+// and an empty config.
+//   heuristic:    paged_config::heuristicTile (block rows covering the GQA group, lanes so that a
+//                 lane holds ≤ 32 value columns, 32-key tiles, 16 for the widest dims); append: {}.
+//   tuning query: none (the paged ops have no Autotune strategy).
+//   config check: paged_config::checkTile; append: an empty config. No config uses tensor cores.
+#include "Conversion/PagedAttentionToLaunch/PagedAttentionToLaunch.h"
+#include "rudnn/Dialect/Rudnn/IR/KernelOpInterface.h"
+#include "rudnn/Dialect/Rudnn/IR/PagedAttentionOps.h"
+#include "rudnn/compiler/kernel_op_models.h"
+
+using namespace mlir;
+
+namespace rudnn::compiler {
+
+namespace {
+
+template <class Op>
+struct PagedKernelModel : dialect::KernelOpInterface::ExternalModel<PagedKernelModel<Op>, Op> {
+  FailureOr<DictionaryAttr> selectHeuristicConfig(Operation* op, const dialect::KernelTarget&) const {
+    auto sig = dialect::pagedSignatureOf(op);
+    if (!sig) return op->emitOpError() << "is not a paged attention op";
+    return dialect::pagedTileConfig(op->getContext(),
+                                    dialect::paged_config::heuristicTile(dialect::pagedShapeOf(*sig)));
+  }
+
+  bool configUsesTensorCores(Operation*, DictionaryAttr) const { return false; }
+
+  std::optional<std::string> checkKernelConfig(Operation* op, DictionaryAttr config) const {
+    return dialect::checkPagedConfig(op, config);
+  }
+
+  std::optional<dialect::TuningQuery> getTuningQuery(Operation*) const { return std::nullopt; }
+
+  LogicalResult lowerToLaunches(Operation* op, RewriterBase& rewriter) const {
+    return lowerPagedAttentionOpToLaunch(rewriter, op);
+  }
+};
+
+struct PagedAppendKernelModel
+    : dialect::KernelOpInterface::ExternalModel<PagedAppendKernelModel, dialect::PagedAppendOp> {
+  FailureOr<DictionaryAttr> selectHeuristicConfig(Operation* op, const dialect::KernelTarget&) const {
+    return DictionaryAttr::get(op->getContext());
+  }
+  bool configUsesTensorCores(Operation*, DictionaryAttr) const { return false; }
+  std::optional<std::string> checkKernelConfig(Operation*, DictionaryAttr config) const {
+    if (config.empty()) return std::nullopt;
+    return std::string("the append has one kernel and takes an empty kernel_config");
+  }
+  std::optional<dialect::TuningQuery> getTuningQuery(Operation*) const { return std::nullopt; }
+  LogicalResult lowerToLaunches(Operation* op, RewriterBase& rewriter) const {
+    return lowerPagedAppendOpToLaunch(rewriter, cast<dialect::PagedAppendOp>(op));
+  }
+};
+
+void attachPagedKernelModels(MLIRContext& ctx) {
+  dialect::PagedAttentionOp::attachInterface<PagedKernelModel<dialect::PagedAttentionOp>>(ctx);
+  dialect::PagedMlaOp::attachInterface<PagedKernelModel<dialect::PagedMlaOp>>(ctx);
+  dialect::PagedAppendOp::attachInterface<PagedAppendKernelModel>(ctx);
+}
+
+const KernelModelRegistration kRegistered(&attachPagedKernelModels);
+
+}  // namespace
+
+}  // namespace rudnn::compiler

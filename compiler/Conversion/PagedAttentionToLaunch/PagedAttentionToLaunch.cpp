@@ -1,0 +1,189 @@
+// The launches of the paged ops. Slots: the op's operands in order, then its results, then the
+// split workspace (a temporary the public entry may supply: SplitWorkspace).
+//
+//   paged_attention  q 0, k 1, v 2, page_table 3, lengths 4, sequence_ids 5, positions 6, out 7
+//   paged_mla        q 0, qp 1, latent 2, kp 3, page_table 4, lengths 5, sequence_ids 6, positions 7, out 8
+//   paged_append     key 0, value 1, key_cache 2, value_cache 3, page_table 4, lengths 5,
+//                    sequence_ids 6, positions 7, new_key_cache 8, new_value_cache 9
+//
+// Head counts and dims are static in the IR and baked in as constants; queries, pages and the
+// schedule's extents are runtime sizes. One kernel per (dtype, tile, MLA or not) serves every shape.
+#include "Conversion/PagedAttentionToLaunch/PagedAttentionToLaunch.h"
+
+#include <fmt/format.h>
+
+#include "Conversion/LaunchBuilder.h"
+#include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
+#include "rudnn/Dialect/Rudnn/IR/PagedAttentionOps.h"
+
+using namespace mlir;
+
+namespace rudnn::compiler {
+
+namespace {
+
+using SizeFactor = dialect::SizeFactor;
+constexpr std::int64_t kMergeThreads = 128;
+constexpr std::int64_t kAppendThreads = 128;
+
+// Operand numbers of one paged attention/MLA op.
+struct Slots {
+  std::int64_t q, qRope = -1, k, kRope = -1, v = -1, table, lengths, sequenceIds, positions, out;
+};
+
+Slots slotsOf(bool mla) {
+  if (mla) return {0, 1, 2, 3, -1, 4, 5, 6, 7, 8};
+  return {0, -1, 1, -1, 2, 3, 4, 5, 6, 7};
+}
+
+}  // namespace
+
+LogicalResult lowerPagedAttentionOpToLaunch(RewriterBase& rewriter, Operation* op) {
+  auto sig = dialect::pagedSignatureOf(op);
+  if (!sig) return op->emitOpError() << "is not a paged attention op";
+  const bool mla = sig->kind == contracts::PagedKind::Mla;
+  const contracts::PagedDims d = contracts::paged_dims(*sig);
+  for (std::int64_t extent : {d.q_heads, d.kv_heads, d.head_dim, d.rope_dim, d.value_dim})
+    if (!contracts::known(extent)) return op->emitOpError() << "needs static head counts and head dims to lower";
+  auto tile = dialect::pagedTileOf(op->getAttrOfType<DictionaryAttr>(dialect::kKernelConfigAttrName));
+  if (!tile) return op->emitOpError() << "has no kernel_config (run rudnn-select-kernel-config first)";
+  const Slots s = slotsOf(mla);
+  const std::string elem = dialect::cTypeName(sig->query.dtype), in = "const " + elem + "*";
+  const bool split = sig->splits > 1;
+  const std::string name = fmt::format("{}_{}_{}x{}_l{}_v{}", mla ? "mla" : "attention", dtype_name(sig->query.dtype),
+                                       tile->blockRows, tile->blockKeys, tile->rowLanes, tile->maxValueDim);
+  MLIRContext* ctx = op->getContext();
+  auto config = op->getAttrOfType<DictionaryAttr>(dialect::kKernelConfigAttrName);
+  Type outType = op->getResult(0).getType();
+  auto workspaceType = RankedTensorType::get({ShapedType::kDynamic}, Float32Type::get(ctx));
+
+  LaunchBuilder unit(op, fmt::format("rudnn_paged_{}{}", name, split ? "_split" : ""), "rudnn/paged/unit.cuh",
+                     "rudnn::paged::paged_attention_unit");
+  unit.templateArgs({elem, fmt::format("rudnn::paged::UnitPolicy<{}, {}, {}, {}, {}>", tile->blockRows, tile->blockKeys,
+                                       tile->rowLanes, tile->maxValueDim, mla ? "true" : "false")})
+      .config(config)
+      .operands(op->getOperands());
+  // The result: the output (unsplit), or the workspace of splits · Q · Hq · (Dv + 1) floats.
+  if (split)
+    unit.results({workspaceType}, {unit.size({SizeFactor::constant(sig->splits), SizeFactor::dimOf(s.q, 0),
+                                              SizeFactor::constant(d.q_heads * (d.value_dim + 1))})});
+  else
+    unit.results({outType});
+  auto ptr = [&](const char* param, std::int64_t slot, const std::string& type) {
+    if (slot >= 0)
+      unit.buffer(param, type, slot);
+    else
+      unit.nullBuffer(param, type);
+  };
+  ptr("q", s.q, in);
+  ptr("q_rope", s.qRope, in);
+  ptr("k", s.k, in);
+  ptr("k_rope", s.kRope, in);
+  ptr("v", s.v, in);
+  ptr("page_table", s.table, "const rudnn::i32*");
+  ptr("lengths", s.lengths, "const rudnn::i32*");
+  ptr("sequence_ids", s.sequenceIds, "const rudnn::i32*");
+  ptr("positions", s.positions, "const rudnn::i32*");
+  ptr("out", split ? -1 : s.out, elem + "*");
+  ptr("partial", split ? s.out : -1, "float*");  // the unit launch's result slot is the op's first result slot
+  const std::int64_t rowsPerItem = std::max<std::int64_t>(1, tile->blockRows / d.group());
+  unit.sizeParam("queries", unit.size({SizeFactor::dimOf(s.q, 0)}))
+      .constant("q_heads", d.q_heads)
+      .constant("kv_heads", d.kv_heads)
+      .constant("head_dim", d.head_dim)
+      .constant("rope_dim", d.rope_dim)
+      .constant("value_dim", d.value_dim)
+      .sizeParam("page_size", unit.size({SizeFactor::dimOf(s.k, 1)}))
+      .sizeParam("table_stride", unit.size({SizeFactor::dimOf(s.table, 1)}))
+      .constant("splits", sig->splits)
+      .constant("causal", sig->causal ? 1 : 0)
+      .f32("scale", static_cast<float>(sig->scale))
+      .grid(unit.size({SizeFactor::dimOf(s.q, 0)}, rowsPerItem),
+            unit.size({SizeFactor::constant(d.kv_heads * sig->splits)}))
+      .block(dialect::paged_config::threads(*tile))
+      .shared(dialect::paged_config::sharedBytes(*tile, dialect::pagedShapeOf(*sig)));
+  dialect::LaunchOp partials = unit.create(rewriter);
+  if (!split) {
+    rewriter.replaceOp(op, partials->getResults());
+    return success();
+  }
+
+  // The merge reads the workspace (slot out) and writes the output (slot out + 1).
+  SmallVector<Value> withWorkspace(op->getOperands().begin(), op->getOperands().end());
+  withWorkspace.push_back(partials.getResult(0));
+  LaunchBuilder merge(op, fmt::format("rudnn_paged_merge_{}", dtype_name(sig->query.dtype)), "rudnn/paged/merge.cuh",
+                      "rudnn::paged::paged_merge");
+  merge.templateArgs({elem, std::to_string(kMergeThreads)})
+      .config(config)
+      .operands(withWorkspace)
+      .results({outType})
+      .buffer("partial", "const float*", s.out)
+      .buffer("out", elem + "*", s.out + 1)
+      .sizeParam("queries", merge.size({SizeFactor::dimOf(s.q, 0)}))
+      .constant("heads", d.q_heads)
+      .constant("value_dim", d.value_dim)
+      .constant("splits", sig->splits)
+      .grid(merge.size({SizeFactor::dimOf(s.q, 0), SizeFactor::constant(d.q_heads)}))
+      .block(kMergeThreads)
+      .shared(0);
+  rewriter.replaceOp(op, merge.create(rewriter)->getResults());
+  return success();
+}
+
+LogicalResult lowerPagedAppendOpToLaunch(RewriterBase& rewriter, dialect::PagedAppendOp op) {
+  auto sig = dialect::pagedAppendSignatureOf(op);
+  if (!sig) return op.emitOpError() << "is not a paged append op";
+  const std::int64_t hkv = sig->key.shape[1], dim = sig->key.shape[2], dv = sig->value.shape[2];
+  for (std::int64_t extent : {hkv, dim, dv})
+    if (!contracts::known(extent)) return op.emitOpError() << "needs static head counts and head dims to lower";
+  const std::string elem = dialect::cTypeName(sig->key.dtype);
+  const std::string dtype = std::string(dtype_name(sig->key.dtype));
+  SmallVector<Value> values(op->getOperands().begin(), op->getOperands().end());
+
+  // paged_copy(cache → new cache): a no-op when the entry passes the input as the output.
+  auto copy = [&](std::int64_t src, Type type) {
+    LaunchBuilder l(op, fmt::format("rudnn_paged_copy_{}", dtype), "rudnn/paged/append.cuh",
+                    "rudnn::paged::paged_copy");
+    const std::int64_t dst = static_cast<std::int64_t>(values.size());
+    l.templateArgs({elem, std::to_string(kAppendThreads)})
+        .operands(values)
+        .results({type})
+        .buffer("src", "const " + elem + "*", src)
+        .buffer("dst", elem + "*", dst)
+        .sizeParam("elements", l.size({SizeFactor::rows(src), SizeFactor::dimOf(src, 3)}))
+        .grid(l.size({SizeFactor::rows(src), SizeFactor::dimOf(src, 3)}, kAppendThreads))
+        .block(kAppendThreads)
+        .shared(0);
+    dialect::LaunchOp launch = l.create(rewriter);
+    values.push_back(launch.getResult(0));
+    return launch.getResult(0);
+  };
+  Value newKey = copy(2, op.getNewKeyCache().getType());
+  Value newValue = copy(3, op.getNewValueCache().getType());
+
+  LaunchBuilder l(op, fmt::format("rudnn_paged_append_{}", dtype), "rudnn/paged/append.cuh",
+                  "rudnn::paged::paged_append");
+  l.templateArgs({elem, std::to_string(kAppendThreads)})
+      .operands(values)
+      .buffer("key", "const " + elem + "*", 0)
+      .buffer("value", "const " + elem + "*", 1)
+      .buffer("key_cache", elem + "*", 8)
+      .buffer("value_cache", elem + "*", 9)
+      .buffer("page_table", "const rudnn::i32*", 4)
+      .buffer("sequence_ids", "const rudnn::i32*", 6)
+      .buffer("positions", "const rudnn::i32*", 7)
+      .sizeParam("queries", l.size({SizeFactor::dimOf(0, 0)}))
+      .constant("kv_heads", hkv)
+      .constant("head_dim", dim)
+      .constant("value_dim", dv)
+      .sizeParam("page_size", l.size({SizeFactor::dimOf(2, 1)}))
+      .sizeParam("table_stride", l.size({SizeFactor::dimOf(4, 1)}))
+      .grid(l.size({SizeFactor::dimOf(0, 0), SizeFactor::constant(hkv)}))
+      .block(kAppendThreads)
+      .shared(0);
+  l.create(rewriter);
+  rewriter.replaceOp(op, ValueRange{newKey, newValue});
+  return success();
+}
+
+}  // namespace rudnn::compiler

@@ -1,0 +1,14 @@
+#pragma once
+// rudnn.paged_attention / rudnn.paged_mla → paged_attention_unit (unsplit: straight to the output;
+// split: FP32 partials into a workspace temporary, then paged_merge), and rudnn.paged_append →
+// paged_copy (key cache, value cache: no-ops when the output is the input) then paged_append
+// (templates/rudnn/paged/).
+#include "mlir/IR/PatternMatch.h"
+#include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
+
+namespace rudnn::compiler {
+
+mlir::LogicalResult lowerPagedAttentionOpToLaunch(mlir::RewriterBase& rewriter, mlir::Operation* op);
+mlir::LogicalResult lowerPagedAppendOpToLaunch(mlir::RewriterBase& rewriter, dialect::PagedAppendOp op);
+
+}  // namespace rudnn::compiler

@@ -1,0 +1,33 @@
+#pragma once
+// The compiler's entry for paged attention, MLA and append calls (the ops layer's DevicePlan,
+// rudnn-precompile, the variant tests). No MLIR in this header.
+#include <optional>
+#include <vector>
+
+#include "contracts/paged_attention.h"
+#include "rudnn/compiler/pipeline.h"
+
+namespace rudnn::compiler {
+
+// One rudnn.paged_attention / rudnn.paged_mla op (the kind is the signature's). Queries, pages,
+// page size and the schedule's extents are dynamic in the IR; head counts and dims static. Slots:
+//   attention  query 0, key 1, value 2, page_table 3, lengths 4, sequence_ids 5, positions 6, out 7
+//   mla        query 0, query_rope 1, latent 2, key_rope 3, page_table 4, lengths 5,
+//              sequence_ids 6, positions 7, out 8
+// then, split (signature.splits > 1), the FP32 workspace temporary (which the caller may supply).
+struct PagedAttentionRequest {
+  contracts::PagedAttentionSignature signature;
+  std::optional<KernelConfig> config;  // forced (tests); otherwise the heuristic
+};
+Result<LoweredOp, RuntimeError> lower_paged_attention(const PagedAttentionRequest& request, const Target& target);
+
+// rudnn.paged_append. Slots: key 0, value 1, key_cache 2, value_cache 3, page_table 4, lengths 5,
+// sequence_ids 6, positions 7, new_key_cache 8, new_value_cache 9 (the caller passes the input
+// caches there to write in place).
+Result<LoweredOp, RuntimeError> lower_paged_append(const contracts::PagedAppendSignature& signature,
+                                                   const Target& target);
+
+// Every registered tile that serves the call (the variant test, rudnn-precompile --with-autotune-candidates).
+std::vector<KernelConfig> paged_variants(const contracts::PagedAttentionSignature& sig);
+
+}  // namespace rudnn::compiler

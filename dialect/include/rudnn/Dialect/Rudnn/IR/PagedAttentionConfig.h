@@ -1,0 +1,51 @@
+#pragma once
+// The kernel configuration space of rudnn.paged_attention and rudnn.paged_mla
+// (templates/rudnn/paged/unit.cuh): paged::UnitPolicy<block_rows, block_keys, row_lanes,
+// max_value_dim, value_from_key>, as {block_rows, block_keys, row_lanes, max_value_dim}. The
+// verifier, rudnn-select-kernel-config, the lowering and the NVRTC variant test share it.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rudnn::dialect::paged_config {
+
+inline constexpr const char* kBlockRows = "block_rows";
+inline constexpr const char* kBlockKeys = "block_keys";
+inline constexpr const char* kRowLanes = "row_lanes";
+inline constexpr const char* kMaxValueDim = "max_value_dim";
+
+// The largest dynamic shared memory a tile may take (the H100/H200 opt-in limit, 227 KiB); a device
+// with less rejects the launch at run time.
+inline constexpr std::int64_t kMaxSharedBytes = 227 * 1024;
+
+struct Tile {
+  std::int64_t blockRows = 0, blockKeys = 0, rowLanes = 0, maxValueDim = 0;
+  bool operator==(const Tile&) const = default;
+};
+
+// What a tile is chosen for: the group (query heads per kv head), the staged key width (D, plus
+// MLA's rope dim) and the value width; `valueFromKey` for MLA (values are the latent rows).
+struct Shape {
+  std::int64_t group = 1, keyDim = 0, valueDim = 0;
+  bool valueFromKey = false;
+};
+
+std::int64_t threads(const Tile& t);
+std::int64_t sharedBytes(const Tile& t, const Shape& s);
+
+// The heuristic: block_rows covers the group (4..16 rows: decode fills the block with the heads
+// that share a K/V tile), lanes per row so that a block has 128 threads or each lane holds at most
+// 32 value columns, 32-key tiles, 16 when shared memory would pass kMaxSharedBytes.
+Tile heuristicTile(const Shape& s);
+// The registered tiles that serve `s` (the variant test compiles each), heuristic first.
+std::vector<Tile> candidates(const Shape& s);
+// Why `t` cannot serve `s`, or nothing.
+std::optional<std::string> checkTile(const Tile& t, const Shape& s);
+
+std::vector<std::pair<std::string, std::int64_t>> valuesOf(const Tile& t);
+std::optional<Tile> tileOf(const std::vector<std::pair<std::string, std::int64_t>>& values);
+std::string describe(const Tile& t);
+
+}  // namespace rudnn::dialect::paged_config

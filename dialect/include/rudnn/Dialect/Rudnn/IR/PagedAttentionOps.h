@@ -1,0 +1,27 @@
+#pragma once
+// What the compiler reads from the paged ops (rudnn.paged_attention, rudnn.paged_mla,
+// rudnn.paged_append): their contract signatures and kernel_config ↔ paged_config::Tile.
+#include <optional>
+#include <string>
+
+#include "contracts/paged_attention.h"
+#include "rudnn/Dialect/Rudnn/IR/PagedAttentionConfig.h"
+#include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
+
+namespace rudnn::dialect {
+
+// The signature of a rudnn.paged_attention or rudnn.paged_mla op (device 0), or nothing when `op` is
+// neither or an element type is not a rudnn dtype.
+std::optional<contracts::PagedAttentionSignature> pagedSignatureOf(mlir::Operation* op);
+std::optional<contracts::PagedAppendSignature> pagedAppendSignatureOf(PagedAppendOp op);
+
+// The tile shape of a checked signature.
+paged_config::Shape pagedShapeOf(const contracts::PagedAttentionSignature& sig);
+
+std::optional<paged_config::Tile> pagedTileOf(mlir::DictionaryAttr config);
+mlir::DictionaryAttr pagedTileConfig(mlir::MLIRContext* ctx, const paged_config::Tile& tile);
+
+// Why `config` cannot be the kernel_config of the paged attention/MLA op `op`, or nothing.
+std::optional<std::string> checkPagedConfig(mlir::Operation* op, mlir::DictionaryAttr config);
+
+}  // namespace rudnn::dialect

@@ -1,0 +1,83 @@
+//===- PagedAttentionOps.td - paged attention and MLA --------*- tablegen -*-===//
+// SPEC §8. The verifiers call rudnn::contracts::check_paged_attention / check_paged_append
+// (core/contracts/paged_attention), the same checks the public API runs; then the result types
+// and the kernel_config (PagedAttentionConfig.h).
+//
+// The schedule is four i32 operands, exactly HostPlan's arrays: page_table [sequences,
+// table_pages], lengths [sequences], sequence_ids [queries], positions [queries]. The ops trust
+// them: the public API validates them in HostPlan::create, and rudnn-run builds a HostPlan from
+// its inputs before it runs an op (docs/dialect.md).
+#ifndef RUDNN_DIALECT_PAGED_ATTENTION_OPS_TD
+#define RUDNN_DIALECT_PAGED_ATTENTION_OPS_TD
+
+include "rudnn/Dialect/Rudnn/IR/RudnnBase.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Rudnn_PagedAttentionOp : Rudnn_Op<"paged_attention", [Pure]> {
+  let summary = "Attention over a paged KV cache: packed prefill and decode rows, GQA, split-KV";
+  let description = [{
+    query [Q, Hq, D], key_cache [pages, page_size, Hkv, D], value_cache [pages, page_size, Hkv, Dv]
+    → [Q, Hq, Dv]. Query row r (sequence s = sequence_ids[r], position p = positions[r]) sees keys
+    0..lengths[s]−1, or 0..p when `causal`, read through page_table[s]. `splits` > 1 (2..32) splits
+    each row's keys into parts of ⌈L / splits⌉ and merges them by their log-sum-exps.
+    ```mlir
+    %o = rudnn.paged_attention %q, %k, %v, %table, %lengths, %seq, %pos {scale = 0.088 : f32,
+           causal = true, splits = 1} : tensor<?x32x128xbf16>, tensor<64x16x8x128xbf16>,
+           tensor<64x16x8x128xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+           -> tensor<?x32x128xbf16>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$query, AnyRankedTensor:$key_cache, AnyRankedTensor:$value_cache,
+                       AnyRankedTensor:$page_table, AnyRankedTensor:$lengths, AnyRankedTensor:$sequence_ids,
+                       AnyRankedTensor:$positions, F32Attr:$scale, BoolAttr:$causal, I64Attr:$splits,
+                       OptionalAttr<DictionaryAttr>:$kernel_config);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = [{
+    $query `,` $key_cache `,` $value_cache `,` $page_table `,` $lengths `,` $sequence_ids `,` $positions
+    attr-dict `:` type($query) `,` type($key_cache) `,` type($value_cache) `,` type($page_table) `,`
+    type($lengths) `,` type($sequence_ids) `,` type($positions) `->` type($output)
+  }];
+  let hasVerifier = 1;
+}
+
+def Rudnn_PagedMlaOp : Rudnn_Op<"paged_mla", [Pure]> {
+  let summary = "Multi-head latent attention over a paged latent cache";
+  let description = [{
+    query [Q, H, R] (absorbed), query_rope [Q, H, P], latent_cache [pages, page_size, 1, R],
+    rope_cache [pages, page_size, 1, P] → [Q, H, R]: scores = scale · (q·latent + qp·kp), values the
+    latent rows. Schedule, causal and splits as rudnn.paged_attention.
+  }];
+  let arguments = (ins AnyRankedTensor:$query, AnyRankedTensor:$query_rope, AnyRankedTensor:$latent_cache,
+                       AnyRankedTensor:$rope_cache, AnyRankedTensor:$page_table, AnyRankedTensor:$lengths,
+                       AnyRankedTensor:$sequence_ids, AnyRankedTensor:$positions, F32Attr:$scale, BoolAttr:$causal,
+                       I64Attr:$splits, OptionalAttr<DictionaryAttr>:$kernel_config);
+  let results = (outs AnyRankedTensor:$output);
+  let assemblyFormat = [{
+    $query `,` $query_rope `,` $latent_cache `,` $rope_cache `,` $page_table `,` $lengths `,` $sequence_ids `,`
+    $positions attr-dict `:` type($query) `,` type($query_rope) `,` type($latent_cache) `,` type($rope_cache) `,`
+    type($page_table) `,` type($lengths) `,` type($sequence_ids) `,` type($positions) `->` type($output)
+  }];
+  let hasVerifier = 1;
+}
+
+def Rudnn_PagedAppendOp : Rudnn_Op<"paged_append", [Pure]> {
+  let summary = "Writes new key/value rows into a paged cache at the schedule's positions";
+  let description = [{
+    key [Q, Hkv, D] and value [Q, Hkv, Dv] rows go to each query row's position through its sequence's
+    page table; the results are the updated caches (value semantics: the runtime writes in place only
+    when no other handle shares a cache's storage). No two rows may map to one physical slot.
+  }];
+  let arguments = (ins AnyRankedTensor:$key, AnyRankedTensor:$value, AnyRankedTensor:$key_cache,
+                       AnyRankedTensor:$value_cache, AnyRankedTensor:$page_table, AnyRankedTensor:$lengths,
+                       AnyRankedTensor:$sequence_ids, AnyRankedTensor:$positions,
+                       OptionalAttr<DictionaryAttr>:$kernel_config);
+  let results = (outs AnyRankedTensor:$new_key_cache, AnyRankedTensor:$new_value_cache);
+  let assemblyFormat = [{
+    $key `,` $value `,` $key_cache `,` $value_cache `,` $page_table `,` $lengths `,` $sequence_ids `,` $positions
+    attr-dict `:` type($key) `,` type($value) `,` type($key_cache) `,` type($value_cache) `,` type($page_table) `,`
+    type($lengths) `,` type($sequence_ids) `,` type($positions) `->` type($new_key_cache) `,` type($new_value_cache)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // RUDNN_DIALECT_PAGED_ATTENTION_OPS_TD

@@ -1,0 +1,149 @@
+#pragma once
+// Paged attention and MLA forward (SPEC §8): attention over a KV cache stored in fixed-size physical
+// pages, for packed variable-length prefill and decode rows in one call.
+//
+//   HostPlan   — the schedule, validated on the host: per sequence its page table and valid KV
+//                length, per query row its sequence and absolute position (from 0).
+//   DevicePlan — the schedule uploaded to a query tensor's device and queue; immutable, reusable
+//                while the schedule is unchanged. Its calls read the physical pages directly.
+//   SplitWorkspace — FP32 partial outputs and log-sum-exps for split-KV calls (2..=32 splits).
+//
+// A query row of a sequence of length L at position p sees keys 0..L−1, or 0..p when causal.
+// Every rejected call returns a PagedAttentionError naming the argument (the sequence or the query
+// row for schedule errors), the expected and the actual value, and writes nothing.
+//
+// After `upload` and `SplitWorkspace::create`, warm `attention`, `mla`, `*_with_workspace` and
+// `append` calls allocate no device memory, never wait for the device and load no module: they can
+// be captured in a CUDA graph (docs/paged_attention.md).
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "rudnn/error.h"
+#include "rudnn/export.h"
+#include "rudnn/tensor.h"
+
+namespace rudnn {
+struct PagedAttentionErrorTag {};
+using PagedAttentionError = FamilyError<PagedAttentionErrorTag>;
+}  // namespace rudnn
+
+namespace rudnn::paged_attention {
+
+using rudnn::PagedAttentionError;
+
+inline constexpr std::int64_t kMaxPageSize = 1 << 16;
+inline constexpr std::int64_t kMaxHeadDim = 1024;  // D and Dv (and MLA's R)
+inline constexpr std::int64_t kMaxRopeDim = 256;   // MLA's P
+inline constexpr std::int64_t kMinSplits = 2, kMaxSplits = 32;
+inline constexpr std::int64_t kMaxWorkspaceBytes = std::int64_t{64} << 20;
+
+class RUDNN_API HostPlan {
+ public:
+  // tables[s]: the physical page ids of sequence s in order (each < pages); lengths[s]: its valid
+  // KV length (≤ tables[s].size() · page_size); sequence_ids[r], positions[r]: query row r's
+  // sequence and absolute position (< lengths[sequence]). Page ids may repeat across sequences
+  // (shared prefixes).
+  static Result<HostPlan, PagedAttentionError> create(std::int64_t page_size, std::int64_t pages,
+                                                      const std::vector<std::vector<std::int32_t>>& tables,
+                                                      const std::vector<std::int64_t>& lengths,
+                                                      const std::vector<std::int64_t>& sequence_ids,
+                                                      const std::vector<std::int64_t>& positions);
+  // The same with U32 page ids.
+  static Result<HostPlan, PagedAttentionError> create(std::int64_t page_size, std::int64_t pages,
+                                                      const std::vector<std::vector<std::uint32_t>>& tables,
+                                                      const std::vector<std::int64_t>& lengths,
+                                                      const std::vector<std::int64_t>& sequence_ids,
+                                                      const std::vector<std::int64_t>& positions);
+
+  std::int64_t page_size() const { return page_size_; }
+  std::int64_t pages() const { return pages_; }
+  std::int64_t sequences() const { return static_cast<std::int64_t>(lengths_.size()); }
+  std::int64_t queries() const { return static_cast<std::int64_t>(sequence_ids_.size()); }
+  // The widest table: the device page table is [sequences, max_table_pages] (short rows padded).
+  std::int64_t max_table_pages() const { return max_table_pages_; }
+  const std::vector<std::int32_t>& page_table() const { return page_table_; }  // row-major, padded with 0
+  const std::vector<std::int32_t>& lengths() const { return lengths_; }
+  const std::vector<std::int32_t>& sequence_ids() const { return sequence_ids_; }
+  const std::vector<std::int32_t>& positions() const { return positions_; }
+
+ private:
+  friend struct HostPlanAccess;
+  HostPlan() = default;
+  std::int64_t page_size_ = 0, pages_ = 0, max_table_pages_ = 0;
+  std::vector<std::int32_t> page_table_, lengths_, sequence_ids_, positions_;
+};
+
+struct HostPlanAccess;
+class DevicePlan;
+
+class RUDNN_API SplitWorkspace {
+ public:
+  // FP32 partials for `queries` rows × `heads` × `value_dim` columns in `splits` (2..=32) parts,
+  // on q's device and queue; at most kMaxWorkspaceBytes.
+  static Result<SplitWorkspace, PagedAttentionError> create(const Tensor& q, std::int64_t queries, std::int64_t heads,
+                                                            std::int64_t value_dim, std::int64_t splits);
+  std::int64_t queries() const { return queries_; }
+  std::int64_t heads() const { return heads_; }
+  std::int64_t value_dim() const { return value_dim_; }
+  std::int64_t splits() const { return splits_; }
+  std::int64_t bytes() const { return static_cast<std::int64_t>(storage_.nbytes()); }
+  const Tensor& storage() const { return storage_; }
+
+ private:
+  SplitWorkspace(Tensor storage, std::int64_t queries, std::int64_t heads, std::int64_t value_dim, std::int64_t splits)
+      : storage_(std::move(storage)), queries_(queries), heads_(heads), value_dim_(value_dim), splits_(splits) {}
+  Tensor storage_;  // f32 [splits · queries · heads · (value_dim + 1)]: outputs, then log2-sum-exps
+  std::int64_t queries_, heads_, value_dim_, splits_;
+};
+
+// The caches `append` returns: the caller keeps these (they are the inputs' storage when it was
+// not shared, else fresh copies).
+struct AppendedCache {
+  Tensor key_cache;
+  Tensor value_cache;
+};
+
+class RUDNN_API DevicePlan {
+ public:
+  // Uploads `host` to q's device and queue (the metadata as I32 tensors).
+  static Result<DevicePlan, PagedAttentionError> upload(const HostPlan& host, const Tensor& q);
+
+  // q [queries, Hq, D]; k [pages, page_size, Hkv, D]; v [pages, page_size, Hkv, Dv]; one float
+  // dtype, Hq % Hkv == 0, D and Dv in 1..=1024, scale finite > 0 → [queries, Hq, Dv] in q's dtype.
+  Result<Tensor, PagedAttentionError> attention(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
+                                                bool causal) const;
+  // q [queries, H, R] (absorbed), qp [queries, H, P] (rope part), latent [pages, page_size, 1, R],
+  // kp [pages, page_size, 1, P]; scores = scale·(q·latent + qp·kp), values = the latent rows →
+  // [queries, H, R]. R in 1..=1024, P in 1..=256.
+  Result<Tensor, PagedAttentionError> mla(const Tensor& q, const Tensor& qp, const Tensor& latent, const Tensor& kp,
+                                          float scale, bool causal) const;
+  // Split-KV: each query row's keys in `workspace.splits()` parts of ⌈L / splits⌉ keys (L: its
+  // sequence's length, so a row's result does not depend on the rest of the batch), merged by
+  // their log-sum-exps. The workspace must match (queries, heads, value dim) and the queue.
+  Result<Tensor, PagedAttentionError> attention_with_workspace(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                               float scale, bool causal,
+                                                               SplitWorkspace& workspace) const;
+  Result<Tensor, PagedAttentionError> mla_with_workspace(const Tensor& q, const Tensor& qp, const Tensor& latent,
+                                                         const Tensor& kp, float scale, bool causal,
+                                                         SplitWorkspace& workspace) const;
+  // Writes k [queries, Hkv, D] and v [queries, Hkv, Dv] at each query row's position through its
+  // sequence's page table. A cache whose storage another Tensor handle shares is copied first (pass
+  // the caches with std::move to write in place). Two rows that map to one physical slot are
+  // rejected before anything is written.
+  Result<AppendedCache, PagedAttentionError> append(const Tensor& k, const Tensor& v, Tensor key_cache,
+                                                    Tensor value_cache) const;
+
+  std::int64_t page_size() const;
+  std::int64_t pages() const;
+  std::int64_t sequences() const;
+  std::int64_t queries() const;
+
+  struct State;
+
+ private:
+  explicit DevicePlan(std::shared_ptr<const State> state) : state_(std::move(state)) {}
+  std::shared_ptr<const State> state_;
+};
+
+}  // namespace rudnn::paged_attention

@@ -1,0 +1,59 @@
+#pragma once
+// The paged schedule as the kernels read it (SPEC §8): per sequence a page table row and a valid KV
+// length, per query row a sequence id and an absolute position. The metadata was validated on the
+// host (HostPlan::create): every page id is a physical page, every length fits its table, every
+// position is below its sequence's length; the kernels trust it.
+//
+// Cache layout: [pages, page_size, heads, dim] — key j of sequence s lives in physical row
+// page_table[s][j / page_size] · page_size + j % page_size.
+#include "rudnn/grid.cuh"
+#include "rudnn/numeric.cuh"
+
+namespace rudnn::paged {
+
+RUDNN_DEVICE i64 min_i64(i64 a, i64 b) { return a < b ? a : b; }
+RUDNN_DEVICE i64 max_i64(i64 a, i64 b) { return a > b ? a : b; }
+RUDNN_DEVICE i64 ceil_div(i64 a, i64 b) { return (a + b - 1) / b; }
+
+struct Schedule {
+  const i32* page_table;  // [sequences, table_stride]
+  const i32* lengths;     // [sequences]
+  const i32* sequence_ids;
+  const i32* positions;  // [queries]
+  i64 table_stride, page_size;
+
+  // The physical cache row (page · page_size + slot) of key `j` of sequence `s`.
+  RUDNN_DEVICE i64 cache_row(i64 s, i64 j) const {
+    return static_cast<i64>(page_table[s * table_stride + j / page_size]) * page_size + j % page_size;
+  }
+  RUDNN_DEVICE i64 sequence(i64 row) const { return sequence_ids[row]; }
+  RUDNN_DEVICE i64 position(i64 row) const { return positions[row]; }
+  RUDNN_DEVICE i64 length(i64 s) const { return lengths[s]; }
+};
+
+// Split-KV: split `split` of `splits` covers keys [lo, hi) of a sequence of length L, in parts of
+// ⌈L / splits⌉ keys — a function of the sequence alone, so a row's result never depends on the
+// rest of the batch. Unsplit (splits = 1): [0, L).
+struct KeyRange {
+  i64 lo, hi;
+  RUDNN_DEVICE KeyRange(i64 length, i64 split, i64 splits) {
+    const i64 span = ceil_div(length, splits);
+    lo = min_i64(split * span, length);
+    hi = min_i64(lo + span, length);
+  }
+};
+
+// The split workspace (f32): partial outputs [splits, queries, heads, Dv] (normalized by their own
+// sums), then log2-sum-exps [splits, queries, heads] (−inf: the split saw no key).
+struct SplitPartials {
+  float* base;
+  i64 queries, heads, value_dim, splits;
+  RUDNN_DEVICE float* output(i64 split, i64 row, i64 head) const {
+    return base + ((split * queries + row) * heads + head) * value_dim;
+  }
+  RUDNN_DEVICE float* lse(i64 split, i64 row, i64 head) const {
+    return base + splits * queries * heads * value_dim + (split * queries + row) * heads + head;
+  }
+};
+
+}  // namespace rudnn::paged
