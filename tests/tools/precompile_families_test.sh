@@ -7,6 +7,7 @@
 # is run in one line, so a new family's example is covered with no edit here (one without the line
 # fails):
 #   // pack-round-trip: <--dynamic-dim> | <seed> | <outputs (rudnn.name or resultI)> | <extra rudnn-run options>
+# In the extra options `{examples}` is the examples directory (inputs an example ships as .npy files).
 set -u
 PRECOMPILE=$1; RUN=$2; SRC=$3; WORK=$4
 EXAMPLES=$SRC/../../examples
@@ -24,6 +25,7 @@ for graph in "$EXAMPLES"/*.mlir; do
   check "$name: states its round trip (// pack-round-trip: ...)" "[ -n \"\$spec\" ]"
   [ -n "$spec" ] || continue
   IFS='|' read -r dyn seed outputs extra <<< "$spec"
+  extra=${extra//\{examples\}/$EXAMPLES}
   "$PRECOMPILE" "$graph" --arch host --jobs 2 --quiet -o "$WORK/$name.pack" > "$WORK/$name.precompile.txt" 2>&1; rc=$?
   check "$name: precompile for host succeeds" "[ $rc -eq 0 ] && [ -s $WORK/$name.pack ]"
   [ $rc -eq 0 ] || { cat "$WORK/$name.precompile.txt"; continue; }
