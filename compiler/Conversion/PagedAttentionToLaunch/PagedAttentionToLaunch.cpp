@@ -86,7 +86,6 @@ LogicalResult lowerPagedAttentionOpToLaunch(RewriterBase& rewriter, Operation* o
   ptr("positions", s.positions, "const rudnn::i32*");
   ptr("out", split ? -1 : s.out, elem + "*");
   ptr("partial", split ? s.out : -1, "float*");  // the unit launch's result slot is the op's first result slot
-  const std::int64_t rowsPerItem = std::max<std::int64_t>(1, tile->blockRows / d.group());
   unit.sizeParam("queries", unit.size({SizeFactor::dimOf(s.q, 0)}))
       .constant("q_heads", d.q_heads)
       .constant("kv_heads", d.kv_heads)
@@ -98,8 +97,7 @@ LogicalResult lowerPagedAttentionOpToLaunch(RewriterBase& rewriter, Operation* o
       .constant("splits", sig->splits)
       .constant("causal", sig->causal ? 1 : 0)
       .f32("scale", static_cast<float>(sig->scale))
-      .grid(unit.size({SizeFactor::dimOf(s.q, 0)}, rowsPerItem),
-            unit.size({SizeFactor::constant(d.kv_heads * sig->splits)}))
+      .grid(unit.size({SizeFactor::dimOf(s.q, 0)}), unit.size({SizeFactor::constant(d.kv_heads * sig->splits)}))
       .block(dialect::paged_config::threads(*tile))
       .shared(dialect::paged_config::sharedBytes(*tile, dialect::pagedShapeOf(*sig)));
   dialect::LaunchOp partials = unit.create(rewriter);

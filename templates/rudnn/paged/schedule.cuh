@@ -29,6 +29,24 @@ struct Schedule {
   RUDNN_DEVICE i64 sequence(i64 row) const { return sequence_ids[row]; }
   RUDNN_DEVICE i64 position(i64 row) const { return positions[row]; }
   RUDNN_DEVICE i64 length(i64 s) const { return lengths[s]; }
+
+  // Query tiles: consecutive rows of one sequence at consecutive positions, cut where the position
+  // is a multiple of `rows_per_tile` — at most rows_per_tile rows each. Row r starts a tile when it
+  // is the first row, follows a row of another sequence or a non-consecutive position, or sits at
+  // an aligned position: a local test (no scan over the batch), so a kernel can take one work item
+  // per row and serve the rows that start a tile. The tiles of a sequence's rows depend on those
+  // rows alone, never on the rest of the batch (batch invariance). Decode rows are one-row tiles.
+  RUDNN_DEVICE bool starts_tile(i64 r, i64 rows_per_tile) const {
+    if (r == 0) return true;
+    const i64 p = positions[r];
+    return sequence_ids[r - 1] != sequence_ids[r] || positions[r - 1] + 1 != p || p % rows_per_tile == 0;
+  }
+  // One past the last row of the tile that starts at row r.
+  RUDNN_DEVICE i64 tile_end(i64 r, i64 queries, i64 rows_per_tile) const {
+    i64 e = r + 1;
+    while (e < queries && !starts_tile(e, rows_per_tile)) ++e;
+    return e;
+  }
 };
 
 // Split-KV: split `split` of `splits` covers keys [lo, hi) of a sequence of length L, in parts of

@@ -3,12 +3,12 @@
 // and decode rows, any float dtype, D + Pr and Dv up to 1024. FP32 online softmax in the log2
 // domain, as FlashUnit (attention/flash_unit.cuh), whose per-row state it shares.
 //
-// Work items. Query rows are taken in aligned groups of R = max(1, kBlockM / group) rows (group =
-// Hq / Hkv); an item is (row group, kv head, split). Inside a group the kernel walks the runs of
-// consecutive rows of one sequence; a run's panel rows are (row, head of the kv head's group), all
-// group heads of a row side by side, so decode with GQA fills the block with the heads that share
-// a K/V tile and each key tile is read once for all of them. A run with more panel rows than
-// kBlockM is served in chunks of kBlockM (each re-reads the tiles: prefill rows on plain cores).
+// Work items. An item is (query row, kv head, split); the rows that start a query tile
+// (Schedule::starts_tile, at most R = max(1, kBlockM / group) rows of one sequence at consecutive
+// positions, group = Hq / Hkv) are served, the others skip. A tile's panel rows are (row, head of
+// the kv head's group), all group heads of a row side by side, so decode with GQA fills the block
+// with the heads that share a K/V tile and each key tile is read once for all of them. When the
+// group alone exceeds kBlockM the panel is served in chunks of kBlockM (each re-reads the tiles).
 // Keys are gathered from the physical pages row by row (paged/schedule.cuh) into FP32 tiles of
 // kBlockN keys, from the split's first key, so a row's key tiles — and its result, bit for bit —
 // do not depend on the other rows of its group or the batch. A key a row does not see (past its
@@ -26,8 +26,8 @@
 // splits, causal (i64), scale (float). q_rope/k_rope are null with rope_dim 0; v is null with
 // kValueFromKey; partial is null unsplit, out null split.
 //
-// Launch geometry: Policy::kThreads threads; grid ⌈queries / R⌉ · Hkv · splits items (strided over
-// the linear block index); dynamic shared memory shared_memory::paged_unit (paged/shared_memory.h).
+// Launch geometry: Policy::kThreads threads; grid queries · Hkv · splits items (strided over the
+// linear block index); dynamic shared memory shared_memory::paged_unit (paged/shared_memory.h).
 #include "rudnn/attention/flash_unit.cuh"
 #include "rudnn/paged/schedule.cuh"
 #include "rudnn/paged/shared_memory.h"
@@ -100,8 +100,8 @@ RUDNN_DEVICE void paged_attention_unit(const T* q, const T* q_rope, const T* k, 
   const i64 ds = shared_memory::flash_unit_stride_qk(Dk);
   const i64 dk_padded = (Dk + 3) / 4 * 4;
   const float scale_log2 = scale * kLog2e;
-  const i64 rows_per_item = max_i64(1, P::kBM / group);
-  const i64 items = ceil_div(queries, rows_per_item) * kv_heads * splits;
+  const i64 rows_per_tile = max_i64(1, P::kBM / group);
+  const i64 items = queries * kv_heads * splits;
 
   float* sq = dynamic_shared<float>();    // [kBM][ds]
   float* sk = sq + P::kBM * ds;           // [kBN][ds]
@@ -118,12 +118,11 @@ RUDNN_DEVICE void paged_attention_unit(const T* q, const T* q_rope, const T* k, 
   for (i64 item = linear_block(); item < items; item += block_count()) {
     const i64 split = item % splits;
     const i64 kvh = (item / splits) % kv_heads;
-    const i64 r_begin = (item / splits / kv_heads) * rows_per_item;
-    const i64 r_end = min_i64(r_begin + rows_per_item, queries);
-    for (i64 run0 = r_begin; run0 < r_end;) {
+    const i64 run0 = item / splits / kv_heads;
+    if (!sched.starts_tile(run0, rows_per_tile)) continue;  // uniform over the block
+    {
       const i64 seq = sched.sequence(run0);
-      i64 run1 = run0 + 1;
-      while (run1 < r_end && sched.sequence(run1) == seq) ++run1;
+      const i64 run1 = sched.tile_end(run0, queries, rows_per_tile);
       const KeyRange range(sched.length(seq), split, splits);
       i64 stop = range.hi;  // uniform over the block: the last key any row of the run sees, + 1
       if (causal) {
@@ -226,7 +225,6 @@ RUDNN_DEVICE void paged_attention_unit(const T* q, const T* q_rope, const T* k, 
           }
         }
       }
-      run0 = run1;
     }
   }
 }
