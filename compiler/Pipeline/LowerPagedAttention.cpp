@@ -98,9 +98,9 @@ Result<LoweredOp, RuntimeError> lower_paged_append(const contracts::PagedAppendS
                   });
 }
 
-std::vector<KernelConfig> paged_variants(const contracts::PagedAttentionSignature& sig) {
+std::vector<KernelConfig> paged_variants(const contracts::PagedAttentionSignature& sig, bool tensor_cores) {
   std::vector<KernelConfig> out;
-  for (const auto& t : dialect::paged_config::candidates(dialect::pagedShapeOf(sig)))
+  for (const auto& t : dialect::paged_config::candidates(dialect::pagedShapeOf(sig), tensor_cores))
     out.push_back(KernelConfig{dialect::paged_config::valuesOf(t)});
   return out;
 }

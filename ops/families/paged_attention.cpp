@@ -5,6 +5,7 @@
 // first ⌈length / page_size⌉ entries of its page_table row (the rest is padding).
 #include <cstring>
 
+#include "contracts/arch.h"
 #include "family.h"
 #include "rudnn/Dialect/Rudnn/IR/PagedAttentionOps.h"
 #include "rudnn/compiler/paged_attention.h"
@@ -124,8 +125,9 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
       return RuntimeError(ErrorKind::ShapeMismatch, where, "static head counts and head dims",
                           shape_to_string(sig->query.shape));
   return lower_configs(compiler::PagedAttentionRequest{*sig, std::nullopt},
-                       with_candidates ? compiler::paged_variants(*sig) : std::vector<compiler::KernelConfig>{}, target,
-                       &compiler::lower_paged_attention);
+                       with_candidates ? compiler::paged_variants(*sig, contracts::has_mma_m16n8k16(target.arch))
+                                       : std::vector<compiler::KernelConfig>{},
+                       target, &compiler::lower_paged_attention);
 }
 
 const bool kRegistered =

@@ -1,11 +1,15 @@
 // KernelOpInterface model of the paged ops. rudnn.paged_attention and rudnn.paged_mla: their
 // kernel_config is the paged_unit tile (PagedAttentionConfig.h); rudnn.paged_append has one kernel
 // and an empty config.
-//   heuristic:    paged_config::heuristicTile (block rows covering the GQA group, lanes so that a
-//                 lane holds ≤ 32 value columns, 32-key tiles, 16 for the widest dims); append: {}.
+//   heuristic:    paged_config::heuristicTile: the tensor-core kernel for f16/bf16 with D = Dv ∈
+//                 {64, 96, 128, 256} (not MLA) where the target has mma.sync m16n8k16; else the
+//                 plain one (block rows covering the GQA group, lanes so that a lane holds ≤ 32
+//                 value columns, 32-key tiles, 16 for the widest dims); append: {}.
 //   tuning query: none (the paged ops have no Autotune strategy).
-//   config check: paged_config::checkTile; append: an empty config. No config uses tensor cores.
+//   config check: paged_config::checkTile (tensor_core = 1 uses mma.sync m16n8k16); append: an
+//                 empty config.
 #include "Conversion/PagedAttentionToLaunch/PagedAttentionToLaunch.h"
+#include "contracts/arch.h"
 #include "rudnn/Dialect/Rudnn/IR/KernelOpInterface.h"
 #include "rudnn/Dialect/Rudnn/IR/PagedAttentionOps.h"
 #include "rudnn/compiler/kernel_op_models.h"
@@ -18,14 +22,18 @@ namespace {
 
 template <class Op>
 struct PagedKernelModel : dialect::KernelOpInterface::ExternalModel<PagedKernelModel<Op>, Op> {
-  FailureOr<DictionaryAttr> selectHeuristicConfig(Operation* op, const dialect::KernelTarget&) const {
+  FailureOr<DictionaryAttr> selectHeuristicConfig(Operation* op, const dialect::KernelTarget& target) const {
     auto sig = dialect::pagedSignatureOf(op);
     if (!sig) return op->emitOpError() << "is not a paged attention op";
-    return dialect::pagedTileConfig(op->getContext(),
-                                    dialect::paged_config::heuristicTile(dialect::pagedShapeOf(*sig)));
+    return dialect::pagedTileConfig(
+        op->getContext(),
+        dialect::paged_config::heuristicTile(dialect::pagedShapeOf(*sig), contracts::has_mma_m16n8k16(target.arch)));
   }
 
-  bool configUsesTensorCores(Operation*, DictionaryAttr) const { return false; }
+  bool configUsesTensorCores(Operation*, DictionaryAttr config) const {
+    auto tile = dialect::pagedTileOf(config);
+    return tile && tile->tensorCore;
+  }
 
   std::optional<std::string> checkKernelConfig(Operation* op, DictionaryAttr config) const {
     return dialect::checkPagedConfig(op, config);

@@ -50,17 +50,24 @@ LogicalResult lowerPagedAttentionOpToLaunch(RewriterBase& rewriter, Operation* o
   const Slots s = slotsOf(mla);
   const std::string elem = dialect::cTypeName(sig->query.dtype), in = "const " + elem + "*";
   const bool split = sig->splits > 1;
-  const std::string name = fmt::format("{}_{}_{}x{}_l{}_v{}", mla ? "mla" : "attention", dtype_name(sig->query.dtype),
-                                       tile->blockRows, tile->blockKeys, tile->rowLanes, tile->maxValueDim);
+  const bool mma = tile->tensorCore;
+  const std::string name =
+      mma ? fmt::format("attention_mma_{}_d{}_{}x{}", dtype_name(sig->query.dtype), d.head_dim, tile->blockRows,
+                        tile->blockKeys)
+          : fmt::format("{}_{}_{}x{}_l{}_v{}", mla ? "mla" : "attention", dtype_name(sig->query.dtype), tile->blockRows,
+                        tile->blockKeys, tile->rowLanes, tile->maxValueDim);
   MLIRContext* ctx = op->getContext();
   auto config = op->getAttrOfType<DictionaryAttr>(dialect::kKernelConfigAttrName);
   Type outType = op->getResult(0).getType();
   auto workspaceType = RankedTensorType::get({ShapedType::kDynamic}, Float32Type::get(ctx));
 
-  LaunchBuilder unit(op, fmt::format("rudnn_paged_{}{}", name, split ? "_split" : ""), "rudnn/paged/unit.cuh",
-                     "rudnn::paged::paged_attention_unit");
-  unit.templateArgs({elem, fmt::format("rudnn::paged::UnitPolicy<{}, {}, {}, {}, {}>", tile->blockRows, tile->blockKeys,
-                                       tile->rowLanes, tile->maxValueDim, mla ? "true" : "false")})
+  LaunchBuilder unit(op, fmt::format("rudnn_paged_{}{}", name, split ? "_split" : ""),
+                     mma ? "rudnn/paged/mma.cuh" : "rudnn/paged/unit.cuh",
+                     mma ? "rudnn::paged::paged_attention_mma" : "rudnn::paged::paged_attention_unit");
+  unit.templateArgs(
+          {elem, mma ? fmt::format("rudnn::paged::MmaPolicy<{}, {}, {}>", d.head_dim, tile->blockRows, tile->blockKeys)
+                     : fmt::format("rudnn::paged::UnitPolicy<{}, {}, {}, {}, {}>", tile->blockRows, tile->blockKeys,
+                                   tile->rowLanes, tile->maxValueDim, mla ? "true" : "false")})
       .config(config)
       .operands(op->getOperands());
   // The result: the output (unsplit), or the workspace of splits · Q · Hq · (Dv + 1) floats.
@@ -75,10 +82,11 @@ LogicalResult lowerPagedAttentionOpToLaunch(RewriterBase& rewriter, Operation* o
     else
       unit.nullBuffer(param, type);
   };
+  // The tensor-core kernel has no rope operands (it serves plain attention only).
   ptr("q", s.q, in);
-  ptr("q_rope", s.qRope, in);
+  if (!mma) ptr("q_rope", s.qRope, in);
   ptr("k", s.k, in);
-  ptr("k_rope", s.kRope, in);
+  if (!mma) ptr("k_rope", s.kRope, in);
   ptr("v", s.v, in);
   ptr("page_table", s.table, "const rudnn::i32*");
   ptr("lengths", s.lengths, "const rudnn::i32*");
@@ -89,9 +97,9 @@ LogicalResult lowerPagedAttentionOpToLaunch(RewriterBase& rewriter, Operation* o
   unit.sizeParam("queries", unit.size({SizeFactor::dimOf(s.q, 0)}))
       .constant("q_heads", d.q_heads)
       .constant("kv_heads", d.kv_heads)
-      .constant("head_dim", d.head_dim)
-      .constant("rope_dim", d.rope_dim)
-      .constant("value_dim", d.value_dim)
+      .constant("head_dim", d.head_dim);
+  if (!mma) unit.constant("rope_dim", d.rope_dim);
+  unit.constant("value_dim", d.value_dim)
       .sizeParam("page_size", unit.size({SizeFactor::dimOf(s.k, 1)}))
       .sizeParam("table_stride", unit.size({SizeFactor::dimOf(s.table, 1)}))
       .constant("splits", sig->splits)

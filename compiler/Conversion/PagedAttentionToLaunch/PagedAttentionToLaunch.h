@@ -1,6 +1,6 @@
 #pragma once
-// rudnn.paged_attention / rudnn.paged_mla → paged_attention_unit (unsplit: straight to the output;
-// split: FP32 partials into a workspace temporary, then paged_merge), and rudnn.paged_append →
+// rudnn.paged_attention / rudnn.paged_mla → paged_attention_mma (tensor_core 1) or paged_attention_unit (unsplit:
+// straight to the output; split: FP32 partials into a workspace temporary, then paged_merge), and rudnn.paged_append →
 // paged_copy (key cache, value cache: no-ops when the output is the input) then paged_append
 // (templates/rudnn/paged/).
 #include "mlir/IR/PatternMatch.h"

@@ -20,20 +20,31 @@ std::int64_t nextPowerOfTwo(std::int64_t v) {
 // The value columns each lane accumulates in registers (the template's bound).
 constexpr std::int64_t kMaxValuesPerLane = 64;
 
-// A tile of `rows` × `lanes` with `keys`-key tiles, its max_value_dim fitted to `s`.
+// A plain tile of `rows` × `lanes` with `keys`-key tiles, its max_value_dim fitted to `s`.
 Tile fitted(std::int64_t rows, std::int64_t keys, std::int64_t lanes, const Shape& s) {
-  return {rows, keys, lanes, std::max(nextPowerOfTwo(s.valueDim), lanes)};
+  return {false, rows, keys, lanes, std::max(nextPowerOfTwo(s.valueDim), lanes)};
 }
+
+// The head dims the tensor-core kernel is built for (attention/flash_mma's).
+bool mmaHeadDim(std::int64_t d) { return d == 64 || d == 96 || d == 128 || d == 256; }
+bool mmaServes(const Shape& s) {
+  return s.halfPrecision && !s.valueFromKey && s.keyDim == s.valueDim && mmaHeadDim(s.keyDim);
+}
+// 64 panel rows (one m16 tile per warp); 64-key tiles, 32 at D = 256 (attention/flash_mma.cuh's
+// register table: 64 keys at D = 256 need sm_90's shared memory).
+Tile mmaTile(const Shape& s) { return {true, 64, s.keyDim == 256 ? 32 : 64, 0, s.keyDim}; }
 
 }  // namespace
 
-std::int64_t threads(const Tile& t) { return t.blockRows * t.rowLanes; }
+std::int64_t threads(const Tile& t) { return t.tensorCore ? 128 : t.blockRows * t.rowLanes; }
 
 std::int64_t sharedBytes(const Tile& t, const Shape& s) {
+  if (t.tensorCore) return shared_memory::flash_mma(t.blockRows, t.blockKeys, s.keyDim);
   return shared_memory::paged_unit(t.blockRows, t.blockKeys, s.keyDim, 0, s.valueDim, s.valueFromKey);
 }
 
-Tile heuristicTile(const Shape& s) {
+Tile heuristicTile(const Shape& s, bool tensorCores) {
+  if (tensorCores && mmaServes(s)) return mmaTile(s);
   const std::int64_t rows = std::clamp<std::int64_t>(nextPowerOfTwo(s.group), 4, 16);
   std::int64_t lanes = 128 / rows;
   while (lanes < 32 && nextPowerOfTwo(s.valueDim) > 32 * lanes) lanes *= 2;
@@ -42,8 +53,13 @@ Tile heuristicTile(const Shape& s) {
   return t;
 }
 
-std::vector<Tile> candidates(const Shape& s) {
-  std::vector<Tile> out = {heuristicTile(s)};
+std::vector<Tile> candidates(const Shape& s, bool tensorCores) {
+  std::vector<Tile> out = {heuristicTile(s, tensorCores)};
+  if (tensorCores && mmaServes(s)) {
+    const Tile wide{true, 128, s.keyDim == 128 ? 32 : s.keyDim == 256 ? 32 : 64, 0, s.keyDim};
+    for (const Tile& t : {mmaTile(s), wide})
+      if (!checkTile(t, s) && std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+  }
   const std::int64_t shapes[][3] = {{4, 32, 32}, {8, 32, 16}, {16, 32, 8}, {16, 32, 32}, {32, 32, 4}, {4, 16, 16}};
   for (const auto& c : shapes) {
     const Tile t = fitted(c[0], c[1], c[2], s);
@@ -53,6 +69,23 @@ std::vector<Tile> candidates(const Shape& s) {
 }
 
 std::optional<std::string> checkTile(const Tile& t, const Shape& s) {
+  if (t.tensorCore) {
+    if (!mmaServes(s))
+      return fmt::format(
+          "tensor_core 1 needs f16/bf16, D = Dv in {{64, 96, 128, 256}} and no MLA; got key dim {} value dim "
+          "{}{}",
+          s.keyDim, s.valueDim, s.valueFromKey ? " (MLA)" : "");
+    if ((t.blockRows != 64 && t.blockRows != 128) || t.blockKeys % 16 != 0 || t.blockKeys < 16 || t.blockKeys > 128 ||
+        t.rowLanes != 0 || t.maxValueDim != s.keyDim)
+      return fmt::format(
+          "{}: expected block_rows 64 or 128, block_keys a multiple of 16 in 16..=128, row_lanes 0, "
+          "max_value_dim {}",
+          describe(t), s.keyDim);
+    if (sharedBytes(t, s) > kMaxSharedBytes)
+      return fmt::format("{} needs {} bytes of shared memory (at most {})", describe(t), sharedBytes(t, s),
+                         kMaxSharedBytes);
+    return std::nullopt;
+  }
   if (!powerOfTwo(t.blockRows) || t.blockRows > 64)
     return fmt::format("block_rows: a power of two ≤ 64, got {}", t.blockRows);
   if (!powerOfTwo(t.rowLanes) || t.rowLanes > 32)
@@ -73,30 +106,36 @@ std::optional<std::string> checkTile(const Tile& t, const Shape& s) {
 }
 
 std::vector<std::pair<std::string, std::int64_t>> valuesOf(const Tile& t) {
-  return {{kBlockRows, t.blockRows}, {kBlockKeys, t.blockKeys}, {kRowLanes, t.rowLanes}, {kMaxValueDim, t.maxValueDim}};
+  return {{kTensorCore, t.tensorCore ? 1 : 0},
+          {kBlockRows, t.blockRows},
+          {kBlockKeys, t.blockKeys},
+          {kRowLanes, t.rowLanes},
+          {kMaxValueDim, t.maxValueDim}};
 }
 
 std::optional<Tile> tileOf(const std::vector<std::pair<std::string, std::int64_t>>& values) {
   Tile t;
   int seen = 0;
   for (const auto& [k, v] : values) {
-    if (k == kBlockRows)
-      t.blockRows = v;
-    else if (k == kBlockKeys)
-      t.blockKeys = v;
-    else if (k == kRowLanes)
-      t.rowLanes = v;
-    else if (k == kMaxValueDim)
-      t.maxValueDim = v;
+    std::int64_t* field = k == kBlockRows     ? &t.blockRows
+                          : k == kBlockKeys   ? &t.blockKeys
+                          : k == kRowLanes    ? &t.rowLanes
+                          : k == kMaxValueDim ? &t.maxValueDim
+                                              : nullptr;
+    if (field)
+      *field = v;
+    else if (k == kTensorCore && (v == 0 || v == 1))
+      t.tensorCore = v == 1;
     else
       return std::nullopt;
     ++seen;
   }
-  if (seen != 4) return std::nullopt;
+  if (seen != 5) return std::nullopt;
   return t;
 }
 
 std::string describe(const Tile& t) {
+  if (t.tensorCore) return fmt::format("paged_mma {}x{} d{}", t.blockRows, t.blockKeys, t.maxValueDim);
   return fmt::format("paged_unit {}x{} lanes{} dv{}", t.blockRows, t.blockKeys, t.rowLanes, t.maxValueDim);
 }
 

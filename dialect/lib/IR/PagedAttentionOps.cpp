@@ -103,7 +103,8 @@ std::optional<contracts::PagedAppendSignature> pagedAppendSignatureOf(PagedAppen
 
 paged_config::Shape pagedShapeOf(const contracts::PagedAttentionSignature& sig) {
   const contracts::PagedDims d = contracts::paged_dims(sig);
-  return {d.group(), d.head_dim + d.rope_dim, d.value_dim, sig.kind == contracts::PagedKind::Mla};
+  return {d.group(), d.head_dim + d.rope_dim, d.value_dim, sig.kind == contracts::PagedKind::Mla,
+          sig.query.dtype == DType::F16 || sig.query.dtype == DType::BF16};
 }
 
 std::optional<paged_config::Tile> pagedTileOf(DictionaryAttr config) {

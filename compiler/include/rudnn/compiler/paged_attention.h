@@ -27,7 +27,8 @@ Result<LoweredOp, RuntimeError> lower_paged_attention(const PagedAttentionReques
 Result<LoweredOp, RuntimeError> lower_paged_append(const contracts::PagedAppendSignature& signature,
                                                    const Target& target);
 
-// Every registered tile that serves the call (the variant test, rudnn-precompile --with-autotune-candidates).
-std::vector<KernelConfig> paged_variants(const contracts::PagedAttentionSignature& sig);
+// Every registered tile that serves the call (the variant test, rudnn-precompile
+// --with-autotune-candidates); tensor-core ones only when `tensor_cores`.
+std::vector<KernelConfig> paged_variants(const contracts::PagedAttentionSignature& sig, bool tensor_cores);
 
 }  // namespace rudnn::compiler

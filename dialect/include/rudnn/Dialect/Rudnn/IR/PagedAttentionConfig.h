@@ -1,8 +1,12 @@
 #pragma once
-// The kernel configuration space of rudnn.paged_attention and rudnn.paged_mla
-// (templates/rudnn/paged/unit.cuh): paged::UnitPolicy<block_rows, block_keys, row_lanes,
-// max_value_dim, value_from_key>, as {block_rows, block_keys, row_lanes, max_value_dim}. The
-// verifier, rudnn-select-kernel-config, the lowering and the NVRTC variant test share it.
+// The kernel configuration space of rudnn.paged_attention and rudnn.paged_mla, as {tensor_core,
+// block_rows, block_keys, row_lanes, max_value_dim}:
+//   tensor_core 0  templates/rudnn/paged/unit.cuh, paged::UnitPolicy<block_rows, block_keys,
+//                  row_lanes, max_value_dim, value_from_key>: every dtype and dim, MLA
+//   tensor_core 1  templates/rudnn/paged/mma.cuh, paged::MmaPolicy<D, block_rows, block_keys> (4 warps,
+//                  mma.sync m16n8k16): f16/bf16, D = Dv ∈ {64, 96, 128, 256}, not MLA; row_lanes 0,
+//                  max_value_dim = D
+// The verifier, rudnn-select-kernel-config, the lowering and the NVRTC variant test share it.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,6 +15,7 @@
 
 namespace rudnn::dialect::paged_config {
 
+inline constexpr const char* kTensorCore = "tensor_core";
 inline constexpr const char* kBlockRows = "block_rows";
 inline constexpr const char* kBlockKeys = "block_keys";
 inline constexpr const char* kRowLanes = "row_lanes";
@@ -21,6 +26,7 @@ inline constexpr const char* kMaxValueDim = "max_value_dim";
 inline constexpr std::int64_t kMaxSharedBytes = 227 * 1024;
 
 struct Tile {
+  bool tensorCore = false;
   std::int64_t blockRows = 0, blockKeys = 0, rowLanes = 0, maxValueDim = 0;
   bool operator==(const Tile&) const = default;
 };
@@ -30,17 +36,21 @@ struct Tile {
 struct Shape {
   std::int64_t group = 1, keyDim = 0, valueDim = 0;
   bool valueFromKey = false;
+  bool halfPrecision = false;  // f16 or bf16
 };
 
 std::int64_t threads(const Tile& t);
 std::int64_t sharedBytes(const Tile& t, const Shape& s);
 
-// The heuristic: block_rows covers the group (4..16 rows: decode fills the block with the heads
-// that share a K/V tile), lanes per row so that a block has 128 threads or each lane holds at most
-// 32 value columns, 32-key tiles, 16 when shared memory would pass kMaxSharedBytes.
-Tile heuristicTile(const Shape& s);
-// The registered tiles that serve `s` (the variant test compiles each), heuristic first.
-std::vector<Tile> candidates(const Shape& s);
+// The heuristic: the tensor-core tile where it serves `s` and the target has mma.sync m16n8k16
+// (64 panel rows; 64-key tiles, 32 for D = 256); else the plain one: block_rows covers the group
+// (4..16 rows: decode fills the block with the heads that share a K/V tile), lanes per row so that
+// a block has 128 threads or each lane holds at most 32 value columns, 32-key tiles, 16 when shared
+// memory would pass kMaxSharedBytes.
+Tile heuristicTile(const Shape& s, bool tensorCores);
+// The registered tiles that serve `s` (the variant test compiles each), heuristic first;
+// tensor-core ones only with `tensorCores`.
+std::vector<Tile> candidates(const Shape& s, bool tensorCores);
 // Why `t` cannot serve `s`, or nothing.
 std::optional<std::string> checkTile(const Tile& t, const Shape& s);
 

@@ -1,0 +1,189 @@
+#pragma once
+// Paged attention on tensor cores (SPEC §8): mma.sync m16n8k16 for f16/bf16 with D = Dv ∈ {64, 96,
+// 128, 256}, FP32 online softmax in the log2 domain. The flash kernel's parts (attention/flash_mma*)
+// with the K/V tiles gathered from the physical pages:
+//
+//   query tile  the rows that start a query tile (Schedule::starts_tile, R = max(1, kBlockM / group)
+//               rows of one sequence at consecutive positions); its panel rows are (row, head of the
+//               kv head's group), served kBlockM at a time (a group wider than kBlockM in chunks)
+//   prologue    Q rows and key tile 0 (K and V rows through the page table) by cp.async
+//   key tile t  wait; barrier; prefetch tile t + 1 into the other stage; per warp S = Q·Kᵀ
+//               (warp_scores), scale, −inf past each row's visible end (its sequence's length, or
+//               its position + 1 when causal, within the split's range), online softmax, O += P·V
+//   epilogue    O / ℓ to the output rows (T), or, split, FP32 partials and log2-sum-exps
+//
+// Key tiles start at the split's first key, so a row's result does not depend on the rest of the
+// batch. Work items: (query row, kv head, split); a row that does not start a tile skips.
+//
+// Parameters (launch order): q, k, v, page_table, lengths, sequence_ids, positions, out, partial,
+// queries, q_heads, kv_heads, head_dim, value_dim, page_size, table_stride, splits, causal (i64),
+// scale (float). Launch: 128 threads (anything else traps); grid queries · Hkv · splits (strided
+// over the linear block index); dynamic shared memory shared_memory::flash_mma(kBlockM, kBlockN, D).
+// Requirements: q, k, v 16-byte aligned, head_dim = value_dim = kHeadDim (else trap).
+#include "rudnn/attention/flash_mma.cuh"
+#include "rudnn/paged/schedule.cuh"
+
+namespace rudnn::paged {
+
+template <int kHeadDim, int kBlockM, int kBlockN>
+struct MmaPolicy : attention::FlashMmaPolicy<kHeadDim, kBlockM, kBlockN> {};
+
+namespace mma_detail {
+
+// cp.async 16-byte copies of kRows rows of kD elements into `dst` (row stride kD + 8): row r <
+// `valid_rows` from `row_src(r)`, the others zero-filled (reading nothing; `fallback` is the address
+// such a copy names). The rows are gathered, so each chunk finds its row's address itself.
+template <class T, int kRows, int kD, int kThreads, class RowSrc>
+RUDNN_DEVICE void gather_rows_async(T* dst, i64 valid_rows, int tid, const T* fallback, RowSrc row_src) {
+  constexpr int kLd = kD + 8, kChunksPerRow = kD / 8, kChunks = kRows * kChunksPerRow;
+  for (int c = tid; c < kChunks; c += kThreads) {
+    const int r = c / kChunksPerRow, col = (c - r * kChunksPerRow) * 8;
+    const bool ok = r < valid_rows;
+    cp_async_cg16(dst + r * kLd + col, ok ? row_src(r) + col : fallback, ok ? 16u : 0u);
+  }
+}
+
+}  // namespace mma_detail
+
+template <class T, class P>
+RUDNN_DEVICE void paged_attention_mma(const T* q, const T* k, const T* v, const i32* page_table, const i32* lengths,
+                                      const i32* sequence_ids, const i32* positions, T* out, float* partial,
+                                      i64 queries, i64 q_heads, i64 kv_heads, i64 head_dim, i64 value_dim,
+                                      i64 page_size, i64 table_stride, i64 splits, i64 causal, float scale) {
+  using Smem = typename P::Smem;
+  constexpr int kD = P::kD, kBM = P::kBM, kBN = P::kBN, kMI = P::kMI, kNI = P::kNI, kDI = P::kDI, kLd = P::kLd;
+  if (blockDim.x != static_cast<unsigned>(P::kThreads) || blockDim.y != 1u || blockDim.z != 1u)
+    trap("rudnn::paged::paged_attention_mma: blockDim must be (Policy::kThreads, 1, 1)");
+  if (head_dim != kD || value_dim != kD)
+    trap("rudnn::paged::paged_attention_mma: head_dim and value_dim must equal Policy::kHeadDim");
+  const Schedule sched{page_table, lengths, sequence_ids, positions, table_stride, page_size};
+  const SplitPartials parts{partial, queries, q_heads, value_dim, splits};
+  T* smem = dynamic_shared<T>();
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid & 31;
+  const int warp_row0 = (tid >> 5) * 16 * kMI;
+  const i64 group = q_heads / kv_heads;
+  const i64 rows_per_tile = max_i64(1, kBM / group);
+  const i64 items = queries * kv_heads * splits;
+  const float scale_log2 = scale * kLog2e;
+  const tile::LaneOffsets lo = tile::lane_offsets<kLd>(lane);
+
+  for (i64 item = linear_block(); item < items; item += block_count()) {
+    const i64 split = item % splits;
+    const i64 kvh = (item / splits) % kv_heads;
+    const i64 run0 = item / splits / kv_heads;
+    if (!sched.starts_tile(run0, rows_per_tile)) continue;  // uniform over the block
+    const i64 seq = sched.sequence(run0);
+    const i64 run1 = sched.tile_end(run0, queries, rows_per_tile);
+    const KeyRange range(sched.length(seq), split, splits);
+    i64 stop = range.hi;  // one past the last key any row of the tile sees
+    if (causal) {
+      i64 last = 0;
+      for (i64 r = run0; r < run1; ++r) last = max_i64(last, sched.position(r));
+      stop = min_i64(stop, last + 1);
+    }
+    const int n_tiles = stop > range.lo ? static_cast<int>((stop - range.lo + kBN - 1) / kBN) : 0;
+    const i64 panel = (run1 - run0) * group;
+    const i64 k_row_stride = kv_heads * kD;  // elements between consecutive cache rows
+    // The panel row m of the tile: query row run0 + m / group, head kvh·group + m % group.
+    auto q_row = [&](i64 m) { return (run0 + m / group) * q_heads + kvh * group + m % group; };
+    auto key_src = [&](const T* cache, i64 key) { return cache + sched.cache_row(seq, key) * k_row_stride + kvh * kD; };
+
+    for (i64 m0 = 0; m0 < panel; m0 += kBM) {
+      const i64 rows = min_i64(kBM, panel - m0);
+      // This lane's rows (16·mi + 8·h + lane/4 of its warp's tile): their visible end.
+      i64 row_end[kMI][2];
+      RUDNN_UNROLL
+      for (int mi = 0; mi < kMI; ++mi) RUDNN_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        const i64 m = warp_row0 + 16 * mi + 8 * h + (lane >> 2);
+        row_end[mi][h] = m >= rows ? range.lo
+                         : causal  ? min_i64(range.hi, sched.position(run0 + (m0 + m) / group) + 1)
+                                   : range.hi;
+      }
+
+      __syncthreads();  // every warp is done with the previous chunk's shared memory
+      if (n_tiles > 0) {
+        mma_detail::gather_rows_async<T, kBM, kD, P::kThreads>(Smem::q(smem), rows, tid, q,
+                                                               [&](int r) { return q + q_row(m0 + r) * kD; });
+        const i64 keys0 = min_i64(kBN, stop - range.lo);
+        mma_detail::gather_rows_async<T, kBN, kD, P::kThreads>(Smem::k(smem, 0), keys0, tid, k,
+                                                               [&](int r) { return key_src(k, range.lo + r); });
+        mma_detail::gather_rows_async<T, kBN, kD, P::kThreads>(Smem::v(smem, 0), keys0, tid, v,
+                                                               [&](int r) { return key_src(v, range.lo + r); });
+      }
+      cp_async_commit();
+
+      tile::Accumulator<kMI, kDI> o;
+      o.zero();
+      attention::flash_mma::OnlineSoftmax<kMI> softmax;
+      softmax.init();
+      const T* q_lane = Smem::q(smem) + warp_row0 * kLd + lo.a;
+
+      for (int t = 0; t < n_tiles; ++t) {
+        const int stage = t & 1;
+        cp_async_wait<0>();
+        __syncthreads();
+        if (t + 1 < n_tiles) {
+          const i64 key1 = range.lo + static_cast<i64>(t + 1) * kBN;
+          const i64 keys1 = min_i64(kBN, stop - key1);
+          mma_detail::gather_rows_async<T, kBN, kD, P::kThreads>(Smem::k(smem, stage ^ 1), keys1, tid, k,
+                                                                 [&](int r) { return key_src(k, key1 + r); });
+          mma_detail::gather_rows_async<T, kBN, kD, P::kThreads>(Smem::v(smem, stage ^ 1), keys1, tid, v,
+                                                                 [&](int r) { return key_src(v, key1 + r); });
+        }
+        cp_async_commit();
+
+        tile::Accumulator<kMI, kNI> s;
+        attention::flash_mma::warp_scores<T, kMI, kNI, kD, kLd>(s, q_lane, Smem::k(smem, stage) + lo.b_nt);
+        s.scale(scale_log2);
+        // Keys past each row's visible end (and the tile's zero-filled tail) get no weight.
+        const i64 key0 = range.lo + static_cast<i64>(t) * kBN;
+        RUDNN_UNROLL
+        for (int mi = 0; mi < kMI; ++mi) RUDNN_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          const i64 visible = row_end[mi][h] - key0;
+          RUDNN_UNROLL
+          for (int j = 0; j < kNI; ++j) RUDNN_UNROLL
+          for (int e = 0; e < 2; ++e)
+            if (8 * j + 2 * (lane & 3) + e >= visible) s.c[mi][j][2 * h + e] = negative_infinity();
+        }
+        softmax.update(s, o);
+        attention::flash_mma::warp_accumulate<T, kMI, kNI, kDI, kLd>(o, s, Smem::v(smem, stage) + lo.b_kn);
+      }
+
+      // Epilogue: each lane writes its two columns of every n8 tile of its rows.
+      RUDNN_UNROLL
+      for (int mi = 0; mi < kMI; ++mi) RUDNN_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        const i64 m = warp_row0 + 16 * mi + 8 * h + (lane >> 2);
+        const float l = tile::quad_sum(softmax.sum_[mi][h]);
+        if (m >= rows) continue;
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        const i64 qr = q_row(m0 + m);  // query row · Hq + head
+        const i64 row = qr / q_heads, head = qr % q_heads;
+        const int col0 = 2 * (lane & 3);
+        if (partial) {
+          float* orow = parts.output(split, row, head);
+          RUDNN_UNROLL
+          for (int d = 0; d < kDI; ++d) {
+            orow[8 * d + col0] = o.c[mi][d][2 * h] * inv;
+            orow[8 * d + col0 + 1] = o.c[mi][d][2 * h + 1] * inv;
+          }
+          if ((lane & 3) == 0)
+            *parts.lse(split, row, head) = l > 0.0f ? softmax.max_[mi][h] + log2f(l) : negative_infinity();
+        } else {
+          T* orow = out + qr * kD;
+          RUDNN_UNROLL
+          for (int d = 0; d < kDI; ++d) {
+            Vec<T, 2> pair;
+            pair.words[0] = pack2_from_float<T>(o.c[mi][d][2 * h] * inv, o.c[mi][d][2 * h + 1] * inv);
+            store_vec<T, 2>(orow + 8 * d + col0, pair);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace rudnn::paged
