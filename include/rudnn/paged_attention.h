@@ -13,8 +13,10 @@
 // row for schedule errors), the expected and the actual value, and writes nothing.
 //
 // After `upload` and `SplitWorkspace::create`, warm `attention`, `mla`, `*_with_workspace` and
-// `append` calls allocate no device memory, never wait for the device and load no module: they can
-// be captured in a CUDA graph (docs/paged_attention.md).
+// `append` calls never wait for the device, load no module and allocate nothing but their output
+// tensor (a stream-ordered allocation from the device's pool, which a CUDA graph captures as a
+// memory node; an in-place append allocates nothing): they can be captured in a CUDA graph
+// (docs/paged_attention.md).
 #include <cstdint>
 #include <memory>
 #include <vector>
