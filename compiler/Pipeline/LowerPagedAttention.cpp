@@ -3,12 +3,7 @@
 // lower to launch → KernelLaunches.
 #include <fmt/format.h>
 
-#include "Emitter/KernelSource.h"
-#include "Pipeline/Context.h"
-#include "Pipeline/LaunchExtraction.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Builders.h"
-#include "mlir/IR/BuiltinOps.h"
+#include "Pipeline/SingleOp.h"
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
 #include "rudnn/Dialect/Rudnn/IR/PagedAttentionOps.h"
 #include "rudnn/compiler/paged_attention.h"
@@ -36,27 +31,6 @@ void appendMetadataTypes(MLIRContext* ctx, const contracts::PagedMetadata& m, Sm
   args.push_back(typeOf(ctx, m.positions, {0}));
 }
 
-// @main(args) -> results with one op built by `build` from the entry block's arguments.
-template <class Build>
-Result<LoweredOp, RuntimeError> lowerOne(ArrayRef<Type> args, ArrayRef<Type> results,
-                                         std::optional<KernelConfig> config, std::string call, const Target& target,
-                                         Build build) {
-  MLIRContext& ctx = threadContext();
-  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&ctx));
-  OpBuilder b(&ctx);
-  b.setInsertionPointToEnd(module->getBody());
-  auto main = func::FuncOp::create(b, b.getUnknownLoc(), "main", b.getFunctionType(args, results));
-  Block* body = main.addEntryBlock();
-  b.setInsertionPointToStart(body);
-  Operation* op = build(b, body->getArguments());
-  func::ReturnOp::create(b, b.getUnknownLoc(), op->getResults());
-  if (config) op->setAttr(dialect::kKernelConfigAttrName, toDictionary(&ctx, *config));
-  SlotMap slots;
-  for (std::size_t i = 0; i < args.size(); ++i) slots.argSlot.push_back(static_cast<int>(i));
-  slots.numOperandSlots = static_cast<int>(args.size());
-  return lowerModule(*module, op->getName().getStringRef().str(), std::move(call), std::move(slots), target);
-}
-
 }  // namespace
 
 Result<LoweredOp, RuntimeError> lower_paged_attention(const PagedAttentionRequest& request, const Target& target) {
@@ -71,17 +45,18 @@ Result<LoweredOp, RuntimeError> lower_paged_attention(const PagedAttentionReques
   const contracts::PagedDims d = contracts::paged_dims(sig);
   Type out = RankedTensorType::get({ShapedType::kDynamic, d.q_heads, d.value_dim},
                                    dialect::toElementType(&ctx, sig.query.dtype));
-  return lowerOne(args, {out}, request.config, contracts::describe_call(sig), target,
-                  [&](OpBuilder& b, ValueRange a) -> Operation* {
-                    auto scale = b.getF32FloatAttr(static_cast<float>(sig.scale));
-                    auto causal = b.getBoolAttr(sig.causal);
-                    auto splits = b.getI64IntegerAttr(sig.splits);
-                    if (mla)
-                      return dialect::PagedMlaOp::create(b, b.getUnknownLoc(), out, a[0], a[1], a[2], a[3], a[4], a[5],
-                                                         a[6], a[7], scale, causal, splits, DictionaryAttr());
-                    return dialect::PagedAttentionOp::create(b, b.getUnknownLoc(), out, a[0], a[1], a[2], a[3], a[4],
-                                                             a[5], a[6], scale, causal, splits, DictionaryAttr());
-                  });
+  return lowerSingleOp(
+      args, {out}, request.config, contracts::describe_call(sig), target,
+      [&](OpBuilder& b, ValueRange a) -> Operation* {
+        auto scale = b.getF32FloatAttr(static_cast<float>(sig.scale));
+        auto causal = b.getBoolAttr(sig.causal);
+        auto splits = b.getI64IntegerAttr(sig.splits);
+        if (mla)
+          return dialect::PagedMlaOp::create(b, b.getUnknownLoc(), out, a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7],
+                                             scale, causal, splits, DictionaryAttr());
+        return dialect::PagedAttentionOp::create(b, b.getUnknownLoc(), out, a[0], a[1], a[2], a[3], a[4], a[5], a[6],
+                                                 scale, causal, splits, DictionaryAttr());
+      });
 }
 
 Result<LoweredOp, RuntimeError> lower_paged_append(const contracts::PagedAppendSignature& sig, const Target& target) {
@@ -89,13 +64,14 @@ Result<LoweredOp, RuntimeError> lower_paged_append(const contracts::PagedAppendS
   SmallVector<Type> args = {typeOf(&ctx, sig.key, {0}), typeOf(&ctx, sig.value, {0}),
                             typeOf(&ctx, sig.key_cache, {0, 1}), typeOf(&ctx, sig.value_cache, {0, 1})};
   appendMetadataTypes(&ctx, sig.metadata, args);
-  return lowerOne(args, {args[2], args[3]}, std::nullopt,
-                  fmt::format("paged_append k {} {} cache {}", shape_to_string(sig.key.shape),
-                              dtype_name(sig.key.dtype), shape_to_string(sig.key_cache.shape)),
-                  target, [&](OpBuilder& b, ValueRange a) -> Operation* {
-                    return dialect::PagedAppendOp::create(b, b.getUnknownLoc(), TypeRange{args[2], args[3]}, a[0], a[1],
-                                                          a[2], a[3], a[4], a[5], a[6], a[7], DictionaryAttr());
-                  });
+  return lowerSingleOp(args, {args[2], args[3]}, std::nullopt,
+                       fmt::format("paged_append k {} {} cache {}", shape_to_string(sig.key.shape),
+                                   dtype_name(sig.key.dtype), shape_to_string(sig.key_cache.shape)),
+                       target, [&](OpBuilder& b, ValueRange a) -> Operation* {
+                         return dialect::PagedAppendOp::create(b, b.getUnknownLoc(), TypeRange{args[2], args[3]}, a[0],
+                                                               a[1], a[2], a[3], a[4], a[5], a[6], a[7],
+                                                               DictionaryAttr());
+                       });
 }
 
 std::vector<KernelConfig> paged_variants(const contracts::PagedAttentionSignature& sig, bool tensor_cores) {

@@ -40,7 +40,32 @@ struct GroupRoutingOptions {
 // else Scalar — only for unsupported configurations; compile and launch failures are returned.
 enum class GroupedStrategy { Scalar, Auto, TensorCore };
 
+// ---- First-order training (SPEC §10)
+
+enum class RouterScoring { Softmax, Sigmoid };
+
+// The weights of the selected experts as a function of the logits (the selection itself is not
+// differentiated): Softmax — softmax over all E logits, the selected entries; Sigmoid —
+// sigmoid(logit) of each selected expert; then optionally divided by their sum over the selected,
+// then times `scale` (finite, > 0).
+struct RouterWeightOptions {
+  RouterScoring scoring = RouterScoring::Softmax;
+  bool renormalize = true;
+  float scale = 1.0f;
+};
+
+// Dispatched::combine_backward's reduction over H for dweights: Serial (one thread walks H) or Plane
+// (a warp shares H and reduces across its lanes in a fixed order). Both deterministic.
+enum class CombineGradientStrategy { Serial, Plane };
+
+// What Dispatched::combine_backward returns.
+struct CombineGradients {
+  Tensor dexpert;   // [T·top_k, H] in rows() order, the expert output's dtype: weights[t, j] · grad_output[t]
+  Tensor dweights;  // [T, top_k] F32: Σ_h grad_output[t, h] · expert_output[slots[t, j], h]
+};
+
 class Dispatched;
+class RouterTrainingPlan;
 
 // The routing of T tokens over E experts.
 class RUDNN_API RoutingPlan {
@@ -61,6 +86,11 @@ class RUDNN_API RoutingPlan {
   // input [T, H] (any float dtype, the routing's device and queue): each token's row copied once per
   // selected expert into compact per-expert rows. No capacity limit, no dropped token.
   Result<Dispatched, MoeError> dispatch(const Tensor& input) const;
+
+  // Training: keeps this selection and recomputes its weights from `logits` [T, E] with
+  // selected_router_weights (FP32). The logits are saved (not copied): do not modify them before
+  // backward.
+  Result<RouterTrainingPlan, MoeError> into_training(const Tensor& logits, RouterWeightOptions options) const;
 
  private:
   // Defined only inside the library (ops/moe.cpp): the routing ops build plans they made valid
@@ -92,6 +122,16 @@ class RUDNN_API Dispatched {
   // token order: out[t] = Σ_j weights[t, j] · expert_output[slots[t, j]], summed in FP32 in j order
   // (deterministic), in expert_output's dtype.
   Result<Tensor, MoeError> combine(const Tensor& expert_output) const;
+
+  // The gradients of combine: grad_output [T, H] (expert_output's dtype and device) →
+  // dexpert [T·top_k, H] and dweights F32 [T, top_k]. Default strategy Serial.
+  Result<CombineGradients, MoeError> combine_backward(const Tensor& expert_output, const Tensor& grad_output) const;
+  Result<CombineGradients, MoeError> combine_backward_with_strategy(const Tensor& expert_output,
+                                                                    const Tensor& grad_output,
+                                                                    CombineGradientStrategy strategy) const;
+  // The gradient of dispatch: drows [T·top_k, H] in rows() order → [T, H], each token's selected rows
+  // summed in FP32 in j order (no routing weight: combine_backward applied it), in drows' dtype.
+  Result<Tensor, MoeError> dispatch_backward(const Tensor& drows) const;
 
  private:
   friend class RoutingPlan;
@@ -135,6 +175,37 @@ class RUDNN_API SwiGluExperts {
   std::optional<MoeError> check_forward(const Tensor& input, const Tensor& logits) const;
   Tensor gate_, up_, down_;
 };
+
+// A routing kept for training (RoutingPlan::into_training): the selection, its FP32 weights
+// recomputed from the saved logits, and the options.
+class RUDNN_API RouterTrainingPlan {
+ public:
+  // The selection with the recomputed FP32 weights: dispatch from here.
+  const RoutingPlan& routing() const { return routing_; }
+  const Tensor& logits() const { return logits_; }
+  const RouterWeightOptions& options() const { return options_; }
+  // grad_weights F32 [T, top_k] → the logits gradient [T, E] (selected_router_backward).
+  Result<Tensor, MoeError> backward(const Tensor& grad_weights) const;
+
+ private:
+  friend class RoutingPlan;
+  RouterTrainingPlan(RoutingPlan routing, Tensor logits, RouterWeightOptions options)
+      : routing_(std::move(routing)), logits_(std::move(logits)), options_(options) {}
+  RoutingPlan routing_;
+  Tensor logits_;
+  RouterWeightOptions options_;
+};
+
+// logits [T, E] F32/F16/BF16 contiguous, indices [T, top_k] U32/I32/I64 contiguous, 1 ≤ top_k ≤
+// min(E, 64), one device and queue → the selected weights F32 [T, top_k] (RouterWeightOptions).
+// Repeated indices are gathered (each occurrence is a weight; renormalization counts each). A row
+// with an index < 0 or ≥ E is NaN (nothing out of bounds is read; no host synchronization).
+RUDNN_API Result<Tensor, MoeError> selected_router_weights(const Tensor& logits, const Tensor& indices,
+                                                           RouterWeightOptions options);
+// The gradient of selected_router_weights: grad_weights F32 [T, top_k] → [T, E] in the logits'
+// dtype (repeated indices add up; a row with an illegal index is NaN).
+RUDNN_API Result<Tensor, MoeError> selected_router_backward(const Tensor& logits, const Tensor& indices,
+                                                            const Tensor& grad_weights, RouterWeightOptions options);
 
 // logits [T, E] F32/F16/BF16. Softmax over all E in FP32, the top_k experts (ties to the smaller
 // index), optionally renormalized, converted to the logits' dtype. A row containing NaN or +inf,

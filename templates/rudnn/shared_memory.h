@@ -53,6 +53,9 @@ RUDNN_SHARED_MEMORY_FN long long experts_mma(long long stages, long long block_m
   return stages * (block_m + operands * block_n) * (block_k + 8) * 2;
 }
 
+// router_backward (moe/router_weights.cuh): per warp 64 h_j (float) and 64 i_j (8-byte) entries.
+RUDNN_SHARED_MEMORY_FN long long router_backward(long long warps) { return warps * 64 * (4 + 8); }
+
 // dispatch_rank: one counter per expert plus offsets[0], rounded up to 16 bytes.
 RUDNN_SHARED_MEMORY_FN long long dispatch_rank(long long experts) { return ((experts + 1) * 4 + 15) / 16 * 16; }
 

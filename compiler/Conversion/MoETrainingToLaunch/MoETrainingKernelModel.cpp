@@ -1,0 +1,47 @@
+// KernelOpInterface model of the MoE training ops (rudnn.router_weights, rudnn.router_backward,
+// rudnn.combine_backward, rudnn.dispatch_backward); each config has one key.
+//   heuristic:    router ops {warps = 4} (4 token rows per block, a warp each); combine and
+//                 dispatch backward {threads = 128} per token.
+//   tuning query: none (no Autotune strategy in SPEC §10).
+//   config check: moe_training_config::check. No config uses tensor cores.
+#include "Conversion/MoETrainingToLaunch/MoETrainingToLaunch.h"
+#include "mlir/IR/Builders.h"
+#include "rudnn/Dialect/Rudnn/IR/KernelOpInterface.h"
+#include "rudnn/Dialect/Rudnn/IR/MoETrainingOps.h"
+#include "rudnn/compiler/kernel_op_models.h"
+
+using namespace mlir;
+
+namespace rudnn::compiler {
+
+namespace {
+
+template <class Op>
+struct MoETrainingKernelModel : dialect::KernelOpInterface::ExternalModel<MoETrainingKernelModel<Op>, Op> {
+  FailureOr<DictionaryAttr> selectHeuristicConfig(Operation* op, const dialect::KernelTarget&) const {
+    Builder b(op->getContext());
+    return b.getDictionaryAttr({b.getNamedAttr(dialect::moe_training_config::keyOf(op),
+                                               b.getI64IntegerAttr(dialect::moe_training_config::heuristicValue(op)))});
+  }
+  bool configUsesTensorCores(Operation*, DictionaryAttr) const { return false; }
+  std::optional<std::string> checkKernelConfig(Operation* op, DictionaryAttr config) const {
+    return dialect::moe_training_config::check(op, config);
+  }
+  std::optional<dialect::TuningQuery> getTuningQuery(Operation*) const { return std::nullopt; }
+  LogicalResult lowerToLaunches(Operation* op, RewriterBase& rewriter) const {
+    return lowerMoETrainingOpToLaunch(rewriter, op);
+  }
+};
+
+void attachMoETrainingKernelModels(MLIRContext& ctx) {
+  dialect::RouterWeightsOp::attachInterface<MoETrainingKernelModel<dialect::RouterWeightsOp>>(ctx);
+  dialect::RouterBackwardOp::attachInterface<MoETrainingKernelModel<dialect::RouterBackwardOp>>(ctx);
+  dialect::CombineBackwardOp::attachInterface<MoETrainingKernelModel<dialect::CombineBackwardOp>>(ctx);
+  dialect::DispatchBackwardOp::attachInterface<MoETrainingKernelModel<dialect::DispatchBackwardOp>>(ctx);
+}
+
+const KernelModelRegistration kRegistered(&attachMoETrainingKernelModels);
+
+}  // namespace
+
+}  // namespace rudnn::compiler

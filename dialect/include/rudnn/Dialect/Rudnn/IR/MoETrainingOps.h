@@ -1,0 +1,31 @@
+#pragma once
+// What the compiler reads from the MoE training ops (rudnn.router_weights, rudnn.router_backward,
+// rudnn.combine_backward, rudnn.dispatch_backward): their contract signatures and their one-key
+// kernel_config — router ops {warps} (rows per block, one warp per token row: 1, 2, 4 or 8), combine
+// and dispatch backward {threads} (64, 128 or 256 per token).
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "contracts/moe_training.h"
+#include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
+
+namespace rudnn::dialect {
+
+std::optional<contracts::RouterWeightsSignature> routerSignatureOf(mlir::Operation* op);
+std::optional<contracts::CombineBackwardSignature> combineBackwardSignatureOf(CombineBackwardOp op);
+std::optional<contracts::DispatchBackwardSignature> dispatchBackwardSignatureOf(DispatchBackwardOp op);
+
+namespace moe_training_config {
+inline constexpr const char* kWarps = "warps";
+inline constexpr const char* kThreads = "threads";
+// The config key of `op` ("warps" for the router ops, else "threads") and its heuristic value.
+const char* keyOf(mlir::Operation* op);
+std::int64_t heuristicValue(mlir::Operation* op);
+// Why `config` cannot serve `op`, or nothing.
+std::optional<std::string> check(mlir::Operation* op, mlir::DictionaryAttr config);
+// The config's value (after check).
+std::int64_t valueOf(mlir::Operation* op, mlir::DictionaryAttr config);
+}  // namespace moe_training_config
+
+}  // namespace rudnn::dialect

@@ -1,0 +1,148 @@
+// Verifiers of the MoE training ops. The contracts are core/contracts/moe_training.cpp's, as in the
+// public API; then the result types and the one-key kernel_config.
+#include "rudnn/Dialect/Rudnn/IR/MoETrainingOps.h"
+
+#include "llvm/Support/raw_ostream.h"
+#include "mlir/IR/Builders.h"
+#include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
+
+using namespace mlir;
+
+namespace rudnn::dialect {
+
+namespace {
+
+std::optional<contracts::MoeOperand> operandOf(Value v) {
+  auto ranked = cast<RankedTensorType>(v.getType());
+  std::optional<DType> dtype = toDType(ranked.getElementType());
+  if (!dtype) return std::nullopt;
+  contracts::MoeOperand o;
+  o.dtype = *dtype;
+  for (std::int64_t d : ranked.getShape()) o.shape.push_back(ShapedType::isDynamic(d) ? contracts::kDynamic : d);
+  return o;
+}
+
+bool matches(Value result, const Shape& want, std::optional<DType> dtype) {
+  auto o = operandOf(result);
+  if (!o || (dtype && o->dtype != *dtype) || o->shape.size() != want.size()) return false;
+  for (std::size_t d = 0; d < want.size(); ++d)
+    if (!contracts::same_extent(o->shape[d], want[d])) return false;
+  return true;
+}
+
+LogicalResult checkResult(Operation* op, Value result, const char* name, const Shape& want, DType dtype) {
+  if (matches(result, want, dtype)) return success();
+  return op->emitOpError() << name << ": expected " << shape_to_string(want) << " " << dtype_name(dtype) << ", got "
+                           << result.getType();
+}
+
+LogicalResult checkConfig(Operation* op) {
+  if (auto config = op->getAttrOfType<DictionaryAttr>(kKernelConfigAttrName))
+    if (auto why = moe_training_config::check(op, config)) return op->emitOpError() << "kernel_config: " << *why;
+  return success();
+}
+
+template <class Op>
+LogicalResult verifyRouter(Op op, Value result, bool backward) {
+  if (op.getScoring() != "softmax" && op.getScoring() != "sigmoid")
+    return op.emitOpError() << "scoring: expected \"softmax\" or \"sigmoid\", got \"" << op.getScoring() << "\"";
+  auto sig = routerSignatureOf(op);
+  if (!sig) return op.emitOpError() << "expected rudnn element types";
+  if (auto e = contracts::check_router_weights(*sig)) return op.emitOpError() << e->message();
+  const Shape& x = sig->logits.shape;
+  if (failed(backward ? checkResult(op, result, "grad_logits", x, sig->logits.dtype)
+                      : checkResult(op, result, "weights", sig->indices.shape, DType::F32)))
+    return failure();
+  return checkConfig(op);
+}
+
+}  // namespace
+
+std::optional<contracts::RouterWeightsSignature> routerSignatureOf(Operation* op) {
+  contracts::RouterWeightsSignature sig;
+  auto fill = [&](auto r) -> bool {
+    auto x = operandOf(r.getLogits()), i = operandOf(r.getIndices());
+    if (!x || !i) return false;
+    sig.logits = *x;
+    sig.indices = *i;
+    sig.scoring = r.getScoring() == "sigmoid" ? contracts::RouterScore::Sigmoid : contracts::RouterScore::Softmax;
+    sig.renormalize = r.getRenormalize();
+    sig.scale = r.getScale().convertToDouble();
+    return true;
+  };
+  if (auto w = dyn_cast<RouterWeightsOp>(op)) return fill(w) ? std::optional(sig) : std::nullopt;
+  if (auto b = dyn_cast<RouterBackwardOp>(op)) {
+    if (!fill(b)) return std::nullopt;
+    sig.grad_weights = operandOf(b.getGradWeights());
+    if (!sig.grad_weights) return std::nullopt;
+    return sig;
+  }
+  return std::nullopt;
+}
+
+std::optional<contracts::CombineBackwardSignature> combineBackwardSignatureOf(CombineBackwardOp op) {
+  auto y = operandOf(op.getExpertRows()), g = operandOf(op.getGradOutput()), s = operandOf(op.getSlots()),
+       w = operandOf(op.getWeights());
+  if (!y || !g || !s || !w) return std::nullopt;
+  return contracts::CombineBackwardSignature{{*y, *s, *w}, *g};
+}
+
+std::optional<contracts::DispatchBackwardSignature> dispatchBackwardSignatureOf(DispatchBackwardOp op) {
+  auto d = operandOf(op.getDrows()), s = operandOf(op.getSlots());
+  if (!d || !s) return std::nullopt;
+  return contracts::DispatchBackwardSignature{*d, *s};
+}
+
+namespace moe_training_config {
+
+const char* keyOf(Operation* op) { return isa<RouterWeightsOp, RouterBackwardOp>(op) ? kWarps : kThreads; }
+
+std::int64_t heuristicValue(Operation* op) { return isa<RouterWeightsOp, RouterBackwardOp>(op) ? 4 : 128; }
+
+std::optional<std::string> check(Operation* op, DictionaryAttr config) {
+  const bool router = isa<RouterWeightsOp, RouterBackwardOp>(op);
+  auto value = config.getAs<IntegerAttr>(keyOf(op));
+  const bool ok = value && config.size() == 1 &&
+                  (router ? (value.getInt() == 1 || value.getInt() == 2 || value.getInt() == 4 || value.getInt() == 8)
+                          : (value.getInt() == 64 || value.getInt() == 128 || value.getInt() == 256));
+  if (ok) return std::nullopt;
+  std::string why;
+  llvm::raw_string_ostream(why) << "expected {" << keyOf(op) << " = " << (router ? "1, 2, 4 or 8" : "64, 128 or 256")
+                                << "}, got " << config;
+  return why;
+}
+
+std::int64_t valueOf(Operation* op, DictionaryAttr config) {
+  auto value = config ? config.getAs<IntegerAttr>(keyOf(op)) : IntegerAttr();
+  return value ? value.getInt() : heuristicValue(op);
+}
+
+}  // namespace moe_training_config
+
+LogicalResult RouterWeightsOp::verify() { return verifyRouter(*this, getWeights(), false); }
+
+LogicalResult RouterBackwardOp::verify() { return verifyRouter(*this, getGradLogits(), true); }
+
+LogicalResult CombineBackwardOp::verify() {
+  if (getStrategy() != "serial" && getStrategy() != "plane")
+    return emitOpError() << "strategy: expected \"serial\" or \"plane\", got \"" << getStrategy() << "\"";
+  auto sig = combineBackwardSignatureOf(*this);
+  if (!sig) return emitOpError() << "expected rudnn element types";
+  if (auto e = contracts::check_combine_backward(*sig)) return emitOpError() << e->message();
+  if (failed(checkResult(*this, getDexpert(), "dexpert", sig->combine.expert_rows.shape,
+                         sig->combine.expert_rows.dtype)) ||
+      failed(checkResult(*this, getDweights(), "dweights", sig->combine.slots.shape, DType::F32)))
+    return failure();
+  return checkConfig(*this);
+}
+
+LogicalResult DispatchBackwardOp::verify() {
+  auto sig = dispatchBackwardSignatureOf(*this);
+  if (!sig) return emitOpError() << "expected rudnn element types";
+  if (auto e = contracts::check_dispatch_backward(*sig)) return emitOpError() << e->message();
+  if (failed(checkResult(*this, getDinput(), "dinput", {sig->slots.shape[0], sig->drows.shape[1]}, sig->drows.dtype)))
+    return failure();
+  return checkConfig(*this);
+}
+
+}  // namespace rudnn::dialect

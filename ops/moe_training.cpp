@@ -1,0 +1,151 @@
+// The MoE first-order training entries of SPEC §10 (this slice: router weights and their backward,
+// combine and dispatch backward): contract → layout and queue checks → plan (one per dtypes and
+// options: every extent is a runtime size) → launch.
+#include <fmt/format.h>
+
+#include "contracts/moe_training.h"
+#include "entry.h"
+#include "rudnn/compiler/moe_training.h"
+#include "rudnn/moe.h"
+
+namespace rudnn::moe {
+
+namespace {
+
+using ops::as;
+using ops::operand;
+
+contracts::RouterWeightsSignature router_signature(const Tensor& logits, const Tensor& indices,
+                                                   const Tensor* grad_weights, const RouterWeightOptions& o) {
+  contracts::RouterWeightsSignature sig;
+  sig.logits = operand(logits);
+  sig.indices = operand(indices);
+  if (grad_weights) sig.grad_weights = operand(*grad_weights);
+  sig.scoring = o.scoring == RouterScoring::Sigmoid ? contracts::RouterScore::Sigmoid : contracts::RouterScore::Softmax;
+  sig.renormalize = o.renormalize;
+  sig.scale = o.scale;
+  return sig;
+}
+
+// selected_router_weights (grad_weights null) or selected_router_backward.
+Result<Tensor, MoeError> run_router(const Tensor& logits, const Tensor& indices, const Tensor* grad_weights,
+                                    const RouterWeightOptions& options) {
+  const contracts::RouterWeightsSignature sig = router_signature(logits, indices, grad_weights, options);
+  if (auto e = contracts::check_router_weights(sig)) return *e;
+  if (auto e = ops::check_operands({{&logits, "logits"}, {&indices, "indices"}, {grad_weights, "grad_weights"}}))
+    return as<MoeError>(*e);
+  const Device& device = logits.device();
+  const ops::PlanKey key = ops::PlanKeyBuilder(grad_weights ? "rudnn.router_backward" : "rudnn.router_weights")
+                               .add(logits.dtype())
+                               .add(indices.dtype())
+                               .add(static_cast<std::int64_t>(sig.scoring))
+                               .add(sig.renormalize)
+                               .add_bits(options.scale)
+                               .add(device)
+                               .key();
+  auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
+    return compiler::lower_router_weights({sig, std::nullopt}, ops::target_for(device));
+  });
+  if (!plan.ok()) return as<MoeError>(plan.error());
+  auto out = grad_weights ? ops::output(logits.shape(), logits.dtype(), logits.queue())
+                          : ops::output(indices.shape(), DType::F32, logits.queue());
+  if (!out.ok()) return as<MoeError>(out.error());
+  const Status<RuntimeError> launched =
+      grad_weights ? ops::launch(**plan, logits.queue(), {&logits, &indices, grad_weights, &*out})
+                   : ops::launch(**plan, logits.queue(), {&logits, &indices, &*out});
+  if (!launched.ok()) return as<MoeError>(launched.error());
+  return std::move(out.value());
+}
+
+}  // namespace
+
+Result<Tensor, MoeError> selected_router_weights(const Tensor& logits, const Tensor& indices,
+                                                 RouterWeightOptions options) {
+  return run_router(logits, indices, nullptr, options);
+}
+
+Result<Tensor, MoeError> selected_router_backward(const Tensor& logits, const Tensor& indices,
+                                                  const Tensor& grad_weights, RouterWeightOptions options) {
+  return run_router(logits, indices, &grad_weights, options);
+}
+
+Result<RouterTrainingPlan, MoeError> RoutingPlan::into_training(const Tensor& logits,
+                                                                RouterWeightOptions options) const {
+  if (logits.rank() == 2 && logits.dim(1) != experts_)
+    return MoeError(ErrorKind::ShapeMismatch, "logits",
+                    fmt::format("[{}, {}] (the routing's experts)", tokens(), experts_),
+                    shape_to_string(logits.shape()));
+  auto weights = selected_router_weights(logits, indices_, options);
+  if (!weights.ok()) return weights.error();
+  return RouterTrainingPlan(RoutingPlan(indices_, std::move(weights.value()), experts_), logits, options);
+}
+
+Result<Tensor, MoeError> RouterTrainingPlan::backward(const Tensor& grad_weights) const {
+  return selected_router_backward(logits_, routing_.expert_indices(), grad_weights, options_);
+}
+
+Result<CombineGradients, MoeError> Dispatched::combine_backward(const Tensor& expert_output,
+                                                                const Tensor& grad_output) const {
+  return combine_backward_with_strategy(expert_output, grad_output, CombineGradientStrategy::Serial);
+}
+
+Result<CombineGradients, MoeError> Dispatched::combine_backward_with_strategy(const Tensor& expert_output,
+                                                                              const Tensor& grad_output,
+                                                                              CombineGradientStrategy strategy) const {
+  const Tensor& weights = routing_.weights();
+  contracts::CombineBackwardSignature sig{{operand(expert_output), operand(slots_), operand(weights)},
+                                          operand(grad_output)};
+  if (auto e = contracts::check_combine_backward(sig)) return *e;
+  if (expert_output.dim(1) != hidden() || expert_output.dim(0) != rows_.dim(0))
+    return MoeError(ErrorKind::ShapeMismatch, "expert_output",
+                    fmt::format("[{}, {}] (the dispatched rows' shape)", rows_.dim(0), hidden()),
+                    shape_to_string(expert_output.shape()));
+  if (auto e = ops::check_operands({{&expert_output, "expert_output"},
+                                    {&grad_output, "grad_output"},
+                                    {&slots_, "slots"},
+                                    {&weights, "weights"}}))
+    return as<MoeError>(*e);
+  const bool plane = strategy == CombineGradientStrategy::Plane;
+  const Device& device = expert_output.device();
+  const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.combine_backward")
+                               .add(expert_output.dtype())
+                               .add(weights.dtype())
+                               .add(plane)
+                               .add(device)
+                               .key();
+  auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
+    return compiler::lower_combine_backward({sig, plane, std::nullopt}, ops::target_for(device));
+  });
+  if (!plan.ok()) return as<MoeError>(plan.error());
+  auto dexpert = ops::output(expert_output.shape(), expert_output.dtype(), expert_output.queue());
+  if (!dexpert.ok()) return as<MoeError>(dexpert.error());
+  auto dweights = ops::output({tokens(), top_k()}, DType::F32, expert_output.queue());
+  if (!dweights.ok()) return as<MoeError>(dweights.error());
+  if (auto s = ops::launch(**plan, expert_output.queue(),
+                           {&expert_output, &grad_output, &slots_, &weights, &*dexpert, &*dweights});
+      !s.ok())
+    return as<MoeError>(s.error());
+  return CombineGradients{std::move(dexpert.value()), std::move(dweights.value())};
+}
+
+Result<Tensor, MoeError> Dispatched::dispatch_backward(const Tensor& drows) const {
+  contracts::DispatchBackwardSignature sig{operand(drows), operand(slots_)};
+  if (auto e = contracts::check_dispatch_backward(sig)) return *e;
+  if (drows.dim(1) != hidden())
+    return MoeError(ErrorKind::ShapeMismatch, "drows",
+                    fmt::format("[{}, {}] (the dispatched rows' shape)", rows_.dim(0), hidden()),
+                    shape_to_string(drows.shape()));
+  if (auto e = ops::check_operands({{&drows, "drows"}, {&slots_, "slots"}})) return as<MoeError>(*e);
+  const Device& device = drows.device();
+  const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.dispatch_backward").add(drows.dtype()).add(device).key();
+  auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
+    return compiler::lower_dispatch_backward({sig, std::nullopt}, ops::target_for(device));
+  });
+  if (!plan.ok()) return as<MoeError>(plan.error());
+  auto out = ops::output({tokens(), hidden()}, drows.dtype(), drows.queue());
+  if (!out.ok()) return as<MoeError>(out.error());
+  if (auto s = ops::launch(**plan, drows.queue(), {&drows, &slots_, &*out}); !s.ok()) return as<MoeError>(s.error());
+  return std::move(out.value());
+}
+
+}  // namespace rudnn::moe
