@@ -1,7 +1,8 @@
 // MoE training (rudnn.router_weights, rudnn.router_backward, rudnn.combine_backward,
 // rudnn.dispatch_backward) in the graph runner and rudnn-precompile. The router ops take plain
-// tensors; combine_backward and dispatch_backward run on the Dispatched object of the rudnn.dispatch
-// their slots come from (ops/families/moe.cpp attaches it), as rudnn.combine does.
+// tensors (rudnn.router_weights on a routing op's indices also makes that routing a training one:
+// see run); combine_backward and dispatch_backward run on the Dispatched object of the
+// rudnn.dispatch their slots come from (ops/families/moe.cpp attaches it), as rudnn.combine does.
 #include <fmt/format.h>
 
 #include "family.h"
@@ -25,6 +26,15 @@ moe::RouterWeightOptions options_of(Op op) {
 
 std::optional<RuntimeError> run(mlir::Operation& op, GraphValues& values) {
   if (auto w = llvm::dyn_cast<dialect::RouterWeightsOp>(op)) {
+    // On the indices of a routing op of this graph: RoutingPlan::into_training — the routing is
+    // re-attached with the recomputed FP32 weights, so a later rudnn.dispatch of these indices
+    // dispatches (and combines) with them.
+    if (auto routing = values.attached<moe::RoutingPlan>(w.getIndices())) {
+      auto training = routing->into_training(values[w.getLogits()], options_of(w));
+      if (!training.ok()) return op_error(training.error(), op);
+      values.attach(w.getIndices(), std::make_shared<moe::RoutingPlan>(training->routing()));
+      return values.bind(w.getWeights(), training->routing().weights());
+    }
     auto r = moe::selected_router_weights(values[w.getLogits()], values[w.getIndices()], options_of(w));
     if (!r.ok()) return op_error(r.error(), op);
     return values.bind(w.getWeights(), std::move(r.value()));
