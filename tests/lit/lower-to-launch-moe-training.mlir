@@ -1,0 +1,31 @@
+// rudnn-lower-to-launch on the MoE training ops (MoETrainingToLaunch.cpp): one launch each, every
+// extent a runtime size of the op's operands; the router backward takes per-warp shared memory
+// (64 h_j floats and 64 8-byte i_j per warp).
+// RUN: rudnn-opt %s --rudnn-lower-to-launch | FileCheck %s
+
+// CHECK-LABEL: func.func @router
+// CHECK: rudnn.launch @rudnn_router_weights_bf16_i64_w4(%arg0, %arg1) header "rudnn/moe/router_weights.cuh" function "rudnn::moe::router_weights"
+// CHECK-SAME: args ["rudnn::bf16", "rudnn::i64", "4"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0) ceildiv 4>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 0
+// CHECK-SAME: #rudnn.param<"experts" : "long long" = size(dim(0, 1))>, #rudnn.param<"top_k" : "long long" = size(dim(1, 1))>, #rudnn.param<"sigmoid" : "long long" = size(1)>, #rudnn.param<"renormalize" : "long long" = size(0)>, #rudnn.param<"scale" : "float" = f32(2.500000e+00)>
+// CHECK: rudnn.launch @rudnn_router_backward_bf16_i64_w2(%arg0, %arg1, %arg2) {{.*}}function "rudnn::moe::router_backward"
+// CHECK-SAME: block [64, 1, 1] shared 1536
+// CHECK-SAME: #rudnn.param<"grad_logits" : "rudnn::bf16*" = buffer(3)>
+func.func @router(%x: tensor<?x64xbf16>, %i: tensor<?x8xi64>, %g: tensor<?x8xf32>) -> (tensor<?x8xf32>, tensor<?x64xbf16>) {
+  %w = rudnn.router_weights %x, %i {scoring = "sigmoid", renormalize = false, scale = 2.5 : f32, kernel_config = {warps = 4}} : tensor<?x64xbf16>, tensor<?x8xi64> -> tensor<?x8xf32>
+  %d = rudnn.router_backward %x, %i, %g {scoring = "softmax", renormalize = true, scale = 1.0 : f32, kernel_config = {warps = 2}} : tensor<?x64xbf16>, tensor<?x8xi64>, tensor<?x8xf32> -> tensor<?x64xbf16>
+  return %w, %d : tensor<?x8xf32>, tensor<?x64xbf16>
+}
+
+// CHECK-LABEL: func.func @combine_dispatch
+// CHECK: %[[DY:.*]]:2 = rudnn.launch @rudnn_combine_backward_f16_f16_t128_plane(%arg0, %arg1, %arg2, %arg3) header "rudnn/moe/combine_backward.cuh" function "rudnn::moe::combine_backward"
+// CHECK-SAME: args ["rudnn::f16", "rudnn::f16", "128", "true"]
+// CHECK-SAME: grid [#rudnn.size<dim(2, 0)>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 0
+// CHECK-SAME: #rudnn.param<"weights" : "const rudnn::f16*" = buffer(3)>, #rudnn.param<"slots" : "const rudnn::u32*" = buffer(2)>, #rudnn.param<"dexpert" : "rudnn::f16*" = buffer(4)>, #rudnn.param<"dweights" : "float*" = buffer(5)>
+// CHECK: rudnn.launch @rudnn_dispatch_backward_f16_t64(%[[DY]]#0, %arg2) {{.*}}function "rudnn::moe::dispatch_backward"
+// CHECK-SAME: #rudnn.param<"hidden" : "long long" = size(dim(0, 1))>
+func.func @combine_dispatch(%y: tensor<?x128xf16>, %g: tensor<?x128xf16>, %s: tensor<?x8xui32>, %w: tensor<?x8xf16>) -> (tensor<?x8xf32>, tensor<?x128xf16>) {
+  %dy, %dw = rudnn.combine_backward %y, %g, %s, %w {strategy = "plane", kernel_config = {threads = 128}} : tensor<?x128xf16>, tensor<?x128xf16>, tensor<?x8xui32>, tensor<?x8xf16> -> tensor<?x128xf16>, tensor<?x8xf32>
+  %dx = rudnn.dispatch_backward %dy, %s {kernel_config = {threads = 64}} : tensor<?x128xf16>, tensor<?x8xui32> -> tensor<?x128xf16>
+  return %dw, %dx : tensor<?x8xf32>, tensor<?x128xf16>
+}
