@@ -12,7 +12,7 @@ T="--iters 1 --runs 1"
 
 "$BENCH" --help > "$WORK/help.txt"; rc=$?
 check "--help exits 0" "[ $rc -eq 0 ]"
-check "--help names every benchmark" "grep -q '^  norm' $WORK/help.txt && grep -q '^  moe' $WORK/help.txt && grep -q '^  gated-delta' $WORK/help.txt && grep -q '^  attention' $WORK/help.txt"
+check "--help names every benchmark" "grep -q '^  norm' $WORK/help.txt && grep -q '^  moe' $WORK/help.txt && grep -q '^  gated-delta' $WORK/help.txt && grep -q '^  attention' $WORK/help.txt && grep -q '^  conv' $WORK/help.txt && grep -q '^  paged' $WORK/help.txt"
 "$BENCH" > /dev/null 2>&1; rc=$?
 check "no benchmark exits non-zero" "[ $rc -ne 0 ]"
 "$BENCH" moe --help > "$WORK/moe-help.txt"; rc=$?
@@ -53,6 +53,19 @@ check "attention: every strategy, causal" "(for s in flash_mma flash_unit fallba
   --strategies flash_mma,flash_unit $T > "$WORK/attn32.csv" 2> "$WORK/attn32.err"; rc=$?
 check "attention f32: flash_mma skipped with a note, flash_unit measured" "[ $rc -eq 0 ] && grep -q 'flash_mma skipped' $WORK/attn32.err && [ \$(grep -c '^flash_unit,1,2,1,8,64,1,f32,host,' $WORK/attn32.csv) -eq 1 ] && ! grep -q '^flash_mma' $WORK/attn32.csv"
 
+# Paged attention at tiny shapes: decode, split (2 splits), mixed, MLA and MLA split, one row each, every
+# row's output checked against the FP64 reference (check=ok), the copy bandwidth measured.
+"$BENCH" paged --batch 2 --seq-len 40 --page-size 16 --q-heads 4 --kv-heads 2 --head-dim 32 --splits 2 \
+  --prefill-seqs 2 --prefill-len 8 --decode-rows 2 --decode-len 40 --mla-heads 4 --mla-latent 64 --mla-rope 16 \
+  --copy-mib 8 $T > "$WORK/paged.csv" 2> "$WORK/paged.err"; rc=$?
+check "paged runs" "[ $rc -eq 0 ]"
+check "paged CSV header" "[ \"\$(head -1 $WORK/paged.csv)\" = 'set,batch,seq_len,prefill_seqs,prefill_len,page_size,q_heads,kv_heads,head_dim,value_dim,rope_dim,splits,rows,dtype,device,median_us,tflops,gb_per_s,copy_gb_per_s,pct_copy,merge_pct,max_err,check' ]"
+check "paged: 5 rows, every one checked ok" "[ \$(tail -n +2 $WORK/paged.csv | wc -l) -eq 5 ] && [ \$(grep -c ',ok\$' $WORK/paged.csv) -eq 5 ]"
+check "paged: decode row" "grep -Eq '^decode,2,40,0,0,16,4,2,32,32,0,1,2,bf16,host,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.]+,,' $WORK/paged.csv"
+check "paged: split row with its merge share" "grep -Eq '^split,2,40,0,0,16,4,2,32,32,0,2,2,bf16,host,([0-9.]+,){6}[0-9.e+-]+,ok\$' $WORK/paged.csv"
+check "paged: mixed row (2 prefill sequences of 8 rows + 2 decode rows)" "grep -Eq '^mixed,2,40,2,8,16,4,2,32,32,0,1,18,bf16,host,' $WORK/paged.csv"
+check "paged: MLA rows" "grep -Eq '^mla,2,40,0,0,64,4,1,64,64,16,1,2,bf16,host,' $WORK/paged.csv && grep -Eq '^mla_split,2,40,0,0,64,4,1,64,64,16,2,2,bf16,host,' $WORK/paged.csv"
+
 bad() {  # $1: what, rest: arguments that must be rejected with an error line and no CSV
   local what=$1; shift
   "$BENCH" "$@" > "$WORK/bad.out" 2> "$WORK/bad.err"; local rc=$?
@@ -74,6 +87,9 @@ bad "a bad --causal" attention --causal 2
 bad "an unknown attention strategy" attention --strategies flash_mma,wgmma
 bad "--tokens not a multiple of --seq" attention --tokens 100 --seq 64
 bad "--kv-heads not dividing --q-heads" attention --q-heads 32 --kv-heads 5
+bad "an unknown paged set" paged --sets decode,nope
+bad "a paged --splits over 32" paged --splits 40
+bad "paged --kv-heads not dividing --q-heads" paged --q-heads 32 --kv-heads 5
 
 # Issue 10 items 2/3 and 10: numeric options parse whole; sizes that overflow are rejected, sizes the
 # host cannot allocate are an OutOfMemory error line (exit 1, no crash; address space capped so

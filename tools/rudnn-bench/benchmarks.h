@@ -8,5 +8,6 @@ int run_moe(int argc, char** argv);          // bench_moe.cpp
 int run_gated_delta(int argc, char** argv);  // bench_gated_delta.cpp
 int run_attention(int argc, char** argv);    // bench_attention.cpp
 int run_conv(int argc, char** argv);         // bench_conv.cpp
+int run_paged(int argc, char** argv);        // bench_paged.cpp
 
 }  // namespace rudnn::bench

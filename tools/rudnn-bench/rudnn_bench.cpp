@@ -22,6 +22,10 @@ benchmarks (warm plans; median of runs, each run = --iters calls between two que
   conv          convolution forward, data and weight backward over ResNet-50, UNet, depthwise, video layers
                 CSV: set,layer,direction,n,d,h,w,c,o,k,stride,groups,dtype,strategy,algorithm,device,median_us,
                      tflops,gb_per_s
+  paged         paged attention decode (unsplit, split-KV), mixed prefill + decode, MLA decode, each row checked
+                CSV: set,batch,seq_len,prefill_seqs,prefill_len,page_size,q_heads,kv_heads,head_dim,value_dim,
+                     rope_dim,splits,rows,dtype,device,median_us,tflops,gb_per_s,copy_gb_per_s,pct_copy,merge_pct,
+                     max_err,check
 
 `rudnn-bench <benchmark> --help` lists a benchmark's options.
 
@@ -43,5 +47,6 @@ int main(int argc, char** argv) {
   if (what == "gated-delta") return run_gated_delta(argc, argv);
   if (what == "attention") return run_attention(argc, argv);
   if (what == "conv") return run_conv(argc, argv);
-  return fail("unknown benchmark " + what + " (norm, moe, gated-delta, attention, conv)");
+  if (what == "paged") return run_paged(argc, argv);
+  return fail("unknown benchmark " + what + " (norm, moe, gated-delta, attention, conv, paged)");
 }
