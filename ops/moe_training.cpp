@@ -71,10 +71,12 @@ Result<Tensor, MoeError> selected_router_backward(const Tensor& logits, const Te
 
 Result<RouterTrainingPlan, MoeError> RoutingPlan::into_training(const Tensor& logits,
                                                                 RouterWeightOptions options) const {
-  if (logits.rank() == 2 && logits.dim(1) != experts_)
+  // The logits against this routing first: the indices are the plan's own, never the caller's error.
+  if (logits.rank() == 2 && (logits.dim(0) != tokens() || logits.dim(1) != experts_))
     return MoeError(ErrorKind::ShapeMismatch, "logits",
-                    fmt::format("[{}, {}] (the routing's experts)", tokens(), experts_),
+                    fmt::format("[{}, {}] (the routing's tokens and experts)", tokens(), experts_),
                     shape_to_string(logits.shape()));
+  if (auto e = ops::check_same_queue(logits, "logits", indices_, "the routing")) return as<MoeError>(*e);
   auto weights = selected_router_weights(logits, indices_, options);
   if (!weights.ok()) return weights.error();
   return RouterTrainingPlan(RoutingPlan(indices_, std::move(weights.value()), experts_), logits, options);
@@ -100,11 +102,11 @@ Result<CombineGradients, MoeError> Dispatched::combine_backward_with_strategy(co
     return MoeError(ErrorKind::ShapeMismatch, "expert_output",
                     fmt::format("[{}, {}] (the dispatched rows' shape)", rows_.dim(0), hidden()),
                     shape_to_string(expert_output.shape()));
-  if (auto e = ops::check_operands({{&expert_output, "expert_output"},
-                                    {&grad_output, "grad_output"},
-                                    {&slots_, "slots"},
-                                    {&weights, "weights"}}))
-    return as<MoeError>(*e);
+  // The caller's tensors against the routing's (as combine): a mismatch names the caller's tensor.
+  for (auto [t, name] : {std::pair{&expert_output, "expert_output"}, {&grad_output, "grad_output"}}) {
+    if (auto e = ops::check_contiguous(*t, name)) return as<MoeError>(*e);
+    if (auto e = ops::check_same_queue(*t, name, slots_, "the routing")) return as<MoeError>(*e);
+  }
   const bool plane = strategy == CombineGradientStrategy::Plane;
   const Device& device = expert_output.device();
   const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.combine_backward")
@@ -135,7 +137,8 @@ Result<Tensor, MoeError> Dispatched::dispatch_backward(const Tensor& drows) cons
     return MoeError(ErrorKind::ShapeMismatch, "drows",
                     fmt::format("[{}, {}] (the dispatched rows' shape)", rows_.dim(0), hidden()),
                     shape_to_string(drows.shape()));
-  if (auto e = ops::check_operands({{&drows, "drows"}, {&slots_, "slots"}})) return as<MoeError>(*e);
+  if (auto e = ops::check_contiguous(drows, "drows")) return as<MoeError>(*e);
+  if (auto e = ops::check_same_queue(drows, "drows", slots_, "the routing")) return as<MoeError>(*e);
   const Device& device = drows.device();
   const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.dispatch_backward").add(drows.dtype()).add(device).key();
   auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
@@ -146,6 +149,69 @@ Result<Tensor, MoeError> Dispatched::dispatch_backward(const Tensor& drows) cons
   if (!out.ok()) return as<MoeError>(out.error());
   if (auto s = ops::launch(**plan, drows.queue(), {&drows, &slots_, &*out}); !s.ok()) return as<MoeError>(s.error());
   return std::move(out.value());
+}
+
+}  // namespace rudnn::moe
+
+namespace rudnn::moe {
+
+Result<SwiGluTrainingCache, MoeError> SwiGluExperts::training_cache(const Dispatched& dispatched) const {
+  contracts::ExpertsSignature sig{
+      {operand(gate_), operand(up_), operand(down_)}, operand(dispatched.rows()), operand(dispatched.expert_offsets())};
+  if (auto e = contracts::check_experts(sig)) return *e;
+  return SwiGluTrainingCache(gate_, up_, down_, dispatched.rows(), dispatched.expert_offsets());
+}
+
+Result<SwiGluTraining, MoeError> SwiGluExperts::forward_dispatched_training(const Dispatched& dispatched,
+                                                                            GroupedStrategy strategy) const {
+  auto output = forward_dispatched_with_strategy(dispatched, strategy);
+  if (!output.ok()) return output.error();
+  auto cache = training_cache(dispatched);
+  if (!cache.ok()) return cache.error();
+  return SwiGluTraining{std::move(output.value()), std::move(cache.value())};
+}
+
+Result<ExpertGradients, MoeError> SwiGluTrainingCache::backward(const Tensor& dexpert) const {
+  return backward_with_strategy(dexpert, GroupedStrategy::Scalar);
+}
+
+Result<ExpertGradients, MoeError> SwiGluTrainingCache::backward_with_strategy(const Tensor& dexpert,
+                                                                              GroupedStrategy strategy) const {
+  contracts::ExpertsBackwardSignature sig{
+      {{operand(gate_), operand(up_), operand(down_)}, operand(rows_), operand(offsets_)}, operand(dexpert)};
+  if (auto e = contracts::check_experts_backward(sig)) return *e;
+  // Auto falls back only for what is unsupported: the tensor-core backward is not built yet.
+  if (strategy == GroupedStrategy::TensorCore)
+    return MoeError(ErrorKind::Unsupported, "strategy",
+                    "Scalar or Auto (the tensor-core experts backward is not built yet)", "TensorCore");
+  if (auto e = ops::check_operands({{&rows_, "rows"},
+                                    {&offsets_, "offsets"},
+                                    {&gate_, "gate"},
+                                    {&up_, "up"},
+                                    {&down_, "down"},
+                                    {&dexpert, "dexpert"}}))
+    return as<MoeError>(*e);
+  const Device& device = rows_.device();
+  const std::int64_t experts = gate_.dim(0), inter = gate_.dim(1), hidden = gate_.dim(2);
+  const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.swiglu_experts_backward").add(rows_.dtype()).add(device).key();
+  auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
+    return compiler::lower_experts_backward({sig, std::nullopt}, ops::target_for(device));
+  });
+  if (!plan.ok()) return as<MoeError>(plan.error());
+  auto dinput = ops::output(rows_.shape(), rows_.dtype(), rows_.queue());
+  if (!dinput.ok()) return as<MoeError>(dinput.error());
+  auto dgate = ops::output({experts, inter, hidden}, DType::F32, rows_.queue());
+  if (!dgate.ok()) return as<MoeError>(dgate.error());
+  auto dup = ops::output({experts, inter, hidden}, DType::F32, rows_.queue());
+  if (!dup.ok()) return as<MoeError>(dup.error());
+  auto ddown = ops::output({experts, hidden, inter}, DType::F32, rows_.queue());
+  if (!ddown.ok()) return as<MoeError>(ddown.error());
+  if (auto s = ops::launch(**plan, rows_.queue(),
+                           {&rows_, &offsets_, &gate_, &up_, &down_, &dexpert, &*dinput, &*dgate, &*dup, &*ddown});
+      !s.ok())
+    return as<MoeError>(s.error());
+  return ExpertGradients{std::move(dinput.value()), std::move(dgate.value()), std::move(dup.value()),
+                         std::move(ddown.value())};
 }
 
 }  // namespace rudnn::moe

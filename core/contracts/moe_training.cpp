@@ -39,7 +39,8 @@ std::optional<MoeError> check_router_weights(const RouterWeightsSignature& sig) 
   if (sig.grad_weights) {
     const MoeOperand& g = *sig.grad_weights;
     if (g.dtype != DType::F32)
-      return fail<Err>(ErrorKind::UnsupportedDType, "grad_weights", "f32", std::string(dtype_name(g.dtype)));
+      return fail<Err>(is_quantized(g.dtype) ? ErrorKind::QuantizedDType : ErrorKind::UnsupportedDType, "grad_weights",
+                       "f32", std::string(dtype_name(g.dtype)));
     if (auto e = check_shape<Err>(g, "grad_weights", {t, k}, "[tokens, top_k], the indices' shape")) return e;
     if (auto e = check_device<Err>(g, "grad_weights", x, "logits")) return e;
   }
@@ -78,6 +79,18 @@ std::optional<MoeError> check_dispatch_backward(const DispatchBackwardSignature&
                      fmt::format("[{}, hidden] (tokens x top_k = {} x {} rows)", t * k, t, k),
                      shape_to_string(d.shape));
   return check_device<Err>(s, "slots", d, "drows");
+}
+
+std::optional<MoeError> check_experts_backward(const ExpertsBackwardSignature& sig) {
+  if (auto e = check_experts(sig.experts)) return e;
+  const MoeOperand& rows = sig.experts.rows;
+  const MoeOperand& d = sig.dexpert;
+  if (auto e = check_float<Err>(d, "dexpert")) return e;
+  if (d.dtype != rows.dtype)
+    return fail<Err>(ErrorKind::UnsupportedDType, "dexpert",
+                     fmt::format("{} (the experts' dtype)", dtype_name(rows.dtype)), std::string(dtype_name(d.dtype)));
+  if (auto e = check_shape<Err>(d, "dexpert", rows.shape, "[rows, hidden], the dispatched rows' shape")) return e;
+  return check_device<Err>(d, "dexpert", rows, "rows");
 }
 
 std::string describe_call(const RouterWeightsSignature& sig) {

@@ -39,6 +39,14 @@ struct DispatchBackwardSignature {
 };
 std::optional<MoeError> check_dispatch_backward(const DispatchBackwardSignature& sig);
 
+// SwiGluTrainingCache::backward: the experts call it was made from plus dexpert [N, H] in the
+// weights' dtype.
+struct ExpertsBackwardSignature {
+  ExpertsSignature experts;
+  MoeOperand dexpert;
+};
+std::optional<MoeError> check_experts_backward(const ExpertsBackwardSignature& sig);
+
 std::string describe_call(const RouterWeightsSignature& sig);
 
 }  // namespace rudnn::contracts

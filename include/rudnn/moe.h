@@ -66,6 +66,15 @@ struct CombineGradients {
 
 class Dispatched;
 class RouterTrainingPlan;
+class SwiGluExperts;
+
+// What SwiGluTrainingCache::backward returns.
+struct ExpertGradients {
+  Tensor dinput;  // [N, H] in rows() order, the weights' dtype (dispatch_backward sums it per token)
+  Tensor dgate;   // F32 [E, I, H]
+  Tensor dup;     // F32 [E, I, H]
+  Tensor ddown;   // F32 [E, H, I]
+};
 
 // The routing of T tokens over E experts.
 class RUDNN_API RoutingPlan {
@@ -141,6 +150,36 @@ class RUDNN_API Dispatched {
   Tensor rows_, offsets_, slots_;
 };
 
+// What the experts' training forward keeps for backward: the experts (their weight tensors) and the
+// dispatched rows and offsets it ran on — not the gate/up pre-activations, which backward recomputes
+// (no activation memory between the passes; one gate/up GEMM more in backward). The saved tensors
+// must not be modified before backward.
+class RUDNN_API SwiGluTrainingCache {
+ public:
+  // dexpert [N, H] (the weights' dtype; combine_backward's dexpert) → dinput, dgate, dup, ddown.
+  // Scalar experts (plain cores). Weight gradients summed over each expert's rows in a fixed order:
+  // deterministic; an expert with no rows gets zero gradients.
+  Result<ExpertGradients, MoeError> backward(const Tensor& dexpert) const;
+  // Scalar or Auto (Auto takes TensorCore where it is supported and built; the tensor-core backward
+  // is not built yet, so Auto runs Scalar and TensorCore is an Unsupported error).
+  Result<ExpertGradients, MoeError> backward_with_strategy(const Tensor& dexpert, GroupedStrategy strategy) const;
+
+ private:
+  friend class SwiGluExperts;
+  SwiGluTrainingCache(Tensor gate, Tensor up, Tensor down, Tensor rows, Tensor offsets)
+      : gate_(std::move(gate)),
+        up_(std::move(up)),
+        down_(std::move(down)),
+        rows_(std::move(rows)),
+        offsets_(std::move(offsets)) {}
+  Tensor gate_, up_, down_, rows_, offsets_;
+};
+
+struct SwiGluTraining {
+  Tensor output;  // as forward_dispatched_with_strategy
+  SwiGluTrainingCache cache;
+};
+
 // SwiGLU experts: expert e maps x to down_e · (silu(gate_e · x) ⊙ (up_e · x)), FP32 accumulation.
 // Reusable across batches; holds the weight tensors (shared storage, not copies).
 class RUDNN_API SwiGluExperts {
@@ -163,6 +202,11 @@ class RUDNN_API SwiGluExperts {
   Result<Tensor, MoeError> forward_dispatched(const Dispatched& dispatched) const;
   Result<Tensor, MoeError> forward_dispatched_with_strategy(const Dispatched& dispatched,
                                                             GroupedStrategy strategy) const;
+  // Training: the forward (with `strategy`) and the cache its backward needs.
+  Result<SwiGluTraining, MoeError> forward_dispatched_training(const Dispatched& dispatched,
+                                                               GroupedStrategy strategy) const;
+  // The cache alone, for a forward that ran elsewhere on `dispatched` (a graph's rudnn.swiglu_experts).
+  Result<SwiGluTrainingCache, MoeError> training_cache(const Dispatched& dispatched) const;
   // route_sigmoid_grouped, dispatch, the experts with `strategy`, combine.
   Result<Tensor, MoeError> forward_sigmoid_grouped(const Tensor& input, const Tensor& logits,
                                                    const std::optional<Tensor>& bias, GroupRoutingOptions options,

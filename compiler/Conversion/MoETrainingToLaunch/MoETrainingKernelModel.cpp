@@ -1,7 +1,9 @@
 // KernelOpInterface model of the MoE training ops (rudnn.router_weights, rudnn.router_backward,
-// rudnn.combine_backward, rudnn.dispatch_backward); each config has one key.
+// rudnn.combine_backward, rudnn.dispatch_backward, rudnn.swiglu_experts_backward); each config has
+// one key.
 //   heuristic:    router ops {warps = 4} (4 token rows per block, a warp each); combine and
-//                 dispatch backward {threads = 128} per token.
+//                 dispatch backward {threads = 128} per token; experts backward {tile = 1} (the
+//                 forward's 32 x 64 x 16 scalar tile).
 //   tuning query: none (no Autotune strategy in SPEC §10).
 //   config check: moe_training_config::check. No config uses tensor cores.
 #include "Conversion/MoETrainingToLaunch/MoETrainingToLaunch.h"
@@ -38,6 +40,7 @@ void attachMoETrainingKernelModels(MLIRContext& ctx) {
   dialect::RouterBackwardOp::attachInterface<MoETrainingKernelModel<dialect::RouterBackwardOp>>(ctx);
   dialect::CombineBackwardOp::attachInterface<MoETrainingKernelModel<dialect::CombineBackwardOp>>(ctx);
   dialect::DispatchBackwardOp::attachInterface<MoETrainingKernelModel<dialect::DispatchBackwardOp>>(ctx);
+  dialect::SwiGluExpertsBackwardOp::attachInterface<MoETrainingKernelModel<dialect::SwiGluExpertsBackwardOp>>(ctx);
 }
 
 const KernelModelRegistration kRegistered(&attachMoETrainingKernelModels);

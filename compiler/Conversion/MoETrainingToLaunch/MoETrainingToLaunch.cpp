@@ -5,12 +5,16 @@
 //   router_backward   logits 0, indices 1, grad_weights 2 → grad_logits 3
 //   combine_backward  expert_rows 0, grad_output 1, slots 2, weights 3 → dexpert 4, dweights 5
 //   dispatch_backward drows 0, slots 1 → dinput 2
+//   swiglu_experts_backward  rows 0, offsets 1, gate 2, up 3, down 4, dexpert 5 → dinput 6, dgate 7,
+//                    dup 8, ddown 9; temporaries dA, dB, Hh (FP32 [N, I]): five launches —
+//                    hidden (dA, dB, Hh), input (dinput), three weight gradients
 #include "Conversion/MoETrainingToLaunch/MoETrainingToLaunch.h"
 
 #include <fmt/format.h>
 
 #include "Conversion/LaunchBuilder.h"
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
+#include "rudnn/Dialect/Rudnn/IR/MoEConfig.h"
 #include "rudnn/Dialect/Rudnn/IR/MoETrainingOps.h"
 #include "rudnn/shared_memory.h"
 
@@ -35,7 +39,8 @@ LogicalResult lowerRouter(RewriterBase& rewriter, Operation* op, bool backward) 
   LaunchBuilder l(op,
                   fmt::format("rudnn_{}_{}_{}_w{}", backward ? "router_backward" : "router_weights",
                               dtype_name(dtypeOf(logits)), dtype_name(dtypeOf(indices)), warps),
-                  "rudnn/moe/router_weights.cuh", backward ? "rudnn::moe::router_backward" : "rudnn::moe::router_weights");
+                  "rudnn/moe/router_weights.cuh",
+                  backward ? "rudnn::moe::router_backward" : "rudnn::moe::router_weights");
   l.templateArgs({t, i, std::to_string(warps)})
       .config(config)
       .operands(op->getOperands())
@@ -59,9 +64,106 @@ LogicalResult lowerRouter(RewriterBase& rewriter, Operation* op, bool backward) 
   return success();
 }
 
+LogicalResult lowerExpertsBackward(RewriterBase& rewriter, dialect::SwiGluExpertsBackwardOp op) {
+  auto config = op->getAttrOfType<DictionaryAttr>(dialect::kKernelConfigAttrName);
+  const auto& tile =
+      dialect::moe_config::scalarTiles()[static_cast<std::size_t>(dialect::moe_training_config::valueOf(op, config))];
+  const std::string policy = fmt::format("rudnn::moe::ScalarGemmPolicy<{}, {}, {}, {}, {}>", tile.blockM, tile.blockN,
+                                         tile.blockK, tile.a, tile.b);
+  const std::string tileName = fmt::format("{}x{}x{}_t{}x{}", tile.blockM, tile.blockN, tile.blockK, tile.a, tile.b);
+  const std::int64_t threads = (tile.blockM / tile.a) * (tile.blockN / tile.b);
+  const DType dtype = dtypeOf(op.getRows());
+  const std::string t = dialect::cTypeName(dtype), ct = "const " + t + "*";
+  const char* header = "rudnn/moe/experts_backward_scalar.cuh";
+  MLIRContext* ctx = op.getContext();
+  auto f32Flat = RankedTensorType::get({ShapedType::kDynamic}, Float32Type::get(ctx));
+  SmallVector<Value> values(op->getOperands().begin(), op->getOperands().end());
+  const SizeFactor n = SizeFactor::dimOf(0, 0), e = SizeFactor::dimOf(2, 0), inter = SizeFactor::dimOf(2, 1),
+                   hidden = SizeFactor::dimOf(2, 2);
+  auto sizes = [&](LaunchBuilder& l) {
+    l.sizeParam("n_rows", l.size({n}))
+        .sizeParam("experts", l.size({e}))
+        .sizeParam("hidden", l.size({hidden}))
+        .sizeParam("inter", l.size({inter}));
+  };
+
+  // 1. dA, dB, Hh (slots 6, 7, 8 of this launch: its results).
+  LaunchBuilder h(op, fmt::format("rudnn_swiglu_backward_hidden_{}_{}", dtype_name(dtype), tileName), header,
+                  "rudnn::moe::swiglu_backward_hidden_scalar");
+  h.templateArgs({t, policy})
+      .config(config)
+      .operands(values)
+      .results({f32Flat, f32Flat, f32Flat}, {h.size({n, inter}), h.size({n, inter}), h.size({n, inter})})
+      .buffer("rows", ct, 0)
+      .buffer("dy", ct, 5)
+      .buffer("offsets", "const rudnn::u32*", 1)
+      .buffer("gate", ct, 2)
+      .buffer("up", ct, 3)
+      .buffer("down", ct, 4)
+      .buffer("da", "float*", 6)
+      .buffer("db", "float*", 7)
+      .buffer("hh", "float*", 8);
+  sizes(h);
+  h.grid(h.size({inter}, tile.blockN), h.size({n}, tile.blockM))
+      .block(threads)
+      .shared(shared_memory::experts_scalar(tile.blockM, tile.blockN, tile.blockK, 2));
+  dialect::LaunchOp hidden_launch = h.create(rewriter);
+  for (Value v : hidden_launch.getResults()) values.push_back(v);
+
+  // 2. dinput = dA·gate + dB·up (result: slot 9 of this launch).
+  LaunchBuilder in(op, fmt::format("rudnn_swiglu_backward_input_{}_{}", dtype_name(dtype), tileName), header,
+                   "rudnn::moe::swiglu_backward_input_scalar");
+  in.templateArgs({t, policy})
+      .config(config)
+      .operands(values)
+      .results({op.getDinput().getType()})
+      .buffer("da", "const float*", 6)
+      .buffer("db", "const float*", 7)
+      .buffer("offsets", "const rudnn::u32*", 1)
+      .buffer("gate", ct, 2)
+      .buffer("up", ct, 3)
+      .buffer("dx", t + "*", 9);
+  sizes(in);
+  in.grid(in.size({hidden}, tile.blockN), in.size({n}, tile.blockM))
+      .block(threads)
+      .shared(shared_memory::experts_scalar(tile.blockM, tile.blockN, tile.blockK, 1));
+  Value dinput = in.create(rewriter).getResult(0);
+
+  // 3. out_e = P_eᵀ·Q_e for (dA, rows) → dgate, (dB, rows) → dup, (dexpert, Hh) → ddown.
+  auto weightGrad = [&](std::int64_t p, const std::string& tp, std::int64_t q, const std::string& tq, SizeFactor m,
+                        SizeFactor k2, Type type) {
+    LaunchBuilder l(op,
+                    fmt::format("rudnn_experts_weight_grad_{}_{}_{}", tp == "float" ? "f32" : dtype_name(dtype),
+                                tq == "float" ? "f32" : dtype_name(dtype), tileName),
+                    header, "rudnn::moe::experts_weight_grad_scalar");
+    l.templateArgs({tp, tq, policy})
+        .config(config)
+        .operands(values)
+        .results({type})
+        .buffer("p", "const " + tp + "*", p)
+        .buffer("q", "const " + tq + "*", q)
+        .buffer("offsets", "const rudnn::u32*", 1)
+        .buffer("out", "float*", 9)
+        .sizeParam("n_rows", l.size({n}))
+        .sizeParam("experts", l.size({e}))
+        .sizeParam("M", l.size({m}))
+        .sizeParam("K2", l.size({k2}))
+        .grid(l.size({m, k2}, tile.blockM * tile.blockN), l.size({e}))  // ≈ the M × K2 tiles (strided)
+        .block(threads)
+        .shared(shared_memory::experts_scalar(tile.blockM, tile.blockN, tile.blockK, 1));
+    return l.create(rewriter).getResult(0);
+  };
+  Value dgate = weightGrad(6, "float", 0, t, inter, hidden, op.getDgate().getType());
+  Value dup = weightGrad(7, "float", 0, t, inter, hidden, op.getDup().getType());
+  Value ddown = weightGrad(5, t, 8, "float", hidden, inter, op.getDdown().getType());
+  rewriter.replaceOp(op, ValueRange{dinput, dgate, dup, ddown});
+  return success();
+}
+
 }  // namespace
 
 LogicalResult lowerMoETrainingOpToLaunch(RewriterBase& rewriter, Operation* op) {
+  if (auto eb = dyn_cast<dialect::SwiGluExpertsBackwardOp>(op)) return lowerExpertsBackward(rewriter, eb);
   if (isa<dialect::RouterWeightsOp>(op)) return lowerRouter(rewriter, op, false);
   if (isa<dialect::RouterBackwardOp>(op)) return lowerRouter(rewriter, op, true);
   auto config = op->getAttrOfType<DictionaryAttr>(dialect::kKernelConfigAttrName);

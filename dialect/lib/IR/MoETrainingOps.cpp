@@ -5,6 +5,7 @@
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/Builders.h"
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
+#include "rudnn/Dialect/Rudnn/IR/MoEConfig.h"
 
 using namespace mlir;
 
@@ -93,21 +94,38 @@ std::optional<contracts::DispatchBackwardSignature> dispatchBackwardSignatureOf(
   return contracts::DispatchBackwardSignature{*d, *s};
 }
 
+std::optional<contracts::ExpertsBackwardSignature> expertsBackwardSignatureOf(SwiGluExpertsBackwardOp op) {
+  auto rows = operandOf(op.getRows()), offsets = operandOf(op.getOffsets()), gate = operandOf(op.getGate()),
+       up = operandOf(op.getUp()), down = operandOf(op.getDown()), d = operandOf(op.getDexpert());
+  if (!rows || !offsets || !gate || !up || !down || !d) return std::nullopt;
+  return contracts::ExpertsBackwardSignature{{{*gate, *up, *down}, *rows, *offsets}, *d};
+}
+
 namespace moe_training_config {
 
-const char* keyOf(Operation* op) { return isa<RouterWeightsOp, RouterBackwardOp>(op) ? kWarps : kThreads; }
+namespace {
+bool router(Operation* op) { return isa<RouterWeightsOp, RouterBackwardOp>(op); }
+bool experts(Operation* op) { return isa<SwiGluExpertsBackwardOp>(op); }
+}  // namespace
 
-std::int64_t heuristicValue(Operation* op) { return isa<RouterWeightsOp, RouterBackwardOp>(op) ? 4 : 128; }
+const char* keyOf(Operation* op) { return router(op) ? kWarps : experts(op) ? kTile : kThreads; }
+
+// The experts backward: tile 1 of the forward's scalar tiles (32 x 64 x 16, 128 threads).
+std::int64_t heuristicValue(Operation* op) { return router(op) ? 4 : experts(op) ? 1 : 128; }
 
 std::optional<std::string> check(Operation* op, DictionaryAttr config) {
-  const bool router = isa<RouterWeightsOp, RouterBackwardOp>(op);
   auto value = config.getAs<IntegerAttr>(keyOf(op));
+  const std::int64_t v = value ? value.getInt() : -1;
   const bool ok = value && config.size() == 1 &&
-                  (router ? (value.getInt() == 1 || value.getInt() == 2 || value.getInt() == 4 || value.getInt() == 8)
-                          : (value.getInt() == 64 || value.getInt() == 128 || value.getInt() == 256));
+                  (router(op)    ? (v == 1 || v == 2 || v == 4 || v == 8)
+                   : experts(op) ? (v >= 0 && v < static_cast<std::int64_t>(moe_config::scalarTiles().size()))
+                                 : (v == 64 || v == 128 || v == 256));
   if (ok) return std::nullopt;
   std::string why;
-  llvm::raw_string_ostream(why) << "expected {" << keyOf(op) << " = " << (router ? "1, 2, 4 or 8" : "64, 128 or 256")
+  llvm::raw_string_ostream(why) << "expected {" << keyOf(op) << " = "
+                                << (router(op)    ? "1, 2, 4 or 8"
+                                    : experts(op) ? "0, 1 or 2"
+                                                  : "64, 128 or 256")
                                 << "}, got " << config;
   return why;
 }
@@ -132,6 +150,22 @@ LogicalResult CombineBackwardOp::verify() {
   if (failed(checkResult(*this, getDexpert(), "dexpert", sig->combine.expert_rows.shape,
                          sig->combine.expert_rows.dtype)) ||
       failed(checkResult(*this, getDweights(), "dweights", sig->combine.slots.shape, DType::F32)))
+    return failure();
+  return checkConfig(*this);
+}
+
+LogicalResult SwiGluExpertsBackwardOp::verify() {
+  if (getStrategy() != "scalar")
+    return emitOpError() << "strategy: expected \"scalar\" (the tensor-core experts backward is not built yet), got \""
+                         << getStrategy() << "\"";
+  auto sig = expertsBackwardSignatureOf(*this);
+  if (!sig) return emitOpError() << "expected rudnn element types";
+  if (auto e = contracts::check_experts_backward(*sig)) return emitOpError() << e->message();
+  const contracts::ExpertWeights& w = sig->experts.weights;
+  if (failed(checkResult(*this, getDinput(), "dinput", sig->experts.rows.shape, sig->experts.rows.dtype)) ||
+      failed(checkResult(*this, getDgate(), "dgate", w.gate.shape, DType::F32)) ||
+      failed(checkResult(*this, getDup(), "dup", w.up.shape, DType::F32)) ||
+      failed(checkResult(*this, getDdown(), "ddown", w.down.shape, DType::F32)))
     return failure();
   return checkConfig(*this);
 }

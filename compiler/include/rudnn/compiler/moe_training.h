@@ -32,4 +32,12 @@ struct DispatchBackwardRequest {
 };
 Result<LoweredOp, RuntimeError> lower_dispatch_backward(const DispatchBackwardRequest& request, const Target& target);
 
+// rudnn.swiglu_experts_backward (Scalar). Slots: rows 0, offsets 1, gate 2, up 3, down 4, dexpert 5,
+// dinput 6, dgate 7, dup 8, ddown 9, then the FP32 temporaries dA, dB, Hh.
+struct ExpertsBackwardRequest {
+  contracts::ExpertsBackwardSignature signature;
+  std::optional<KernelConfig> config;
+};
+Result<LoweredOp, RuntimeError> lower_experts_backward(const ExpertsBackwardRequest& request, const Target& target);
+
 }  // namespace rudnn::compiler

@@ -1,8 +1,9 @@
 #pragma once
 // What the compiler reads from the MoE training ops (rudnn.router_weights, rudnn.router_backward,
-// rudnn.combine_backward, rudnn.dispatch_backward): their contract signatures and their one-key
-// kernel_config — router ops {warps} (rows per block, one warp per token row: 1, 2, 4 or 8), combine
-// and dispatch backward {threads} (64, 128 or 256 per token).
+// rudnn.combine_backward, rudnn.dispatch_backward, rudnn.swiglu_experts_backward): their contract
+// signatures and their one-key kernel_config — router ops {warps} (rows per block, one warp per
+// token row: 1, 2, 4 or 8), combine and dispatch backward {threads} (64, 128 or 256 per token), the
+// experts backward {tile} (an index into moe_config::scalarTiles(), MoEConfig.h).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,11 +16,14 @@ namespace rudnn::dialect {
 std::optional<contracts::RouterWeightsSignature> routerSignatureOf(mlir::Operation* op);
 std::optional<contracts::CombineBackwardSignature> combineBackwardSignatureOf(CombineBackwardOp op);
 std::optional<contracts::DispatchBackwardSignature> dispatchBackwardSignatureOf(DispatchBackwardOp op);
+std::optional<contracts::ExpertsBackwardSignature> expertsBackwardSignatureOf(SwiGluExpertsBackwardOp op);
 
 namespace moe_training_config {
 inline constexpr const char* kWarps = "warps";
 inline constexpr const char* kThreads = "threads";
-// The config key of `op` ("warps" for the router ops, else "threads") and its heuristic value.
+inline constexpr const char* kTile = "tile";
+// The config key of `op` ("warps" for the router ops, "tile" for the experts backward, else
+// "threads") and its heuristic value.
 const char* keyOf(mlir::Operation* op);
 std::int64_t heuristicValue(mlir::Operation* op);
 // Why `config` cannot serve `op`, or nothing.

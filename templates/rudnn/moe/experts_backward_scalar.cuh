@@ -1,0 +1,200 @@
+#pragma once
+// The SwiGLU experts' backward on plain cores (SPEC §10 "Scalar"), FP32 accumulation. For expert e's
+// rows X (compact rows [offsets[e], offsets[e+1]), moe/dispatch.cuh) with the forward
+//   A = X·gateᵀ, B = X·upᵀ, Hh = silu(A) ⊙ B, Y = Hh·downᵀ      gate, up [E, I, H]; down [E, H, I]
+// and the output gradient dY:
+//   swiglu_backward_hidden_scalar  dHh = dY·down (K = H), with A and B recomputed (K = H), then
+//                                  dA = dHh ⊙ B ⊙ silu'(A), dB = dHh ⊙ silu(A), Hh   → FP32 [N, I]
+//   swiglu_backward_input_scalar   dX = dA·gate + dB·up (K = I)                      → T [N, H]
+//   experts_weight_grad_scalar     out_e = P_eᵀ·Q_e summed over the expert's rows in row order:
+//                                  dgate = dAᵀX, dup = dBᵀX [E, I, H]; ddown = dYᵀHh [E, H, I] (FP32)
+// The pre-activations are recomputed, not saved by the forward (forward_dispatched_training keeps
+// only its inputs): no activation memory between the passes, one gate/up GEMM more in backward.
+// The weight gradients reduce each expert's rows in a fixed order (no atomics): deterministic; an
+// expert with no rows gets zeros.
+//
+// Tiling reuses the forward's ScalarGemmPolicy, TileCursor and multiply_slice (moe/experts_scalar.cuh).
+// Operands the forward never reads along K — down in dHh (K = H is its row index), gate and up in
+// dX (K = I), and both operands of the weight gradients (K = rows) — are staged "k-major" straight
+// from their row-major storage (stage_kmajor: consecutive threads read consecutive columns).
+//
+// Launch: hidden and input as the forward's kernels (grid.x = column tiles, grid.y = row tiles, any
+// grid is correct); weight_grad: grid.x = ⌈M / kBM⌉·⌈K2 / kBN⌉, grid.y = E (both strided).
+// Dynamic shared memory: hidden shared_memory::experts_scalar(kBM, kBN, kBK, 3) (A slice + 3 B
+// slices), input and weight_grad experts_scalar(kBM, kBN, kBK, 1).
+#include "rudnn/moe/experts_scalar.cuh"
+
+namespace rudnn::moe {
+
+namespace scalar_detail {
+
+// Stages a K-slice of a tile from a [K, ld] row-major source whose tile columns start at `src`
+// (element (k, c) at src[k·ld + c]): dst[k·kStride + c] for c < count and k0 + k < K, else 0.
+template <class P, int kCols, int kStride, class T>
+RUDNN_DEVICE void stage_kmajor(float* dst, const T* src, i64 ld, i64 count, i64 K, i64 k0, int tid) {
+  constexpr int kPerThread = kCols * P::kBK / P::kThreads;
+  RUDNN_UNROLL
+  for (int q = 0; q < kPerThread; ++q) {
+    const int idx = tid + q * P::kThreads;
+    const int k = idx / kCols;
+    const int c = idx % kCols;
+    float v = 0.0f;
+    if (c < count && k0 + k < K) v = to_float(src[(k0 + k) * ld + c]);
+    dst[k * kStride + c] = v;
+  }
+}
+
+template <class P, int kMats>
+RUDNN_DEVICE void zero(float (&acc)[kMats][P::kTM][P::kTN]) {
+  RUDNN_UNROLL
+  for (int m = 0; m < kMats; ++m) RUDNN_UNROLL
+  for (int i = 0; i < P::kTM; ++i) RUDNN_UNROLL
+  for (int j = 0; j < P::kTN; ++j) acc[m][i][j] = 0.0f;
+}
+
+// acc += A·B over K, A row-major (a_rows rows of length K at `a`), B k-major (`b_cols` columns of a
+// [K, ld] matrix starting at `b`). Contains barriers.
+template <class P, class TA, class TB>
+RUDNN_DEVICE void tile_gemm_nn(float (&acc)[1][P::kTM][P::kTN], const TA* a, i64 a_rows, const TB* b, i64 ld,
+                               i64 b_cols, i64 K, float* smem, int tid) {
+  float* sa = smem;
+  float* sb = smem + P::kBK * P::kStrideA;
+  for (i64 k0 = 0; k0 < K; k0 += P::kBK) {
+    __syncthreads();
+    stage_slice<P, P::kBM, P::kStrideA>(sa, a, a_rows, K, k0, tid);
+    stage_kmajor<P, P::kBN, P::kStrideB>(sb, b, ld, b_cols, K, k0, tid);
+    __syncthreads();
+    multiply_slice<P, 1>(acc, sa, sb, tid / P::kThreadsN, tid % P::kThreadsN);
+  }
+}
+
+RUDNN_DEVICE float sigmoid(float z) { return 1.0f / (1.0f + expf(-z)); }
+
+}  // namespace scalar_detail
+
+template <class T, class Policy>
+RUDNN_DEVICE void swiglu_backward_hidden_scalar(const T* rows, const T* dy, const u32* offsets, const T* gate,
+                                                const T* up, const T* down, float* da, float* db, float* hh, i64 n_rows,
+                                                i64 experts, i64 hidden, i64 inter) {
+  using P = Policy;
+  using namespace scalar_detail;
+  float* smem = dynamic_shared<float>();
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31;
+  const int ty = tid / P::kThreadsN, tx = tid % P::kThreadsN;
+  const i64 n_tiles = (inter + P::kBN - 1) / P::kBN;
+  TileCursor cursor;
+  for (i64 m = blockIdx.y;; m += gridDim.y) {
+    i64 expert = 0, row0 = 0, count = 0;
+    if (!cursor.find<P::kBM>(offsets, experts, n_rows, m, lane, expert, row0, count)) break;
+    if (count <= 0) continue;
+    for (i64 nt = blockIdx.x; nt < n_tiles; nt += gridDim.x) {
+      const i64 n0 = nt * P::kBN;
+      const i64 ncols = inter - n0 < P::kBN ? inter - n0 : P::kBN;
+      // A and B recomputed: X·gateᵀ, X·upᵀ (K = hidden).
+      const T* const b[2] = {gate + (expert * inter + n0) * hidden, up + (expert * inter + n0) * hidden};
+      float ab[2][P::kTM][P::kTN];
+      tile_gemm<P, 2>(ab, rows + row0 * hidden, count, b, ncols, hidden, smem, tid);
+      // dHh = dY·down_e, down_e [H, I]: columns n0.. of a [H, I] matrix (K = hidden).
+      float dh[1][P::kTM][P::kTN];
+      zero<P, 1>(dh);
+      tile_gemm_nn<P>(dh, dy + row0 * hidden, count, down + expert * hidden * inter + n0, inter, ncols, hidden, smem,
+                      tid);
+      RUDNN_UNROLL
+      for (int i = 0; i < P::kTM; ++i) {
+        const int r = ty * P::kTM + i;
+        RUDNN_UNROLL
+        for (int j = 0; j < P::kTN; ++j) {
+          const int c = tx * P::kTN + j;
+          if (r >= count || c >= ncols) continue;
+          const float a = ab[0][i][j], bv = ab[1][i][j], g = dh[0][i][j];
+          const float s = sigmoid(a), act = a * s;
+          const i64 at = (row0 + r) * inter + n0 + c;
+          da[at] = g * bv * (s * (1.0f + a * (1.0f - s)));
+          db[at] = g * act;
+          hh[at] = act * bv;
+        }
+      }
+    }
+  }
+}
+
+template <class T, class Policy>
+RUDNN_DEVICE void swiglu_backward_input_scalar(const float* da, const float* db, const u32* offsets, const T* gate,
+                                               const T* up, T* dx, i64 n_rows, i64 experts, i64 hidden, i64 inter) {
+  using P = Policy;
+  using namespace scalar_detail;
+  float* smem = dynamic_shared<float>();
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31;
+  const int ty = tid / P::kThreadsN, tx = tid % P::kThreadsN;
+  const i64 n_tiles = (hidden + P::kBN - 1) / P::kBN;
+  TileCursor cursor;
+  for (i64 m = blockIdx.y;; m += gridDim.y) {
+    i64 expert = 0, row0 = 0, count = 0;
+    if (!cursor.find<P::kBM>(offsets, experts, n_rows, m, lane, expert, row0, count)) break;
+    if (count <= 0) continue;
+    for (i64 nt = blockIdx.x; nt < n_tiles; nt += gridDim.x) {
+      const i64 n0 = nt * P::kBN;
+      const i64 ncols = hidden - n0 < P::kBN ? hidden - n0 : P::kBN;
+      // dX = dA·gate_e + dB·up_e, gate_e and up_e [I, H]: columns n0.. (K = inter).
+      float acc[1][P::kTM][P::kTN];
+      zero<P, 1>(acc);
+      tile_gemm_nn<P>(acc, da + row0 * inter, count, gate + expert * inter * hidden + n0, hidden, ncols, inter, smem,
+                      tid);
+      tile_gemm_nn<P>(acc, db + row0 * inter, count, up + expert * inter * hidden + n0, hidden, ncols, inter, smem,
+                      tid);
+      RUDNN_UNROLL
+      for (int i = 0; i < P::kTM; ++i) {
+        const int r = ty * P::kTM + i;
+        RUDNN_UNROLL
+        for (int j = 0; j < P::kTN; ++j) {
+          const int c = tx * P::kTN + j;
+          if (r < count && c < ncols) dx[(row0 + r) * hidden + n0 + c] = from_float<T>(acc[0][i][j]);
+        }
+      }
+    }
+  }
+}
+
+// out[e, m, k] = Σ_{r ∈ expert e} p[r, m]·q[r, k] (p [N, M], q [N, K2]), FP32, rows in order.
+template <class TP, class TQ, class Policy>
+RUDNN_DEVICE void experts_weight_grad_scalar(const TP* p, const TQ* q, const u32* offsets, float* out, i64 n_rows,
+                                             i64 experts, i64 M, i64 K2) {
+  using P = Policy;
+  using namespace scalar_detail;
+  float* smem = dynamic_shared<float>();
+  float* sa = smem;
+  float* sb = smem + P::kBK * P::kStrideA;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int ty = tid / P::kThreadsN, tx = tid % P::kThreadsN;
+  const i64 m_tiles = (M + P::kBM - 1) / P::kBM, n_tiles = (K2 + P::kBN - 1) / P::kBN;
+  for (i64 e = blockIdx.y; e < experts; e += gridDim.y) {
+    const i64 begin = offsets[e];
+    i64 end = offsets[e + 1];
+    if (end > n_rows) end = n_rows;  // offsets beyond the rows given: never read past them
+    const i64 rows = end > begin ? end - begin : 0;
+    for (i64 t = blockIdx.x; t < m_tiles * n_tiles; t += gridDim.x) {
+      const i64 m0 = (t / n_tiles) * P::kBM, n0 = (t % n_tiles) * P::kBN;
+      const i64 mcols = M - m0 < P::kBM ? M - m0 : P::kBM, ncols = K2 - n0 < P::kBN ? K2 - n0 : P::kBN;
+      float acc[1][P::kTM][P::kTN];
+      zero<P, 1>(acc);
+      for (i64 k0 = 0; k0 < rows; k0 += P::kBK) {
+        __syncthreads();
+        stage_kmajor<P, P::kBM, P::kStrideA>(sa, p + begin * M + m0, M, mcols, rows, k0, tid);
+        stage_kmajor<P, P::kBN, P::kStrideB>(sb, q + begin * K2 + n0, K2, ncols, rows, k0, tid);
+        __syncthreads();
+        multiply_slice<P, 1>(acc, sa, sb, ty, tx);
+      }
+      RUDNN_UNROLL
+      for (int i = 0; i < P::kTM; ++i) {
+        const int r = ty * P::kTM + i;
+        RUDNN_UNROLL
+        for (int j = 0; j < P::kTN; ++j) {
+          const int c = tx * P::kTN + j;
+          if (r < mcols && c < ncols) out[(e * M + m0 + r) * K2 + n0 + c] = acc[0][i][j];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace rudnn::moe
