@@ -4,10 +4,13 @@
 // physical pages, sequences sharing prefix pages, lengths 1..2000, decode-only, prefill-only and
 // mixed batches (rows interleaved), GQA groups 1/4/8, D = Dv and D ≠ Dv, causal and not, MLA at
 // R = 512 / P = 64 and R = 32 / P = 8, split-KV with 2 and 32 splits (≈ unsplit and ≈ the oracle),
-// every float dtype; batch invariance (a sequence's rows bit for bit the same alone and in a batch,
-// split or not); paged = dense attention on the gathered tensors; append in place, copy-on-write and
-// slot collisions; warm calls served by the plan cache; every contract line of HostPlan::create and
-// of the calls rejected with the argument named and nothing launched or written. Outputs poisoned.
+// every float dtype; the split workspace's partials and log2-sum-exps; NaN in cache slots outside
+// the valid keys never read; the same bits under the emulator's reverse and random thread orders;
+// batch invariance (a sequence's rows bit for bit the same alone and in a batch, split or not, MLA
+// too); paged = dense attention on the gathered tensors; append in place, copy-on-write and slot
+// collisions; warm calls served by the plan cache (no compile, module load, wait or allocation but
+// the output); every contract line of HostPlan::create and of the calls rejected with the argument
+// named and nothing launched or written. Outputs poisoned.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -75,10 +78,10 @@ enum class Rows { None, Decode, Prefill, Chunk, Random };
 struct Seq {
   std::int64_t length;
   Rows rows = Rows::Decode;
-  std::int64_t count = 0;         // Chunk: the last `count` positions; Random: `count` random positions
-  int share_from = -1;            // its first `shared_pages` pages are those of this earlier sequence
-  std::int64_t shared_pages = 0;  //
-  std::int64_t extra_pages = 0;   // table pages past its length
+  std::int64_t count = 0;  // Chunk: the last `count` positions; Random: `count` random positions
+  int share_from = -1;     // its first `shared_pages` pages are those of this earlier sequence
+  std::int64_t shared_pages = 0;
+  std::int64_t extra_pages = 0;  // table pages past its length
 };
 
 // Physical pages: a random permutation of [0, pages) handed out in table order (plus `spare`
@@ -443,6 +446,76 @@ TEST_F(PagedAttention, NaNOutsideTheValidKeysIsNeverRead) {
     p.tk = testing::upload(p.tk.shape(), dtype, p.k, Device::host());
     p.tv = testing::upload(p.tv.shape(), dtype, p.v, Device::host());
     for (bool causal : {true, false}) check_attention(p, causal, default_scale(32));
+  }
+}
+
+// The split workspace holds what the header says: per split, query row and head the output over
+// that split's keys [i·⌈L/splits⌉, (i+1)·⌈L/splits⌉) ∩ the visible ones, normalized by its own sum,
+// then the log2-sum-exp of those keys' scores (−inf where the split sees no key). The workspace is
+// poisoned first, so every part the merge reads must have been written.
+TEST_F(PagedAttention, SplitWorkspaceHoldsThePartials) {
+  const std::tuple<DType, std::int64_t, bool> kCases[] = {{DType::F32, 4, true}, {DType::BF16, 32, false}};
+  for (const auto& [dtype, splits, causal] : kCases) {
+    const std::uint64_t seed = fresh_seed();
+    SCOPED_TRACE(fmt::format("seed={} splits={} causal={}", seed, splits, causal));
+    std::mt19937_64 rng(seed);
+    Layout l = make_layout(rng, 16, {{1, Rows::Decode}, {37, Rows::Random, 4}, {100, Rows::Chunk, 3}}, true);
+    Problem p = make_problem(std::move(l), {4, 2, 16, 8}, dtype, rng);
+    const float scale = static_cast<float>(default_scale(16));
+    auto plan = device_plan(p.layout, p.tq);
+    ASSERT_TRUE(plan.has_value());
+    const std::int64_t Q = p.layout.queries(), H = p.h.hq, Dv = p.h.dv;
+    auto ws = SplitWorkspace::create(p.tq, Q, H, Dv, splits);
+    ASSERT_TRUE(ws.ok()) << ws.error().message();
+    ASSERT_TRUE(ws->storage().poison().ok());
+    auto out = plan->attention_with_workspace(p.tq, p.tk, p.tv, scale, causal, *ws);
+    ASSERT_TRUE(out.ok()) << out.error().message();
+    const auto parts = host_values(ws->storage());
+    ASSERT_EQ(parts.size(), sz(splits * Q * H * (Dv + 1)));
+
+    // The oracle of each split: the paged oracle restricted to the split's keys.
+    const auto sched = p.layout.ref();
+    std::vector<double> got_o, want_o, got_lse, want_lse;
+    const std::int64_t group = p.h.hq / p.h.hkv;
+    for (std::int64_t r = 0; r < Q; ++r) {
+      const std::int64_t seq = sched.sequence_ids[sz(r)], L = sched.lengths[sz(seq)];
+      const std::int64_t visible = causal ? std::min(L, sched.positions[sz(r)] + 1) : L;
+      const std::int64_t span = (L + splits - 1) / splits;
+      const auto k = reference::gather_pages(p.k, sched, seq, p.h.hkv, p.h.d);
+      const auto v = reference::gather_pages(p.v, sched, seq, p.h.hkv, Dv);
+      for (std::int64_t h = 0; h < H; ++h)
+        for (std::int64_t i = 0; i < splits; ++i) {
+          const std::int64_t lo = std::min(i * span, L), hi = std::min(lo + span, visible);
+          const double lse = parts[sz(splits * Q * H * Dv + (i * Q + r) * H + h)];
+          if (hi <= lo) {
+            EXPECT_TRUE(std::isinf(lse) && lse < 0) << "row " << r << " head " << h << " split " << i << ": " << lse;
+            continue;
+          }
+          std::vector<double> sc;
+          double top = -std::numeric_limits<double>::infinity();
+          for (std::int64_t j = lo; j < hi; ++j) {
+            double dot = 0;
+            for (std::int64_t e = 0; e < p.h.d; ++e)
+              dot += p.q[sz((r * H + h) * p.h.d + e)] * k[sz((j * p.h.hkv + h / group) * p.h.d + e)];
+            sc.push_back(scale * dot);
+            top = std::max(top, sc.back());
+          }
+          double sum = 0;
+          for (double x : sc) sum += std::exp(x - top);
+          want_lse.push_back((top + std::log(sum)) / std::log(2.0));
+          got_lse.push_back(lse);
+          for (std::int64_t e = 0; e < Dv; ++e) {
+            double o = 0;
+            for (std::int64_t j = lo; j < hi; ++j)
+              o += std::exp(sc[sz(j - lo)] - top) / sum * v[sz((j * p.h.hkv + h / group) * Dv + e)];
+            want_o.push_back(o);
+            got_o.push_back(parts[sz(((i * Q + r) * H + h) * Dv + e)]);
+          }
+        }
+    }
+    ASSERT_FALSE(want_o.empty());
+    EXPECT_LE(relative_l2(got_o, want_o), 2 * tolerance(dtype));
+    EXPECT_LE(relative_l2(got_lse, want_lse), 1e-5);
   }
 }
 
