@@ -1,8 +1,8 @@
 // MoE training (rudnn.router_weights, rudnn.router_backward, rudnn.combine_backward,
-// rudnn.dispatch_backward) in the graph runner and rudnn-precompile. The router ops take plain
-// tensors (rudnn.router_weights on a routing op's indices also makes that routing a training one:
-// see run); combine_backward and dispatch_backward run on the Dispatched object of the
-// rudnn.dispatch their slots come from (ops/families/moe.cpp attaches it), as rudnn.combine does.
+// rudnn.dispatch_backward, rudnn.swiglu_experts_backward) in the graph runner and rudnn-precompile. The router ops take
+// plain tensors (rudnn.router_weights on a routing op's indices also makes that routing a training one: see run);
+// combine_backward, dispatch_backward and swiglu_experts_backward run on the Dispatched object of the rudnn.dispatch
+// their slots (rows) come from (ops/families/moe.cpp attaches it), as rudnn.combine does.
 #include <fmt/format.h>
 
 #include "family.h"
@@ -57,6 +57,22 @@ std::optional<RuntimeError> run(mlir::Operation& op, GraphValues& values) {
     if (auto e = values.bind(cb.getDexpert(), std::move(r->dexpert))) return e;
     return values.bind(cb.getDweights(), std::move(r->dweights));
   }
+  if (auto eb = llvm::dyn_cast<dialect::SwiGluExpertsBackwardOp>(op)) {
+    auto d = values.attached<moe::Dispatched>(eb.getRows());
+    if (!d) return foreign(op, "rows", "the rows result of a rudnn.dispatch in this graph");
+    if (values[eb.getOffsets()].data() != d->expert_offsets().data())
+      return foreign(op, "offsets", "the offsets of the dispatch the rows came from");
+    auto experts = moe::SwiGluExperts::create(values[eb.getGate()], values[eb.getUp()], values[eb.getDown()]);
+    if (!experts.ok()) return op_error(experts.error(), op);
+    auto cache = experts->training_cache(*d);
+    if (!cache.ok()) return op_error(cache.error(), op);
+    auto r = cache->backward(values[eb.getDexpert()]);
+    if (!r.ok()) return op_error(r.error(), op);
+    if (auto e = values.bind(eb.getDinput(), std::move(r->dinput))) return e;
+    if (auto e = values.bind(eb.getDgate(), std::move(r->dgate))) return e;
+    if (auto e = values.bind(eb.getDup(), std::move(r->dup))) return e;
+    return values.bind(eb.getDdown(), std::move(r->ddown));
+  }
   auto db = llvm::cast<dialect::DispatchBackwardOp>(op);
   auto d = values.attached<moe::Dispatched>(db.getSlots());
   if (!d) return foreign(op, "slots", "the slots result of a rudnn.dispatch in this graph");
@@ -79,6 +95,11 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
     if (!sig) return RuntimeError(ErrorKind::InvalidValue, where, "rudnn element types", "others");
     return one(compiler::lower_combine_backward({*sig, cb.getStrategy() == "plane", std::nullopt}, target));
   }
+  if (auto eb = llvm::dyn_cast<dialect::SwiGluExpertsBackwardOp>(op)) {
+    auto sig = dialect::expertsBackwardSignatureOf(eb);
+    if (!sig) return RuntimeError(ErrorKind::InvalidValue, where, "rudnn element types", "others");
+    return one(compiler::lower_experts_backward({*sig, std::nullopt}, target));
+  }
   auto db = llvm::cast<dialect::DispatchBackwardOp>(op);
   auto sig = dialect::dispatchBackwardSignatureOf(db);
   if (!sig) return RuntimeError(ErrorKind::InvalidValue, where, "rudnn element types", "others");
@@ -88,7 +109,8 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
 const bool kRegistered = register_family(
     {"moe training",
      {dialect::RouterWeightsOp::getOperationName().str(), dialect::RouterBackwardOp::getOperationName().str(),
-      dialect::CombineBackwardOp::getOperationName().str(), dialect::DispatchBackwardOp::getOperationName().str()},
+      dialect::CombineBackwardOp::getOperationName().str(), dialect::DispatchBackwardOp::getOperationName().str(),
+      dialect::SwiGluExpertsBackwardOp::getOperationName().str()},
      &run,
      &kernels});
 

@@ -19,3 +19,14 @@ func.func @combine_dispatch(%y: tensor<32x128xf16>, %g: tensor<4x128xf16>, %s: t
   %dx = rudnn.dispatch_backward %dy, %s {kernel_config = {threads = 64}} : tensor<32x128xf16>, tensor<4x8xui32> -> tensor<4x128xf16>
   return %dy, %dw, %dx : tensor<32x128xf16>, tensor<4x8xf32>, tensor<4x128xf16>
 }
+
+// CHECK-LABEL: func.func @experts_backward
+// CHECK: rudnn.swiglu_experts_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {strategy = "scalar"} : tensor<?x32xbf16>, tensor<9xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<?x32xbf16> -> tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
+func.func @experts_backward(%r: tensor<?x32xbf16>, %o: tensor<9xui32>, %g: tensor<8x16x32xbf16>, %u: tensor<8x16x32xbf16>,
+                            %d: tensor<8x32x16xbf16>, %dy: tensor<?x32xbf16>)
+    -> (tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>) {
+  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %g, %u, %d, %dy {strategy = "scalar"}
+      : tensor<?x32xbf16>, tensor<9xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<?x32xbf16>
+      -> tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
+  return %dx, %dg, %du, %dd : tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
+}

@@ -6,7 +6,8 @@
 //             w_j = scale · u_j / S with S = Σ_j u_j when renormalizing (else S = 1)
 //   backward  g̃_j = scale · g_j;  h_j = (g̃_j − Σ_m g̃_m u_m / S) / S when renormalizing, else g̃_j;
 //             H_e = Σ_{j: i_j = e} h_j (repeated indices add up);
-//             dx_e = p_e · (H_e − Σ_j h_j u_j)  (Softmax)   or   H_e · σ(x_e)(1 − σ(x_e))  (Sigmoid)
+//             dx_e = p_e · (H_e − Σ_j h_j u_j)  (Softmax; the sum is 0 when renormalizing)
+//             or   H_e · σ(x_e)(1 − σ(x_e))  (Sigmoid)
 //
 // FP32 throughout; every sum runs in a fixed order (lane-strided partials, then a butterfly over
 // the warp; the j sums in j order), so results are bitwise reproducible. A row with an index < 0 or
@@ -125,7 +126,9 @@ RUDNN_DEVICE void router_backward(const T* logits, const I* indices, const float
       RUDNN_UNROLL
       for (int s = 0; s < 2; ++s) h[s] = row.index[s] >= 0 ? (gs[s] - c) / norm : 0.0f;
     }
-    const float a = sigmoid ? 0.0f : Row<T, I>::total(h[0] * row.u[0], h[1] * row.u[1]);
+    // Σ_j h_j u_j: identically 0 after renormalization (the renormalized weights do not move when
+    // every logit shifts together), so it is 0 exactly there rather than a rounding residue.
+    const float a = sigmoid || renormalize ? 0.0f : Row<T, I>::total(h[0] * row.u[0], h[1] * row.u[1]);
     __syncwarp();  // the previous row's readers of h_shared / i_shared are done
     RUDNN_UNROLL
     for (int s = 0; s < 2; ++s) {
