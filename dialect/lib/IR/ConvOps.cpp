@@ -5,6 +5,7 @@
 
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/Builders.h"
+#include "rudnn/Dialect/Rudnn/IR/ConfigValues.h"
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
 
 using namespace mlir;
@@ -12,16 +13,6 @@ using namespace mlir;
 namespace rudnn::dialect {
 
 namespace {
-
-std::optional<contracts::Operand> operandOf(Type type) {
-  auto ranked = cast<RankedTensorType>(type);
-  std::optional<DType> dtype = toDType(ranked.getElementType());
-  if (!dtype) return std::nullopt;
-  contracts::Operand o;
-  o.dtype = *dtype;
-  for (std::int64_t d : ranked.getShape()) o.shape.push_back(ShapedType::isDynamic(d) ? contracts::kDynamic : d);
-  return o;
-}
 
 template <class Op>
 contracts::ConvParams paramsOf(Op op) {
@@ -68,7 +59,7 @@ std::optional<contracts::ConvSignature> convSignatureOf(Operation* op) {
   auto fill = [&](auto conv, Type input, Type weight) -> bool {
     sig.channels_last = conv.getChannelsLast();
     sig.params = paramsOf(conv);
-    auto x = operandOf(input), w = operandOf(weight);
+    auto x = contractOperandOf(input), w = contractOperandOf(weight);
     if (!x || !w) return false;
     sig.input = *x;
     sig.weight = *w;
@@ -78,7 +69,7 @@ std::optional<contracts::ConvSignature> convSignatureOf(Operation* op) {
     sig.direction = contracts::ConvDirection::Forward;
     if (!fill(f, f.getInput().getType(), f.getWeight().getType())) return std::nullopt;
     if (Value b = f.getBias()) {
-      auto bias = operandOf(b.getType());
+      auto bias = contractOperandOf(b.getType());
       if (!bias) return std::nullopt;
       sig.bias = *bias;
     }
@@ -87,7 +78,7 @@ std::optional<contracts::ConvSignature> convSignatureOf(Operation* op) {
   if (auto d = dyn_cast<ConvDataBackwardOp>(op)) {
     sig.direction = contracts::ConvDirection::DataBackward;
     if (!fill(d, d.getGradInput().getType(), d.getWeight().getType())) return std::nullopt;
-    sig.grad_output = operandOf(d.getGradOutput().getType());
+    sig.grad_output = contractOperandOf(d.getGradOutput().getType());
     if (!sig.grad_output) return std::nullopt;
     sig.input.dtype = sig.grad_output->dtype;  // shape-only: the grad_output's
     return sig;
@@ -96,7 +87,7 @@ std::optional<contracts::ConvSignature> convSignatureOf(Operation* op) {
     sig.direction = contracts::ConvDirection::WeightBackward;
     if (w.getGrads().empty()) return std::nullopt;
     if (!fill(w, w.getInput().getType(), w.getGrads()[0].getType())) return std::nullopt;
-    sig.grad_output = operandOf(w.getGradOutput().getType());
+    sig.grad_output = contractOperandOf(w.getGradOutput().getType());
     if (!sig.grad_output) return std::nullopt;
     sig.weight.dtype = sig.input.dtype;
     return sig;
@@ -105,21 +96,13 @@ std::optional<contracts::ConvSignature> convSignatureOf(Operation* op) {
 }
 
 std::optional<conv_config::Choice> convChoiceOf(DictionaryAttr config) {
-  if (!config) return std::nullopt;
-  std::vector<std::pair<std::string, std::int64_t>> values;
-  for (NamedAttribute a : config) {
-    auto i = dyn_cast<IntegerAttr>(a.getValue());
-    if (!i) return std::nullopt;
-    values.emplace_back(a.getName().str(), i.getInt());
-  }
-  return conv_config::choiceOf(values);
+  auto values = integerValuesOf(config);
+  if (!values) return std::nullopt;
+  return conv_config::choiceOf(*values);
 }
 
 DictionaryAttr convChoiceConfig(MLIRContext* ctx, const conv_config::Choice& choice) {
-  Builder b(ctx);
-  SmallVector<NamedAttribute> attrs;
-  for (auto& [k, v] : conv_config::valuesOf(choice)) attrs.push_back(b.getNamedAttr(k, b.getI64IntegerAttr(v)));
-  return b.getDictionaryAttr(attrs);
+  return integerDictionary(ctx, conv_config::valuesOf(choice));
 }
 
 std::optional<std::string> checkConvConfig(Operation* op, DictionaryAttr config) {

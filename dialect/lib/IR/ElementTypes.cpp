@@ -34,6 +34,16 @@ Type toElementType(MLIRContext* ctx, DType dtype) {
   return {};
 }
 
+std::optional<contracts::Operand> contractOperandOf(mlir::Type rankedTensorType) {
+  auto ranked = mlir::cast<mlir::RankedTensorType>(rankedTensorType);
+  std::optional<DType> dtype = toDType(ranked.getElementType());
+  if (!dtype) return std::nullopt;
+  contracts::Operand o;
+  o.dtype = *dtype;
+  for (std::int64_t d : ranked.getShape()) o.shape.push_back(mlir::ShapedType::isDynamic(d) ? contracts::kDynamic : d);
+  return o;
+}
+
 const char* cTypeName(DType dtype) {
   switch (dtype) {
     case DType::F32: return "float";

@@ -13,18 +13,8 @@ namespace rudnn::dialect {
 
 namespace {
 
-std::optional<contracts::MoeOperand> operandOf(Value v) {
-  auto ranked = cast<RankedTensorType>(v.getType());
-  std::optional<DType> dtype = toDType(ranked.getElementType());
-  if (!dtype) return std::nullopt;
-  contracts::MoeOperand o;
-  o.dtype = *dtype;
-  for (std::int64_t d : ranked.getShape()) o.shape.push_back(ShapedType::isDynamic(d) ? contracts::kDynamic : d);
-  return o;
-}
-
 bool matches(Value result, const Shape& want, std::optional<DType> dtype) {
-  auto o = operandOf(result);
+  auto o = contractOperandOf(result);
   if (!o || (dtype && o->dtype != *dtype) || o->shape.size() != want.size()) return false;
   for (std::size_t d = 0; d < want.size(); ++d)
     if (!contracts::same_extent(o->shape[d], want[d])) return false;
@@ -62,7 +52,7 @@ LogicalResult verifyRouter(Op op, Value result, bool backward) {
 std::optional<contracts::RouterWeightsSignature> routerSignatureOf(Operation* op) {
   contracts::RouterWeightsSignature sig;
   auto fill = [&](auto r) -> bool {
-    auto x = operandOf(r.getLogits()), i = operandOf(r.getIndices());
+    auto x = contractOperandOf(r.getLogits()), i = contractOperandOf(r.getIndices());
     if (!x || !i) return false;
     sig.logits = *x;
     sig.indices = *i;
@@ -74,7 +64,7 @@ std::optional<contracts::RouterWeightsSignature> routerSignatureOf(Operation* op
   if (auto w = dyn_cast<RouterWeightsOp>(op)) return fill(w) ? std::optional(sig) : std::nullopt;
   if (auto b = dyn_cast<RouterBackwardOp>(op)) {
     if (!fill(b)) return std::nullopt;
-    sig.grad_weights = operandOf(b.getGradWeights());
+    sig.grad_weights = contractOperandOf(b.getGradWeights());
     if (!sig.grad_weights) return std::nullopt;
     return sig;
   }
@@ -82,21 +72,22 @@ std::optional<contracts::RouterWeightsSignature> routerSignatureOf(Operation* op
 }
 
 std::optional<contracts::CombineBackwardSignature> combineBackwardSignatureOf(CombineBackwardOp op) {
-  auto y = operandOf(op.getExpertRows()), g = operandOf(op.getGradOutput()), s = operandOf(op.getSlots()),
-       w = operandOf(op.getWeights());
+  auto y = contractOperandOf(op.getExpertRows()), g = contractOperandOf(op.getGradOutput()),
+       s = contractOperandOf(op.getSlots()), w = contractOperandOf(op.getWeights());
   if (!y || !g || !s || !w) return std::nullopt;
   return contracts::CombineBackwardSignature{{*y, *s, *w}, *g};
 }
 
 std::optional<contracts::DispatchBackwardSignature> dispatchBackwardSignatureOf(DispatchBackwardOp op) {
-  auto d = operandOf(op.getDrows()), s = operandOf(op.getSlots());
+  auto d = contractOperandOf(op.getDrows()), s = contractOperandOf(op.getSlots());
   if (!d || !s) return std::nullopt;
   return contracts::DispatchBackwardSignature{*d, *s};
 }
 
 std::optional<contracts::ExpertsBackwardSignature> expertsBackwardSignatureOf(SwiGluExpertsBackwardOp op) {
-  auto rows = operandOf(op.getRows()), offsets = operandOf(op.getOffsets()), gate = operandOf(op.getGate()),
-       up = operandOf(op.getUp()), down = operandOf(op.getDown()), d = operandOf(op.getDexpert());
+  auto rows = contractOperandOf(op.getRows()), offsets = contractOperandOf(op.getOffsets()),
+       gate = contractOperandOf(op.getGate()), up = contractOperandOf(op.getUp()),
+       down = contractOperandOf(op.getDown()), d = contractOperandOf(op.getDexpert());
   if (!rows || !offsets || !gate || !up || !down || !d) return std::nullopt;
   return contracts::ExpertsBackwardSignature{{{*gate, *up, *down}, *rows, *offsets}, *d};
 }

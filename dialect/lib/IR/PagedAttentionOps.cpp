@@ -5,6 +5,7 @@
 
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/Builders.h"
+#include "rudnn/Dialect/Rudnn/IR/ConfigValues.h"
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
 
 using namespace mlir;
@@ -13,20 +14,10 @@ namespace rudnn::dialect {
 
 namespace {
 
-std::optional<contracts::Operand> operandOf(Value v) {
-  auto ranked = cast<RankedTensorType>(v.getType());
-  std::optional<DType> dtype = toDType(ranked.getElementType());
-  if (!dtype) return std::nullopt;
-  contracts::Operand o;
-  o.dtype = *dtype;
-  for (std::int64_t d : ranked.getShape()) o.shape.push_back(ShapedType::isDynamic(d) ? contracts::kDynamic : d);
-  return o;
-}
-
 template <class Op>
 std::optional<contracts::PagedMetadata> metadataOf(Op op) {
-  auto table = operandOf(op.getPageTable()), lengths = operandOf(op.getLengths()), seq = operandOf(op.getSequenceIds()),
-       pos = operandOf(op.getPositions());
+  auto table = contractOperandOf(op.getPageTable()), lengths = contractOperandOf(op.getLengths()),
+       seq = contractOperandOf(op.getSequenceIds()), pos = contractOperandOf(op.getPositions());
   if (!table || !lengths || !seq || !pos) return std::nullopt;
   return contracts::PagedMetadata{*table, *lengths, *seq, *pos};
 }
@@ -61,7 +52,8 @@ LogicalResult verifyPaged(Op op) {
 std::optional<contracts::PagedAttentionSignature> pagedSignatureOf(Operation* op) {
   contracts::PagedAttentionSignature sig;
   if (auto a = dyn_cast<PagedAttentionOp>(op)) {
-    auto q = operandOf(a.getQuery()), k = operandOf(a.getKeyCache()), v = operandOf(a.getValueCache());
+    auto q = contractOperandOf(a.getQuery()), k = contractOperandOf(a.getKeyCache()),
+         v = contractOperandOf(a.getValueCache());
     auto meta = metadataOf(a);
     if (!q || !k || !v || !meta) return std::nullopt;
     sig.kind = contracts::PagedKind::Attention;
@@ -75,8 +67,8 @@ std::optional<contracts::PagedAttentionSignature> pagedSignatureOf(Operation* op
     return sig;
   }
   if (auto m = dyn_cast<PagedMlaOp>(op)) {
-    auto q = operandOf(m.getQuery()), qp = operandOf(m.getQueryRope()), latent = operandOf(m.getLatentCache()),
-         kp = operandOf(m.getRopeCache());
+    auto q = contractOperandOf(m.getQuery()), qp = contractOperandOf(m.getQueryRope()),
+         latent = contractOperandOf(m.getLatentCache()), kp = contractOperandOf(m.getRopeCache());
     auto meta = metadataOf(m);
     if (!q || !qp || !latent || !kp || !meta) return std::nullopt;
     sig.kind = contracts::PagedKind::Mla;
@@ -94,8 +86,8 @@ std::optional<contracts::PagedAttentionSignature> pagedSignatureOf(Operation* op
 }
 
 std::optional<contracts::PagedAppendSignature> pagedAppendSignatureOf(PagedAppendOp op) {
-  auto k = operandOf(op.getKey()), v = operandOf(op.getValue()), kc = operandOf(op.getKeyCache()),
-       vc = operandOf(op.getValueCache());
+  auto k = contractOperandOf(op.getKey()), v = contractOperandOf(op.getValue()),
+       kc = contractOperandOf(op.getKeyCache()), vc = contractOperandOf(op.getValueCache());
   auto meta = metadataOf(op);
   if (!k || !v || !kc || !vc || !meta) return std::nullopt;
   return contracts::PagedAppendSignature{*k, *v, *kc, *vc, *meta};
@@ -108,21 +100,13 @@ paged_config::Shape pagedShapeOf(const contracts::PagedAttentionSignature& sig) 
 }
 
 std::optional<paged_config::Tile> pagedTileOf(DictionaryAttr config) {
-  if (!config) return std::nullopt;
-  std::vector<std::pair<std::string, std::int64_t>> values;
-  for (NamedAttribute a : config) {
-    auto i = dyn_cast<IntegerAttr>(a.getValue());
-    if (!i) return std::nullopt;
-    values.emplace_back(a.getName().str(), i.getInt());
-  }
-  return paged_config::tileOf(values);
+  auto values = integerValuesOf(config);
+  if (!values) return std::nullopt;
+  return paged_config::tileOf(*values);
 }
 
 DictionaryAttr pagedTileConfig(MLIRContext* ctx, const paged_config::Tile& tile) {
-  Builder b(ctx);
-  SmallVector<NamedAttribute> attrs;
-  for (auto& [k, v] : paged_config::valuesOf(tile)) attrs.push_back(b.getNamedAttr(k, b.getI64IntegerAttr(v)));
-  return b.getDictionaryAttr(attrs);
+  return integerDictionary(ctx, paged_config::valuesOf(tile));
 }
 
 std::optional<std::string> checkPagedConfig(Operation* op, DictionaryAttr config) {
