@@ -70,6 +70,41 @@ RUDNN_DEVICE void tile_gemm_nn(float (&acc)[1][P::kTM][P::kTN], const TA* a, i64
 
 RUDNN_DEVICE float sigmoid(float z) { return 1.0f / (1.0f + expf(-z)); }
 
+// Walks the output tiles of a grouped "rows × cols" product as the forward's for_each_tile does
+// (row tiles of one expert over grid.y, column tiles over grid.x): body(expert, row0, count, n0,
+// ncols) per tile, called by every thread of the block together (bodies contain barriers).
+template <class P, class Body>
+RUDNN_DEVICE void for_each_row_tile(const u32* offsets, i64 experts, i64 n_rows, i64 cols, Body body) {
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const i64 n_tiles = (cols + P::kBN - 1) / P::kBN;
+  TileCursor cursor;
+  for (i64 m = blockIdx.y;; m += gridDim.y) {
+    i64 expert = 0, row0 = 0, count = 0;
+    if (!cursor.find<P::kBM>(offsets, experts, n_rows, m, lane, expert, row0, count)) break;
+    if (count <= 0) continue;  // only when offsets run past n_rows (uniform: skips no barrier)
+    for (i64 nt = blockIdx.x; nt < n_tiles; nt += gridDim.x) {
+      const i64 n0 = nt * P::kBN;
+      body(expert, row0, count, n0, cols - n0 < P::kBN ? cols - n0 : P::kBN);
+    }
+  }
+}
+
+// Calls store(r, c, i, j) for each of this thread's accumulator elements inside count × ncols.
+template <class P, class Store>
+RUDNN_DEVICE void for_each_output(i64 count, i64 ncols, Store store) {
+  const int tid = static_cast<int>(threadIdx.x);
+  const int ty = tid / P::kThreadsN, tx = tid % P::kThreadsN;
+  RUDNN_UNROLL
+  for (int i = 0; i < P::kTM; ++i) {
+    const int r = ty * P::kTM + i;
+    RUDNN_UNROLL
+    for (int j = 0; j < P::kTN; ++j) {
+      const int c = tx * P::kTN + j;
+      if (r < count && c < ncols) store(r, c, i, j);
+    }
+  }
+}
+
 }  // namespace scalar_detail
 
 template <class T, class Policy>
@@ -79,43 +114,26 @@ RUDNN_DEVICE void swiglu_backward_hidden_scalar(const T* rows, const T* dy, cons
   using P = Policy;
   using namespace scalar_detail;
   float* smem = dynamic_shared<float>();
-  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31;
-  const int ty = tid / P::kThreadsN, tx = tid % P::kThreadsN;
-  const i64 n_tiles = (inter + P::kBN - 1) / P::kBN;
-  TileCursor cursor;
-  for (i64 m = blockIdx.y;; m += gridDim.y) {
-    i64 expert = 0, row0 = 0, count = 0;
-    if (!cursor.find<P::kBM>(offsets, experts, n_rows, m, lane, expert, row0, count)) break;
-    if (count <= 0) continue;
-    for (i64 nt = blockIdx.x; nt < n_tiles; nt += gridDim.x) {
-      const i64 n0 = nt * P::kBN;
-      const i64 ncols = inter - n0 < P::kBN ? inter - n0 : P::kBN;
-      // A and B recomputed: X·gateᵀ, X·upᵀ (K = hidden).
-      const T* const b[2] = {gate + (expert * inter + n0) * hidden, up + (expert * inter + n0) * hidden};
-      float ab[2][P::kTM][P::kTN];
-      tile_gemm<P, 2>(ab, rows + row0 * hidden, count, b, ncols, hidden, smem, tid);
-      // dHh = dY·down_e, down_e [H, I]: columns n0.. of a [H, I] matrix (K = hidden).
-      float dh[1][P::kTM][P::kTN];
-      zero<P, 1>(dh);
-      tile_gemm_nn<P>(dh, dy + row0 * hidden, count, down + expert * hidden * inter + n0, inter, ncols, hidden, smem,
-                      tid);
-      RUDNN_UNROLL
-      for (int i = 0; i < P::kTM; ++i) {
-        const int r = ty * P::kTM + i;
-        RUDNN_UNROLL
-        for (int j = 0; j < P::kTN; ++j) {
-          const int c = tx * P::kTN + j;
-          if (r >= count || c >= ncols) continue;
-          const float a = ab[0][i][j], bv = ab[1][i][j], g = dh[0][i][j];
-          const float s = sigmoid(a), act = a * s;
-          const i64 at = (row0 + r) * inter + n0 + c;
-          da[at] = g * bv * (s * (1.0f + a * (1.0f - s)));
-          db[at] = g * act;
-          hh[at] = act * bv;
-        }
-      }
-    }
-  }
+  const int tid = static_cast<int>(threadIdx.x);
+  for_each_row_tile<P>(offsets, experts, n_rows, inter, [&](i64 expert, i64 row0, i64 count, i64 n0, i64 ncols) {
+    // A and B recomputed: X·gateᵀ, X·upᵀ (K = hidden).
+    const T* const b[2] = {gate + (expert * inter + n0) * hidden, up + (expert * inter + n0) * hidden};
+    float ab[2][P::kTM][P::kTN];
+    tile_gemm<P, 2>(ab, rows + row0 * hidden, count, b, ncols, hidden, smem, tid);
+    // dHh = dY·down_e, down_e [H, I]: columns n0.. of a [H, I] matrix (K = hidden).
+    float dh[1][P::kTM][P::kTN];
+    zero<P, 1>(dh);
+    tile_gemm_nn<P>(dh, dy + row0 * hidden, count, down + expert * hidden * inter + n0, inter, ncols, hidden, smem,
+                    tid);
+    for_each_output<P>(count, ncols, [&](int r, int c, int i, int j) {
+      const float a = ab[0][i][j], bv = ab[1][i][j], g = dh[0][i][j];
+      const float s = sigmoid(a), act = a * s;
+      const i64 at = (row0 + r) * inter + n0 + c;
+      da[at] = g * bv * (s * (1.0f + a * (1.0f - s)));
+      db[at] = g * act;
+      hh[at] = act * bv;
+    });
+  });
 }
 
 template <class T, class Policy>
@@ -124,35 +142,18 @@ RUDNN_DEVICE void swiglu_backward_input_scalar(const float* da, const float* db,
   using P = Policy;
   using namespace scalar_detail;
   float* smem = dynamic_shared<float>();
-  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31;
-  const int ty = tid / P::kThreadsN, tx = tid % P::kThreadsN;
-  const i64 n_tiles = (hidden + P::kBN - 1) / P::kBN;
-  TileCursor cursor;
-  for (i64 m = blockIdx.y;; m += gridDim.y) {
-    i64 expert = 0, row0 = 0, count = 0;
-    if (!cursor.find<P::kBM>(offsets, experts, n_rows, m, lane, expert, row0, count)) break;
-    if (count <= 0) continue;
-    for (i64 nt = blockIdx.x; nt < n_tiles; nt += gridDim.x) {
-      const i64 n0 = nt * P::kBN;
-      const i64 ncols = hidden - n0 < P::kBN ? hidden - n0 : P::kBN;
-      // dX = dA·gate_e + dB·up_e, gate_e and up_e [I, H]: columns n0.. (K = inter).
-      float acc[1][P::kTM][P::kTN];
-      zero<P, 1>(acc);
-      tile_gemm_nn<P>(acc, da + row0 * inter, count, gate + expert * inter * hidden + n0, hidden, ncols, inter, smem,
-                      tid);
-      tile_gemm_nn<P>(acc, db + row0 * inter, count, up + expert * inter * hidden + n0, hidden, ncols, inter, smem,
-                      tid);
-      RUDNN_UNROLL
-      for (int i = 0; i < P::kTM; ++i) {
-        const int r = ty * P::kTM + i;
-        RUDNN_UNROLL
-        for (int j = 0; j < P::kTN; ++j) {
-          const int c = tx * P::kTN + j;
-          if (r < count && c < ncols) dx[(row0 + r) * hidden + n0 + c] = from_float<T>(acc[0][i][j]);
-        }
-      }
-    }
-  }
+  const int tid = static_cast<int>(threadIdx.x);
+  for_each_row_tile<P>(offsets, experts, n_rows, hidden, [&](i64 expert, i64 row0, i64 count, i64 n0, i64 ncols) {
+    // dX = dA·gate_e + dB·up_e, gate_e and up_e [I, H]: columns n0.. (K = inter).
+    float acc[1][P::kTM][P::kTN];
+    zero<P, 1>(acc);
+    tile_gemm_nn<P>(acc, da + row0 * inter, count, gate + expert * inter * hidden + n0, hidden, ncols, inter, smem,
+                    tid);
+    tile_gemm_nn<P>(acc, db + row0 * inter, count, up + expert * inter * hidden + n0, hidden, ncols, inter, smem, tid);
+    for_each_output<P>(count, ncols, [&](int r, int c, int i, int j) {
+      dx[(row0 + r) * hidden + n0 + c] = from_float<T>(acc[0][i][j]);
+    });
+  });
 }
 
 // out[e, m, k] = Σ_{r ∈ expert e} p[r, m]·q[r, k] (p [N, M], q [N, K2]), FP32, rows in order.
@@ -184,15 +185,8 @@ RUDNN_DEVICE void experts_weight_grad_scalar(const TP* p, const TQ* q, const u32
         __syncthreads();
         multiply_slice<P, 1>(acc, sa, sb, ty, tx);
       }
-      RUDNN_UNROLL
-      for (int i = 0; i < P::kTM; ++i) {
-        const int r = ty * P::kTM + i;
-        RUDNN_UNROLL
-        for (int j = 0; j < P::kTN; ++j) {
-          const int c = tx * P::kTN + j;
-          if (r < mcols && c < ncols) out[(e * M + m0 + r) * K2 + n0 + c] = acc[0][i][j];
-        }
-      }
+      for_each_output<P>(mcols, ncols,
+                         [&](int r, int c, int i, int j) { out[(e * M + m0 + r) * K2 + n0 + c] = acc[0][i][j]; });
     }
   }
 }
