@@ -12,7 +12,7 @@ T="--iters 1 --runs 1"
 
 "$BENCH" --help > "$WORK/help.txt"; rc=$?
 check "--help exits 0" "[ $rc -eq 0 ]"
-check "--help names every benchmark" "grep -q '^  norm' $WORK/help.txt && grep -q '^  moe' $WORK/help.txt && grep -q '^  gated-delta' $WORK/help.txt && grep -q '^  attention' $WORK/help.txt && grep -q '^  conv' $WORK/help.txt && grep -q '^  paged' $WORK/help.txt"
+check "--help names every benchmark" "grep -q '^  norm' $WORK/help.txt && grep -q '^  moe' $WORK/help.txt && grep -q '^  gated-delta' $WORK/help.txt && grep -q '^  attention' $WORK/help.txt && grep -q '^  conv' $WORK/help.txt && grep -q '^  paged' $WORK/help.txt && grep -q '^  moe-backward' $WORK/help.txt"
 "$BENCH" > /dev/null 2>&1; rc=$?
 check "no benchmark exits non-zero" "[ $rc -ne 0 ]"
 "$BENCH" moe --help > "$WORK/moe-help.txt"; rc=$?
@@ -66,6 +66,23 @@ check "paged: split row with its merge share" "grep -Eq '^split,2,40,0,0,16,4,2,
 check "paged: mixed row (2 prefill sequences of 8 rows + 2 decode rows)" "grep -Eq '^mixed,2,40,2,8,16,4,2,32,32,0,1,18,bf16,host,' $WORK/paged.csv"
 check "paged: MLA rows" "grep -Eq '^mla,2,40,0,0,64,4,1,64,64,16,1,2,bf16,host,' $WORK/paged.csv && grep -Eq '^mla_split,2,40,0,0,64,4,1,64,64,16,2,2,bf16,host,' $WORK/paged.csv"
 
+# MoE backward at tiny shapes: router, combine Serial and Plane, experts Scalar (TensorCore: an
+# 'unsupported' row while the tensor-core backward is not built), dispatch, the whole step with its
+# overhead share; every measured row checked against FP64 slices (check=ok).
+"$BENCH" moe-backward --tokens 12 --experts 4 --hidden 16 --inter 8 --top-k 2 $T > "$WORK/moeb.csv" 2> "$WORK/moeb.err"; rc=$?
+check "moe-backward runs" "[ $rc -eq 0 ]"
+check "moe-backward CSV header" "[ \"\$(head -1 $WORK/moeb.csv)\" = 'step,tokens,experts,hidden,inter,top_k,dtype,strategy,device,median_us,tflops,overhead_pct,max_err,check' ]"
+check "moe-backward: 8 rows, every measured one checked ok" "[ \$(tail -n +2 $WORK/moeb.csv | wc -l) -eq 8 ] && [ \$(grep -c ',ok\$' $WORK/moeb.csv) -eq 6 ]"
+check "moe-backward: router row, no strategy and no tflops" "grep -Eq '^router,12,4,16,8,2,bf16,,host,[0-9.]+,,,[0-9.e+-]+,ok\$' $WORK/moeb.csv"
+check "moe-backward: combine serial and plane" "grep -Eq '^combine,12,4,16,8,2,bf16,serial,host,[0-9.]+,,,' $WORK/moeb.csv && grep -Eq '^combine,12,4,16,8,2,bf16,plane,host,[0-9.]+,,,' $WORK/moeb.csv"
+check "moe-backward: Scalar experts with tflops" "grep -Eq '^experts,12,4,16,8,2,bf16,scalar,host,[0-9.]+,[0-9.]+,,[0-9.e+-]+,ok\$' $WORK/moeb.csv"
+check "moe-backward: dispatch row" "grep -Eq '^dispatch,12,4,16,8,2,bf16,,host,[0-9.]+,,,[0-9.e+-]+,ok\$' $WORK/moeb.csv"
+check "moe-backward: the step with its overhead share" "grep -Eq '^backward,12,4,16,8,2,bf16,scalar,host,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.e+-]+,ok\$' $WORK/moeb.csv"
+check "moe-backward: TensorCore unsupported rows and a note, exit 0" "grep -Eq '^experts,12,4,16,8,2,bf16,tensorcore,host,,,,,unsupported\$' $WORK/moeb.csv && grep -Eq '^backward,12,4,16,8,2,bf16,tensorcore,host,,,,,unsupported\$' $WORK/moeb.csv && grep -q 'tensorcore unsupported' $WORK/moeb.err"
+"$BENCH" moe-backward --tokens 1 --experts 1 --hidden 8 --inter 8 --top-k 1 --dtype f32 --steps backward --strategies scalar \
+  --check 0 $T > "$WORK/moeb1.csv" 2> "$WORK/moeb1.err"; rc=$?
+check "moe-backward T = E = top_k = 1, step only, unchecked" "[ $rc -eq 0 ] && [ \$(tail -n +2 $WORK/moeb1.csv | wc -l) -eq 1 ] && grep -Eq '^backward,1,1,8,8,1,f32,scalar,host,[0-9.]+,[0-9.]+,[0-9.]+,,\$' $WORK/moeb1.csv"
+
 bad() {  # $1: what, rest: arguments that must be rejected with an error line and no CSV
   local what=$1; shift
   "$BENCH" "$@" > "$WORK/bad.out" 2> "$WORK/bad.err"; local rc=$?
@@ -90,6 +107,11 @@ bad "--kv-heads not dividing --q-heads" attention --q-heads 32 --kv-heads 5
 bad "an unknown paged set" paged --sets decode,nope
 bad "a paged --splits over 32" paged --splits 40
 bad "paged --kv-heads not dividing --q-heads" paged --q-heads 32 --kv-heads 5
+bad "an unknown moe-backward step" moe-backward --steps router,nope
+bad "an unknown moe-backward combine strategy" moe-backward --combine warp
+bad "a moe-backward top-k over 64" moe-backward --top-k 65
+bad "moe-backward top-k over the experts" moe-backward --experts 4 --top-k 8
+bad "a bad moe-backward --check" moe-backward --check 2
 
 # Issue 10 items 2/3 and 10: numeric options parse whole; sizes that overflow are rejected, sizes the
 # host cannot allocate are an OutOfMemory error line (exit 1, no crash; address space capped so

@@ -15,6 +15,10 @@ benchmarks (warm plans; median of runs, each run = --iters calls between two que
   norm          layer_norm, rms_norm, softmax_last_axis    CSV: op,shape,dtype,device,median_us,gb_per_s
   moe           MoE route, dispatch, experts (Scalar, TensorCore), combine, forward
                 CSV: step,tokens,experts,hidden,inter,top_k,dtype,strategy,device,median_us,tflops
+  moe-backward  MoE backward: router, combine (Serial, Plane), experts (Scalar, TensorCore), dispatch, the whole
+                step; each row checked
+                CSV: step,tokens,experts,hidden,inter,top_k,dtype,strategy,device,median_us,tflops,overhead_pct,
+                     max_err,check
   gated-delta   chunk_gated_delta_rule prefill and gated_delta_rule decode
                 CSV: mode,batch,heads,seq,key_dim,value_dim,chunk,dtype,device,median_us,tokens_per_s,gb_per_s
   attention     attention per strategy (flash_mma, flash_unit, fallback, autotune)
@@ -48,5 +52,6 @@ int main(int argc, char** argv) {
   if (what == "attention") return run_attention(argc, argv);
   if (what == "conv") return run_conv(argc, argv);
   if (what == "paged") return run_paged(argc, argv);
-  return fail("unknown benchmark " + what + " (norm, moe, gated-delta, attention, conv, paged)");
+  if (what == "moe-backward") return run_moe_backward(argc, argv);
+  return fail("unknown benchmark " + what + " (norm, moe, moe-backward, gated-delta, attention, conv, paged)");
 }
