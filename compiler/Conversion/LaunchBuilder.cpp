@@ -81,16 +81,23 @@ SizeExprAttr LaunchBuilder::size(ArrayRef<SizeFactor> factors, std::int64_t divi
   return SizeExprAttr::get(ctx_, factors, divisor);
 }
 
+LaunchBuilder& LaunchBuilder::minBlocks(std::int64_t blocks) {
+  minBlocks_ = blocks;
+  return *this;
+}
+
 dialect::LaunchOp LaunchBuilder::create(RewriterBase& rewriter) const {
   Builder b(ctx_);
   SmallVector<StringRef> args(templateArgs_.begin(), templateArgs_.end());
   rewriter.setInsertionPoint(origin_);
-  return dialect::LaunchOp::create(rewriter, origin_->getLoc(), resultTypes_, FlatSymbolRefAttr::get(ctx_, entry_),
-                                   operands_, b.getStringAttr(header_), b.getStringAttr(function_),
-                                   b.getStrArrayAttr(args), config_, b.getArrayAttr(grid_),
-                                   b.getDenseI64ArrayAttr({threads_, 1, 1}), b.getI64IntegerAttr(sharedBytes_),
-                                   b.getArrayAttr(params_), b.getStringAttr(origin_->getName().getStringRef()),
-                                   resultElements_.empty() ? ArrayAttr() : b.getArrayAttr(resultElements_));
+  auto launch = dialect::LaunchOp::create(
+      rewriter, origin_->getLoc(), resultTypes_, FlatSymbolRefAttr::get(ctx_, entry_), operands_,
+      b.getStringAttr(header_), b.getStringAttr(function_), b.getStrArrayAttr(args), config_, b.getArrayAttr(grid_),
+      b.getDenseI64ArrayAttr({threads_, 1, 1}), b.getI64IntegerAttr(sharedBytes_), b.getArrayAttr(params_),
+      b.getStringAttr(origin_->getName().getStringRef()),
+      resultElements_.empty() ? ArrayAttr() : b.getArrayAttr(resultElements_));
+  if (minBlocks_ > 0) launch->setAttr(dialect::kMinBlocksAttrName, b.getI64IntegerAttr(minBlocks_));
+  return launch;
 }
 
 }  // namespace rudnn::compiler

@@ -32,6 +32,11 @@ class LaunchBuilder {
   LaunchBuilder& grid(dialect::SizeExprAttr x, dialect::SizeExprAttr y = {}, dialect::SizeExprAttr z = {});
   LaunchBuilder& block(std::int64_t threads);
   LaunchBuilder& shared(std::int64_t bytes);
+  // The kernel's minimum resident blocks per SM for ptxas (__launch_bounds__(threads, n), the
+  // discardable `rudnn.min_blocks` attribute). Without it the wrapper has __launch_bounds__(threads)
+  // alone, from which CUDA 13's ptxas may pick a register budget low enough to spill; 1 leaves it
+  // the whole register file per thread.
+  LaunchBuilder& minBlocks(std::int64_t blocks);
 
   // ceil_div(product(factors), divisor) as an attribute.
   dialect::SizeExprAttr size(llvm::ArrayRef<SizeFactor> factors, std::int64_t divisor = 1) const;
@@ -50,7 +55,7 @@ class LaunchBuilder {
   llvm::SmallVector<mlir::Attribute> resultElements_;
   llvm::SmallVector<mlir::Attribute> params_;
   llvm::SmallVector<mlir::Attribute> grid_;
-  std::int64_t threads_ = 1, sharedBytes_ = 0;
+  std::int64_t threads_ = 1, sharedBytes_ = 0, minBlocks_ = 0;
 };
 
 }  // namespace rudnn::compiler

@@ -13,29 +13,32 @@ using Err = PagedAttentionError;
 constexpr std::int64_t kI32Max = std::numeric_limits<std::int32_t>::max();
 
 std::optional<Err> check_index_tensor(const Operand& x, const char* name, const Shape& want, const char* layout,
-                                      const Operand& ref) {
+                                      const Operand& ref, const char* ref_name) {
   if (x.dtype != DType::I32)
     return fail<Err>(ErrorKind::UnsupportedDType, name, "i32 (the plan's metadata)", std::string(dtype_name(x.dtype)));
   if (auto e = check_shape<Err>(x, name, want, layout)) return e;
-  return check_device<Err>(x, name, ref, "query");
+  return check_device<Err>(x, name, ref, ref_name);
 }
 
-std::optional<Err> check_metadata(const PagedMetadata& m, std::int64_t queries, const Operand& ref) {
+std::optional<Err> check_metadata(const PagedMetadata& m, std::int64_t queries, const Operand& ref,
+                                  const char* ref_name) {
   const std::int64_t sequences = m.lengths.shape.empty() ? kDynamic : m.lengths.shape[0];
-  if (auto e = check_index_tensor(m.lengths, "lengths", {kDynamic}, "[sequences]", ref)) return e;
-  if (auto e = check_index_tensor(m.page_table, "page_table", {sequences, kDynamic}, "[sequences, table_pages]", ref))
+  if (auto e = check_index_tensor(m.lengths, "lengths", {kDynamic}, "[sequences]", ref, ref_name)) return e;
+  if (auto e = check_index_tensor(m.page_table, "page_table", {sequences, kDynamic}, "[sequences, table_pages]", ref,
+                                  ref_name))
     return e;
-  if (auto e = check_index_tensor(m.sequence_ids, "sequence_ids", {queries}, "[queries]", ref)) return e;
-  return check_index_tensor(m.positions, "positions", {queries}, "[queries]", ref);
+  if (auto e = check_index_tensor(m.sequence_ids, "sequence_ids", {queries}, "[queries]", ref, ref_name)) return e;
+  return check_index_tensor(m.positions, "positions", {queries}, "[queries]", ref, ref_name);
 }
 
-// A float tensor of the query's dtype and device.
-std::optional<Err> check_like(const Operand& x, const char* name, const Operand& q) {
+// A float tensor of the reference's (`ref_name`'s) dtype and device.
+std::optional<Err> check_like(const Operand& x, const char* name, const Operand& ref, const char* ref_name = "query") {
   if (auto e = check_float<Err>(x, name)) return e;
-  if (x.dtype != q.dtype)
-    return fail<Err>(ErrorKind::UnsupportedDType, name, fmt::format("{} (the query dtype)", dtype_name(q.dtype)),
+  if (x.dtype != ref.dtype)
+    return fail<Err>(ErrorKind::UnsupportedDType, name,
+                     fmt::format("{} (the {} dtype)", dtype_name(ref.dtype), ref_name),
                      std::string(dtype_name(x.dtype)));
-  return check_device<Err>(x, name, q, "query");
+  return check_device<Err>(x, name, ref, ref_name);
 }
 
 std::optional<Err> check_dim(std::int64_t v, const char* name, const char* what, std::int64_t max) {
@@ -194,7 +197,12 @@ std::optional<PagedAttentionError> check_paged_attention(const PagedAttentionSig
   if (known(page_size) && page_size > paged_attention::kMaxPageSize)
     return fail<Err>(ErrorKind::InvalidValue, key_name,
                      fmt::format("page_size in 1..={}", paged_attention::kMaxPageSize), std::to_string(page_size));
-  if (auto e = check_metadata(sig.metadata, queries, q)) return e;
+  if (auto e = check_metadata(sig.metadata, queries, q, "query")) return e;
+  // The kernels index work items and output rows in 32 bits.
+  if (known(queries) && known(hq) && known(hkv) &&
+      (queries * hq >= kI32Max || queries * hkv * std::max<std::int64_t>(sig.splits, 1) >= kI32Max))
+    return fail<Err>(ErrorKind::InvalidValue, "query", "queries · heads and queries · kv_heads · splits below 2^31",
+                     fmt::format("{} queries, {} heads, {} kv heads, {} splits", queries, hq, hkv, sig.splits));
   if (!std::isfinite(sig.scale) || sig.scale <= 0)
     return fail<Err>(ErrorKind::InvalidValue, "scale", "a finite value > 0", fmt::format("{}", sig.scale));
   if (sig.splits != 1 && (sig.splits < paged_attention::kMinSplits || sig.splits > paged_attention::kMaxSplits))
@@ -241,14 +249,14 @@ std::optional<PagedAttentionError> check_paged_append(const PagedAppendSignature
   if (queries == 0 || hkv == 0)
     return fail<Err>(ErrorKind::EmptyDimension, "key", "queries and kv_heads > 0", shape_to_string(k.shape));
   if (auto e = check_dim(d, "key", "head_dim (D)", paged_attention::kMaxHeadDim)) return e;
-  if (auto e = check_like(sig.value, "value", k)) return e;
+  if (auto e = check_like(sig.value, "value", k, "key")) return e;
   if (sig.value.shape.size() != 3)
     return fail<Err>(ErrorKind::ShapeMismatch, "value", "rank 3 [queries, kv_heads, value_dim]",
                      shape_to_string(sig.value.shape));
   const std::int64_t dv = sig.value.shape[2];
   if (auto e = check_shape<Err>(sig.value, "value", {queries, hkv, dv}, "[queries, kv_heads, value_dim]")) return e;
   if (auto e = check_dim(dv, "value", "value_dim (Dv)", paged_attention::kMaxHeadDim)) return e;
-  if (auto e = check_like(sig.key_cache, "key_cache", k)) return e;
+  if (auto e = check_like(sig.key_cache, "key_cache", k, "key")) return e;
   if (sig.key_cache.shape.size() != 4)
     return fail<Err>(ErrorKind::ShapeMismatch, "key_cache", "rank 4 [pages, page_size, kv_heads, head_dim]",
                      shape_to_string(sig.key_cache.shape));
@@ -259,12 +267,13 @@ std::optional<PagedAttentionError> check_paged_append(const PagedAppendSignature
   if (pages == 0 || page_size == 0)
     return fail<Err>(ErrorKind::EmptyDimension, "key_cache", "pages and page_size > 0",
                      shape_to_string(sig.key_cache.shape));
-  if (auto e = check_like(sig.value_cache, "value_cache", k)) return e;
+  if (auto e = check_like(sig.value_cache, "value_cache", k, "key")) return e;
   if (auto e = check_shape<Err>(sig.value_cache, "value_cache", {pages, page_size, hkv, dv},
                                 "[pages, page_size, kv_heads, value_dim]"))
     return e;
-  Operand ref = k;
-  return check_metadata(sig.metadata, queries, ref);
+  if (known(queries) && known(hkv) && queries * hkv >= kI32Max)
+    return fail<Err>(ErrorKind::InvalidValue, "key", "queries · kv_heads below 2^31", shape_to_string(k.shape));
+  return check_metadata(sig.metadata, queries, k, "key");
 }
 
 std::string describe_call(const PagedAttentionSignature& sig) {

@@ -8,7 +8,7 @@
 // Vocabulary both preludes provide (templates use nothing else from CUDA):
 //   types      rudnn::u8, i32, u32, i64, u64 (fixed width, no <cstdint> under NVRTC)
 //   qualifiers RUDNN_DEVICE (device function, force-inlined), RUDNN_KERNEL (extern "C" kernel
-//              entry), RUDNN_LAUNCH_BOUNDS(n), RUDNN_RESTRICT
+//              entry), RUDNN_LAUNCH_BOUNDS(n), RUDNN_LAUNCH_BOUNDS_MIN(n, min_blocks), RUDNN_RESTRICT
 //   geometry   threadIdx, blockIdx, blockDim, gridDim (x/y/z, unsigned), warpSize
 //   sync       __syncthreads(), __syncwarp(mask), __threadfence()
 //   warp       __shfl_sync, __shfl_up_sync, __shfl_down_sync, __shfl_xor_sync

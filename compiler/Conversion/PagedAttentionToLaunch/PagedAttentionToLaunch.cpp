@@ -25,6 +25,10 @@ namespace {
 using SizeFactor = dialect::SizeFactor;
 constexpr std::int64_t kMergeThreads = 128;
 constexpr std::int64_t kAppendThreads = 128;
+// paged_copy's fixed grid: enough blocks to stream a cache at full bandwidth, few enough that the
+// in-place case (every block returns at once) costs nothing measurable.
+constexpr std::int64_t kCopyBlocks = 1024;
+constexpr std::int64_t kCopyThreads = 256;
 
 // Operand numbers of one paged attention/MLA op.
 struct Slots {
@@ -107,7 +111,8 @@ LogicalResult lowerPagedAttentionOpToLaunch(RewriterBase& rewriter, Operation* o
       .f32("scale", static_cast<float>(sig->scale))
       .grid(unit.size({SizeFactor::dimOf(s.q, 0)}), unit.size({SizeFactor::constant(d.kv_heads * sig->splits)}))
       .block(dialect::paged_config::threads(*tile))
-      .shared(dialect::paged_config::sharedBytes(*tile, dialect::pagedShapeOf(*sig)));
+      .shared(dialect::paged_config::sharedBytes(*tile, dialect::pagedShapeOf(*sig)))
+      .minBlocks(1);  // __launch_bounds__(threads) alone makes ptxas spill these kernels
   dialect::LaunchOp partials = unit.create(rewriter);
   if (!split) {
     rewriter.replaceOp(op, partials->getResults());
@@ -119,8 +124,9 @@ LogicalResult lowerPagedAttentionOpToLaunch(RewriterBase& rewriter, Operation* o
   withWorkspace.push_back(partials.getResult(0));
   LaunchBuilder merge(op, fmt::format("rudnn_paged_merge_{}", dtype_name(sig->query.dtype)), "rudnn/paged/merge.cuh",
                       "rudnn::paged::paged_merge");
+  // One merge kernel per dtype whatever the tile: no config in its source.
   merge.templateArgs({elem, std::to_string(kMergeThreads)})
-      .config(config)
+      .config(DictionaryAttr::get(ctx))
       .operands(withWorkspace)
       .results({outType})
       .buffer("partial", "const float*", s.out)
@@ -151,14 +157,14 @@ LogicalResult lowerPagedAppendOpToLaunch(RewriterBase& rewriter, dialect::PagedA
     LaunchBuilder l(op, fmt::format("rudnn_paged_copy_{}", dtype), "rudnn/paged/append.cuh",
                     "rudnn::paged::paged_copy");
     const std::int64_t dst = static_cast<std::int64_t>(values.size());
-    l.templateArgs({elem, std::to_string(kAppendThreads)})
+    l.templateArgs({elem, std::to_string(kCopyThreads)})
         .operands(values)
         .results({type})
         .buffer("src", "const " + elem + "*", src)
         .buffer("dst", elem + "*", dst)
         .sizeParam("elements", l.size({SizeFactor::rows(src), SizeFactor::dimOf(src, 3)}))
-        .grid(l.size({SizeFactor::rows(src), SizeFactor::dimOf(src, 3)}, kAppendThreads))
-        .block(kAppendThreads)
+        .grid(l.size({SizeFactor::constant(kCopyBlocks)}))
+        .block(kCopyThreads)
         .shared(0);
     dialect::LaunchOp launch = l.create(rewriter);
     values.push_back(launch.getResult(0));

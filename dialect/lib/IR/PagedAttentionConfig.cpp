@@ -55,11 +55,10 @@ Tile heuristicTile(const Shape& s, bool tensorCores) {
 
 std::vector<Tile> candidates(const Shape& s, bool tensorCores) {
   std::vector<Tile> out = {heuristicTile(s, tensorCores)};
-  if (tensorCores && mmaServes(s)) {
-    const Tile wide{true, 128, s.keyDim == 128 ? 32 : s.keyDim == 256 ? 32 : 64, 0, s.keyDim};
-    for (const Tile& t : {mmaTile(s), wide})
-      if (!checkTile(t, s) && std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
-  }
+  // Tensor cores: the 64-row tile only (every 128-row tile spills: S and O of 2 m16 tiles per warp
+  // exceed 255 registers with the gather addresses live).
+  if (tensorCores && mmaServes(s) && std::find(out.begin(), out.end(), mmaTile(s)) == out.end())
+    out.push_back(mmaTile(s));
   const std::int64_t shapes[][3] = {{4, 32, 32}, {8, 32, 16}, {16, 32, 8}, {16, 32, 32}, {32, 32, 4}, {4, 16, 16}};
   for (const auto& c : shapes) {
     const Tile t = fitted(c[0], c[1], c[2], s);

@@ -113,7 +113,7 @@ std::optional<std::string> checkPagedConfig(Operation* op, DictionaryAttr config
   auto tile = pagedTileOf(config);
   if (!tile) {
     std::string why;
-    llvm::raw_string_ostream(why) << "expected {block_rows, block_keys, row_lanes, max_value_dim} "
+    llvm::raw_string_ostream(why) << "expected {tensor_core, block_rows, block_keys, row_lanes, max_value_dim} "
                                      "(docs/paged_attention.md), got "
                                   << config;
     return why;

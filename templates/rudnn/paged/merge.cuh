@@ -15,7 +15,7 @@ RUDNN_DEVICE void paged_merge(const float* partial, T* out, i64 queries, i64 hea
   const SplitPartials parts{const_cast<float*>(partial), queries, heads, value_dim, splits};
   const i64 rows = queries * heads;
   for (i64 rh = linear_block(); rh < rows; rh += block_count()) {
-    const i64 r = rh / heads, h = rh % heads;
+    const i64 r = div32(rh, heads), h = mod32(rh, heads);
     float top = negative_infinity();
     for (i64 s = 0; s < splits; ++s) top = fmaxf(top, *parts.lse(s, r, h));
     T* orow = out + rh * value_dim;

@@ -62,16 +62,16 @@ RUDNN_DEVICE void paged_attention_mma(const T* q, const T* k, const T* v, const 
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31;
   const int warp_row0 = (tid >> 5) * 16 * kMI;
-  const i64 group = q_heads / kv_heads;
-  const i64 rows_per_tile = max_i64(1, kBM / group);
+  const i64 group = div32(q_heads, kv_heads);
+  const i64 rows_per_tile = max_i64(1, div32(kBM, group));
   const i64 items = queries * kv_heads * splits;
   const float scale_log2 = scale * kLog2e;
   const tile::LaneOffsets lo = tile::lane_offsets<kLd>(lane);
 
   for (i64 item = linear_block(); item < items; item += block_count()) {
-    const i64 split = item % splits;
-    const i64 kvh = (item / splits) % kv_heads;
-    const i64 run0 = item / splits / kv_heads;
+    const i64 split = mod32(item, splits), rest = div32(item, splits);
+    const i64 kvh = mod32(rest, kv_heads);
+    const i64 run0 = div32(rest, kv_heads);
     if (!sched.starts_tile(run0, rows_per_tile)) continue;  // uniform over the block
     const i64 seq = sched.sequence(run0);
     const i64 run1 = sched.tile_end(run0, queries, rows_per_tile);
@@ -86,7 +86,7 @@ RUDNN_DEVICE void paged_attention_mma(const T* q, const T* k, const T* v, const 
     const i64 panel = (run1 - run0) * group;
     const i64 k_row_stride = kv_heads * kD;  // elements between consecutive cache rows
     // The panel row m of the tile: query row run0 + m / group, head kvh·group + m % group.
-    auto q_row = [&](i64 m) { return (run0 + m / group) * q_heads + kvh * group + m % group; };
+    auto q_row = [&](i64 m) { return (run0 + div32(m, group)) * q_heads + kvh * group + mod32(m, group); };
     auto key_src = [&](const T* cache, i64 key) { return cache + sched.cache_row(seq, key) * k_row_stride + kvh * kD; };
 
     for (i64 m0 = 0; m0 < panel; m0 += kBM) {
@@ -98,7 +98,7 @@ RUDNN_DEVICE void paged_attention_mma(const T* q, const T* k, const T* v, const 
       for (int h = 0; h < 2; ++h) {
         const i64 m = warp_row0 + 16 * mi + 8 * h + (lane >> 2);
         row_end[mi][h] = m >= rows ? range.lo
-                         : causal  ? min_i64(range.hi, sched.position(run0 + (m0 + m) / group) + 1)
+                         : causal  ? min_i64(range.hi, sched.position(run0 + div32(m0 + m, group)) + 1)
                                    : range.hi;
       }
 
@@ -161,7 +161,7 @@ RUDNN_DEVICE void paged_attention_mma(const T* q, const T* k, const T* v, const 
         if (m >= rows) continue;
         const float inv = l > 0.0f ? 1.0f / l : 0.0f;
         const i64 qr = q_row(m0 + m);  // query row · Hq + head
-        const i64 row = qr / q_heads, head = qr % q_heads;
+        const i64 row = div32(qr, q_heads), head = mod32(qr, q_heads);
         const int col0 = 2 * (lane & 3);
         if (partial) {
           float* orow = parts.output(split, row, head);

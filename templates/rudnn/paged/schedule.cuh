@@ -13,7 +13,12 @@ namespace rudnn::paged {
 
 RUDNN_DEVICE i64 min_i64(i64 a, i64 b) { return a < b ? a : b; }
 RUDNN_DEVICE i64 max_i64(i64 a, i64 b) { return a > b ? a : b; }
-RUDNN_DEVICE i64 ceil_div(i64 a, i64 b) { return (a + b - 1) / b; }
+// 32-bit quotient and remainder. Every dividend in the paged kernels is < 2^31 (the contract bounds
+// queries · heads · splits; lengths and positions are i32), and a 64-bit division is a subroutine in
+// SASS around which ptxas spills registers.
+RUDNN_DEVICE i64 div32(i64 a, i64 b) { return static_cast<i64>(static_cast<u32>(a) / static_cast<u32>(b)); }
+RUDNN_DEVICE i64 mod32(i64 a, i64 b) { return static_cast<i64>(static_cast<u32>(a) % static_cast<u32>(b)); }
+RUDNN_DEVICE i64 ceil_div(i64 a, i64 b) { return div32(a + b - 1, b); }
 
 struct Schedule {
   const i32* page_table;  // [sequences, table_stride]
@@ -24,7 +29,8 @@ struct Schedule {
 
   // The physical cache row (page · page_size + slot) of key `j` of sequence `s`.
   RUDNN_DEVICE i64 cache_row(i64 s, i64 j) const {
-    return static_cast<i64>(page_table[s * table_stride + j / page_size]) * page_size + j % page_size;
+    const i64 page = div32(j, page_size);
+    return static_cast<i64>(page_table[s * table_stride + page]) * page_size + (j - page * page_size);
   }
   RUDNN_DEVICE i64 sequence(i64 row) const { return sequence_ids[row]; }
   RUDNN_DEVICE i64 position(i64 row) const { return positions[row]; }
@@ -39,7 +45,7 @@ struct Schedule {
   RUDNN_DEVICE bool starts_tile(i64 r, i64 rows_per_tile) const {
     if (r == 0) return true;
     const i64 p = positions[r];
-    return sequence_ids[r - 1] != sequence_ids[r] || positions[r - 1] + 1 != p || p % rows_per_tile == 0;
+    return sequence_ids[r - 1] != sequence_ids[r] || positions[r - 1] + 1 != p || mod32(p, rows_per_tile) == 0;
   }
   // One past the last row of the tile that starts at row r.
   RUDNN_DEVICE i64 tile_end(i64 r, i64 queries, i64 rows_per_tile) const {

@@ -40,8 +40,8 @@ struct UnitPolicy {
                 "paged::UnitPolicy: a row's threads are a power of two within one warp");
   static_assert(kBlockN % kThreadsPerRow == 0 && kBlockN % 4 == 0,
                 "paged::UnitPolicy: the key tile splits evenly over a row's threads, in fours");
-  static_assert(kMaxValueDim % kThreadsPerRow == 0 && kMaxValueDim <= 1024 && kMaxValueDim / kThreadsPerRow <= 32,
-                "paged::UnitPolicy: at most 32 value columns per thread");
+  static_assert(kMaxValueDim % kThreadsPerRow == 0 && kMaxValueDim <= 1024 && kMaxValueDim / kThreadsPerRow <= 64,
+                "paged::UnitPolicy: at most 64 value columns per thread (paged_config::kMaxValuesPerLane)");
   static constexpr int kBM = kBlockM, kBN = kBlockN, kTPR = kThreadsPerRow, kMaxDv = kMaxValueDim;
   static constexpr bool kValueIsKey = kValueFromKey;
   static constexpr int kThreads = kBlockM * kThreadsPerRow;
@@ -96,11 +96,11 @@ RUDNN_DEVICE void paged_attention_unit(const T* q, const T* q_rope, const T* k, 
   const Schedule sched{page_table, lengths, sequence_ids, positions, table_stride, page_size};
   const SplitPartials parts{partial, queries, q_heads, value_dim, splits};
   const i64 D = head_dim, Pr = rope_dim, Dk = head_dim + rope_dim, Dv = value_dim;
-  const i64 group = q_heads / kv_heads;
+  const i64 group = div32(q_heads, kv_heads);
   const i64 ds = shared_memory::flash_unit_stride_qk(Dk);
   const i64 dk_padded = (Dk + 3) / 4 * 4;
   const float scale_log2 = scale * kLog2e;
-  const i64 rows_per_tile = max_i64(1, P::kBM / group);
+  const i64 rows_per_tile = max_i64(1, div32(P::kBM, group));
   const i64 items = queries * kv_heads * splits;
 
   float* sq = dynamic_shared<float>();    // [kBM][ds]
@@ -116,9 +116,9 @@ RUDNN_DEVICE void paged_attention_unit(const T* q, const T* q_rope, const T* k, 
   const int values = static_cast<int>((Dv - sub + P::kTPR - 1) / P::kTPR);
 
   for (i64 item = linear_block(); item < items; item += block_count()) {
-    const i64 split = item % splits;
-    const i64 kvh = (item / splits) % kv_heads;
-    const i64 run0 = item / splits / kv_heads;
+    const i64 split = mod32(item, splits), rest = div32(item, splits);
+    const i64 kvh = mod32(rest, kv_heads);
+    const i64 run0 = div32(rest, kv_heads);
     if (!sched.starts_tile(run0, rows_per_tile)) continue;  // uniform over the block
     {
       const i64 seq = sched.sequence(run0);
@@ -134,13 +134,13 @@ RUDNN_DEVICE void paged_attention_unit(const T* q, const T* q_rope, const T* k, 
       for (i64 m0 = 0; m0 < panel; m0 += P::kBM) {
         const i64 rows = min_i64(P::kBM, panel - m0);
         const bool live = row < rows;
-        const i64 my_row = run0 + (m0 + (live ? row : 0)) / group;
-        const i64 my_head = kvh * group + (m0 + (live ? row : 0)) % group;
+        const i64 my_row = run0 + div32(m0 + (live ? row : 0), group);
+        const i64 my_head = kvh * group + mod32(m0 + (live ? row : 0), group);
         const i64 my_end = causal ? min_i64(range.hi, sched.position(my_row) + 1) : range.hi;
 
         __syncthreads();  // the previous chunk's readers of sq are done
         unit_detail::stage<P::kBM, P::kThreads, T>(sq, ds, rows, D, Pr, dk_padded, tid, [&](int r) {
-          const i64 qr = run0 + (m0 + r) / group, h = kvh * group + (m0 + r) % group;
+          const i64 qr = run0 + div32(m0 + r, group), h = kvh * group + mod32(m0 + r, group);
           return RowSource<T>{q + (qr * q_heads + h) * D, Pr ? q_rope + (qr * q_heads + h) * Pr : nullptr};
         });
 

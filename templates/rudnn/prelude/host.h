@@ -23,6 +23,7 @@
 #define RUDNN_DEVICE inline
 #define RUDNN_KERNEL extern "C" __attribute__((visibility("default")))
 #define RUDNN_LAUNCH_BOUNDS(n)
+#define RUDNN_LAUNCH_BOUNDS_MIN(n, min_blocks)
 #define RUDNN_RESTRICT __restrict__
 // Unrolling only changes speed, and on the host compile time of generated kernels matters more.
 #define RUDNN_UNROLL

@@ -38,6 +38,9 @@ std::optional<NormOpView> asNormOp(mlir::Operation* op);
 // the kernel config must then use vector_width 1.
 inline constexpr const char* kUnalignedAttrName = "rudnn.unaligned";
 inline constexpr const char* kKernelConfigAttrName = "kernel_config";
+// Optional on rudnn.launch: the kernel's minimum resident blocks per SM (__launch_bounds__'s second
+// argument in the emitted wrapper).
+inline constexpr const char* kMinBlocksAttrName = "rudnn.min_blocks";
 // Discardable i64 attribute on rudnn.swiglu_experts: about how many rows each expert gets in this
 // call (the ops layer knows; the IR's row count is dynamic). rudnn-select-kernel-config sizes the
 // tile by it.

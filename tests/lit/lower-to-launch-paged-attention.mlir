@@ -1,0 +1,194 @@
+// rudnn-lower-to-launch on the paged ops (PagedAttentionToLaunch.cpp). Attention and MLA: one
+// launch with head counts and dims as constants and queries, page size and table stride read from
+// the operands, one work item per (query row, kv head, split): grid queries × Hkv · splits. Plain
+// tiles: paged_attention_unit (rudnn::paged::UnitPolicy<block_rows, block_keys, row_lanes,
+// max_value_dim, value_from_key>), block_rows · row_lanes threads, shared = 4 · ((BM + BN) ·
+// stride(D + P) + BM · (BN + 4) + BN · Dv) (no value tile for MLA), stride(d) = d + 4 here.
+// Tensor-core tiles: paged_attention_mma (rudnn::paged::MmaPolicy<D, block_rows, block_keys>, no
+// rope operands), 128 threads, shared = (BM + 4 · BN) · (D + 8) · 2. Unsplit the kernel writes the
+// output (slot after the operands); split it writes the FP32 workspace of splits · Q · Hq · (Dv + 1)
+// floats (result_elements) and paged_merge (128 threads, one block per row and head) reads it. The
+// append: paged_copy of each cache into its result (a no-op in place), then paged_append, one block
+// per row and kv head.
+// RUN: rudnn-opt %s --rudnn-lower-to-launch | FileCheck %s
+
+// Decode GQA 32/8, D = 128, bf16, unsplit, plain: group 4 fills the 4 rows, grid Q × 8; 128
+// threads; shared 4 · (36 · 132 + 4 · 36 + 32 · 128) = 35968.
+// CHECK-LABEL: func.func @unsplit
+// CHECK: %[[O:.*]] = rudnn.launch @rudnn_paged_attention_bf16_4x32_l32_v128(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6)
+// CHECK-SAME: header "rudnn/paged/unit.cuh" function "rudnn::paged::paged_attention_unit"
+// CHECK-SAME: args ["rudnn::bf16", "rudnn::paged::UnitPolicy<4, 32, 32, 128, false>"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0)>, #rudnn.size<8>, #rudnn.size<1>] block [128, 1, 1] shared 35968
+// CHECK-SAME: params [#rudnn.param<"q" : "const rudnn::bf16*" = buffer(0)>, #rudnn.param<"q_rope" : "const rudnn::bf16*" = null>, #rudnn.param<"k" : "const rudnn::bf16*" = buffer(1)>, #rudnn.param<"k_rope" : "const rudnn::bf16*" = null>, #rudnn.param<"v" : "const rudnn::bf16*" = buffer(2)>
+// CHECK-SAME: #rudnn.param<"page_table" : "const rudnn::i32*" = buffer(3)>, #rudnn.param<"lengths" : "const rudnn::i32*" = buffer(4)>, #rudnn.param<"sequence_ids" : "const rudnn::i32*" = buffer(5)>, #rudnn.param<"positions" : "const rudnn::i32*" = buffer(6)>
+// CHECK-SAME: #rudnn.param<"out" : "rudnn::bf16*" = buffer(7)>, #rudnn.param<"partial" : "float*" = null>
+// CHECK-SAME: #rudnn.param<"queries" : "long long" = size(dim(0, 0))>, #rudnn.param<"q_heads" : "long long" = size(32)>, #rudnn.param<"kv_heads" : "long long" = size(8)>, #rudnn.param<"head_dim" : "long long" = size(128)>, #rudnn.param<"rope_dim" : "long long" = size(0)>, #rudnn.param<"value_dim" : "long long" = size(128)>
+// CHECK-SAME: #rudnn.param<"page_size" : "long long" = size(dim(1, 1))>, #rudnn.param<"table_stride" : "long long" = size(dim(3, 1))>, #rudnn.param<"splits" : "long long" = size(1)>, #rudnn.param<"causal" : "long long" = size(1)>, #rudnn.param<"scale" : "float" = f32(0.0883883461)>]
+// CHECK-NOT: result_elements
+// CHECK-SAME: -> tensor<?x32x128xbf16>
+// CHECK-NOT: rudnn.launch
+// CHECK: return %[[O]]
+func.func @unsplit(%q: tensor<?x32x128xbf16>, %k: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128xbf16>,
+                   %table: tensor<?x?xi32>, %lengths: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>)
+    -> tensor<?x32x128xbf16> {
+  %o = rudnn.paged_attention %q, %k, %v, %table, %lengths, %seq, %pos {scale = 0.0883883461 : f32, causal = true, splits = 1,
+         kernel_config = {tensor_core = 0, block_rows = 4, block_keys = 32, row_lanes = 32, max_value_dim = 128}}
+       : tensor<?x32x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?xi32>, tensor<?xi32>,
+         tensor<?xi32>, tensor<?xi32> -> tensor<?x32x128xbf16>
+  return %o : tensor<?x32x128xbf16>
+}
+
+// G = 1 prefill (16/16), f32: still one work item per query row (a row that starts a query tile
+// serves it), grid Q × 16.
+// CHECK-LABEL: func.func @group_1
+// CHECK: rudnn.launch @rudnn_paged_attention_f32_4x32_l32_v128(
+// CHECK-SAME: args ["float", "rudnn::paged::UnitPolicy<4, 32, 32, 128, false>"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0)>, #rudnn.size<16>, #rudnn.size<1>] block [128, 1, 1] shared 35968
+// CHECK-SAME: #rudnn.param<"causal" : "long long" = size(1)>
+func.func @group_1(%q: tensor<?x16x128xf32>, %k: tensor<?x?x16x128xf32>, %v: tensor<?x?x16x128xf32>,
+                   %table: tensor<?x?xi32>, %lengths: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>)
+    -> tensor<?x16x128xf32> {
+  %o = rudnn.paged_attention %q, %k, %v, %table, %lengths, %seq, %pos {scale = 0.0883883461 : f32, causal = true, splits = 1,
+         kernel_config = {tensor_core = 0, block_rows = 4, block_keys = 32, row_lanes = 32, max_value_dim = 128}}
+       : tensor<?x16x128xf32>, tensor<?x?x16x128xf32>, tensor<?x?x16x128xf32>, tensor<?x?xi32>, tensor<?xi32>,
+         tensor<?xi32>, tensor<?xi32> -> tensor<?x16x128xf32>
+  return %o : tensor<?x16x128xf32>
+}
+
+// Tensor cores, GQA 32/8, D = 128, bf16: unsplit with the 64x64 tile (shared (64 + 256) · 136 · 2 =
+// 87040), and split 8 ways with the 128x32 tile (shared (128 + 128) · 136 · 2 = 69632, grid Q × 64,
+// 8 · Q · 32 · 129 workspace floats) then the merge.
+// CHECK-LABEL: func.func @tensor_cores
+// CHECK: %[[O:.*]] = rudnn.launch @rudnn_paged_attention_mma_bf16_d128_64x64(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6)
+// CHECK-SAME: header "rudnn/paged/mma.cuh" function "rudnn::paged::paged_attention_mma"
+// CHECK-SAME: args ["rudnn::bf16", "rudnn::paged::MmaPolicy<128, 64, 64>"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0)>, #rudnn.size<8>, #rudnn.size<1>] block [128, 1, 1] shared 87040
+// CHECK-SAME: params [#rudnn.param<"q" : "const rudnn::bf16*" = buffer(0)>, #rudnn.param<"k" : "const rudnn::bf16*" = buffer(1)>, #rudnn.param<"v" : "const rudnn::bf16*" = buffer(2)>, #rudnn.param<"page_table" : "const rudnn::i32*" = buffer(3)>, #rudnn.param<"lengths" : "const rudnn::i32*" = buffer(4)>, #rudnn.param<"sequence_ids" : "const rudnn::i32*" = buffer(5)>, #rudnn.param<"positions" : "const rudnn::i32*" = buffer(6)>, #rudnn.param<"out" : "rudnn::bf16*" = buffer(7)>, #rudnn.param<"partial" : "float*" = null>
+// CHECK-SAME: #rudnn.param<"queries" : "long long" = size(dim(0, 0))>, #rudnn.param<"q_heads" : "long long" = size(32)>, #rudnn.param<"kv_heads" : "long long" = size(8)>, #rudnn.param<"head_dim" : "long long" = size(128)>, #rudnn.param<"value_dim" : "long long" = size(128)>, #rudnn.param<"page_size" : "long long" = size(dim(1, 1))>, #rudnn.param<"table_stride" : "long long" = size(dim(3, 1))>, #rudnn.param<"splits" : "long long" = size(1)>, #rudnn.param<"causal" : "long long" = size(1)>, #rudnn.param<"scale" : "float" = f32(0.0883883461)>]
+// CHECK-SAME: -> tensor<?x32x128xbf16>
+// CHECK: %[[P:.*]] = rudnn.launch @rudnn_paged_attention_mma_bf16_d128_128x32_split(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6)
+// CHECK-SAME: args ["rudnn::bf16", "rudnn::paged::MmaPolicy<128, 128, 32>"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0)>, #rudnn.size<64>, #rudnn.size<1>] block [128, 1, 1] shared 69632
+// CHECK-SAME: #rudnn.param<"out" : "rudnn::bf16*" = null>, #rudnn.param<"partial" : "float*" = buffer(7)>
+// CHECK-SAME: #rudnn.param<"splits" : "long long" = size(8)>, #rudnn.param<"causal" : "long long" = size(0)>
+// CHECK-SAME: result_elements = [#rudnn.size<8 * dim(0, 0) * 4128>]
+// CHECK: %[[S:.*]] = rudnn.launch @rudnn_paged_merge_bf16(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %[[P]])
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * 32>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 0
+// CHECK-SAME: #rudnn.param<"partial" : "const float*" = buffer(7)>, #rudnn.param<"out" : "rudnn::bf16*" = buffer(8)>
+// CHECK-SAME: #rudnn.param<"heads" : "long long" = size(32)>, #rudnn.param<"value_dim" : "long long" = size(128)>, #rudnn.param<"splits" : "long long" = size(8)>
+// CHECK: return %[[O]], %[[S]]
+func.func @tensor_cores(%q: tensor<?x32x128xbf16>, %k: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128xbf16>,
+                        %table: tensor<?x?xi32>, %lengths: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>)
+    -> (tensor<?x32x128xbf16>, tensor<?x32x128xbf16>) {
+  %o = rudnn.paged_attention %q, %k, %v, %table, %lengths, %seq, %pos {scale = 0.0883883461 : f32, causal = true, splits = 1,
+         kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 64, row_lanes = 0, max_value_dim = 128}}
+       : tensor<?x32x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?xi32>, tensor<?xi32>,
+         tensor<?xi32>, tensor<?xi32> -> tensor<?x32x128xbf16>
+  %s = rudnn.paged_attention %q, %k, %v, %table, %lengths, %seq, %pos {scale = 0.0883883461 : f32, causal = false, splits = 8,
+         kernel_config = {tensor_core = 1, block_rows = 128, block_keys = 32, row_lanes = 0, max_value_dim = 128}}
+       : tensor<?x32x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?xi32>, tensor<?xi32>,
+         tensor<?xi32>, tensor<?xi32> -> tensor<?x32x128xbf16>
+  return %o, %s : tensor<?x32x128xbf16>, tensor<?x32x128xbf16>
+}
+
+// Split 4 ways, GQA 64/8, D = 128 ≠ Dv = 64, f16, not causal: the unit writes 4 · Q · 64 · 65 floats
+// (grid Q × 8 · 4, shared 4 · (40 · 132 + 8 · 36 + 32 · 64) = 30464), the merge reads them (slot 7)
+// and writes the output (slot 8) over Q · 64 blocks.
+// CHECK-LABEL: func.func @split
+// CHECK: %[[P:.*]] = rudnn.launch @rudnn_paged_attention_f16_8x32_l16_v64_split(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6)
+// CHECK-SAME: args ["rudnn::f16", "rudnn::paged::UnitPolicy<8, 32, 16, 64, false>"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0)>, #rudnn.size<32>, #rudnn.size<1>] block [128, 1, 1] shared 30464
+// CHECK-SAME: #rudnn.param<"out" : "rudnn::f16*" = null>, #rudnn.param<"partial" : "float*" = buffer(7)>
+// CHECK-SAME: #rudnn.param<"q_heads" : "long long" = size(64)>, #rudnn.param<"kv_heads" : "long long" = size(8)>, #rudnn.param<"head_dim" : "long long" = size(128)>, #rudnn.param<"rope_dim" : "long long" = size(0)>, #rudnn.param<"value_dim" : "long long" = size(64)>
+// CHECK-SAME: #rudnn.param<"splits" : "long long" = size(4)>, #rudnn.param<"causal" : "long long" = size(0)>, #rudnn.param<"scale" : "float" = f32(1.250000e-01)>]
+// CHECK-SAME: result_elements = [#rudnn.size<4 * dim(0, 0) * 4160>]
+// CHECK-SAME: -> tensor<?xf32>
+// CHECK: %[[O:.*]] = rudnn.launch @rudnn_paged_merge_f16(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %[[P]])
+// CHECK-SAME: header "rudnn/paged/merge.cuh" function "rudnn::paged::paged_merge" args ["rudnn::f16", "128"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * 64>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 0
+// CHECK-SAME: params [#rudnn.param<"partial" : "const float*" = buffer(7)>, #rudnn.param<"out" : "rudnn::f16*" = buffer(8)>, #rudnn.param<"queries" : "long long" = size(dim(0, 0))>, #rudnn.param<"heads" : "long long" = size(64)>, #rudnn.param<"value_dim" : "long long" = size(64)>, #rudnn.param<"splits" : "long long" = size(4)>]
+// CHECK-SAME: -> tensor<?x64x64xf16>
+// CHECK-NOT: rudnn.launch
+// CHECK: return %[[O]]
+func.func @split(%q: tensor<?x64x128xf16>, %k: tensor<?x16x8x128xf16>, %v: tensor<?x16x8x64xf16>,
+                 %table: tensor<?x?xi32>, %lengths: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>)
+    -> tensor<?x64x64xf16> {
+  %o = rudnn.paged_attention %q, %k, %v, %table, %lengths, %seq, %pos {scale = 0.125 : f32, causal = false, splits = 4,
+         kernel_config = {tensor_core = 0, block_rows = 8, block_keys = 32, row_lanes = 16, max_value_dim = 64}}
+       : tensor<?x64x128xf16>, tensor<?x16x8x128xf16>, tensor<?x16x8x64xf16>, tensor<?x?xi32>, tensor<?xi32>,
+         tensor<?xi32>, tensor<?xi32> -> tensor<?x64x64xf16>
+  return %o : tensor<?x64x64xf16>
+}
+
+// MLA R = 512, P = 64, H = 16, split 2 ways: the rope parts in q_rope/k_rope, no value operand;
+// 256 threads, shared 4 · (48 · 580 + 16 · 36) = 113664; 2 · Q · 16 · 513 workspace floats.
+// CHECK-LABEL: func.func @mla_split
+// CHECK: %[[P:.*]] = rudnn.launch @rudnn_paged_mla_bf16_16x32_l16_v512_split(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7)
+// CHECK-SAME: args ["rudnn::bf16", "rudnn::paged::UnitPolicy<16, 32, 16, 512, true>"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0)>, #rudnn.size<2>, #rudnn.size<1>] block [256, 1, 1] shared 113664
+// CHECK-SAME: params [#rudnn.param<"q" : "const rudnn::bf16*" = buffer(0)>, #rudnn.param<"q_rope" : "const rudnn::bf16*" = buffer(1)>, #rudnn.param<"k" : "const rudnn::bf16*" = buffer(2)>, #rudnn.param<"k_rope" : "const rudnn::bf16*" = buffer(3)>, #rudnn.param<"v" : "const rudnn::bf16*" = null>
+// CHECK-SAME: #rudnn.param<"page_table" : "const rudnn::i32*" = buffer(4)>, #rudnn.param<"lengths" : "const rudnn::i32*" = buffer(5)>, #rudnn.param<"sequence_ids" : "const rudnn::i32*" = buffer(6)>, #rudnn.param<"positions" : "const rudnn::i32*" = buffer(7)>
+// CHECK-SAME: #rudnn.param<"out" : "rudnn::bf16*" = null>, #rudnn.param<"partial" : "float*" = buffer(8)>
+// CHECK-SAME: #rudnn.param<"q_heads" : "long long" = size(16)>, #rudnn.param<"kv_heads" : "long long" = size(1)>, #rudnn.param<"head_dim" : "long long" = size(512)>, #rudnn.param<"rope_dim" : "long long" = size(64)>, #rudnn.param<"value_dim" : "long long" = size(512)>
+// CHECK-SAME: #rudnn.param<"page_size" : "long long" = size(dim(2, 1))>, #rudnn.param<"table_stride" : "long long" = size(dim(4, 1))>, #rudnn.param<"splits" : "long long" = size(2)>
+// CHECK-SAME: result_elements = [#rudnn.size<2 * dim(0, 0) * 8208>]
+// CHECK: %[[O:.*]] = rudnn.launch @rudnn_paged_merge_bf16(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7, %[[P]])
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * 16>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 0
+// CHECK-SAME: #rudnn.param<"partial" : "const float*" = buffer(8)>, #rudnn.param<"out" : "rudnn::bf16*" = buffer(9)>
+// CHECK-SAME: #rudnn.param<"value_dim" : "long long" = size(512)>, #rudnn.param<"splits" : "long long" = size(2)>
+// CHECK-SAME: -> tensor<?x16x512xbf16>
+// CHECK: return %[[O]]
+func.func @mla_split(%q: tensor<?x16x512xbf16>, %qp: tensor<?x16x64xbf16>, %latent: tensor<?x64x1x512xbf16>,
+                     %kp: tensor<?x64x1x64xbf16>, %table: tensor<?x?xi32>, %lengths: tensor<?xi32>, %seq: tensor<?xi32>,
+                     %pos: tensor<?xi32>) -> tensor<?x16x512xbf16> {
+  %o = rudnn.paged_mla %q, %qp, %latent, %kp, %table, %lengths, %seq, %pos {scale = 0.0721687824 : f32, causal = true, splits = 2,
+         kernel_config = {tensor_core = 0, block_rows = 16, block_keys = 32, row_lanes = 16, max_value_dim = 512}}
+       : tensor<?x16x512xbf16>, tensor<?x16x64xbf16>, tensor<?x64x1x512xbf16>, tensor<?x64x1x64xbf16>, tensor<?x?xi32>,
+         tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16x512xbf16>
+  return %o : tensor<?x16x512xbf16>
+}
+
+// Unsplit MLA, H = 128 (group 128 > 16 rows: one query row per item), f32.
+// CHECK-LABEL: func.func @mla_h128
+// CHECK: rudnn.launch @rudnn_paged_mla_f32_16x32_l16_v512(
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0)>, #rudnn.size<1>, #rudnn.size<1>] block [256, 1, 1] shared 113664
+// CHECK-SAME: #rudnn.param<"out" : "float*" = buffer(8)>, #rudnn.param<"partial" : "float*" = null>
+// CHECK-NOT: rudnn.launch
+func.func @mla_h128(%q: tensor<?x128x512xf32>, %qp: tensor<?x128x64xf32>, %latent: tensor<?x?x1x512xf32>,
+                    %kp: tensor<?x?x1x64xf32>, %table: tensor<?x?xi32>, %lengths: tensor<?xi32>, %seq: tensor<?xi32>,
+                    %pos: tensor<?xi32>) -> tensor<?x128x512xf32> {
+  %o = rudnn.paged_mla %q, %qp, %latent, %kp, %table, %lengths, %seq, %pos {scale = 0.0721687824 : f32, causal = false, splits = 1,
+         kernel_config = {tensor_core = 0, block_rows = 16, block_keys = 32, row_lanes = 16, max_value_dim = 512}}
+       : tensor<?x128x512xf32>, tensor<?x128x64xf32>, tensor<?x?x1x512xf32>, tensor<?x?x1x64xf32>, tensor<?x?xi32>,
+         tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x128x512xf32>
+  return %o : tensor<?x128x512xf32>
+}
+
+// Append (Hkv 8, D = 128, Dv = 64, bf16): copy key_cache (slot 2) → new_key_cache (slot 8) and
+// value_cache (slot 3) → new_value_cache (slot 9) over pages · page_size · Hkv · D elements, then the
+// append over Q · 8 blocks writes rows into slots 8 and 9.
+// CHECK-LABEL: func.func @append
+// CHECK: %[[K:.*]] = rudnn.launch @rudnn_paged_copy_bf16(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7)
+// CHECK-SAME: header "rudnn/paged/append.cuh" function "rudnn::paged::paged_copy" args ["rudnn::bf16", "128"]
+// CHECK-SAME: grid [#rudnn.size<rows(2) * dim(2, 3) ceildiv 128>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 0
+// CHECK-SAME: params [#rudnn.param<"src" : "const rudnn::bf16*" = buffer(2)>, #rudnn.param<"dst" : "rudnn::bf16*" = buffer(8)>, #rudnn.param<"elements" : "long long" = size(rows(2) * dim(2, 3))>]
+// CHECK-SAME: -> tensor<?x?x8x128xbf16>
+// CHECK: %[[V:.*]] = rudnn.launch @rudnn_paged_copy_bf16(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7, %[[K]])
+// CHECK-SAME: grid [#rudnn.size<rows(3) * dim(3, 3) ceildiv 128>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 0
+// CHECK-SAME: params [#rudnn.param<"src" : "const rudnn::bf16*" = buffer(3)>, #rudnn.param<"dst" : "rudnn::bf16*" = buffer(9)>, #rudnn.param<"elements" : "long long" = size(rows(3) * dim(3, 3))>]
+// CHECK-SAME: -> tensor<?x?x8x64xbf16>
+// CHECK: rudnn.launch @rudnn_paged_append_bf16(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7, %[[K]], %[[V]])
+// CHECK-SAME: header "rudnn/paged/append.cuh" function "rudnn::paged::paged_append" args ["rudnn::bf16", "128"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * 8>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 0
+// CHECK-SAME: params [#rudnn.param<"key" : "const rudnn::bf16*" = buffer(0)>, #rudnn.param<"value" : "const rudnn::bf16*" = buffer(1)>, #rudnn.param<"key_cache" : "rudnn::bf16*" = buffer(8)>, #rudnn.param<"value_cache" : "rudnn::bf16*" = buffer(9)>, #rudnn.param<"page_table" : "const rudnn::i32*" = buffer(4)>, #rudnn.param<"sequence_ids" : "const rudnn::i32*" = buffer(6)>, #rudnn.param<"positions" : "const rudnn::i32*" = buffer(7)>
+// CHECK-SAME: #rudnn.param<"queries" : "long long" = size(dim(0, 0))>, #rudnn.param<"kv_heads" : "long long" = size(8)>, #rudnn.param<"head_dim" : "long long" = size(128)>, #rudnn.param<"value_dim" : "long long" = size(64)>, #rudnn.param<"page_size" : "long long" = size(dim(2, 1))>, #rudnn.param<"table_stride" : "long long" = size(dim(4, 1))>]
+// CHECK-SAME: -> ()
+// CHECK: return %[[K]], %[[V]]
+func.func @append(%k: tensor<?x8x128xbf16>, %v: tensor<?x8x64xbf16>, %kc: tensor<?x?x8x128xbf16>,
+                  %vc: tensor<?x?x8x64xbf16>, %table: tensor<?x?xi32>, %lengths: tensor<?xi32>, %seq: tensor<?xi32>,
+                  %pos: tensor<?xi32>) -> (tensor<?x?x8x128xbf16>, tensor<?x?x8x64xbf16>) {
+  %nk, %nv = rudnn.paged_append %k, %v, %kc, %vc, %table, %lengths, %seq, %pos {kernel_config = {}}
+             : tensor<?x8x128xbf16>, tensor<?x8x64xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x64xbf16>,
+               tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x?x8x128xbf16>, tensor<?x?x8x64xbf16>
+  return %nk, %nv : tensor<?x?x8x128xbf16>, tensor<?x?x8x64xbf16>
+}

@@ -1,0 +1,142 @@
+// Every registered paged attention variant (compiler::paged_variants with tensor cores: the
+// heuristic tile, the tensor-core tiles where they serve the call and each registered paged_unit
+// tile) lowered by the compiler and compiled with NVRTC for sm_80 and sm_90a: no spills, no stack,
+// no static shared memory. The plain kernels take the head counts and dims at run time, so one
+// kernel per (dtype, tile, MLA or not) serves every shape; a sample of signatures reaches every
+// tile: decode GQA 32/8 at D = 128 (bf16, f16, f32), G = 1 and G = 8, D ≠ Dv, the tensor-core head
+// dims 64, 96 and 256, MLA at R = 512 / P = 64 with H = 16 and H = 128, and D = Dv = 1024. Each is
+// also lowered split 4 ways with its heuristic tile (the split kernel and paged_merge), and the
+// append (paged_copy, paged_append) for every dtype. Each entry is compiled once.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backends/nvrtc/nvrtc_backend.h"
+#include "variant_check.h"
+
+#if RUDNN_TEST_USE_COMPILER
+#include "rudnn/compiler/paged_attention.h"
+
+namespace nv = rudnn::compiler::nvrtc;
+namespace compiler = rudnn::compiler;
+namespace contracts = rudnn::contracts;
+using rudnn::DType;
+
+namespace {
+
+using Variant = rudnn::testing::KernelVariant;
+
+constexpr std::int64_t kQueries = 8, kPages = 64, kPageSize = 16, kSequences = 4, kTablePages = 16;
+
+contracts::PagedMetadata metadata() {
+  return {{{kSequences, kTablePages}, DType::I32, 0},
+          {{kSequences}, DType::I32, 0},
+          {{kQueries}, DType::I32, 0},
+          {{kQueries}, DType::I32, 0}};
+}
+
+// q [Q, hq, d], k [pages, page_size, hkv, d], v [.., dv].
+contracts::PagedAttentionSignature attention(DType t, std::int64_t hq, std::int64_t hkv, std::int64_t d,
+                                             std::int64_t dv) {
+  contracts::PagedAttentionSignature sig;
+  sig.kind = contracts::PagedKind::Attention;
+  sig.query = {{kQueries, hq, d}, t, 0};
+  sig.key = {{kPages, kPageSize, hkv, d}, t, 0};
+  sig.value = {{kPages, kPageSize, hkv, dv}, t, 0};
+  sig.metadata = metadata();
+  sig.scale = 0.125;
+  sig.causal = true;
+  return sig;
+}
+
+// q [Q, h, r], qp [Q, h, p], latent [pages, page_size, 1, r], kp [.., p].
+contracts::PagedAttentionSignature mla(DType t, std::int64_t h, std::int64_t r, std::int64_t p) {
+  contracts::PagedAttentionSignature sig;
+  sig.kind = contracts::PagedKind::Mla;
+  sig.query = {{kQueries, h, r}, t, 0};
+  sig.query_rope = {{kQueries, h, p}, t, 0};
+  sig.key = {{kPages, kPageSize, 1, r}, t, 0};
+  sig.key_rope = {{kPages, kPageSize, 1, p}, t, 0};
+  sig.metadata = metadata();
+  sig.scale = 0.0721687824;
+  sig.causal = true;
+  return sig;
+}
+
+std::vector<Variant> paged_attention_variants() {
+  std::vector<Variant> out;
+  std::set<std::string> seen;
+  auto collect = [&](const rudnn::Result<compiler::LoweredOp, rudnn::RuntimeError>& lowered) {
+    EXPECT_TRUE(lowered.ok()) << (lowered.ok() ? "" : lowered.error().message());
+    if (!lowered.ok()) return;
+    for (const auto& l : lowered->launches)
+      if (seen.insert(l.entry).second) out.push_back({l.entry, l.source});
+  };
+  auto add = [&](contracts::PagedAttentionSignature sig) {
+    ASSERT_FALSE(contracts::check_paged_attention(sig).has_value()) << contracts::describe_call(sig);
+    // Every registered tile, unsplit; the heuristic one split 4 ways (the split unit + the merge).
+    for (const auto& config : compiler::paged_variants(sig, true))
+      collect(compiler::lower_paged_attention({sig, config}, compiler::Target{}));
+    sig.splits = 4;
+    collect(compiler::lower_paged_attention({sig, std::nullopt}, compiler::Target{}));
+  };
+  for (DType t : {DType::BF16, DType::F16, DType::F32}) add(attention(t, 32, 8, 128, 128));  // decode GQA 32/8
+  add(attention(DType::BF16, 16, 16, 128, 128));                                             // G = 1
+  add(attention(DType::BF16, 64, 8, 128, 128));                                              // G = 8
+  add(attention(DType::BF16, 32, 8, 192, 128));                                              // D ≠ Dv
+  add(attention(DType::F16, 8, 2, 64, 32));                                                  // D ≠ Dv, small
+  add(attention(DType::BF16, 16, 4, 64, 64));                                                // D = 64
+  add(attention(DType::F16, 16, 4, 96, 96));                                                 // D = 96
+  add(attention(DType::F16, 8, 2, 256, 256));                                                // D = 256
+  add(mla(DType::BF16, 16, 512, 64));                                                        // MLA H = 16
+  add(mla(DType::BF16, 128, 512, 64));                                                       // MLA H = 128
+  add(attention(DType::F32, 8, 2, 1024, 1024));                                              // D = Dv = 1024
+  add(attention(DType::BF16, 8, 2, 1024, 1024));
+  // The append's paged_copy and paged_append for every dtype.
+  for (DType t : {DType::BF16, DType::F16, DType::F32}) {
+    contracts::PagedAppendSignature sig{{{kQueries, 8, 128}, t, 0},
+                                        {{kQueries, 8, 64}, t, 0},
+                                        {{kPages, kPageSize, 8, 128}, t, 0},
+                                        {{kPages, kPageSize, 8, 64}, t, 0},
+                                        metadata()};
+    EXPECT_FALSE(contracts::check_paged_append(sig).has_value());
+    collect(compiler::lower_paged_append(sig, compiler::Target{}));
+  }
+  return out;
+}
+
+TEST(PagedAttentionVariants, EveryRegisteredConfigLowers) {
+  const auto variants = paged_attention_variants();
+  std::set<std::string> entries;
+  for (const auto& v : variants) {
+    EXPECT_NE(v.source.find(v.entry + "("), std::string::npos) << v.entry;
+    entries.insert(v.entry);
+  }
+  // Each kind of kernel is there for each dtype.
+  for (const char* dtype : {"bf16", "f16", "f32"}) {
+    for (const char* prefix :
+         {"rudnn_paged_attention_", "rudnn_paged_merge_", "rudnn_paged_copy_", "rudnn_paged_append_"}) {
+      const std::string want = std::string(prefix) + dtype;
+      bool found = false;
+      for (const auto& e : entries) found = found || e.rfind(want, 0) == 0;
+      EXPECT_TRUE(found) << want;
+    }
+  }
+  for (const char* prefix :
+       {"rudnn_paged_mla_bf16_", "rudnn_paged_attention_mma_bf16_d128_", "rudnn_paged_attention_mma_f16_d256_"}) {
+    bool found = false;
+    for (const auto& e : entries) found = found || e.rfind(prefix, 0) == 0;
+    EXPECT_TRUE(found) << prefix;
+  }
+  EXPECT_GE(variants.size(), 25u);
+}
+
+TEST(PagedAttentionVariants, CompileForSm80AndSm90aWithoutSpills) {
+  if (!nv::available()) GTEST_SKIP() << "SKIP: NVRTC is not installed here";
+  rudnn::testing::expect_spill_free_on_sm80_and_sm90a(paged_attention_variants());
+}
+
+}  // namespace
+#endif
