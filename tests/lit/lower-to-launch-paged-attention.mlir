@@ -22,6 +22,7 @@
 // CHECK-SAME: params [#rudnn.param<"q" : "const rudnn::bf16*" = buffer(0)>, #rudnn.param<"q_rope" : "const rudnn::bf16*" = null>, #rudnn.param<"k" : "const rudnn::bf16*" = buffer(1)>, #rudnn.param<"k_rope" : "const rudnn::bf16*" = null>, #rudnn.param<"v" : "const rudnn::bf16*" = buffer(2)>
 // CHECK-SAME: #rudnn.param<"page_table" : "const rudnn::i32*" = buffer(3)>, #rudnn.param<"lengths" : "const rudnn::i32*" = buffer(4)>, #rudnn.param<"sequence_ids" : "const rudnn::i32*" = buffer(5)>, #rudnn.param<"positions" : "const rudnn::i32*" = buffer(6)>
 // CHECK-SAME: #rudnn.param<"out" : "rudnn::bf16*" = buffer(7)>, #rudnn.param<"partial" : "float*" = null>
+// CHECK-SAME: {origin = "rudnn.paged_attention", rudnn.min_blocks = 1 : i64}
 // CHECK-SAME: #rudnn.param<"queries" : "long long" = size(dim(0, 0))>, #rudnn.param<"q_heads" : "long long" = size(32)>, #rudnn.param<"kv_heads" : "long long" = size(8)>, #rudnn.param<"head_dim" : "long long" = size(128)>, #rudnn.param<"rope_dim" : "long long" = size(0)>, #rudnn.param<"value_dim" : "long long" = size(128)>
 // CHECK-SAME: #rudnn.param<"page_size" : "long long" = size(dim(1, 1))>, #rudnn.param<"table_stride" : "long long" = size(dim(3, 1))>, #rudnn.param<"splits" : "long long" = size(1)>, #rudnn.param<"causal" : "long long" = size(1)>, #rudnn.param<"scale" : "float" = f32(0.0883883461)>]
 // CHECK-NOT: result_elements
@@ -165,16 +166,17 @@ func.func @mla_h128(%q: tensor<?x128x512xf32>, %qp: tensor<?x128x64xf32>, %laten
 }
 
 // Append (Hkv 8, D = 128, Dv = 64, bf16): copy key_cache (slot 2) → new_key_cache (slot 8) and
-// value_cache (slot 3) → new_value_cache (slot 9) over pages · page_size · Hkv · D elements, then the
+// value_cache (slot 3) → new_value_cache (slot 9) over pages · page_size · Hkv · D elements (a fixed
+// grid of 1024 blocks of 256 threads, 16-byte copies), then the
 // append over Q · 8 blocks writes rows into slots 8 and 9.
 // CHECK-LABEL: func.func @append
 // CHECK: %[[K:.*]] = rudnn.launch @rudnn_paged_copy_bf16(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7)
-// CHECK-SAME: header "rudnn/paged/append.cuh" function "rudnn::paged::paged_copy" args ["rudnn::bf16", "128"]
-// CHECK-SAME: grid [#rudnn.size<rows(2) * dim(2, 3) ceildiv 128>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 0
+// CHECK-SAME: header "rudnn/paged/append.cuh" function "rudnn::paged::paged_copy" args ["rudnn::bf16", "256"]
+// CHECK-SAME: grid [#rudnn.size<1024>, #rudnn.size<1>, #rudnn.size<1>] block [256, 1, 1] shared 0
 // CHECK-SAME: params [#rudnn.param<"src" : "const rudnn::bf16*" = buffer(2)>, #rudnn.param<"dst" : "rudnn::bf16*" = buffer(8)>, #rudnn.param<"elements" : "long long" = size(rows(2) * dim(2, 3))>]
 // CHECK-SAME: -> tensor<?x?x8x128xbf16>
 // CHECK: %[[V:.*]] = rudnn.launch @rudnn_paged_copy_bf16(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7, %[[K]])
-// CHECK-SAME: grid [#rudnn.size<rows(3) * dim(3, 3) ceildiv 128>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 0
+// CHECK-SAME: grid [#rudnn.size<1024>, #rudnn.size<1>, #rudnn.size<1>] block [256, 1, 1] shared 0
 // CHECK-SAME: params [#rudnn.param<"src" : "const rudnn::bf16*" = buffer(3)>, #rudnn.param<"dst" : "rudnn::bf16*" = buffer(9)>, #rudnn.param<"elements" : "long long" = size(rows(3) * dim(3, 3))>]
 // CHECK-SAME: -> tensor<?x?x8x64xbf16>
 // CHECK: rudnn.launch @rudnn_paged_append_bf16(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7, %[[K]], %[[V]])

@@ -729,7 +729,7 @@ func.func @append_head_dim(%a0: tensor<?x8x1056xbf16>, %a1: tensor<?x8x128xbf16>
 // -----
 
 func.func @append_value_dtype(%a0: tensor<?x8x128xbf16>, %a1: tensor<?x8x128xf16>, %a2: tensor<64x16x8x128xbf16>, %a3: tensor<64x16x8x128xf16>, %a4: tensor<?x?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>, %a7: tensor<?xi32>) {
-  // expected-error @+1 {{value: expected bf16 (the query dtype), got f16}}
+  // expected-error @+1 {{value: expected bf16 (the key dtype), got f16}}
   %k, %v = rudnn.paged_append %a0, %a1, %a2, %a3, %a4, %a5, %a6, %a7 : tensor<?x8x128xbf16>, tensor<?x8x128xf16>, tensor<64x16x8x128xbf16>, tensor<64x16x8x128xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<64x16x8x128xbf16>, tensor<64x16x8x128xf16>
   return
 }
@@ -769,7 +769,7 @@ func.func @append_value_dim(%a0: tensor<?x8x128xbf16>, %a1: tensor<?x8x4096xbf16
 // -----
 
 func.func @append_key_cache_dtype(%a0: tensor<?x8x128xbf16>, %a1: tensor<?x8x128xbf16>, %a2: tensor<64x16x8x128xf32>, %a3: tensor<64x16x8x128xbf16>, %a4: tensor<?x?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>, %a7: tensor<?xi32>) {
-  // expected-error @+1 {{key_cache: expected bf16 (the query dtype), got f32}}
+  // expected-error @+1 {{key_cache: expected bf16 (the key dtype), got f32}}
   %k, %v = rudnn.paged_append %a0, %a1, %a2, %a3, %a4, %a5, %a6, %a7 : tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<64x16x8x128xf32>, tensor<64x16x8x128xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<64x16x8x128xf32>, tensor<64x16x8x128xbf16>
   return
 }
@@ -809,7 +809,7 @@ func.func @append_key_cache_empty(%a0: tensor<?x8x128xbf16>, %a1: tensor<?x8x128
 // -----
 
 func.func @append_value_cache_dtype(%a0: tensor<?x8x128xbf16>, %a1: tensor<?x8x128xbf16>, %a2: tensor<64x16x8x128xbf16>, %a3: tensor<64x16x8x128xf16>, %a4: tensor<?x?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>, %a7: tensor<?xi32>) {
-  // expected-error @+1 {{value_cache: expected bf16 (the query dtype), got f16}}
+  // expected-error @+1 {{value_cache: expected bf16 (the key dtype), got f16}}
   %k, %v = rudnn.paged_append %a0, %a1, %a2, %a3, %a4, %a5, %a6, %a7 : tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<64x16x8x128xbf16>, tensor<64x16x8x128xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<64x16x8x128xbf16>, tensor<64x16x8x128xf16>
   return
 }
