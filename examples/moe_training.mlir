@@ -23,8 +23,8 @@ func.func @main(%logits: tensor<?x8xf32> {rudnn.name = "logits"}, %x: tensor<?x3
   %out = rudnn.combine %y, %slots, %w : tensor<?x32xf32>, tensor<?x2xui32>, tensor<?x2xf32> -> tensor<?x32xf32>
   %dy, %dw = rudnn.combine_backward %y, %g, %slots, %w {strategy = "serial"}
        : tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x2xui32>, tensor<?x2xf32> -> tensor<?x32xf32>, tensor<?x2xf32>
-  %drows, %dgate, %dup, %ddown = rudnn.swiglu_experts_backward %rows, %offsets, %gate, %up, %down, %dy {strategy = "scalar"}
-       : tensor<?x32xf32>, tensor<9xui32>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>, tensor<?x32xf32>
+  %drows, %dgate, %dup, %ddown = rudnn.swiglu_experts_backward %rows, %offsets, %slots, %gate, %up, %down, %dy
+       {strategy = "scalar"} : tensor<?x32xf32>, tensor<9xui32>, tensor<?x2xui32>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>, tensor<?x32xf32>
        -> tensor<?x32xf32>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
   %dx = rudnn.dispatch_backward %drows, %slots : tensor<?x32xf32>, tensor<?x2xui32> -> tensor<?x32xf32>
   %dlogits = rudnn.router_backward %logits, %i, %dw {scoring = "softmax", renormalize = true, scale = 1.0 : f32}

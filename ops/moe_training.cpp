@@ -159,7 +159,7 @@ Result<SwiGluTrainingCache, MoeError> SwiGluExperts::training_cache(const Dispat
   contracts::ExpertsSignature sig{
       {operand(gate_), operand(up_), operand(down_)}, operand(dispatched.rows()), operand(dispatched.expert_offsets())};
   if (auto e = contracts::check_experts(sig)) return *e;
-  return SwiGluTrainingCache(gate_, up_, down_, dispatched.rows(), dispatched.expert_offsets());
+  return SwiGluTrainingCache(gate_, up_, down_, dispatched.rows(), dispatched.expert_offsets(), dispatched.slots());
 }
 
 Result<SwiGluTraining, MoeError> SwiGluExperts::forward_dispatched_training(const Dispatched& dispatched,
@@ -178,7 +178,9 @@ Result<ExpertGradients, MoeError> SwiGluTrainingCache::backward(const Tensor& de
 Result<ExpertGradients, MoeError> SwiGluTrainingCache::backward_with_strategy(const Tensor& dexpert,
                                                                               GroupedStrategy strategy) const {
   contracts::ExpertsBackwardSignature sig{
-      {{operand(gate_), operand(up_), operand(down_)}, operand(rows_), operand(offsets_)}, operand(dexpert)};
+      {{operand(gate_), operand(up_), operand(down_)}, operand(rows_), operand(offsets_)},
+      operand(slots_),
+      operand(dexpert)};
   if (auto e = contracts::check_experts_backward(sig)) return *e;
   // Auto falls back only for what is unsupported: the tensor-core backward is not built yet.
   if (strategy == GroupedStrategy::TensorCore)
@@ -206,8 +208,9 @@ Result<ExpertGradients, MoeError> SwiGluTrainingCache::backward_with_strategy(co
   if (!dup.ok()) return as<MoeError>(dup.error());
   auto ddown = ops::output({experts, hidden, inter}, DType::F32, rows_.queue());
   if (!ddown.ok()) return as<MoeError>(ddown.error());
-  if (auto s = ops::launch(**plan, rows_.queue(),
-                           {&rows_, &offsets_, &gate_, &up_, &down_, &dexpert, &*dinput, &*dgate, &*dup, &*ddown});
+  if (auto s =
+          ops::launch(**plan, rows_.queue(),
+                      {&rows_, &offsets_, &slots_, &gate_, &up_, &down_, &dexpert, &*dinput, &*dgate, &*dup, &*ddown});
       !s.ok())
     return as<MoeError>(s.error());
   return ExpertGradients{std::move(dinput.value()), std::move(dgate.value()), std::move(dup.value()),

@@ -79,15 +79,19 @@ Result<LoweredOp, RuntimeError> lower_experts_backward(const ExpertsBackwardRequ
   MLIRContext& ctx = threadContext();
   const contracts::ExpertsBackwardSignature& sig = request.signature;
   const contracts::ExpertWeights& w = sig.experts.weights;
-  SmallVector<Type> args = {dynamicType(&ctx, sig.experts.rows), dynamicType(&ctx, sig.experts.offsets),
-                            dynamicType(&ctx, w.gate),           dynamicType(&ctx, w.up),
-                            dynamicType(&ctx, w.down),           dynamicType(&ctx, sig.dexpert)};
+  SmallVector<Type> args = {dynamicType(&ctx, sig.experts.rows),
+                            dynamicType(&ctx, sig.experts.offsets),
+                            dynamicType(&ctx, sig.slots),
+                            dynamicType(&ctx, w.gate),
+                            dynamicType(&ctx, w.up),
+                            dynamicType(&ctx, w.down),
+                            dynamicType(&ctx, sig.dexpert)};
   SmallVector<Type> results = {args[0], dynamicType(&ctx, 3, DType::F32), dynamicType(&ctx, 3, DType::F32),
                                dynamicType(&ctx, 3, DType::F32)};
   return lowerSingleOp(args, results, request.config, contracts::describe_call(sig.experts), target,
                        [&](OpBuilder& b, ValueRange a) -> Operation* {
                          return dialect::SwiGluExpertsBackwardOp::create(b, b.getUnknownLoc(), results, a[0], a[1],
-                                                                         a[2], a[3], a[4], a[5],
+                                                                         a[2], a[3], a[4], a[5], a[6],
                                                                          b.getStringAttr("scalar"), DictionaryAttr());
                        });
 }

@@ -90,7 +90,15 @@ std::optional<MoeError> check_experts_backward(const ExpertsBackwardSignature& s
     return fail<Err>(ErrorKind::UnsupportedDType, "dexpert",
                      fmt::format("{} (the experts' dtype)", dtype_name(rows.dtype)), std::string(dtype_name(d.dtype)));
   if (auto e = check_shape<Err>(d, "dexpert", rows.shape, "[rows, hidden], the dispatched rows' shape")) return e;
-  return check_device<Err>(d, "dexpert", rows, "rows");
+  if (auto e = check_device<Err>(d, "dexpert", rows, "rows")) return e;
+  const MoeOperand& s = sig.slots;
+  if (s.dtype != DType::U32 || s.shape.size() != 2)
+    return fail<Err>(s.dtype != DType::U32 ? ErrorKind::UnsupportedDType : ErrorKind::ShapeMismatch, "slots",
+                     "u32 [tokens, top_k]", fmt::format("{} {}", dtype_name(s.dtype), shape_to_string(s.shape)));
+  if (known(s.shape[0]) && known(s.shape[1]) && known(rows.shape[0]) && s.shape[0] * s.shape[1] != rows.shape[0])
+    return fail<Err>(ErrorKind::ShapeMismatch, "slots", fmt::format("tokens x top_k = {} (the rows)", rows.shape[0]),
+                     shape_to_string(s.shape));
+  return check_device<Err>(s, "slots", rows, "rows");
 }
 
 std::string describe_call(const RouterWeightsSignature& sig) {

@@ -43,6 +43,7 @@ std::optional<MoeError> check_dispatch_backward(const DispatchBackwardSignature&
 // weights' dtype.
 struct ExpertsBackwardSignature {
   ExpertsSignature experts;
+  MoeOperand slots;  // U32 [T, top_k], the dispatch's: T·top_k = N
   MoeOperand dexpert;
 };
 std::optional<MoeError> check_experts_backward(const ExpertsBackwardSignature& sig);

@@ -151,7 +151,7 @@ class RUDNN_API Dispatched {
 };
 
 // What the experts' training forward keeps for backward: the experts (their weight tensors) and the
-// dispatched rows and offsets it ran on — not the gate/up pre-activations, which backward recomputes
+// dispatched rows, offsets and slots it ran on — not the gate/up pre-activations, which backward recomputes
 // (no activation memory between the passes; one gate/up GEMM more in backward). The saved tensors
 // must not be modified before backward.
 class RUDNN_API SwiGluTrainingCache {
@@ -166,13 +166,15 @@ class RUDNN_API SwiGluTrainingCache {
 
  private:
   friend class SwiGluExperts;
-  SwiGluTrainingCache(Tensor gate, Tensor up, Tensor down, Tensor rows, Tensor offsets)
+  SwiGluTrainingCache(Tensor gate, Tensor up, Tensor down, Tensor rows, Tensor offsets, Tensor slots)
       : gate_(std::move(gate)),
         up_(std::move(up)),
         down_(std::move(down)),
         rows_(std::move(rows)),
-        offsets_(std::move(offsets)) {}
+        offsets_(std::move(offsets)),
+        slots_(std::move(slots)) {}
   Tensor gate_, up_, down_, rows_, offsets_;
+  Tensor slots_;  // the dispatch's: the weight gradients sum each expert's rows in token order
 };
 
 struct SwiGluTraining {

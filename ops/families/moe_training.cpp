@@ -62,6 +62,8 @@ std::optional<RuntimeError> run(mlir::Operation& op, GraphValues& values) {
     if (!d) return foreign(op, "rows", "the rows result of a rudnn.dispatch in this graph");
     if (values[eb.getOffsets()].data() != d->expert_offsets().data())
       return foreign(op, "offsets", "the offsets of the dispatch the rows came from");
+    if (values[eb.getSlots()].data() != d->slots().data())
+      return foreign(op, "slots", "the slots of the dispatch the rows came from");
     auto experts = moe::SwiGluExperts::create(values[eb.getGate()], values[eb.getUp()], values[eb.getDown()]);
     if (!experts.ok()) return op_error(experts.error(), op);
     auto cache = experts->training_cache(*d);

@@ -53,6 +53,9 @@ RUDNN_SHARED_MEMORY_FN long long experts_mma(long long stages, long long block_m
   return stages * (block_m + operands * block_n) * (block_k + 8) * 2;
 }
 
+// expert_row_order (moe/experts_backward_scalar.cuh): one hit count per warp, rounded up to 16 bytes.
+RUDNN_SHARED_MEMORY_FN long long expert_row_order(long long threads) { return (threads / 32 * 4 + 15) / 16 * 16; }
+
 // router_backward (moe/router_weights.cuh): per warp 64 h_j (float) and 64 i_j (8-byte) entries.
 RUDNN_SHARED_MEMORY_FN long long router_backward(long long warps) { return warps * 64 * (4 + 8); }
 

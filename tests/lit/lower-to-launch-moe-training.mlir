@@ -30,27 +30,32 @@ func.func @combine_dispatch(%y: tensor<?x128xf16>, %g: tensor<?x128xf16>, %s: te
   return %dw, %dx : tensor<?x8xf32>, tensor<?x128xf16>
 }
 
-// The experts backward: hidden (dA, dB, Hh: three FP32 [N, I] temporaries), input (dinput), and three
-// weight gradients over each expert's rows; tile 1 = ScalarGemmPolicy<32, 64, 16, 4, 4> (128 threads).
+// The experts backward: each expert's rows in token order (expert_row_order, a u32 [N] temporary),
+// hidden (dA, dB, Hh: three FP32 [N, I] temporaries), input (dinput), and three weight gradients
+// summed over each expert's rows in that order; tile 1 = ScalarGemmPolicy<32, 64, 16, 4, 4> (128 threads).
 // CHECK-LABEL: func.func @experts_backward
-// CHECK: %[[H:.*]]:3 = rudnn.launch @rudnn_swiglu_backward_hidden_bf16_32x64x16_t4x4(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5) header "rudnn/moe/experts_backward_scalar.cuh" function "rudnn::moe::swiglu_backward_hidden_scalar"
+// CHECK: %[[O:.*]] = rudnn.launch @rudnn_expert_row_order(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6) header "rudnn/moe/experts_backward_scalar.cuh" function "rudnn::moe::expert_row_order"
+// CHECK-SAME: args ["256"] config {} grid [#rudnn.size<dim(3, 0)>, #rudnn.size<1>, #rudnn.size<1>] block [256, 1, 1] shared 32
+// CHECK-SAME: #rudnn.param<"assignments" : "long long" = size(dim(2, 0) * dim(2, 1))>
+// CHECK-SAME: result_elements = [#rudnn.size<dim(0, 0)>]
+// CHECK: %[[H:.*]]:3 = rudnn.launch @rudnn_swiglu_backward_hidden_bf16_32x64x16_t4x4(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %[[O]]) header "rudnn/moe/experts_backward_scalar.cuh" function "rudnn::moe::swiglu_backward_hidden_scalar"
 // CHECK-SAME: args ["rudnn::bf16", "rudnn::moe::ScalarGemmPolicy<32, 64, 16, 4, 4>"]
-// CHECK-SAME: grid [#rudnn.size<dim(2, 1) ceildiv 64>, #rudnn.size<dim(0, 0) ceildiv 32>, #rudnn.size<1>] block [128, 1, 1] shared 11008
-// CHECK-SAME: result_elements = [#rudnn.size<dim(0, 0) * dim(2, 1)>, #rudnn.size<dim(0, 0) * dim(2, 1)>, #rudnn.size<dim(0, 0) * dim(2, 1)>]
-// CHECK: %[[DX:.*]] = rudnn.launch @rudnn_swiglu_backward_input_bf16_32x64x16_t4x4({{.*}}, %[[H]]#0, %[[H]]#1, %[[H]]#2)
-// CHECK-SAME: #rudnn.param<"da" : "const float*" = buffer(6)>, #rudnn.param<"db" : "const float*" = buffer(7)>
+// CHECK-SAME: grid [#rudnn.size<dim(3, 1) ceildiv 64>, #rudnn.size<dim(0, 0) ceildiv 32>, #rudnn.size<1>] block [128, 1, 1] shared 11008
+// CHECK-SAME: result_elements = [#rudnn.size<dim(0, 0) * dim(3, 1)>, #rudnn.size<dim(0, 0) * dim(3, 1)>, #rudnn.size<dim(0, 0) * dim(3, 1)>]
+// CHECK: %[[DX:.*]] = rudnn.launch @rudnn_swiglu_backward_input_bf16_32x64x16_t4x4({{.*}}, %[[O]], %[[H]]#0, %[[H]]#1, %[[H]]#2)
+// CHECK-SAME: #rudnn.param<"da" : "const float*" = buffer(8)>, #rudnn.param<"db" : "const float*" = buffer(9)>
 // CHECK: %[[DG:.*]] = rudnn.launch @rudnn_experts_weight_grad_f32_bf16_32x64x16_t4x4
-// CHECK-SAME: #rudnn.param<"p" : "const float*" = buffer(6)>, #rudnn.param<"q" : "const rudnn::bf16*" = buffer(0)>
+// CHECK-SAME: #rudnn.param<"p" : "const float*" = buffer(8)>, #rudnn.param<"q" : "const rudnn::bf16*" = buffer(0)>, #rudnn.param<"offsets" : "const rudnn::u32*" = buffer(1)>, #rudnn.param<"order" : "const rudnn::u32*" = buffer(7)>
 // CHECK: %[[DU:.*]] = rudnn.launch @rudnn_experts_weight_grad_f32_bf16_32x64x16_t4x4
-// CHECK-SAME: #rudnn.param<"p" : "const float*" = buffer(7)>
+// CHECK-SAME: #rudnn.param<"p" : "const float*" = buffer(9)>
 // CHECK: %[[DD:.*]] = rudnn.launch @rudnn_experts_weight_grad_bf16_f32_32x64x16_t4x4
-// CHECK-SAME: #rudnn.param<"p" : "const rudnn::bf16*" = buffer(5)>, #rudnn.param<"q" : "const float*" = buffer(8)>
+// CHECK-SAME: #rudnn.param<"p" : "const rudnn::bf16*" = buffer(6)>, #rudnn.param<"q" : "const float*" = buffer(10)>
 // CHECK: return %[[DX]], %[[DG]], %[[DU]], %[[DD]]
-func.func @experts_backward(%r: tensor<?x32xbf16>, %o: tensor<9xui32>, %g: tensor<8x16x32xbf16>, %u: tensor<8x16x32xbf16>,
-                            %d: tensor<8x32x16xbf16>, %dy: tensor<?x32xbf16>)
+func.func @experts_backward(%r: tensor<?x32xbf16>, %o: tensor<9xui32>, %sl: tensor<?x2xui32>, %g: tensor<8x16x32xbf16>,
+                            %u: tensor<8x16x32xbf16>, %d: tensor<8x32x16xbf16>, %dy: tensor<?x32xbf16>)
     -> (tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>) {
-  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %g, %u, %d, %dy {strategy = "scalar", kernel_config = {tile = 1}}
-      : tensor<?x32xbf16>, tensor<9xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<?x32xbf16>
+  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %sl, %g, %u, %d, %dy {strategy = "scalar", kernel_config = {tile = 1}}
+      : tensor<?x32xbf16>, tensor<9xui32>, tensor<?x2xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<?x32xbf16>
       -> tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
   return %dx, %dg, %du, %dd : tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
 }

@@ -162,40 +162,48 @@ func.func @threads(%d: tensor<8x16xf32>, %s: tensor<4x2xui32>) {
 
 // -----
 
-func.func @dexpert_dtype(%r: tensor<4x32xbf16>, %o: tensor<9xui32>, %g: tensor<8x16x32xbf16>, %u: tensor<8x16x32xbf16>, %d: tensor<8x32x16xbf16>, %dy: tensor<4x32xf32>) {
+func.func @dexpert_dtype(%r: tensor<4x32xbf16>, %o: tensor<9xui32>, %sl: tensor<2x2xui32>, %g: tensor<8x16x32xbf16>, %u: tensor<8x16x32xbf16>, %d: tensor<8x32x16xbf16>, %dy: tensor<4x32xf32>) {
   // expected-error @+1 {{dexpert: expected bf16 (the experts' dtype), got f32}}
-  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %g, %u, %d, %dy {strategy = "scalar"} : tensor<4x32xbf16>, tensor<9xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<4x32xf32> -> tensor<4x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
+  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %sl, %g, %u, %d, %dy {strategy = "scalar"} : tensor<4x32xbf16>, tensor<9xui32>, tensor<2x2xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<4x32xf32> -> tensor<4x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
   return
 }
 
 // -----
 
-func.func @dexpert_shape(%r: tensor<4x32xbf16>, %o: tensor<9xui32>, %g: tensor<8x16x32xbf16>, %u: tensor<8x16x32xbf16>, %d: tensor<8x32x16xbf16>, %dy: tensor<5x32xbf16>) {
+func.func @dexpert_shape(%r: tensor<4x32xbf16>, %o: tensor<9xui32>, %sl: tensor<2x2xui32>, %g: tensor<8x16x32xbf16>, %u: tensor<8x16x32xbf16>, %d: tensor<8x32x16xbf16>, %dy: tensor<5x32xbf16>) {
   // expected-error @+1 {{dexpert: expected [4, 32] ([rows, hidden], the dispatched rows' shape), got [5, 32]}}
-  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %g, %u, %d, %dy {strategy = "scalar"} : tensor<4x32xbf16>, tensor<9xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<5x32xbf16> -> tensor<4x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
+  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %sl, %g, %u, %d, %dy {strategy = "scalar"} : tensor<4x32xbf16>, tensor<9xui32>, tensor<2x2xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<5x32xbf16> -> tensor<4x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
   return
 }
 
 // -----
 
-func.func @experts_strategy(%r: tensor<4x32xbf16>, %o: tensor<9xui32>, %g: tensor<8x16x32xbf16>, %u: tensor<8x16x32xbf16>, %d: tensor<8x32x16xbf16>, %dy: tensor<4x32xbf16>) {
+func.func @experts_strategy(%r: tensor<4x32xbf16>, %o: tensor<9xui32>, %sl: tensor<2x2xui32>, %g: tensor<8x16x32xbf16>, %u: tensor<8x16x32xbf16>, %d: tensor<8x32x16xbf16>, %dy: tensor<4x32xbf16>) {
   // expected-error @+1 {{strategy: expected "scalar" (the tensor-core experts backward is not built yet), got "tensor_core"}}
-  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %g, %u, %d, %dy {strategy = "tensor_core"} : tensor<4x32xbf16>, tensor<9xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<4x32xbf16> -> tensor<4x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
+  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %sl, %g, %u, %d, %dy {strategy = "tensor_core"} : tensor<4x32xbf16>, tensor<9xui32>, tensor<2x2xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<4x32xbf16> -> tensor<4x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
   return
 }
 
 // -----
 
-func.func @dgate_result(%r: tensor<4x32xbf16>, %o: tensor<9xui32>, %g: tensor<8x16x32xbf16>, %u: tensor<8x16x32xbf16>, %d: tensor<8x32x16xbf16>, %dy: tensor<4x32xbf16>) {
+func.func @dgate_result(%r: tensor<4x32xbf16>, %o: tensor<9xui32>, %sl: tensor<2x2xui32>, %g: tensor<8x16x32xbf16>, %u: tensor<8x16x32xbf16>, %d: tensor<8x32x16xbf16>, %dy: tensor<4x32xbf16>) {
   // expected-error @+1 {{dgate: expected [8, 16, 32] f32, got 'tensor<8x16x32xbf16>'}}
-  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %g, %u, %d, %dy {strategy = "scalar"} : tensor<4x32xbf16>, tensor<9xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<4x32xbf16> -> tensor<4x32xbf16>, tensor<8x16x32xbf16>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
+  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %sl, %g, %u, %d, %dy {strategy = "scalar"} : tensor<4x32xbf16>, tensor<9xui32>, tensor<2x2xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<4x32xbf16> -> tensor<4x32xbf16>, tensor<8x16x32xbf16>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
   return
 }
 
 // -----
 
-func.func @experts_tile(%r: tensor<4x32xbf16>, %o: tensor<9xui32>, %g: tensor<8x16x32xbf16>, %u: tensor<8x16x32xbf16>, %d: tensor<8x32x16xbf16>, %dy: tensor<4x32xbf16>) {
+func.func @experts_tile(%r: tensor<4x32xbf16>, %o: tensor<9xui32>, %sl: tensor<2x2xui32>, %g: tensor<8x16x32xbf16>, %u: tensor<8x16x32xbf16>, %d: tensor<8x32x16xbf16>, %dy: tensor<4x32xbf16>) {
   // expected-error @+1 {{kernel_config: expected {tile = 0, 1 or 2}}}
-  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %g, %u, %d, %dy {strategy = "scalar", kernel_config = {tile = 3}} : tensor<4x32xbf16>, tensor<9xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<4x32xbf16> -> tensor<4x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
+  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %sl, %g, %u, %d, %dy {strategy = "scalar", kernel_config = {tile = 3}} : tensor<4x32xbf16>, tensor<9xui32>, tensor<2x2xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<4x32xbf16> -> tensor<4x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
+  return
+}
+
+// -----
+
+func.func @experts_slots(%r: tensor<4x32xbf16>, %o: tensor<9xui32>, %sl: tensor<3x2xui32>, %g: tensor<8x16x32xbf16>, %u: tensor<8x16x32xbf16>, %d: tensor<8x32x16xbf16>, %dy: tensor<4x32xbf16>) {
+  // expected-error @+1 {{slots: expected tokens x top_k = 4 (the rows), got [3, 2]}}
+  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %sl, %g, %u, %d, %dy {strategy = "scalar"} : tensor<4x32xbf16>, tensor<9xui32>, tensor<3x2xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<4x32xbf16> -> tensor<4x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
   return
 }

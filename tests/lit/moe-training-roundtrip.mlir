@@ -21,12 +21,12 @@ func.func @combine_dispatch(%y: tensor<32x128xf16>, %g: tensor<4x128xf16>, %s: t
 }
 
 // CHECK-LABEL: func.func @experts_backward
-// CHECK: rudnn.swiglu_experts_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {strategy = "scalar"} : tensor<?x32xbf16>, tensor<9xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<?x32xbf16> -> tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
-func.func @experts_backward(%r: tensor<?x32xbf16>, %o: tensor<9xui32>, %g: tensor<8x16x32xbf16>, %u: tensor<8x16x32xbf16>,
+// CHECK: rudnn.swiglu_experts_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {strategy = "scalar"} : tensor<?x32xbf16>, tensor<9xui32>, tensor<?x2xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<?x32xbf16> -> tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
+func.func @experts_backward(%r: tensor<?x32xbf16>, %o: tensor<9xui32>, %sl: tensor<?x2xui32>, %g: tensor<8x16x32xbf16>, %u: tensor<8x16x32xbf16>,
                             %d: tensor<8x32x16xbf16>, %dy: tensor<?x32xbf16>)
     -> (tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>) {
-  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %g, %u, %d, %dy {strategy = "scalar"}
-      : tensor<?x32xbf16>, tensor<9xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<?x32xbf16>
+  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %sl, %g, %u, %d, %dy {strategy = "scalar"}
+      : tensor<?x32xbf16>, tensor<9xui32>, tensor<?x2xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<?x32xbf16>
       -> tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
   return %dx, %dg, %du, %dd : tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
 }

@@ -1,5 +1,6 @@
 // The MoE training kernels (router weights and backward for each index dtype, combine backward
-// Serial and Plane, dispatch backward, the experts' Scalar backward on every scalar tile) lowered by
+// Serial and Plane, dispatch backward, the experts' Scalar backward on every scalar tile and its row
+// order) lowered by
 // the compiler and compiled with NVRTC for sm_80 and sm_90a: no spills, no stack, no static shared
 // memory. Every extent is a runtime size of these kernels, so one signature per dtype combination
 // stands for all shapes.
@@ -54,6 +55,7 @@ std::vector<Variant> moe_training_variants() {
     for (std::int64_t tile : {0, 1, 2}) {
       contracts::ExpertsBackwardSignature sig{
           {{{{E, I, H}, t, 0}, {{E, I, H}, t, 0}, {{E, H, I}, t, 0}}, {{T * K, H}, t, 0}, {{E + 1}, DType::U32, 0}},
+          {{T, K}, DType::U32, 0},
           {{T * K, H}, t, 0}};
       add(compiler::lower_experts_backward({sig, compiler::KernelConfig{{{"tile", tile}}}}, compiler::Target{}));
     }

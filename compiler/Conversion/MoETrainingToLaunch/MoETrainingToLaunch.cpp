@@ -5,9 +5,10 @@
 //   router_backward   logits 0, indices 1, grad_weights 2 → grad_logits 3
 //   combine_backward  expert_rows 0, grad_output 1, slots 2, weights 3 → dexpert 4, dweights 5
 //   dispatch_backward drows 0, slots 1 → dinput 2
-//   swiglu_experts_backward  rows 0, offsets 1, gate 2, up 3, down 4, dexpert 5 → dinput 6, dgate 7,
-//                    dup 8, ddown 9; temporaries dA, dB, Hh (FP32 [N, I]): five launches —
-//                    hidden (dA, dB, Hh), input (dinput), three weight gradients
+//   swiglu_experts_backward  rows 0, offsets 1, slots 2, gate 3, up 4, down 5, dexpert 6 → dinput 7,
+//                    dgate 8, dup 9, ddown 10; temporaries order (u32 [N]), dA, dB, Hh (FP32 [N, I]):
+//                    six launches — row order, hidden (dA, dB, Hh), input (dinput), three weight
+//                    gradients
 #include "Conversion/MoETrainingToLaunch/MoETrainingToLaunch.h"
 
 #include <fmt/format.h>
@@ -25,6 +26,7 @@ namespace rudnn::compiler {
 namespace {
 
 using SizeFactor = dialect::SizeFactor;
+constexpr std::int64_t kOrderThreads = 256;
 
 DType dtypeOf(Value v) { return *dialect::toDType(cast<RankedTensorType>(v.getType()).getElementType()); }
 std::string cType(Value v) { return dialect::cTypeName(dtypeOf(v)); }
@@ -77,59 +79,82 @@ LogicalResult lowerExpertsBackward(RewriterBase& rewriter, dialect::SwiGluExpert
   const char* header = "rudnn/moe/experts_backward_scalar.cuh";
   MLIRContext* ctx = op.getContext();
   auto f32Flat = RankedTensorType::get({ShapedType::kDynamic}, Float32Type::get(ctx));
+  auto u32Flat = RankedTensorType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 32, IntegerType::Unsigned));
   SmallVector<Value> values(op->getOperands().begin(), op->getOperands().end());
-  const SizeFactor n = SizeFactor::dimOf(0, 0), e = SizeFactor::dimOf(2, 0), inter = SizeFactor::dimOf(2, 1),
-                   hidden = SizeFactor::dimOf(2, 2);
+  // Operands: rows 0, offsets 1, slots 2, gate 3, up 4, down 5, dexpert 6; then the temporaries
+  // order 7, dA 8, dB 9, Hh 10; each launch's result follows its operands.
+  enum : std::int64_t { kRows, kOffsets, kSlots, kGate, kUp, kDown, kDexpert, kOrder, kDA, kDB, kHh, kOut };
+  const SizeFactor n = SizeFactor::dimOf(kRows, 0), e = SizeFactor::dimOf(kGate, 0),
+                   inter = SizeFactor::dimOf(kGate, 1), hidden = SizeFactor::dimOf(kGate, 2);
   auto sizes = [&](LaunchBuilder& l) {
     l.sizeParam("n_rows", l.size({n}))
         .sizeParam("experts", l.size({e}))
         .sizeParam("hidden", l.size({hidden}))
         .sizeParam("inter", l.size({inter}));
   };
+  auto push = [&](dialect::LaunchOp launch) {
+    for (Value v : launch.getResults()) values.push_back(v);
+  };
 
-  // 1. dA, dB, Hh (slots 6, 7, 8 of this launch: its results).
+  // 0. Each expert's rows in token order, for the weight gradients' fixed summation order.
+  LaunchBuilder order(op, "rudnn_expert_row_order", header, "rudnn::moe::expert_row_order");
+  order.templateArgs({std::to_string(kOrderThreads)})
+      .config(DictionaryAttr::get(ctx))
+      .operands(values)
+      .results({u32Flat}, {order.size({n})})
+      .buffer("slots", "const rudnn::u32*", kSlots)
+      .buffer("offsets", "const rudnn::u32*", kOffsets)
+      .buffer("order", "rudnn::u32*", kOrder)
+      .sizeParam("assignments", order.size({SizeFactor::dimOf(kSlots, 0), SizeFactor::dimOf(kSlots, 1)}))
+      .sizeParam("experts", order.size({e}))
+      .grid(order.size({e}))
+      .block(kOrderThreads)
+      .shared(shared_memory::expert_row_order(kOrderThreads));
+  push(order.create(rewriter));
+
+  // 1. dA, dB, Hh.
   LaunchBuilder h(op, fmt::format("rudnn_swiglu_backward_hidden_{}_{}", dtype_name(dtype), tileName), header,
                   "rudnn::moe::swiglu_backward_hidden_scalar");
   h.templateArgs({t, policy})
       .config(config)
       .operands(values)
       .results({f32Flat, f32Flat, f32Flat}, {h.size({n, inter}), h.size({n, inter}), h.size({n, inter})})
-      .buffer("rows", ct, 0)
-      .buffer("dy", ct, 5)
-      .buffer("offsets", "const rudnn::u32*", 1)
-      .buffer("gate", ct, 2)
-      .buffer("up", ct, 3)
-      .buffer("down", ct, 4)
-      .buffer("da", "float*", 6)
-      .buffer("db", "float*", 7)
-      .buffer("hh", "float*", 8);
+      .buffer("rows", ct, kRows)
+      .buffer("dy", ct, kDexpert)
+      .buffer("offsets", "const rudnn::u32*", kOffsets)
+      .buffer("gate", ct, kGate)
+      .buffer("up", ct, kUp)
+      .buffer("down", ct, kDown)
+      .buffer("da", "float*", kDA)
+      .buffer("db", "float*", kDB)
+      .buffer("hh", "float*", kHh);
   sizes(h);
   h.grid(h.size({inter}, tile.blockN), h.size({n}, tile.blockM))
       .block(threads)
       .shared(shared_memory::experts_scalar(tile.blockM, tile.blockN, tile.blockK, 2));
-  dialect::LaunchOp hidden_launch = h.create(rewriter);
-  for (Value v : hidden_launch.getResults()) values.push_back(v);
+  push(h.create(rewriter));
 
-  // 2. dinput = dA·gate + dB·up (result: slot 9 of this launch).
+  // 2. dinput = dA·gate + dB·up.
   LaunchBuilder in(op, fmt::format("rudnn_swiglu_backward_input_{}_{}", dtype_name(dtype), tileName), header,
                    "rudnn::moe::swiglu_backward_input_scalar");
   in.templateArgs({t, policy})
       .config(config)
       .operands(values)
       .results({op.getDinput().getType()})
-      .buffer("da", "const float*", 6)
-      .buffer("db", "const float*", 7)
-      .buffer("offsets", "const rudnn::u32*", 1)
-      .buffer("gate", ct, 2)
-      .buffer("up", ct, 3)
-      .buffer("dx", t + "*", 9);
+      .buffer("da", "const float*", kDA)
+      .buffer("db", "const float*", kDB)
+      .buffer("offsets", "const rudnn::u32*", kOffsets)
+      .buffer("gate", ct, kGate)
+      .buffer("up", ct, kUp)
+      .buffer("dx", t + "*", kOut);
   sizes(in);
   in.grid(in.size({hidden}, tile.blockN), in.size({n}, tile.blockM))
       .block(threads)
       .shared(shared_memory::experts_scalar(tile.blockM, tile.blockN, tile.blockK, 1));
   Value dinput = in.create(rewriter).getResult(0);
 
-  // 3. out_e = P_eᵀ·Q_e for (dA, rows) → dgate, (dB, rows) → dup, (dexpert, Hh) → ddown.
+  // 3. out_e = P_eᵀ·Q_e over the rows in token order: (dA, rows) → dgate, (dB, rows) → dup,
+  //    (dexpert, Hh) → ddown.
   auto weightGrad = [&](std::int64_t p, const std::string& tp, std::int64_t q, const std::string& tq, SizeFactor m,
                         SizeFactor k2, Type type) {
     LaunchBuilder l(op,
@@ -142,8 +167,9 @@ LogicalResult lowerExpertsBackward(RewriterBase& rewriter, dialect::SwiGluExpert
         .results({type})
         .buffer("p", "const " + tp + "*", p)
         .buffer("q", "const " + tq + "*", q)
-        .buffer("offsets", "const rudnn::u32*", 1)
-        .buffer("out", "float*", 9)
+        .buffer("offsets", "const rudnn::u32*", kOffsets)
+        .buffer("order", "const rudnn::u32*", kOrder)
+        .buffer("out", "float*", kOut)
         .sizeParam("n_rows", l.size({n}))
         .sizeParam("experts", l.size({e}))
         .sizeParam("M", l.size({m}))
@@ -153,9 +179,9 @@ LogicalResult lowerExpertsBackward(RewriterBase& rewriter, dialect::SwiGluExpert
         .shared(shared_memory::experts_scalar(tile.blockM, tile.blockN, tile.blockK, 1));
     return l.create(rewriter).getResult(0);
   };
-  Value dgate = weightGrad(6, "float", 0, t, inter, hidden, op.getDgate().getType());
-  Value dup = weightGrad(7, "float", 0, t, inter, hidden, op.getDup().getType());
-  Value ddown = weightGrad(5, t, 8, "float", hidden, inter, op.getDdown().getType());
+  Value dgate = weightGrad(kDA, "float", kRows, t, inter, hidden, op.getDgate().getType());
+  Value dup = weightGrad(kDB, "float", kRows, t, inter, hidden, op.getDup().getType());
+  Value ddown = weightGrad(kDexpert, t, kHh, "float", hidden, inter, op.getDdown().getType());
   rewriter.replaceOp(op, ValueRange{dinput, dgate, dup, ddown});
   return success();
 }

@@ -86,10 +86,11 @@ std::optional<contracts::DispatchBackwardSignature> dispatchBackwardSignatureOf(
 
 std::optional<contracts::ExpertsBackwardSignature> expertsBackwardSignatureOf(SwiGluExpertsBackwardOp op) {
   auto rows = contractOperandOf(op.getRows()), offsets = contractOperandOf(op.getOffsets()),
-       gate = contractOperandOf(op.getGate()), up = contractOperandOf(op.getUp()),
-       down = contractOperandOf(op.getDown()), d = contractOperandOf(op.getDexpert());
-  if (!rows || !offsets || !gate || !up || !down || !d) return std::nullopt;
-  return contracts::ExpertsBackwardSignature{{{*gate, *up, *down}, *rows, *offsets}, *d};
+       slots = contractOperandOf(op.getSlots()), gate = contractOperandOf(op.getGate()),
+       up = contractOperandOf(op.getUp()), down = contractOperandOf(op.getDown()),
+       d = contractOperandOf(op.getDexpert());
+  if (!rows || !offsets || !slots || !gate || !up || !down || !d) return std::nullopt;
+  return contracts::ExpertsBackwardSignature{{{*gate, *up, *down}, *rows, *offsets}, *slots, *d};
 }
 
 namespace moe_training_config {

@@ -6,11 +6,13 @@
 //   swiglu_backward_hidden_scalar  dHh = dY·down (K = H), with A and B recomputed (K = H), then
 //                                  dA = dHh ⊙ B ⊙ silu'(A), dB = dHh ⊙ silu(A), Hh   → FP32 [N, I]
 //   swiglu_backward_input_scalar   dX = dA·gate + dB·up (K = I)                      → T [N, H]
-//   experts_weight_grad_scalar     out_e = P_eᵀ·Q_e summed over the expert's rows in row order:
+//   expert_row_order               order[offsets[e] + i] = expert e's i-th row in token order
+//   experts_weight_grad_scalar     out_e = P_eᵀ·Q_e summed over the expert's rows in token order:
 //                                  dgate = dAᵀX, dup = dBᵀX [E, I, H]; ddown = dYᵀHh [E, H, I] (FP32)
 // The pre-activations are recomputed, not saved by the forward (forward_dispatched_training keeps
 // only its inputs): no activation memory between the passes, one gate/up GEMM more in backward.
-// The weight gradients reduce each expert's rows in a fixed order (no atomics): deterministic; an
+// The weight gradients reduce each expert's rows in token order (no atomics), whatever order the
+// dispatch's atomic ranking gave the rows: the same bits for the same tokens, step after step; an
 // expert with no rows gets zeros.
 //
 // Tiling reuses the forward's ScalarGemmPolicy, TileCursor and multiply_slice (moe/experts_scalar.cuh).
@@ -19,9 +21,12 @@
 // from their row-major storage (stage_kmajor: consecutive threads read consecutive columns).
 //
 // Launch: hidden and input as the forward's kernels (grid.x = column tiles, grid.y = row tiles, any
-// grid is correct); weight_grad: grid.x = ⌈M / kBM⌉·⌈K2 / kBN⌉, grid.y = E (both strided).
+// grid is correct); weight_grad: grid.x = ⌈M / kBM⌉·⌈K2 / kBN⌉, grid.y = E (both strided);
+// expert_row_order: kThreads threads, grid E (strided), shared_memory::expert_row_order(kThreads).
 // Dynamic shared memory: hidden shared_memory::experts_scalar(kBM, kBN, kBK, 3) (A slice + 3 B
 // slices), input and weight_grad experts_scalar(kBM, kBN, kBK, 1).
+#include "rudnn/grid.cuh"
+#include "rudnn/moe/dispatch.cuh"  // kNoSlot
 #include "rudnn/moe/experts_scalar.cuh"
 
 namespace rudnn::moe {
@@ -65,6 +70,22 @@ RUDNN_DEVICE void tile_gemm_nn(float (&acc)[1][P::kTM][P::kTN], const TA* a, i64
     stage_kmajor<P, P::kBN, P::kStrideB>(sb, b, ld, b_cols, K, k0, tid);
     __syncthreads();
     multiply_slice<P, 1>(acc, sa, sb, tid / P::kThreadsN, tid % P::kThreadsN);
+  }
+}
+
+// stage_kmajor over gathered rows: element (k, c) at src[rows[k0 + k]·ld + c].
+template <class P, int kCols, int kStride, class T>
+RUDNN_DEVICE void stage_kmajor_rows(float* dst, const T* src, const u32* rows, i64 ld, i64 count, i64 K, i64 k0,
+                                    int tid) {
+  constexpr int kPerThread = kCols * P::kBK / P::kThreads;
+  RUDNN_UNROLL
+  for (int q = 0; q < kPerThread; ++q) {
+    const int idx = tid + q * P::kThreads;
+    const int k = idx / kCols;
+    const int c = idx % kCols;
+    float v = 0.0f;
+    if (c < count && k0 + k < K) v = to_float(src[static_cast<i64>(rows[k0 + k]) * ld + c]);
+    dst[k * kStride + c] = v;
   }
 }
 
@@ -156,10 +177,42 @@ RUDNN_DEVICE void swiglu_backward_input_scalar(const float* da, const float* db,
   });
 }
 
-// out[e, m, k] = Σ_{r ∈ expert e} p[r, m]·q[r, k] (p [N, M], q [N, K2]), FP32, rows in order.
+// order[offsets[e] + i] = the row (slots[a]) of expert e's i-th assignment a in ascending a (token
+// order): a block per expert scans the slots in chunks of kThreads, ranking its hits by ballots and
+// a prefix over the warps. Slots outside every expert (kNoSlot) are skipped.
+template <int kThreads>
+RUDNN_DEVICE void expert_row_order(const u32* slots, const u32* offsets, u32* order, i64 assignments, i64 experts) {
+  static_assert(kThreads % 32 == 0 && kThreads <= 1024, "expert_row_order: whole warps, at most 1024 threads");
+  constexpr int kWarps = kThreads / 32;
+  u32* warp_hits = dynamic_shared<u32>();  // [kWarps]
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  for (i64 e = linear_block(); e < experts; e += block_count()) {
+    const u32 begin = offsets[e], end = offsets[e + 1];
+    u32 placed = 0;
+    for (i64 base = 0; base < assignments; base += kThreads) {
+      const i64 a = base + tid;
+      const u32 slot = a < assignments ? slots[a] : kNoSlot;
+      const bool hit = slot != kNoSlot && slot >= begin && slot < end;
+      const u32 ballot = __ballot_sync(0xffffffffu, hit);
+      if (lane == 0) warp_hits[warp] = static_cast<u32>(__popc(ballot));
+      __syncthreads();
+      u32 before = static_cast<u32>(__popc(ballot & ((1u << lane) - 1u))), total = 0;
+      for (int w = 0; w < kWarps; ++w) {
+        if (w < warp) before += warp_hits[w];
+        total += warp_hits[w];
+      }
+      if (hit) order[begin + placed + before] = slot;
+      placed += total;
+      __syncthreads();  // warp_hits is rewritten by the next chunk
+    }
+  }
+}
+
+// out[e, m, k] = Σ_i p[r_i, m]·q[r_i, k] over expert e's rows r_i = order[offsets[e] + i] (token
+// order; p [N, M], q [N, K2]), FP32.
 template <class TP, class TQ, class Policy>
-RUDNN_DEVICE void experts_weight_grad_scalar(const TP* p, const TQ* q, const u32* offsets, float* out, i64 n_rows,
-                                             i64 experts, i64 M, i64 K2) {
+RUDNN_DEVICE void experts_weight_grad_scalar(const TP* p, const TQ* q, const u32* offsets, const u32* order, float* out,
+                                             i64 n_rows, i64 experts, i64 M, i64 K2) {
   using P = Policy;
   using namespace scalar_detail;
   float* smem = dynamic_shared<float>();
@@ -180,8 +233,8 @@ RUDNN_DEVICE void experts_weight_grad_scalar(const TP* p, const TQ* q, const u32
       zero<P, 1>(acc);
       for (i64 k0 = 0; k0 < rows; k0 += P::kBK) {
         __syncthreads();
-        stage_kmajor<P, P::kBM, P::kStrideA>(sa, p + begin * M + m0, M, mcols, rows, k0, tid);
-        stage_kmajor<P, P::kBN, P::kStrideB>(sb, q + begin * K2 + n0, K2, ncols, rows, k0, tid);
+        stage_kmajor_rows<P, P::kBM, P::kStrideA>(sa, p + m0, order + begin, M, mcols, rows, k0, tid);
+        stage_kmajor_rows<P, P::kBN, P::kStrideB>(sb, q + n0, order + begin, K2, ncols, rows, k0, tid);
         __syncthreads();
         multiply_slice<P, 1>(acc, sa, sb, ty, tx);
       }

@@ -32,8 +32,8 @@ struct DispatchBackwardRequest {
 };
 Result<LoweredOp, RuntimeError> lower_dispatch_backward(const DispatchBackwardRequest& request, const Target& target);
 
-// rudnn.swiglu_experts_backward (Scalar). Slots: rows 0, offsets 1, gate 2, up 3, down 4, dexpert 5,
-// dinput 6, dgate 7, dup 8, ddown 9, then the FP32 temporaries dA, dB, Hh.
+// rudnn.swiglu_experts_backward (Scalar). Slots: rows 0, offsets 1, slots 2, gate 3, up 4, down 5,
+// dexpert 6, dinput 7, dgate 8, dup 9, ddown 10, then the temporaries (row order, dA, dB, Hh).
 struct ExpertsBackwardRequest {
   contracts::ExpertsBackwardSignature signature;
   std::optional<KernelConfig> config;

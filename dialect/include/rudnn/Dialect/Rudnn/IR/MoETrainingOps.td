@@ -78,18 +78,20 @@ def Rudnn_DispatchBackwardOp : Rudnn_Op<"dispatch_backward", [Pure]> {
 def Rudnn_SwiGluExpertsBackwardOp : Rudnn_Op<"swiglu_experts_backward", [Pure]> {
   let summary = "The gradients of rudnn.swiglu_experts (plain cores; pre-activations recomputed)";
   let description = [{
-    rows [N, H], offsets ui32 [E + 1], gate, up [E, I, H], down [E, H, I], dexpert [N, H] (the rows'
+    rows [N, H], offsets ui32 [E + 1], slots ui32 [T, top_k] (the dispatch's: the weight gradients sum
+    each expert's rows in token order), gate, up [E, I, H], down [E, H, I], dexpert [N, H] (the rows'
     gradient of the experts' output) → dinput [N, H] (the weights' dtype), dgate, dup f32 [E, I, H],
     ddown f32 [E, H, I]. `strategy` "scalar" (the only one built). kernel_config {tile}: an index into
     the forward's scalar tiles (MoEConfig.h).
   }];
-  let arguments = (ins AnyRankedTensor:$rows, AnyRankedTensor:$offsets, AnyRankedTensor:$gate, AnyRankedTensor:$up,
+  let arguments = (ins AnyRankedTensor:$rows, AnyRankedTensor:$offsets, AnyRankedTensor:$slots,
+                       AnyRankedTensor:$gate, AnyRankedTensor:$up,
                        AnyRankedTensor:$down, AnyRankedTensor:$dexpert, StrAttr:$strategy,
                        OptionalAttr<DictionaryAttr>:$kernel_config);
   let results = (outs AnyRankedTensor:$dinput, AnyRankedTensor:$dgate, AnyRankedTensor:$dup, AnyRankedTensor:$ddown);
   let assemblyFormat = [{
-    $rows `,` $offsets `,` $gate `,` $up `,` $down `,` $dexpert attr-dict `:` type($rows) `,` type($offsets) `,`
-    type($gate) `,` type($up) `,` type($down) `,` type($dexpert) `->` type($dinput) `,` type($dgate) `,` type($dup)
+    $rows `,` $offsets `,` $slots `,` $gate `,` $up `,` $down `,` $dexpert attr-dict `:` type($rows) `,`
+    type($offsets) `,` type($slots) `,` type($gate) `,` type($up) `,` type($down) `,` type($dexpert) `->` type($dinput) `,` type($dgate) `,` type($dup)
     `,` type($ddown)
   }];
   let hasVerifier = 1;
