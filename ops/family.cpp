@@ -61,6 +61,11 @@ void GraphValues::bind_argument(mlir::Value argument, Tensor t) {
   tensors_[argument] = storage_.emplace_back(std::make_unique<Tensor>(std::move(t))).get();
 }
 
+RuntimeError foreign_value(mlir::Operation& op, const char* argument, const char* expected) {
+  return RuntimeError(ErrorKind::Unsupported, fmt::format("{} {}", op.getName().getStringRef().str(), argument),
+                      expected, "a value from elsewhere");
+}
+
 RuntimeError op_error(const Error& e, mlir::Operation& op) {
   const std::string where = fmt::format("in {}", op.getName().getStringRef().str());
   return RuntimeError(e.kind(), e.argument(), e.expected(), e.actual(),

@@ -62,6 +62,10 @@ class GraphValues {
 // `e`, raised by the entry that ran `op`, with the op named in its detail.
 RuntimeError op_error(const Error& e, mlir::Operation& op);
 
+// Unsupported naming `op`'s `argument`: a value that must come from another op of this graph (the
+// routing an MoE dispatch starts from, the dispatch a combine reads, ...) came from elsewhere.
+RuntimeError foreign_value(mlir::Operation& op, const char* argument, const char* expected);
+
 // One op of a graph as a contract sees it: shape (a dynamic extent is contracts::kDynamic) and
 // dtype. The one MLIR value → operand conversion of the ops layer and the tools.
 contracts::NormOperand operand_of(mlir::Value v);

@@ -22,19 +22,6 @@ using ops::as;
 using ops::operand;
 using Err = PagedAttentionError;
 
-template <class Id>
-Result<HostPlan, Err> create_plan(std::int64_t page_size, std::int64_t pages,
-                                  const std::vector<std::vector<Id>>& tables, const std::vector<std::int64_t>& lengths,
-                                  const std::vector<std::int64_t>& sequence_ids,
-                                  const std::vector<std::int64_t>& positions,
-                                  Result<HostPlan, Err> (*finish)(contracts::PagedSchedule)) {
-  std::vector<std::vector<std::int64_t>> wide(tables.size());
-  for (std::size_t s = 0; s < tables.size(); ++s) wide[s].assign(tables[s].begin(), tables[s].end());
-  auto schedule = contracts::make_paged_schedule(page_size, pages, wide, lengths, sequence_ids, positions);
-  if (!schedule.ok()) return schedule.error();
-  return finish(std::move(schedule.value()));
-}
-
 Result<Tensor, RuntimeError> upload_i32(const std::vector<std::int32_t>& values, const Shape& shape,
                                         const Queue& queue) {
   HostData data;
@@ -49,16 +36,27 @@ Result<Tensor, RuntimeError> upload_i32(const std::vector<std::int32_t>& values,
 
 // ---- HostPlan
 
+// HostPlan's constructor for both page id types: the contract validates and packs the schedule.
 struct HostPlanAccess {
-  static Result<HostPlan, Err> finish(contracts::PagedSchedule s) {
+  template <class Id>
+  static Result<HostPlan, Err> create(std::int64_t page_size, std::int64_t pages,
+                                      const std::vector<std::vector<Id>>& tables,
+                                      const std::vector<std::int64_t>& lengths,
+                                      const std::vector<std::int64_t>& sequence_ids,
+                                      const std::vector<std::int64_t>& positions) {
+    std::vector<std::vector<std::int64_t>> wide(tables.size());
+    for (std::size_t s = 0; s < tables.size(); ++s) wide[s].assign(tables[s].begin(), tables[s].end());
+    auto schedule = contracts::make_paged_schedule(page_size, pages, wide, lengths, sequence_ids, positions);
+    if (!schedule.ok()) return schedule.error();
+    contracts::PagedSchedule& sch = schedule.value();
     HostPlan plan;
-    plan.page_size_ = s.page_size;
-    plan.pages_ = s.pages;
-    plan.max_table_pages_ = s.max_table_pages;
-    plan.page_table_ = std::move(s.page_table);
-    plan.lengths_ = std::move(s.lengths);
-    plan.sequence_ids_ = std::move(s.sequence_ids);
-    plan.positions_ = std::move(s.positions);
+    plan.page_size_ = sch.page_size;
+    plan.pages_ = sch.pages;
+    plan.max_table_pages_ = sch.max_table_pages;
+    plan.page_table_ = std::move(sch.page_table);
+    plan.lengths_ = std::move(sch.lengths);
+    plan.sequence_ids_ = std::move(sch.sequence_ids);
+    plan.positions_ = std::move(sch.positions);
     return plan;
   }
 };
@@ -68,7 +66,7 @@ Result<HostPlan, Err> HostPlan::create(std::int64_t page_size, std::int64_t page
                                        const std::vector<std::int64_t>& lengths,
                                        const std::vector<std::int64_t>& sequence_ids,
                                        const std::vector<std::int64_t>& positions) {
-  return create_plan(page_size, pages, tables, lengths, sequence_ids, positions, &HostPlanAccess::finish);
+  return HostPlanAccess::create(page_size, pages, tables, lengths, sequence_ids, positions);
 }
 
 Result<HostPlan, Err> HostPlan::create(std::int64_t page_size, std::int64_t pages,
@@ -76,7 +74,7 @@ Result<HostPlan, Err> HostPlan::create(std::int64_t page_size, std::int64_t page
                                        const std::vector<std::int64_t>& lengths,
                                        const std::vector<std::int64_t>& sequence_ids,
                                        const std::vector<std::int64_t>& positions) {
-  return create_plan(page_size, pages, tables, lengths, sequence_ids, positions, &HostPlanAccess::finish);
+  return HostPlanAccess::create(page_size, pages, tables, lengths, sequence_ids, positions);
 }
 
 // ---- DevicePlan
@@ -87,10 +85,8 @@ struct DevicePlan::State {
   Tensor page_table, lengths, sequence_ids, positions;
   // Why append must refuse this schedule (two rows write one physical slot), or empty.
   std::optional<Err> append_conflict;
-
-  contracts::PagedMetadata metadata() const {
-    return {operand(page_table), operand(lengths), operand(sequence_ids), operand(positions)};
-  }
+  // The metadata tensors as the contracts see them: made once at upload, not on every call.
+  contracts::PagedMetadata metadata;
 };
 
 namespace {
@@ -155,7 +151,7 @@ std::optional<Err> check_workspace(const SplitWorkspace& ws, const DevicePlan::S
 // its launch with `slots` (the op's operands and output, then the workspace when split).
 Result<Tensor, Err> run_attention(const DevicePlan::State& s, contracts::PagedAttentionSignature sig,
                                   std::vector<const Tensor*> inputs, const SplitWorkspace* workspace) {
-  sig.metadata = s.metadata();
+  sig.metadata = s.metadata;
   sig.splits = workspace ? workspace->splits() : 1;
   const bool mla = sig.kind == contracts::PagedKind::Mla;
   const Tensor& q = *inputs.front();
@@ -240,9 +236,10 @@ Result<DevicePlan, Err> DevicePlan::upload(const HostPlan& host, const Tensor& q
   if (!ids.ok()) return as<Err>(ids.error());
   auto positions = upload_i32(host.positions(), {host.queries()}, q.queue());
   if (!positions.ok()) return as<Err>(positions.error());
+  contracts::PagedMetadata metadata{operand(*table), operand(*lengths), operand(*ids), operand(*positions)};
   return DevicePlan(std::make_shared<const State>(State{
       q.queue(), host.page_size(), host.pages(), host.queries(), std::move(table.value()), std::move(lengths.value()),
-      std::move(ids.value()), std::move(positions.value()), find_append_conflict(host)}));
+      std::move(ids.value()), std::move(positions.value()), find_append_conflict(host), std::move(metadata)}));
 }
 
 std::int64_t DevicePlan::page_size() const { return state_->page_size; }
@@ -274,7 +271,7 @@ Result<Tensor, Err> DevicePlan::mla_with_workspace(const Tensor& q, const Tensor
 Result<AppendedCache, Err> DevicePlan::append(const Tensor& k, const Tensor& v, Tensor key_cache,
                                               Tensor value_cache) const {
   const State& s = *state_;
-  contracts::PagedAppendSignature sig{operand(k), operand(v), operand(key_cache), operand(value_cache), s.metadata()};
+  contracts::PagedAppendSignature sig{operand(k), operand(v), operand(key_cache), operand(value_cache), s.metadata};
   if (auto e = check_against_plan(s, k, "key", k.rank() >= 1 ? k.dim(0) : -1)) return *e;
   if (auto e = contracts::check_paged_append(sig)) return *e;
   if (auto e = check_cache(s, key_cache, "key_cache")) return *e;

@@ -13,11 +13,6 @@
 namespace rudnn::ops {
 namespace {
 
-RuntimeError foreign_value(mlir::Operation& op, const char* argument, const char* expected) {
-  return RuntimeError(ErrorKind::Unsupported, fmt::format("{} {}", op.getName().getStringRef().str(), argument),
-                      expected, "a value from elsewhere");
-}
-
 // ----- routing
 
 std::optional<RuntimeError> run_routing(mlir::Operation& op, GraphValues& values) {

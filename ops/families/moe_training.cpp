@@ -13,11 +13,6 @@
 namespace rudnn::ops {
 namespace {
 
-RuntimeError foreign(mlir::Operation& op, const char* argument, const char* expected) {
-  return RuntimeError(ErrorKind::Unsupported, fmt::format("{} {}", op.getName().getStringRef().str(), argument),
-                      expected, "a value from elsewhere");
-}
-
 template <class Op>
 moe::RouterWeightOptions options_of(Op op) {
   return {op.getScoring() == "sigmoid" ? moe::RouterScoring::Sigmoid : moe::RouterScoring::Softmax, op.getRenormalize(),
@@ -47,9 +42,9 @@ std::optional<RuntimeError> run(mlir::Operation& op, GraphValues& values) {
   }
   if (auto cb = llvm::dyn_cast<dialect::CombineBackwardOp>(op)) {
     auto d = values.attached<moe::Dispatched>(cb.getSlots());
-    if (!d) return foreign(op, "slots", "the slots result of a rudnn.dispatch in this graph");
+    if (!d) return foreign_value(op, "slots", "the slots result of a rudnn.dispatch in this graph");
     if (values[cb.getWeights()].data() != d->routing().weights().data())
-      return foreign(op, "weights", "the weights of the routing the slots came from");
+      return foreign_value(op, "weights", "the weights of the routing the slots came from");
     auto r = d->combine_backward_with_strategy(
         values[cb.getExpertRows()], values[cb.getGradOutput()],
         cb.getStrategy() == "plane" ? moe::CombineGradientStrategy::Plane : moe::CombineGradientStrategy::Serial);
@@ -59,11 +54,11 @@ std::optional<RuntimeError> run(mlir::Operation& op, GraphValues& values) {
   }
   if (auto eb = llvm::dyn_cast<dialect::SwiGluExpertsBackwardOp>(op)) {
     auto d = values.attached<moe::Dispatched>(eb.getRows());
-    if (!d) return foreign(op, "rows", "the rows result of a rudnn.dispatch in this graph");
+    if (!d) return foreign_value(op, "rows", "the rows result of a rudnn.dispatch in this graph");
     if (values[eb.getOffsets()].data() != d->expert_offsets().data())
-      return foreign(op, "offsets", "the offsets of the dispatch the rows came from");
+      return foreign_value(op, "offsets", "the offsets of the dispatch the rows came from");
     if (values[eb.getSlots()].data() != d->slots().data())
-      return foreign(op, "slots", "the slots of the dispatch the rows came from");
+      return foreign_value(op, "slots", "the slots of the dispatch the rows came from");
     auto experts = moe::SwiGluExperts::create(values[eb.getGate()], values[eb.getUp()], values[eb.getDown()]);
     if (!experts.ok()) return op_error(experts.error(), op);
     auto cache = experts->training_cache(*d);
@@ -77,7 +72,7 @@ std::optional<RuntimeError> run(mlir::Operation& op, GraphValues& values) {
   }
   auto db = llvm::cast<dialect::DispatchBackwardOp>(op);
   auto d = values.attached<moe::Dispatched>(db.getSlots());
-  if (!d) return foreign(op, "slots", "the slots result of a rudnn.dispatch in this graph");
+  if (!d) return foreign_value(op, "slots", "the slots result of a rudnn.dispatch in this graph");
   auto r = d->dispatch_backward(values[db.getDrows()]);
   if (!r.ok()) return op_error(r.error(), op);
   return values.bind(db.getDinput(), std::move(r.value()));

@@ -33,10 +33,12 @@ namespace rudnn::moe {
 
 namespace scalar_detail {
 
-// Stages a K-slice of a tile from a [K, ld] row-major source whose tile columns start at `src`
-// (element (k, c) at src[k·ld + c]): dst[k·kStride + c] for c < count and k0 + k < K, else 0.
+// Stages a K-slice of a tile from a [K, ld] row-major source whose tile columns start at `src`:
+// dst[k·kStride + c] = element (k0 + k, c) for c < count and k0 + k < K, else 0, where row k of the
+// source is rows[k] when a row list is given (an expert's rows in token order) and k otherwise.
+// Consecutive threads read consecutive columns.
 template <class P, int kCols, int kStride, class T>
-RUDNN_DEVICE void stage_kmajor(float* dst, const T* src, i64 ld, i64 count, i64 K, i64 k0, int tid) {
+RUDNN_DEVICE void stage_kmajor(float* dst, const T* src, const u32* rows, i64 ld, i64 count, i64 K, i64 k0, int tid) {
   constexpr int kPerThread = kCols * P::kBK / P::kThreads;
   RUDNN_UNROLL
   for (int q = 0; q < kPerThread; ++q) {
@@ -44,7 +46,7 @@ RUDNN_DEVICE void stage_kmajor(float* dst, const T* src, i64 ld, i64 count, i64 
     const int k = idx / kCols;
     const int c = idx % kCols;
     float v = 0.0f;
-    if (c < count && k0 + k < K) v = to_float(src[(k0 + k) * ld + c]);
+    if (c < count && k0 + k < K) v = to_float(src[(rows ? static_cast<i64>(rows[k0 + k]) : k0 + k) * ld + c]);
     dst[k * kStride + c] = v;
   }
 }
@@ -67,25 +69,9 @@ RUDNN_DEVICE void tile_gemm_nn(float (&acc)[1][P::kTM][P::kTN], const TA* a, i64
   for (i64 k0 = 0; k0 < K; k0 += P::kBK) {
     __syncthreads();
     stage_slice<P, P::kBM, P::kStrideA>(sa, a, a_rows, K, k0, tid);
-    stage_kmajor<P, P::kBN, P::kStrideB>(sb, b, ld, b_cols, K, k0, tid);
+    stage_kmajor<P, P::kBN, P::kStrideB>(sb, b, nullptr, ld, b_cols, K, k0, tid);
     __syncthreads();
     multiply_slice<P, 1>(acc, sa, sb, tid / P::kThreadsN, tid % P::kThreadsN);
-  }
-}
-
-// stage_kmajor over gathered rows: element (k, c) at src[rows[k0 + k]·ld + c].
-template <class P, int kCols, int kStride, class T>
-RUDNN_DEVICE void stage_kmajor_rows(float* dst, const T* src, const u32* rows, i64 ld, i64 count, i64 K, i64 k0,
-                                    int tid) {
-  constexpr int kPerThread = kCols * P::kBK / P::kThreads;
-  RUDNN_UNROLL
-  for (int q = 0; q < kPerThread; ++q) {
-    const int idx = tid + q * P::kThreads;
-    const int k = idx / kCols;
-    const int c = idx % kCols;
-    float v = 0.0f;
-    if (c < count && k0 + k < K) v = to_float(src[static_cast<i64>(rows[k0 + k]) * ld + c]);
-    dst[k * kStride + c] = v;
   }
 }
 
@@ -233,8 +219,8 @@ RUDNN_DEVICE void experts_weight_grad_scalar(const TP* p, const TQ* q, const u32
       zero<P, 1>(acc);
       for (i64 k0 = 0; k0 < rows; k0 += P::kBK) {
         __syncthreads();
-        stage_kmajor_rows<P, P::kBM, P::kStrideA>(sa, p + m0, order + begin, M, mcols, rows, k0, tid);
-        stage_kmajor_rows<P, P::kBN, P::kStrideB>(sb, q + n0, order + begin, K2, ncols, rows, k0, tid);
+        stage_kmajor<P, P::kBM, P::kStrideA>(sa, p + m0, order + begin, M, mcols, rows, k0, tid);
+        stage_kmajor<P, P::kBN, P::kStrideB>(sb, q + n0, order + begin, K2, ncols, rows, k0, tid);
         __syncthreads();
         multiply_slice<P, 1>(acc, sa, sb, ty, tx);
       }

@@ -69,19 +69,11 @@ RUDNN_DEVICE void paged_attention_mma(const T* q, const T* k, const T* v, const 
   const tile::LaneOffsets lo = tile::lane_offsets<kLd>(lane);
 
   for (i64 item = linear_block(); item < items; item += block_count()) {
-    const i64 split = mod32(item, splits), rest = div32(item, splits);
-    const i64 kvh = mod32(rest, kv_heads);
-    const i64 run0 = div32(rest, kv_heads);
-    if (!sched.starts_tile(run0, rows_per_tile)) continue;  // uniform over the block
-    const i64 seq = sched.sequence(run0);
-    const i64 run1 = sched.tile_end(run0, queries, rows_per_tile);
-    const KeyRange range(sched.length(seq), split, splits);
-    i64 stop = range.hi;  // one past the last key any row of the tile sees
-    if (causal) {
-      i64 last = 0;
-      for (i64 r = run0; r < run1; ++r) last = max_i64(last, sched.position(r));
-      stop = min_i64(stop, last + 1);
-    }
+    QueryTile work;
+    if (!sched.query_tile(item, queries, kv_heads, splits, rows_per_tile, causal, work)) continue;  // uniform
+    const i64 split = work.split, kvh = work.kv_head, run0 = work.run0, run1 = work.run1, seq = work.sequence;
+    const i64 stop = work.stop;
+    const KeyRange& range = work.keys;
     const int n_tiles = stop > range.lo ? static_cast<int>((stop - range.lo + kBN - 1) / kBN) : 0;
     const i64 panel = (run1 - run0) * group;
     const i64 k_row_stride = kv_heads * kD;  // elements between consecutive cache rows

@@ -20,6 +20,9 @@ RUDNN_DEVICE i64 div32(i64 a, i64 b) { return static_cast<i64>(static_cast<u32>(
 RUDNN_DEVICE i64 mod32(i64 a, i64 b) { return static_cast<i64>(static_cast<u32>(a) % static_cast<u32>(b)); }
 RUDNN_DEVICE i64 ceil_div(i64 a, i64 b) { return div32(a + b - 1, b); }
 
+struct KeyRange;
+struct QueryTile;
+
 struct Schedule {
   const i32* page_table;  // [sequences, table_stride]
   const i32* lengths;     // [sequences]
@@ -53,19 +56,52 @@ struct Schedule {
     while (e < queries && !starts_tile(e, rows_per_tile)) ++e;
     return e;
   }
+
+  // The attention kernels' work item `item` = (query row, kv head, split) as the query tile it
+  // serves, or false when its row starts no tile (defined below KeyRange and QueryTile).
+  RUDNN_DEVICE bool query_tile(i64 item, i64 queries, i64 kv_heads, i64 splits, i64 rows_per_tile, i64 causal,
+                               QueryTile& tile) const;
 };
 
 // Split-KV: split `split` of `splits` covers keys [lo, hi) of a sequence of length L, in parts of
 // ⌈L / splits⌉ keys — a function of the sequence alone, so a row's result never depends on the
 // rest of the batch. Unsplit (splits = 1): [0, L).
 struct KeyRange {
-  i64 lo, hi;
+  i64 lo = 0, hi = 0;
+  KeyRange() = default;
   RUDNN_DEVICE KeyRange(i64 length, i64 split, i64 splits) {
     const i64 span = ceil_div(length, splits);
     lo = min_i64(split * span, length);
     hi = min_i64(lo + span, length);
   }
 };
+
+// A query tile with its kv head and split: rows [run0, run1) of one sequence, the split's keys, and
+// `stop`, one past the last key any of its rows sees (uniform over the block).
+struct QueryTile {
+  i64 split, kv_head, run0, run1, sequence;
+  KeyRange keys;
+  i64 stop;
+};
+
+RUDNN_DEVICE bool Schedule::query_tile(i64 item, i64 queries, i64 kv_heads, i64 splits, i64 rows_per_tile, i64 causal,
+                                       QueryTile& tile) const {
+  const i64 rest = div32(item, splits);
+  tile.split = mod32(item, splits);
+  tile.kv_head = mod32(rest, kv_heads);
+  tile.run0 = div32(rest, kv_heads);
+  if (!starts_tile(tile.run0, rows_per_tile)) return false;
+  tile.sequence = sequence(tile.run0);
+  tile.run1 = tile_end(tile.run0, queries, rows_per_tile);
+  tile.keys = KeyRange(length(tile.sequence), tile.split, splits);
+  tile.stop = tile.keys.hi;
+  if (causal) {
+    i64 last = 0;
+    for (i64 r = tile.run0; r < tile.run1; ++r) last = max_i64(last, position(r));
+    tile.stop = min_i64(tile.stop, last + 1);
+  }
+  return true;
+}
 
 // The split workspace (f32): partial outputs [splits, queries, heads, Dv] (normalized by their own
 // sums), then log2-sum-exps [splits, queries, heads] (−inf: the split saw no key).

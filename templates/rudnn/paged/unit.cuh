@@ -116,21 +116,12 @@ RUDNN_DEVICE void paged_attention_unit(const T* q, const T* q_rope, const T* k, 
   const int values = static_cast<int>((Dv - sub + P::kTPR - 1) / P::kTPR);
 
   for (i64 item = linear_block(); item < items; item += block_count()) {
-    const i64 split = mod32(item, splits), rest = div32(item, splits);
-    const i64 kvh = mod32(rest, kv_heads);
-    const i64 run0 = div32(rest, kv_heads);
-    if (!sched.starts_tile(run0, rows_per_tile)) continue;  // uniform over the block
+    QueryTile work;
+    if (!sched.query_tile(item, queries, kv_heads, splits, rows_per_tile, causal, work)) continue;  // uniform
     {
-      const i64 seq = sched.sequence(run0);
-      const i64 run1 = sched.tile_end(run0, queries, rows_per_tile);
-      const KeyRange range(sched.length(seq), split, splits);
-      i64 stop = range.hi;  // uniform over the block: the last key any row of the run sees, + 1
-      if (causal) {
-        i64 last = 0;
-        for (i64 r = run0; r < run1; ++r) last = max_i64(last, sched.position(r));
-        stop = min_i64(stop, last + 1);
-      }
-      const i64 panel = (run1 - run0) * group;
+      const i64 split = work.split, kvh = work.kv_head, run0 = work.run0, seq = work.sequence, stop = work.stop;
+      const KeyRange& range = work.keys;
+      const i64 panel = (work.run1 - run0) * group;
       for (i64 m0 = 0; m0 < panel; m0 += P::kBM) {
         const i64 rows = min_i64(P::kBM, panel - m0);
         const bool live = row < rows;
