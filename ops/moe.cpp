@@ -10,6 +10,7 @@
 
 #include "contracts/moe.h"
 #include "entry.h"
+#include "moe_strategy.h"
 
 namespace rudnn::moe {
 
@@ -222,15 +223,6 @@ contracts::ExpertWeights weights_of(const SwiGluExperts& e) {
   return {operand(e.gate()), operand(e.up()), operand(e.down())};
 }
 
-contracts::ExpertsStrategy to_contract(GroupedStrategy s) {
-  switch (s) {
-    case GroupedStrategy::Scalar: return contracts::ExpertsStrategy::Scalar;
-    case GroupedStrategy::Auto: return contracts::ExpertsStrategy::Auto;
-    case GroupedStrategy::TensorCore: return contracts::ExpertsStrategy::TensorCore;
-  }
-  return contracts::ExpertsStrategy::Scalar;
-}
-
 // Rows per expert bucketed to a power of two: the tile (heuristic or tuned) depends on it. The same
 // anchoring as autotune's (the smallest power of two ≥ the load), so one tuned tile serves the bucket.
 std::int64_t load_bucket(std::int64_t rows, std::int64_t experts) {
@@ -263,13 +255,9 @@ Result<Tensor, MoeError> SwiGluExperts::forward_dispatched_with_strategy(const D
   const Device& device = rows.device();
   // TensorCore that this device or these weights cannot serve is the caller's error; Auto then
   // takes Scalar (and only then).
-  const std::string arch = ops::target_for(device).arch;
-  contracts::ExpertsStrategy resolved = to_contract(strategy);
-  if (resolved != contracts::ExpertsStrategy::Scalar) {
-    std::optional<MoeError> unsupported = contracts::check_tensor_core_experts(sig.weights, arch);
-    if (unsupported && resolved == contracts::ExpertsStrategy::TensorCore) return *unsupported;
-    resolved = unsupported ? contracts::ExpertsStrategy::Scalar : contracts::ExpertsStrategy::TensorCore;
-  }
+  auto chosen = contracts::resolve_experts_strategy(to_contract(strategy), sig.weights, ops::target_for(device).arch);
+  if (!chosen.ok()) return chosen.error();
+  const contracts::ExpertsStrategy resolved = chosen.value();
   const std::int64_t n = rows.shape()[0];
   const std::int64_t bucket = load_bucket(n, experts());
   const std::int64_t mode = ops::autotune_mode_word(true);

@@ -1,10 +1,11 @@
-// The MoE first-order training entries of SPEC §10 (this slice: router weights and their backward,
-// combine and dispatch backward): contract → layout and queue checks → plan (one per dtypes and
-// options: every extent is a runtime size) → launch.
+// The MoE first-order training entries of SPEC §10 (router weights and their backward, combine and
+// dispatch backward, the experts' backward on plain or tensor cores): contract → layout and queue
+// checks → plan (one per dtypes, options and strategy: every extent is a runtime size) → launch.
 #include <fmt/format.h>
 
 #include "contracts/moe_training.h"
 #include "entry.h"
+#include "moe_strategy.h"
 #include "rudnn/compiler/moe_training.h"
 #include "rudnn/moe.h"
 
@@ -182,10 +183,6 @@ Result<ExpertGradients, MoeError> SwiGluTrainingCache::backward_with_strategy(co
       operand(slots_),
       operand(dexpert)};
   if (auto e = contracts::check_experts_backward(sig)) return *e;
-  // Auto falls back only for what is unsupported: the tensor-core backward is not built yet.
-  if (strategy == GroupedStrategy::TensorCore)
-    return MoeError(ErrorKind::Unsupported, "strategy",
-                    "Scalar or Auto (the tensor-core experts backward is not built yet)", "TensorCore");
   if (auto e = ops::check_operands({{&rows_, "rows"},
                                     {&offsets_, "offsets"},
                                     {&gate_, "gate"},
@@ -194,10 +191,20 @@ Result<ExpertGradients, MoeError> SwiGluTrainingCache::backward_with_strategy(co
                                     {&dexpert, "dexpert"}}))
     return as<MoeError>(*e);
   const Device& device = rows_.device();
+  // The forward's rule: TensorCore that this device or these weights cannot serve is the caller's
+  // error; Auto then takes Scalar (and only then).
+  auto chosen =
+      contracts::resolve_experts_strategy(to_contract(strategy), sig.experts.weights, ops::target_for(device).arch);
+  if (!chosen.ok()) return chosen.error();
+  const contracts::ExpertsStrategy resolved = chosen.value();
   const std::int64_t experts = gate_.dim(0), inter = gate_.dim(1), hidden = gate_.dim(2);
-  const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.swiglu_experts_backward").add(rows_.dtype()).add(device).key();
+  const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.swiglu_experts_backward")
+                               .add(rows_.dtype())
+                               .add(device)
+                               .add(resolved == contracts::ExpertsStrategy::TensorCore)
+                               .key();
   auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
-    return compiler::lower_experts_backward({sig, std::nullopt}, ops::target_for(device));
+    return compiler::lower_experts_backward({sig, resolved, std::nullopt}, ops::target_for(device));
   });
   if (!plan.ok()) return as<MoeError>(plan.error());
   auto dinput = ops::output(rows_.shape(), rows_.dtype(), rows_.queue());

@@ -90,9 +90,9 @@ Result<LoweredOp, RuntimeError> lower_experts_backward(const ExpertsBackwardRequ
                                dynamicType(&ctx, 3, DType::F32)};
   return lowerSingleOp(args, results, request.config, contracts::describe_call(sig.experts), target,
                        [&](OpBuilder& b, ValueRange a) -> Operation* {
-                         return dialect::SwiGluExpertsBackwardOp::create(b, b.getUnknownLoc(), results, a[0], a[1],
-                                                                         a[2], a[3], a[4], a[5], a[6],
-                                                                         b.getStringAttr("scalar"), DictionaryAttr());
+                         return dialect::SwiGluExpertsBackwardOp::create(
+                             b, b.getUnknownLoc(), results, a[0], a[1], a[2], a[3], a[4], a[5], a[6],
+                             b.getStringAttr(contracts::strategy_name(request.strategy)), DictionaryAttr());
                        });
 }
 

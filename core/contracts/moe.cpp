@@ -223,11 +223,20 @@ std::optional<MoeError> check_tensor_core_experts(const ExpertWeights& w, const 
     return fail<Err>(ErrorKind::Unsupported, "strategy", "f16 or bf16 expert weights for TensorCore",
                      std::string(dtype_name(d)));
   const std::int64_t h = hidden_of(w), i = inter_of(w);
-  if (h % 8 != 0 || i % 8 != 0)
+  // A dynamic extent (kDynamic, in IR lowered for every shape) is checked when the call has it.
+  if ((h != kDynamic && h % 8 != 0) || (i != kDynamic && i % 8 != 0))
     return fail<Err>(ErrorKind::Unsupported, "strategy", "hidden and inter multiples of 8 for TensorCore",
                      fmt::format("hidden {}, inter {}", h, i));
   if (!has_mma_m16n8k16(arch)) return fail<Err>(ErrorKind::Unsupported, "strategy", kMmaRequirement, arch);
   return std::nullopt;
+}
+
+Result<ExpertsStrategy, MoeError> resolve_experts_strategy(ExpertsStrategy requested, const ExpertWeights& w,
+                                                           const std::string& arch) {
+  if (requested == ExpertsStrategy::Scalar) return ExpertsStrategy::Scalar;
+  std::optional<MoeError> unsupported = check_tensor_core_experts(w, arch);
+  if (unsupported && requested == ExpertsStrategy::TensorCore) return *unsupported;
+  return unsupported ? ExpertsStrategy::Scalar : ExpertsStrategy::TensorCore;
 }
 
 std::string describe_call(const DispatchSignature& sig) {

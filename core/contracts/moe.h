@@ -89,6 +89,11 @@ std::optional<MoeError> check_combine(const CombineSignature& sig);
 // 16-byte async copies, a device with mma.sync m16n8k16: sm_80 or newer, or the host emulation
 // device), or nothing. `arch` is the target's arch ("sm_90a", "host-..."); empty skips that check.
 std::optional<MoeError> check_tensor_core_experts(const ExpertWeights& w, const std::string& arch);
+// The strategy the experts (forward or backward) run with on `arch`: Scalar stays Scalar; TensorCore
+// stays, or is check_tensor_core_experts' error where that fails; Auto takes TensorCore where it
+// passes and Scalar only then (never to hide a compile or launch failure).
+Result<ExpertsStrategy, MoeError> resolve_experts_strategy(ExpertsStrategy requested, const ExpertWeights& w,
+                                                           const std::string& arch);
 
 // E, I, H of valid weights.
 inline std::int64_t experts_of(const ExpertWeights& w) { return w.gate.shape[0]; }

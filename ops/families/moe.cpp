@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "family.h"
+#include "moe_strategy.h"
 #include "rudnn/Dialect/Rudnn/IR/MoEConfig.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
 #include "rudnn/moe.h"
@@ -89,12 +90,7 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> dispatch_kernels(mlir::Op
 
 // ----- experts
 
-moe::GroupedStrategy strategy_of(dialect::SwiGluExpertsOp op) {
-  const llvm::StringRef s = op.getStrategy();
-  return s == "tensor_core" ? moe::GroupedStrategy::TensorCore
-         : s == "auto"      ? moe::GroupedStrategy::Auto
-                            : moe::GroupedStrategy::Scalar;
-}
+moe::GroupedStrategy strategy_of(dialect::SwiGluExpertsOp op) { return moe::grouped_strategy(op.getStrategy()); }
 
 std::optional<RuntimeError> run_experts(mlir::Operation& op, GraphValues& values) {
   auto ex = llvm::cast<dialect::SwiGluExpertsOp>(op);
@@ -130,14 +126,10 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> experts_kernels(mlir::Ope
   request.signature.weights = {operand_of(ex.getGate()), operand_of(ex.getUp()), operand_of(ex.getDown())};
   request.signature.rows = operand_of(ex.getRows());
   request.signature.offsets = operand_of(ex.getOffsets());
-  request.strategy = contracts::ExpertsStrategy::Scalar;
-  if (strategy_of(ex) != moe::GroupedStrategy::Scalar) {
-    const auto unsupported = contracts::check_tensor_core_experts(request.signature.weights, target.arch);
-    if (unsupported && strategy_of(ex) == moe::GroupedStrategy::TensorCore)
-      return RuntimeError(unsupported->kind(), where + " " + unsupported->argument(), unsupported->expected(),
-                          unsupported->actual(), unsupported->detail());
-    if (!unsupported) request.strategy = contracts::ExpertsStrategy::TensorCore;
-  }
+  auto resolved =
+      contracts::resolve_experts_strategy(moe::to_contract(strategy_of(ex)), request.signature.weights, target.arch);
+  if (!resolved.ok()) return op_error(resolved.error(), op);
+  request.strategy = resolved.value();
   const bool tensor_core = request.strategy == contracts::ExpertsStrategy::TensorCore;
   const auto& tiles = tensor_core ? dialect::moe_config::tensorCoreTiles() : dialect::moe_config::scalarTiles();
   std::int64_t largest = 1;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "family.h"
+#include "moe_strategy.h"
 #include "rudnn/Dialect/Rudnn/IR/MoETrainingOps.h"
 #include "rudnn/compiler/moe_training.h"
 #include "rudnn/moe.h"
@@ -63,7 +64,7 @@ std::optional<RuntimeError> run(mlir::Operation& op, GraphValues& values) {
     if (!experts.ok()) return op_error(experts.error(), op);
     auto cache = experts->training_cache(*d);
     if (!cache.ok()) return op_error(cache.error(), op);
-    auto r = cache->backward(values[eb.getDexpert()]);
+    auto r = cache->backward_with_strategy(values[eb.getDexpert()], moe::grouped_strategy(eb.getStrategy().str()));
     if (!r.ok()) return op_error(r.error(), op);
     if (auto e = values.bind(eb.getDinput(), std::move(r->dinput))) return e;
     if (auto e = values.bind(eb.getDgate(), std::move(r->dgate))) return e;
@@ -95,7 +96,8 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
   if (auto eb = llvm::dyn_cast<dialect::SwiGluExpertsBackwardOp>(op)) {
     auto sig = dialect::expertsBackwardSignatureOf(eb);
     if (!sig) return RuntimeError(ErrorKind::InvalidValue, where, "rudnn element types", "others");
-    return one(compiler::lower_experts_backward({*sig, std::nullopt}, target));
+    return one(compiler::lower_experts_backward(
+        {*sig, moe::to_contract(moe::grouped_strategy(eb.getStrategy().str())), std::nullopt}, target));
   }
   auto db = llvm::cast<dialect::DispatchBackwardOp>(op);
   auto sig = dialect::dispatchBackwardSignatureOf(db);

@@ -39,6 +39,19 @@ RUDNN_SHARED_MEMORY_FN long long fallback_softmax(long long threads_per_row, lon
   return threads_per_row > 32 ? rows_per_block * 2 * (threads_per_row / 32) * 4 : 0;
 }
 
+// ---- block GEMM (gemm/block_engine.cuh; BlockPolicy<BM, BN, BK, WarpsM, WarpsN, Stages, TC>)
+// `stages` pipeline stages of one A and one B operand tile of `element_bytes` elements (2 or 4). A tile
+// stored with its rows along M (or N) has `block_k` columns; one stored with its rows along K
+// (a_k_major / b_k_major) has `block_m` (or `block_n`). Every row is padded by 16 bytes, so that
+// ldmatrix rows stay aligned and conflict-free.
+RUDNN_SHARED_MEMORY_FN long long block_gemm(long long stages, long long block_m, long long block_n, long long block_k,
+                                            long long element_bytes, bool a_k_major, bool b_k_major) {
+  const long long pad = 16 / element_bytes;
+  const long long a = a_k_major ? block_k * (block_m + pad) : block_m * (block_k + pad);
+  const long long b = b_k_major ? block_k * (block_n + pad) : block_n * (block_k + pad);
+  return stages * (a + b) * element_bytes;
+}
+
 // ---- MoE (templates/rudnn/moe/)
 
 // Grouped GEMM of the experts, `operands` B matrices (gate_up: 2, down: 1).
@@ -51,6 +64,15 @@ RUDNN_SHARED_MEMORY_FN long long experts_scalar(long long block_m, long long blo
 RUDNN_SHARED_MEMORY_FN long long experts_mma(long long stages, long long block_m, long long block_n, long long block_k,
                                              long long operands) {
   return stages * (block_m + operands * block_n) * (block_k + 8) * 2;
+}
+
+// swiglu_backward_hidden_mma (moe/experts_backward_mma.cuh): the fused gate/up product, then dY·down
+// (A [BM][BK], B K-major [BK][BN]) in the same stages.
+RUDNN_SHARED_MEMORY_FN long long experts_backward_hidden_mma(long long stages, long long block_m, long long block_n,
+                                                             long long block_k) {
+  const long long gate_up = experts_mma(stages, block_m, block_n, block_k, 2);
+  const long long down = block_gemm(stages, block_m, block_n, block_k, 2, false, true);
+  return gate_up > down ? gate_up : down;
 }
 
 // expert_row_order (moe/experts_backward_scalar.cuh): one hit count per warp, rounded up to 16 bytes.

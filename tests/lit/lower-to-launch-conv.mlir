@@ -10,7 +10,7 @@
 // CHECK-LABEL: func.func @nhwc_forward
 // CHECK: rudnn.launch @rudnn_conv_fprop_igemm_f32bias_bf16_igemm_tc_64x64x32_w2x2_s4_g{{[0-9a-f]+}}(%arg0, %arg1, %arg2)
 // CHECK-SAME: header "rudnn/conv/implicit_gemm.cuh" function "rudnn::conv::conv_fprop_igemm"
-// CHECK-SAME: args ["rudnn::bf16", "float", "rudnn::conv::Geometry<64, 64, 1, 1, 56, 56, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1>", "rudnn::conv::IgemmPolicy<64, 64, 32, 2, 2, 4, true>"]
+// CHECK-SAME: args ["rudnn::bf16", "float", "rudnn::conv::Geometry<64, 64, 1, 1, 56, 56, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1>", "rudnn::gemm::BlockPolicy<64, 64, 32, 2, 2, 4, true>"]
 // CHECK-SAME: grid [#rudnn.size<dim(0, 0) * 3136 ceildiv 64>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 40960
 // CHECK-SAME: #rudnn.param<"bias" : "const float*" = buffer(2)>, #rudnn.param<"y" : "rudnn::bf16*" = buffer(3)>, #rudnn.param<"n" : "long long" = size(dim(0, 0))>]
 // CHECK-NOT: rudnn.launch

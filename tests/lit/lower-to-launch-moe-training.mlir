@@ -59,3 +59,34 @@ func.func @experts_backward(%r: tensor<?x32xbf16>, %o: tensor<9xui32>, %sl: tens
       -> tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
   return %dx, %dg, %du, %dd : tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
 }
+
+// The tensor-core backward (tile 3 = gemm::BlockPolicy<64, 64, 32, 2, 2, 3, true>, 128 threads): the same
+// six launches from moe/experts_backward_mma.cuh, with dA, dB and Hh in the weights' dtype (the next
+// products' 16-bit operands) and one T for both weight-gradient operands.
+// CHECK-LABEL: func.func @experts_backward_tensor_core
+// CHECK: %[[O:.*]] = rudnn.launch @rudnn_expert_row_order
+// CHECK: %[[H:.*]]:3 = rudnn.launch @rudnn_swiglu_backward_hidden_bf16_64x64x32_w2x2_s3({{.*}}) header "rudnn/moe/experts_backward_mma.cuh" function "rudnn::moe::swiglu_backward_hidden_mma"
+// CHECK-SAME: args ["rudnn::bf16", "rudnn::gemm::BlockPolicy<64, 64, 32, 2, 2, 3, true>"]
+// CHECK-SAME: grid [#rudnn.size<dim(3, 1) ceildiv 64>, #rudnn.size<dim(0, 0) ceildiv 64>, #rudnn.size<1>] block [128, 1, 1] shared 46080
+// CHECK-SAME: #rudnn.param<"da" : "rudnn::bf16*" = buffer(8)>
+// CHECK-SAME: -> (tensor<?xbf16>, tensor<?xbf16>, tensor<?xbf16>)
+// CHECK: %[[DX:.*]] = rudnn.launch @rudnn_swiglu_backward_input_bf16_64x64x32_w2x2_s3({{.*}}, %[[O]], %[[H]]#0, %[[H]]#1, %[[H]]#2)
+// CHECK-SAME: function "rudnn::moe::swiglu_backward_input_mma"
+// CHECK-SAME: block [128, 1, 1] shared 29184
+// CHECK: %[[DG:.*]] = rudnn.launch @rudnn_experts_weight_grad_bf16_bf16_64x64x32_w2x2_s3
+// CHECK-SAME: function "rudnn::moe::experts_weight_grad_mma" args ["rudnn::bf16", "rudnn::gemm::BlockPolicy<64, 64, 32, 2, 2, 3, true>"]
+// CHECK-SAME: shared 27648
+// CHECK-SAME: #rudnn.param<"p" : "const rudnn::bf16*" = buffer(8)>, #rudnn.param<"q" : "const rudnn::bf16*" = buffer(0)>
+// CHECK: %[[DU:.*]] = rudnn.launch @rudnn_experts_weight_grad_bf16_bf16_64x64x32_w2x2_s3
+// CHECK-SAME: #rudnn.param<"p" : "const rudnn::bf16*" = buffer(9)>
+// CHECK: %[[DD:.*]] = rudnn.launch @rudnn_experts_weight_grad_bf16_bf16_64x64x32_w2x2_s3
+// CHECK-SAME: #rudnn.param<"p" : "const rudnn::bf16*" = buffer(6)>, #rudnn.param<"q" : "const rudnn::bf16*" = buffer(10)>
+// CHECK: return %[[DX]], %[[DG]], %[[DU]], %[[DD]]
+func.func @experts_backward_tensor_core(%r: tensor<?x32xbf16>, %o: tensor<9xui32>, %sl: tensor<?x2xui32>, %g: tensor<8x16x32xbf16>,
+                                        %u: tensor<8x16x32xbf16>, %d: tensor<8x32x16xbf16>, %dy: tensor<?x32xbf16>)
+    -> (tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>) {
+  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %sl, %g, %u, %d, %dy {strategy = "tensor_core", kernel_config = {tile = 3}}
+      : tensor<?x32xbf16>, tensor<9xui32>, tensor<?x2xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<?x32xbf16>
+      -> tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
+  return %dx, %dg, %du, %dd : tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
+}

@@ -179,8 +179,8 @@ func.func @dexpert_shape(%r: tensor<4x32xbf16>, %o: tensor<9xui32>, %sl: tensor<
 // -----
 
 func.func @experts_strategy(%r: tensor<4x32xbf16>, %o: tensor<9xui32>, %sl: tensor<2x2xui32>, %g: tensor<8x16x32xbf16>, %u: tensor<8x16x32xbf16>, %d: tensor<8x32x16xbf16>, %dy: tensor<4x32xbf16>) {
-  // expected-error @+1 {{strategy: expected "scalar" (the tensor-core experts backward is not built yet), got "tensor_core"}}
-  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %sl, %g, %u, %d, %dy {strategy = "tensor_core"} : tensor<4x32xbf16>, tensor<9xui32>, tensor<2x2xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<4x32xbf16> -> tensor<4x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
+  // expected-error @+1 {{strategy: expected "scalar", "tensor_core" or "auto", got "warp"}}
+  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %sl, %g, %u, %d, %dy {strategy = "warp"} : tensor<4x32xbf16>, tensor<9xui32>, tensor<2x2xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<4x32xbf16> -> tensor<4x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
   return
 }
 
@@ -195,8 +195,32 @@ func.func @dgate_result(%r: tensor<4x32xbf16>, %o: tensor<9xui32>, %sl: tensor<2
 // -----
 
 func.func @experts_tile(%r: tensor<4x32xbf16>, %o: tensor<9xui32>, %sl: tensor<2x2xui32>, %g: tensor<8x16x32xbf16>, %u: tensor<8x16x32xbf16>, %d: tensor<8x32x16xbf16>, %dy: tensor<4x32xbf16>) {
-  // expected-error @+1 {{kernel_config: expected {tile = 0, 1 or 2}}}
+  // expected-error @+1 {{kernel_config: expected {tile = 0..4} (0-2 scalar, 3-4 tensor_core), got {tile = 5 : i64}}}
+  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %sl, %g, %u, %d, %dy {strategy = "scalar", kernel_config = {tile = 5}} : tensor<4x32xbf16>, tensor<9xui32>, tensor<2x2xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<4x32xbf16> -> tensor<4x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
+  return
+}
+
+// -----
+
+func.func @experts_tile_of_the_other_strategy(%r: tensor<4x32xbf16>, %o: tensor<9xui32>, %sl: tensor<2x2xui32>, %g: tensor<8x16x32xbf16>, %u: tensor<8x16x32xbf16>, %d: tensor<8x32x16xbf16>, %dy: tensor<4x32xbf16>) {
+  // expected-error @+1 {{kernel_config: tile 3 is a tensor_core tile, the strategy is "scalar"}}
   %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %sl, %g, %u, %d, %dy {strategy = "scalar", kernel_config = {tile = 3}} : tensor<4x32xbf16>, tensor<9xui32>, tensor<2x2xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<4x32xbf16> -> tensor<4x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
+  return
+}
+
+// -----
+
+func.func @experts_tensor_core_f32(%r: tensor<4x32xf32>, %o: tensor<9xui32>, %sl: tensor<2x2xui32>, %g: tensor<8x16x32xf32>, %u: tensor<8x16x32xf32>, %d: tensor<8x32x16xf32>, %dy: tensor<4x32xf32>) {
+  // expected-error @+1 {{f16 or bf16 expert weights for TensorCore}}
+  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %sl, %g, %u, %d, %dy {strategy = "tensor_core"} : tensor<4x32xf32>, tensor<9xui32>, tensor<2x2xui32>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>, tensor<4x32xf32> -> tensor<4x32xf32>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
+  return
+}
+
+// -----
+
+func.func @experts_auto_tensor_core_tile_needs_multiples_of_8(%r: tensor<4x12xbf16>, %o: tensor<9xui32>, %sl: tensor<2x2xui32>, %g: tensor<8x16x12xbf16>, %u: tensor<8x16x12xbf16>, %d: tensor<8x12x16xbf16>, %dy: tensor<4x12xbf16>) {
+  // expected-error @+1 {{hidden and inter multiples of 8 for TensorCore}}
+  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %sl, %g, %u, %d, %dy {strategy = "auto", kernel_config = {tile = 4}} : tensor<4x12xbf16>, tensor<9xui32>, tensor<2x2xui32>, tensor<8x16x12xbf16>, tensor<8x16x12xbf16>, tensor<8x12x16xbf16>, tensor<4x12xbf16> -> tensor<4x12xbf16>, tensor<8x16x12xf32>, tensor<8x16x12xf32>, tensor<8x12x16xf32>
   return
 }
 

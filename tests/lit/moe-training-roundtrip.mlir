@@ -30,3 +30,17 @@ func.func @experts_backward(%r: tensor<?x32xbf16>, %o: tensor<9xui32>, %sl: tens
       -> tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
   return %dx, %dg, %du, %dd : tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
 }
+
+// CHECK-LABEL: func.func @experts_backward_strategies
+// CHECK: rudnn.swiglu_experts_backward {{.*}} {strategy = "tensor_core"}
+// CHECK: rudnn.swiglu_experts_backward {{.*}} {kernel_config = {tile = 4 : i64}, strategy = "auto"}
+func.func @experts_backward_strategies(%r: tensor<?x32xbf16>, %o: tensor<9xui32>, %sl: tensor<?x2xui32>, %g: tensor<8x16x32xbf16>, %u: tensor<8x16x32xbf16>,
+                                       %d: tensor<8x32x16xbf16>, %dy: tensor<?x32xbf16>) -> (tensor<?x32xbf16>, tensor<?x32xbf16>) {
+  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %sl, %g, %u, %d, %dy {strategy = "tensor_core"}
+      : tensor<?x32xbf16>, tensor<9xui32>, tensor<?x2xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<?x32xbf16>
+      -> tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
+  %ax, %ag, %au, %ad = rudnn.swiglu_experts_backward %r, %o, %sl, %g, %u, %d, %dy {strategy = "auto", kernel_config = {tile = 4}}
+      : tensor<?x32xbf16>, tensor<9xui32>, tensor<?x2xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<?x32xbf16>
+      -> tensor<?x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
+  return %dx, %ax : tensor<?x32xbf16>, tensor<?x32xbf16>
+}

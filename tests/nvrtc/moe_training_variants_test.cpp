@@ -1,9 +1,8 @@
 // The MoE training kernels (router weights and backward for each index dtype, combine backward
-// Serial and Plane, dispatch backward, the experts' Scalar backward on every scalar tile and its row
-// order) lowered by
-// the compiler and compiled with NVRTC for sm_80 and sm_90a: no spills, no stack, no static shared
-// memory. Every extent is a runtime size of these kernels, so one signature per dtype combination
-// stands for all shapes.
+// Serial and Plane, dispatch backward, the experts' backward on every scalar and tensor-core tile and
+// its row order) lowered by the compiler and compiled with NVRTC for sm_80 and sm_90a: no spills, no
+// stack, no static shared memory. Every extent is a runtime size of these kernels, so one signature per dtype
+// combination stands for all shapes.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -14,6 +13,7 @@
 #include "variant_check.h"
 
 #if RUDNN_TEST_USE_COMPILER
+#include "rudnn/Dialect/Rudnn/IR/MoEConfig.h"
 #include "rudnn/compiler/moe_training.h"
 
 namespace nv = rudnn::compiler::nvrtc;
@@ -52,12 +52,17 @@ std::vector<Variant> moe_training_variants() {
       }
     add(compiler::lower_dispatch_backward({{{{T * K, H}, t, 0}, {{T, K}, DType::U32, 0}}, std::nullopt},
                                           compiler::Target{}));
-    for (std::int64_t tile : {0, 1, 2}) {
+    const auto& tiles = rudnn::dialect::moe_config::backwardTiles();
+    for (std::size_t tile = 0; tile < tiles.size(); ++tile) {
+      if (tiles[tile].tensorCore && t == DType::F32) continue;  // tensor cores take f16/bf16
       contracts::ExpertsBackwardSignature sig{
           {{{{E, I, H}, t, 0}, {{E, I, H}, t, 0}, {{E, H, I}, t, 0}}, {{T * K, H}, t, 0}, {{E + 1}, DType::U32, 0}},
           {{T, K}, DType::U32, 0},
           {{T * K, H}, t, 0}};
-      add(compiler::lower_experts_backward({sig, compiler::KernelConfig{{{"tile", tile}}}}, compiler::Target{}));
+      const auto strategy =
+          tiles[tile].tensorCore ? contracts::ExpertsStrategy::TensorCore : contracts::ExpertsStrategy::Scalar;
+      add(compiler::lower_experts_backward(
+          {sig, strategy, compiler::KernelConfig{{{"tile", static_cast<std::int64_t>(tile)}}}}, compiler::Target{}));
     }
   }
   return out;

@@ -4,8 +4,9 @@
 // checked once against central differences); odd sizes, skewed loads, experts without rows (exact
 // zeros over poisoned outputs), T = 1, E = 1, top_k = E, no tokens; the whole chain route →
 // into_training → dispatch → experts → combine → Σ out² and back to the logits, input and weights;
-// bitwise reproducibility over runs and the emulator's thread orders; the strategies; the dexpert
-// contract (a typed error naming it, nothing compiled or launched).
+// bitwise reproducibility over runs and the emulator's thread orders; the strategies (Auto's rule,
+// TensorCore against the oracle and Scalar); the dexpert contract (a typed error naming it, nothing
+// compiled or launched).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -544,13 +545,28 @@ class MoeExpertsBackwardStrategies : public ::testing::Test {
   void SetUp() override { ops::set_poison_outputs(true); }
 };
 
-// Auto runs the Scalar backward (the tensor-core backward is not built): the same bits as backward(),
-// for a configuration the tensor-core forward supports (BF16/F16, H and I multiples of 8) and one it
-// does not (F32).
-TEST_F(MoeExpertsBackwardStrategies, AutoAndScalarEqualBackward) {
-  for (auto [dtype, c] :
-       {std::pair{DType::BF16, Case{11, 4, 2, 32, 24, 0}}, std::pair{DType::F16, Case{7, 3, 2, 16, 8, 0}},
-        std::pair{DType::F32, Case{7, 5, 2, 13, 9, 0}}}) {
+using GradBytes = std::vector<std::vector<std::byte>>;
+
+GradBytes grad_bytes(const Result<moe::ExpertGradients, MoeError>& g) {
+  GradBytes b;
+  EXPECT_TRUE(g.ok()) << g.error().message();
+  if (g.ok())
+    for (const Tensor* t : {&g->dinput, &g->dgate, &g->dup, &g->ddown}) b.push_back(host_bytes(*t));
+  return b;
+}
+
+// The forward's Auto rule: tensor cores where the contract allows them (F16/BF16, H and I multiples
+// of 8), so Auto gives TensorCore's bits there and Scalar's (= backward()'s) elsewhere.
+TEST_F(MoeExpertsBackwardStrategies, AutoFollowsTheForwardRule) {
+  struct Config {
+    DType dtype;
+    Case c;
+    bool tensor_core;
+  };
+  for (auto [dtype, c, tensor_core] :
+       {Config{DType::BF16, Case{11, 4, 2, 32, 24, 0}, true}, Config{DType::F16, Case{7, 3, 2, 16, 8, 0}, true},
+        Config{DType::BF16, Case{7, 3, 2, 12, 8, 0}, false},  // H % 8 ≠ 0
+        Config{DType::F32, Case{7, 5, 2, 13, 9, 0}, false}}) {
     const std::uint64_t seed = fresh_seed();
     SCOPED_TRACE(fmt::format("{} {} seed={}", dtype_name(dtype), describe(c), seed));
     std::mt19937_64 rng(seed);
@@ -561,43 +577,121 @@ TEST_F(MoeExpertsBackwardStrategies, AutoAndScalarEqualBackward) {
     const Tensor dy = testing::upload({n, c.h}, dtype, testing::random_values(at(n * c.h), dtype, rng), Device::host());
     auto cache = p.experts.training_cache(*p.d);
     ASSERT_TRUE(cache.ok()) << cache.error().message();
-    auto bytes = [&](const Result<moe::ExpertGradients, MoeError>& g) {
-      std::vector<std::vector<std::byte>> b;
-      EXPECT_TRUE(g.ok()) << g.error().message();
-      if (g.ok())
-        for (const Tensor* t : {&g->dinput, &g->dgate, &g->dup, &g->ddown}) b.push_back(host_bytes(*t));
-      return b;
-    };
-    const auto base = bytes(cache->backward(dy));
+    const auto base = grad_bytes(cache->backward(dy));
     ASSERT_EQ(base.size(), 4u);
-    EXPECT_TRUE(bytes(cache->backward_with_strategy(dy, moe::GroupedStrategy::Auto)) == base) << "Auto";
-    EXPECT_TRUE(bytes(cache->backward_with_strategy(dy, moe::GroupedStrategy::Scalar)) == base) << "Scalar";
+    EXPECT_TRUE(grad_bytes(cache->backward_with_strategy(dy, moe::GroupedStrategy::Scalar)) == base) << "Scalar";
+    const auto autos = grad_bytes(cache->backward_with_strategy(dy, moe::GroupedStrategy::Auto));
+    if (tensor_core)
+      EXPECT_TRUE(autos == grad_bytes(cache->backward_with_strategy(dy, moe::GroupedStrategy::TensorCore)))
+          << "Auto took TensorCore";
+    else
+      EXPECT_TRUE(autos == base) << "Auto took Scalar";
   }
 }
 
-// The tensor-core backward is not built: TensorCore is Unsupported naming "strategy", before anything
-// is compiled or launched — also for a configuration whose forward supports it.
-TEST_F(MoeExpertsBackwardStrategies, TensorCoreBackwardIsUnsupported) {
-  const DType dtype = DType::BF16;
-  const Case c{6, 4, 2, 32, 16, 0};
-  std::mt19937_64 rng(fresh_seed());
+// TensorCore where the contract does not allow it (F32 weights, H or I not a multiple of 8) is the
+// caller's error: Unsupported naming "strategy", before anything is compiled or launched.
+TEST_F(MoeExpertsBackwardStrategies, TensorCoreWhereUnsupportedIsAnError) {
+  for (auto [dtype, c] :
+       {std::pair{DType::F32, Case{6, 4, 2, 32, 16, 0}}, std::pair{DType::BF16, Case{6, 4, 2, 12, 16, 0}},
+        std::pair{DType::F16, Case{6, 4, 2, 16, 12, 0}}}) {
+    SCOPED_TRACE(fmt::format("{} {}", dtype_name(dtype), describe(c)));
+    std::mt19937_64 rng(fresh_seed());
+    Problem p(dtype, c, rng);
+    p.dispatch();
+    ASSERT_FALSE(HasFatalFailure());
+    auto cache = p.experts.training_cache(*p.d);
+    ASSERT_TRUE(cache.ok()) << cache.error().message();
+    const Tensor dy = testing::upload({c.t * c.k, c.h}, dtype, testing::random_values(at(c.t * c.k * c.h), dtype, rng),
+                                      Device::host());
+    const Stats before = stats();
+    auto tc = cache->backward_with_strategy(dy, moe::GroupedStrategy::TensorCore);
+    ASSERT_FALSE(tc.ok());
+    EXPECT_EQ(tc.error().kind(), ErrorKind::Unsupported) << tc.error().message();
+    EXPECT_EQ(tc.error().argument(), "strategy") << tc.error().message();
+    const Stats after = stats();
+    EXPECT_EQ(after.kernel_launches, before.kernel_launches);
+    EXPECT_EQ(after.plan_cache_misses, before.plan_cache_misses);
+    EXPECT_EQ(after.jit_compiles, before.jit_compiles);
+  }
+}
+
+// ---- the tensor-core backward (moe/experts_backward_mma.cuh; every registered tile is also run by
+// tests/templates/moe_experts_backward_mma_test.cpp)
+
+class MoeExpertsBackwardTensorCore : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override { ops::set_poison_outputs(true); }
+  void TearDown() override { runtime::host::set_default_schedule({}); }
+};
+
+// Against the oracle and against Scalar. TensorCore rounds dA, dB and Hh to the dtype between its
+// passes, so every gradient's bound is the dtype's (Scalar's weight gradients are FP32-accurate).
+TEST_P(MoeExpertsBackwardTensorCore, MatchesReferenceAndScalar) {
+  const DType dtype = GetParam();
+  for (Case c : {Case{13, 8, 2, 24, 40, 0},      // a few rows per expert
+                 Case{1, 1, 1, 16, 8, 0},        // T = 1, E = 1
+                 Case{5, 4, 4, 8, 16, 0},        // top_k = E
+                 Case{9, 6, 2, 16, 24, 50},      // skewed: every token picks expert 0
+                 Case{3, 16, 1, 40, 24, 0},      // most experts without rows
+                 Case{70, 3, 1, 72, 48, 30}}) {  // one expert gets 70 rows: several row and K tiles
+    const std::uint64_t seed = fresh_seed();
+    SCOPED_TRACE(describe(c) + fmt::format(" seed={}", seed));
+    std::mt19937_64 rng(seed);
+    Problem p(dtype, c, rng);
+    p.dispatch();
+    ASSERT_FALSE(HasFatalFailure());
+    const std::int64_t n = c.t * c.k;
+    const auto dy = testing::random_values(at(n * c.h), dtype, rng);
+    const Tensor tdy = testing::upload({n, c.h}, dtype, dy, Device::host());
+    auto training = p.experts.forward_dispatched_training(*p.d, moe::GroupedStrategy::TensorCore);
+    ASSERT_TRUE(training.ok()) << training.error().message();
+    auto tc = training->cache.backward_with_strategy(tdy, moe::GroupedStrategy::TensorCore);
+    ASSERT_TRUE(tc.ok()) << tc.error().message();
+    auto scalar = training->cache.backward_with_strategy(tdy, moe::GroupedStrategy::Scalar);
+    ASSERT_TRUE(scalar.ok()) << scalar.error().message();
+    const HostGrads got = read_back(*tc, n, c, dtype), plain = read_back(*scalar, n, c, dtype);
+    const auto want = reference::swiglu_experts_backward(p.rows, dy, p.offsets, p.w.gate, p.w.up, p.w.down, c.h, c.i);
+    const double bound = backward_bound(dtype);
+    EXPECT_LE(testing::relative_l2(got.dinput, want.dinput), bound) << "dinput";
+    EXPECT_LE(testing::relative_l2(got.dgate, want.dgate), bound) << "dgate";
+    EXPECT_LE(testing::relative_l2(got.dup, want.dup), bound) << "dup";
+    EXPECT_LE(testing::relative_l2(got.ddown, want.ddown), bound) << "ddown";
+    // Scalar = TensorCore, to the dtype's rounding.
+    EXPECT_LE(testing::relative_l2(got.dinput, plain.dinput), bound) << "dinput vs Scalar";
+    EXPECT_LE(testing::relative_l2(got.dgate, plain.dgate), bound) << "dgate vs Scalar";
+    EXPECT_LE(testing::relative_l2(got.dup, plain.dup), bound) << "dup vs Scalar";
+    EXPECT_LE(testing::relative_l2(got.ddown, plain.ddown), bound) << "ddown vs Scalar";
+    expect_empty_experts_zero(got, p.offsets, c);
+  }
+}
+
+// The same bits over repeated runs and under every emulator thread order (no atomics; fixed K order).
+TEST_P(MoeExpertsBackwardTensorCore, BitwiseAcrossRunsAndThreadOrders) {
+  const DType dtype = GetParam();
+  const Case c{20, 4, 2, 40, 24, 30};
+  const std::uint64_t seed = fresh_seed();
+  SCOPED_TRACE(describe(c) + fmt::format(" seed={}", seed));
+  std::mt19937_64 rng(seed);
   Problem p(dtype, c, rng);
   p.dispatch();
   ASSERT_FALSE(HasFatalFailure());
+  const std::int64_t n = c.t * c.k;
+  const Tensor dy = testing::upload({n, c.h}, dtype, testing::random_values(at(n * c.h), dtype, rng), Device::host());
   auto cache = p.experts.training_cache(*p.d);
   ASSERT_TRUE(cache.ok()) << cache.error().message();
-  const Tensor dy =
-      testing::upload({c.t * c.k, c.h}, dtype, testing::random_values(at(c.t * c.k * c.h), dtype, rng), Device::host());
-  const Stats before = stats();
-  auto tc = cache->backward_with_strategy(dy, moe::GroupedStrategy::TensorCore);
-  ASSERT_FALSE(tc.ok());
-  EXPECT_EQ(tc.error().kind(), ErrorKind::Unsupported) << tc.error().message();
-  EXPECT_EQ(tc.error().argument(), "strategy") << tc.error().message();
-  const Stats after = stats();
-  EXPECT_EQ(after.kernel_launches, before.kernel_launches);
-  EXPECT_EQ(after.plan_cache_misses, before.plan_cache_misses);
-  EXPECT_EQ(after.jit_compiles, before.jit_compiles);
+  const auto first = grad_bytes(cache->backward_with_strategy(dy, moe::GroupedStrategy::TensorCore));
+  ASSERT_EQ(first.size(), 4u);
+  for (runtime::host::Schedule order :
+       {runtime::host::Schedule::Forward, runtime::host::Schedule::Reverse, runtime::host::Schedule::Random}) {
+    runtime::host::set_default_schedule({order, fresh_seed()});
+    EXPECT_TRUE(grad_bytes(cache->backward_with_strategy(dy, moe::GroupedStrategy::TensorCore)) == first)
+        << "schedule " << static_cast<int>(order);
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(MoeExpertsBackward, MoeExpertsBackwardTensorCore, ::testing::Values(DType::F16, DType::BF16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // forward_dispatched_training(TensorCore) is the tensor-core forward, bit for bit; its cache's
 // backward does not depend on the forward's strategy.
@@ -716,8 +810,6 @@ TEST_F(MoeExpertsBackwardContract, Dexpert) {
   // The dexpert's own errors come before the strategy's.
   expect_rejected(cache->backward_with_strategy(t({6, 16}, DType::F32), moe::GroupedStrategy::TensorCore),
                   ErrorKind::UnsupportedDType, "dexpert");
-  expect_rejected(cache->backward_with_strategy(t({6, 16}, bf), moe::GroupedStrategy::TensorCore),
-                  ErrorKind::Unsupported, "strategy");
 }
 
 TEST_F(MoeExpertsBackwardContract, TrainingForwardAndCache) {

@@ -26,17 +26,18 @@ namespace {
 
 namespace host = rudnn::runtime::host;
 namespace conv = rudnn::conv;
+namespace gemm = rudnn::gemm;
 using row_norm_test::from_storage;
 using row_norm_test::to_storage;
 using rudnn::i64;
 
 // The registered policies (conv/implicit_gemm.cuh).
-using TcLarge = conv::IgemmPolicy<128, 128, 32, 2, 4, 3, true>;
-using TcLargeK64 = conv::IgemmPolicy<128, 128, 64, 2, 4, 3, true>;
-using TcWide = conv::IgemmPolicy<64, 128, 32, 2, 2, 3, true>;
-using TcMid = conv::IgemmPolicy<64, 64, 32, 2, 2, 4, true>;
-using Plain = conv::IgemmPolicy<64, 64, 16, 2, 4, 3, false>;
-using PlainSmall = conv::IgemmPolicy<32, 32, 16, 2, 2, 2, false>;
+using TcLarge = gemm::BlockPolicy<128, 128, 32, 2, 4, 3, true>;
+using TcLargeK64 = gemm::BlockPolicy<128, 128, 64, 2, 4, 3, true>;
+using TcWide = gemm::BlockPolicy<64, 128, 32, 2, 2, 3, true>;
+using TcMid = gemm::BlockPolicy<64, 64, 32, 2, 2, 4, true>;
+using Plain = gemm::BlockPolicy<64, 64, 16, 2, 4, 3, false>;
+using PlainSmall = gemm::BlockPolicy<32, 32, 16, 2, 2, 2, false>;
 
 // Geometry<C, O, G, D, H, W, KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW>
 using Conv1d = conv::Geometry<5, 7, 1, 1, 1, 11, 1, 1, 4, 1, 1, 1, 0, 0, 2, 1, 1, 1>;       // C, O odd

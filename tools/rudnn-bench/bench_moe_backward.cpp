@@ -41,8 +41,9 @@ inputs. Each row's result is checked once: every output finite and not all zero,
 an FP64 computation over the same inputs (router and combine: 3 tokens; experts: the dgate and dup
 rows and the ddown column of one intermediate unit of the busiest expert, and that expert's first
 dinput row; dispatch: 3 tokens; the step: dx and dlogits bitwise equal to the parts'). A failed check
-prints check=FAIL and the run exits 1 after the remaining rows; an unsupported strategy (TensorCore:
-the tensor-core backward is not built yet) prints a row with check=unsupported and no time.
+prints check=FAIL and the run exits 1 after the remaining rows; an unsupported strategy (TensorCore
+for F32 weights, H or I not a multiple of 8, or a device without mma.sync) prints a row with
+check=unsupported and no time.
 CSV: step,tokens,experts,hidden,inter,top_k,dtype,strategy,device,median_us,tflops,overhead_pct,max_err,check
 
 options (host emulation device defaults in brackets: a smoke test of seconds):

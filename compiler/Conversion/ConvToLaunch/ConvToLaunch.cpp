@@ -56,7 +56,7 @@ std::string policyArg(const Choice& c) {
     case Algorithm::ImplicitGemm: break;
   }
   const auto& t = c.gemm;
-  return fmt::format("rudnn::conv::IgemmPolicy<{}, {}, {}, {}, {}, {}, {}>", t.bm, t.bn, t.bk, t.warpsM, t.warpsN,
+  return fmt::format("rudnn::gemm::BlockPolicy<{}, {}, {}, {}, {}, {}, {}>", t.bm, t.bn, t.bk, t.warpsM, t.warpsN,
                      t.stages, t.tensorCore ? "true" : "false");
 }
 

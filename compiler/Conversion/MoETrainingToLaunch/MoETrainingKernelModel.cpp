@@ -2,13 +2,16 @@
 // rudnn.combine_backward, rudnn.dispatch_backward, rudnn.swiglu_experts_backward); each config has
 // one key.
 //   heuristic:    router ops {warps = 4} (4 token rows per block, a warp each); combine and
-//                 dispatch backward {threads = 128} per token; experts backward {tile = 1} (the
-//                 forward's 32 x 64 x 16 scalar tile).
+//                 dispatch backward {threads = 128} per token; experts backward: the backward tile of
+//                 its strategy on the target ({tile = 1}, the forward's 32 x 64 x 16 scalar tile, or
+//                 {tile = 3}, tensor cores 64 x 64 x 32; "auto" takes tensor cores where the contract
+//                 allows them, "tensor_core" where it does not is the contract's error).
 //   tuning query: none (no Autotune strategy in SPEC §10).
-//   config check: moe_training_config::check. No config uses tensor cores.
+//   config check: moe_training_config::check. The experts backward's tiles 3-4 use tensor cores.
 #include "Conversion/MoETrainingToLaunch/MoETrainingToLaunch.h"
 #include "mlir/IR/Builders.h"
 #include "rudnn/Dialect/Rudnn/IR/KernelOpInterface.h"
+#include "rudnn/Dialect/Rudnn/IR/MoEConfig.h"
 #include "rudnn/Dialect/Rudnn/IR/MoETrainingOps.h"
 #include "rudnn/compiler/kernel_op_models.h"
 
@@ -20,12 +23,22 @@ namespace {
 
 template <class Op>
 struct MoETrainingKernelModel : dialect::KernelOpInterface::ExternalModel<MoETrainingKernelModel<Op>, Op> {
-  FailureOr<DictionaryAttr> selectHeuristicConfig(Operation* op, const dialect::KernelTarget&) const {
+  FailureOr<DictionaryAttr> selectHeuristicConfig(Operation* op, const dialect::KernelTarget& target) const {
+    if (auto eb = dyn_cast<dialect::SwiGluExpertsBackwardOp>(op); eb && eb.getStrategy() == "tensor_core")
+      if (auto sig = dialect::expertsBackwardSignatureOf(eb))
+        if (auto e = contracts::check_tensor_core_experts(sig->experts.weights, target.arch))
+          return op->emitOpError() << e->message();
     Builder b(op->getContext());
-    return b.getDictionaryAttr({b.getNamedAttr(dialect::moe_training_config::keyOf(op),
-                                               b.getI64IntegerAttr(dialect::moe_training_config::heuristicValue(op)))});
+    return b.getDictionaryAttr(
+        {b.getNamedAttr(dialect::moe_training_config::keyOf(op),
+                        b.getI64IntegerAttr(dialect::moe_training_config::heuristicValue(op, target.arch)))});
   }
-  bool configUsesTensorCores(Operation*, DictionaryAttr) const { return false; }
+  bool configUsesTensorCores(Operation* op, DictionaryAttr config) const {
+    if (!isa<dialect::SwiGluExpertsBackwardOp>(op) || dialect::moe_training_config::check(op, config)) return false;
+    return dialect::moe_config::backwardTiles()[static_cast<std::size_t>(
+                                                    dialect::moe_training_config::valueOf(op, config))]
+        .tensorCore;
+  }
   std::optional<std::string> checkKernelConfig(Operation* op, DictionaryAttr config) const {
     return dialect::moe_training_config::check(op, config);
   }

@@ -6,9 +6,9 @@
 //   combine_backward  expert_rows 0, grad_output 1, slots 2, weights 3 → dexpert 4, dweights 5
 //   dispatch_backward drows 0, slots 1 → dinput 2
 //   swiglu_experts_backward  rows 0, offsets 1, slots 2, gate 3, up 4, down 5, dexpert 6 → dinput 7,
-//                    dgate 8, dup 9, ddown 10; temporaries order (u32 [N]), dA, dB, Hh (FP32 [N, I]):
-//                    six launches — row order, hidden (dA, dB, Hh), input (dinput), three weight
-//                    gradients
+//                    dgate 8, dup 9, ddown 10; temporaries order (u32 [N]), dA, dB, Hh ([N, I]: FP32
+//                    for a scalar tile, the weights' dtype for a tensor-core one): six launches — row
+//                    order, hidden (dA, dB, Hh), input (dinput), three weight gradients
 #include "Conversion/MoETrainingToLaunch/MoETrainingToLaunch.h"
 
 #include <fmt/format.h>
@@ -66,19 +66,47 @@ LogicalResult lowerRouter(RewriterBase& rewriter, Operation* op, bool backward) 
   return success();
 }
 
+// The experts backward's kernels for one tile: scalar (moe/experts_backward_scalar.cuh, FP32
+// temporaries) or tensor cores (moe/experts_backward_mma.cuh, T temporaries: the next products'
+// 16-bit operands).
+struct ExpertsBackwardKernels {
+  std::string policy, tileName, header, suffix;
+  std::int64_t threads, hiddenShared, inputShared, weightShared;
+  DType temporary;
+
+  ExpertsBackwardKernels(const dialect::moe_config::ExpertTile& t, DType dtype) : threads(t.threads()) {
+    if (t.tensorCore) {
+      policy = fmt::format("rudnn::gemm::BlockPolicy<{}, {}, {}, {}, {}, {}, true>", t.blockM, t.blockN, t.blockK, t.a,
+                           t.b, t.stages);
+      tileName = fmt::format("{}x{}x{}_w{}x{}_s{}", t.blockM, t.blockN, t.blockK, t.a, t.b, t.stages);
+      header = "rudnn/moe/experts_backward_mma.cuh";
+      suffix = "mma";
+      hiddenShared = shared_memory::experts_backward_hidden_mma(t.stages, t.blockM, t.blockN, t.blockK);
+      inputShared = shared_memory::block_gemm(t.stages, t.blockM, t.blockN, t.blockK, 2, false, true);
+      weightShared = shared_memory::block_gemm(t.stages, t.blockM, t.blockN, t.blockK, 2, true, true);
+      temporary = dtype;
+    } else {
+      policy = fmt::format("rudnn::moe::ScalarGemmPolicy<{}, {}, {}, {}, {}>", t.blockM, t.blockN, t.blockK, t.a, t.b);
+      tileName = fmt::format("{}x{}x{}_t{}x{}", t.blockM, t.blockN, t.blockK, t.a, t.b);
+      header = "rudnn/moe/experts_backward_scalar.cuh";
+      suffix = "scalar";
+      hiddenShared = shared_memory::experts_scalar(t.blockM, t.blockN, t.blockK, 2);
+      inputShared = weightShared = shared_memory::experts_scalar(t.blockM, t.blockN, t.blockK, 1);
+      temporary = DType::F32;
+    }
+  }
+};
+
 LogicalResult lowerExpertsBackward(RewriterBase& rewriter, dialect::SwiGluExpertsBackwardOp op) {
   auto config = op->getAttrOfType<DictionaryAttr>(dialect::kKernelConfigAttrName);
   const auto& tile =
-      dialect::moe_config::scalarTiles()[static_cast<std::size_t>(dialect::moe_training_config::valueOf(op, config))];
-  const std::string policy = fmt::format("rudnn::moe::ScalarGemmPolicy<{}, {}, {}, {}, {}>", tile.blockM, tile.blockN,
-                                         tile.blockK, tile.a, tile.b);
-  const std::string tileName = fmt::format("{}x{}x{}_t{}x{}", tile.blockM, tile.blockN, tile.blockK, tile.a, tile.b);
-  const std::int64_t threads = (tile.blockM / tile.a) * (tile.blockN / tile.b);
+      dialect::moe_config::backwardTiles()[static_cast<std::size_t>(dialect::moe_training_config::valueOf(op, config))];
   const DType dtype = dtypeOf(op.getRows());
+  const ExpertsBackwardKernels k(tile, dtype);
   const std::string t = dialect::cTypeName(dtype), ct = "const " + t + "*";
-  const char* header = "rudnn/moe/experts_backward_scalar.cuh";
+  const std::string tmp = dialect::cTypeName(k.temporary), tmpName(dtype_name(k.temporary));
   MLIRContext* ctx = op.getContext();
-  auto f32Flat = RankedTensorType::get({ShapedType::kDynamic}, Float32Type::get(ctx));
+  auto tmpFlat = RankedTensorType::get({ShapedType::kDynamic}, dialect::toElementType(ctx, k.temporary));
   auto u32Flat = RankedTensorType::get({ShapedType::kDynamic}, IntegerType::get(ctx, 32, IntegerType::Unsigned));
   SmallVector<Value> values(op->getOperands().begin(), op->getOperands().end());
   // Operands: rows 0, offsets 1, slots 2, gate 3, up 4, down 5, dexpert 6; then the temporaries
@@ -97,7 +125,8 @@ LogicalResult lowerExpertsBackward(RewriterBase& rewriter, dialect::SwiGluExpert
   };
 
   // 0. Each expert's rows in token order, for the weight gradients' fixed summation order.
-  LaunchBuilder order(op, "rudnn_expert_row_order", header, "rudnn::moe::expert_row_order");
+  LaunchBuilder order(op, "rudnn_expert_row_order", "rudnn/moe/experts_backward_scalar.cuh",
+                      "rudnn::moe::expert_row_order");
   order.templateArgs({std::to_string(kOrderThreads)})
       .config(DictionaryAttr::get(ctx))
       .operands(values)
@@ -113,56 +142,54 @@ LogicalResult lowerExpertsBackward(RewriterBase& rewriter, dialect::SwiGluExpert
   push(order.create(rewriter));
 
   // 1. dA, dB, Hh.
-  LaunchBuilder h(op, fmt::format("rudnn_swiglu_backward_hidden_{}_{}", dtype_name(dtype), tileName), header,
-                  "rudnn::moe::swiglu_backward_hidden_scalar");
-  h.templateArgs({t, policy})
+  LaunchBuilder h(op, fmt::format("rudnn_swiglu_backward_hidden_{}_{}", dtype_name(dtype), k.tileName), k.header,
+                  "rudnn::moe::swiglu_backward_hidden_" + k.suffix);
+  h.templateArgs({t, k.policy})
       .config(config)
       .operands(values)
-      .results({f32Flat, f32Flat, f32Flat}, {h.size({n, inter}), h.size({n, inter}), h.size({n, inter})})
+      .results({tmpFlat, tmpFlat, tmpFlat}, {h.size({n, inter}), h.size({n, inter}), h.size({n, inter})})
       .buffer("rows", ct, kRows)
       .buffer("dy", ct, kDexpert)
       .buffer("offsets", "const rudnn::u32*", kOffsets)
       .buffer("gate", ct, kGate)
       .buffer("up", ct, kUp)
       .buffer("down", ct, kDown)
-      .buffer("da", "float*", kDA)
-      .buffer("db", "float*", kDB)
-      .buffer("hh", "float*", kHh);
+      .buffer("da", tmp + "*", kDA)
+      .buffer("db", tmp + "*", kDB)
+      .buffer("hh", tmp + "*", kHh);
   sizes(h);
-  h.grid(h.size({inter}, tile.blockN), h.size({n}, tile.blockM))
-      .block(threads)
-      .shared(shared_memory::experts_scalar(tile.blockM, tile.blockN, tile.blockK, 2));
+  h.grid(h.size({inter}, tile.blockN), h.size({n}, tile.blockM)).block(k.threads).shared(k.hiddenShared);
   push(h.create(rewriter));
 
   // 2. dinput = dA·gate + dB·up.
-  LaunchBuilder in(op, fmt::format("rudnn_swiglu_backward_input_{}_{}", dtype_name(dtype), tileName), header,
-                   "rudnn::moe::swiglu_backward_input_scalar");
-  in.templateArgs({t, policy})
+  LaunchBuilder in(op, fmt::format("rudnn_swiglu_backward_input_{}_{}", dtype_name(dtype), k.tileName), k.header,
+                   "rudnn::moe::swiglu_backward_input_" + k.suffix);
+  in.templateArgs({t, k.policy})
       .config(config)
       .operands(values)
       .results({op.getDinput().getType()})
-      .buffer("da", "const float*", kDA)
-      .buffer("db", "const float*", kDB)
+      .buffer("da", "const " + tmp + "*", kDA)
+      .buffer("db", "const " + tmp + "*", kDB)
       .buffer("offsets", "const rudnn::u32*", kOffsets)
       .buffer("gate", ct, kGate)
       .buffer("up", ct, kUp)
       .buffer("dx", t + "*", kOut);
   sizes(in);
-  in.grid(in.size({hidden}, tile.blockN), in.size({n}, tile.blockM))
-      .block(threads)
-      .shared(shared_memory::experts_scalar(tile.blockM, tile.blockN, tile.blockK, 1));
+  in.grid(in.size({hidden}, tile.blockN), in.size({n}, tile.blockM)).block(k.threads).shared(k.inputShared);
   Value dinput = in.create(rewriter).getResult(0);
 
   // 3. out_e = P_eᵀ·Q_e over the rows in token order: (dA, rows) → dgate, (dB, rows) → dup,
-  //    (dexpert, Hh) → ddown.
+  //    (dexpert, Hh) → ddown. The scalar kernel takes each operand's type; the tensor-core one one T.
   auto weightGrad = [&](std::int64_t p, const std::string& tp, std::int64_t q, const std::string& tq, SizeFactor m,
                         SizeFactor k2, Type type) {
-    LaunchBuilder l(op,
-                    fmt::format("rudnn_experts_weight_grad_{}_{}_{}", tp == "float" ? "f32" : dtype_name(dtype),
-                                tq == "float" ? "f32" : dtype_name(dtype), tileName),
-                    header, "rudnn::moe::experts_weight_grad_scalar");
-    l.templateArgs({tp, tq, policy})
-        .config(config)
+    const std::string pName(tp == t ? dtype_name(dtype) : tmpName), qName(tq == t ? dtype_name(dtype) : tmpName);
+    LaunchBuilder l(op, fmt::format("rudnn_experts_weight_grad_{}_{}_{}", pName, qName, k.tileName), k.header,
+                    "rudnn::moe::experts_weight_grad_" + k.suffix);
+    if (tile.tensorCore)
+      l.templateArgs({t, k.policy});
+    else
+      l.templateArgs({tp, tq, k.policy});
+    l.config(config)
         .operands(values)
         .results({type})
         .buffer("p", "const " + tp + "*", p)
@@ -175,13 +202,13 @@ LogicalResult lowerExpertsBackward(RewriterBase& rewriter, dialect::SwiGluExpert
         .sizeParam("M", l.size({m}))
         .sizeParam("K2", l.size({k2}))
         .grid(l.size({m, k2}, tile.blockM * tile.blockN), l.size({e}))  // ≈ the M × K2 tiles (strided)
-        .block(threads)
-        .shared(shared_memory::experts_scalar(tile.blockM, tile.blockN, tile.blockK, 1));
+        .block(k.threads)
+        .shared(k.weightShared);
     return l.create(rewriter).getResult(0);
   };
-  Value dgate = weightGrad(kDA, "float", kRows, t, inter, hidden, op.getDgate().getType());
-  Value dup = weightGrad(kDB, "float", kRows, t, inter, hidden, op.getDup().getType());
-  Value ddown = weightGrad(kDexpert, t, kHh, "float", hidden, inter, op.getDdown().getType());
+  Value dgate = weightGrad(kDA, tmp, kRows, t, inter, hidden, op.getDgate().getType());
+  Value dup = weightGrad(kDB, tmp, kRows, t, inter, hidden, op.getDup().getType());
+  Value ddown = weightGrad(kDexpert, t, kHh, tmp, hidden, inter, op.getDdown().getType());
   rewriter.replaceOp(op, ValueRange{dinput, dgate, dup, ddown});
   return success();
 }

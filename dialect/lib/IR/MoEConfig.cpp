@@ -45,6 +45,16 @@ const std::vector<ExpertTile>& tensorCoreTiles() {
   return tiles;
 }
 
+const std::vector<ExpertTile>& backwardTiles() {
+  static const std::vector<ExpertTile> tiles = [] {
+    std::vector<ExpertTile> t = scalarTiles();
+    t.push_back({true, 64, 64, 32, 2, 2, 3});   // 4 warps of 32x32
+    t.push_back({true, 128, 64, 32, 4, 2, 3});  // 8 warps of 32x32
+    return t;
+  }();
+  return tiles;
+}
+
 // ScalarGemmPolicy / MmaGemmPolicy::kSharedBytes{GateUp,Down}: the templates' own formulas.
 std::int64_t gateUpSharedBytes(const ExpertTile& t) {
   if (!t.tensorCore) return shared_memory::experts_scalar(t.blockM, t.blockN, t.blockK, 2);

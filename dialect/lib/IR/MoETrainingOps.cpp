@@ -102,29 +102,55 @@ bool experts(Operation* op) { return isa<SwiGluExpertsBackwardOp>(op); }
 
 const char* keyOf(Operation* op) { return router(op) ? kWarps : experts(op) ? kTile : kThreads; }
 
-// The experts backward: tile 1 of the forward's scalar tiles (32 x 64 x 16, 128 threads).
-std::int64_t heuristicValue(Operation* op) { return router(op) ? 4 : experts(op) ? 1 : 128; }
+namespace {
+
+// The experts backward's strategy on `arch` (an empty arch is not a constraint): true for tensor
+// cores.
+bool expertsTensorCore(SwiGluExpertsBackwardOp op, const std::string& arch) {
+  if (op.getStrategy() != "auto") return op.getStrategy() == "tensor_core";
+  auto sig = expertsBackwardSignatureOf(op);
+  return sig && !contracts::check_tensor_core_experts(sig->experts.weights, arch);
+}
+
+}  // namespace
+
+// The experts backward: the backward tile of its strategy (MoEConfig.h).
+std::int64_t heuristicValue(Operation* op, const std::string& arch) {
+  if (auto eb = dyn_cast<SwiGluExpertsBackwardOp>(op))
+    return expertsTensorCore(eb, arch) ? moe_config::kBackwardTensorCoreTile : moe_config::kBackwardScalarTile;
+  return router(op) ? 4 : 128;
+}
 
 std::optional<std::string> check(Operation* op, DictionaryAttr config) {
   auto value = config.getAs<IntegerAttr>(keyOf(op));
   const std::int64_t v = value ? value.getInt() : -1;
-  const bool ok = value && config.size() == 1 &&
-                  (router(op)    ? (v == 1 || v == 2 || v == 4 || v == 8)
-                   : experts(op) ? (v >= 0 && v < static_cast<std::int64_t>(moe_config::scalarTiles().size()))
-                                 : (v == 64 || v == 128 || v == 256));
-  if (ok) return std::nullopt;
   std::string why;
-  llvm::raw_string_ostream(why) << "expected {" << keyOf(op) << " = "
-                                << (router(op)    ? "1, 2, 4 or 8"
-                                    : experts(op) ? "0, 1 or 2"
-                                                  : "64, 128 or 256")
-                                << "}, got " << config;
+  llvm::raw_string_ostream os(why);
+  if (auto eb = dyn_cast<SwiGluExpertsBackwardOp>(op)) {
+    const auto& tiles = moe_config::backwardTiles();
+    const StringRef strategy = eb.getStrategy();
+    if (!value || config.size() != 1 || v < 0 || v >= static_cast<std::int64_t>(tiles.size())) {
+      os << "expected {tile = 0.." << tiles.size() - 1 << "} (0-2 scalar, 3-4 tensor_core), got " << config;
+      return why;
+    }
+    const bool tensorCore = tiles[static_cast<std::size_t>(v)].tensorCore;
+    if (strategy != "auto" && tensorCore != (strategy == "tensor_core")) {
+      os << "tile " << v << " is a " << (tensorCore ? "tensor_core" : "scalar") << " tile, the strategy is \""
+         << strategy << "\"";
+      return why;
+    }
+    return std::nullopt;
+  }
+  const bool ok = value && config.size() == 1 &&
+                  (router(op) ? (v == 1 || v == 2 || v == 4 || v == 8) : (v == 64 || v == 128 || v == 256));
+  if (ok) return std::nullopt;
+  os << "expected {" << keyOf(op) << " = " << (router(op) ? "1, 2, 4 or 8" : "64, 128 or 256") << "}, got " << config;
   return why;
 }
 
 std::int64_t valueOf(Operation* op, DictionaryAttr config) {
   auto value = config ? config.getAs<IntegerAttr>(keyOf(op)) : IntegerAttr();
-  return value ? value.getInt() : heuristicValue(op);
+  return value ? value.getInt() : heuristicValue(op, "");
 }
 
 }  // namespace moe_training_config
@@ -147,12 +173,21 @@ LogicalResult CombineBackwardOp::verify() {
 }
 
 LogicalResult SwiGluExpertsBackwardOp::verify() {
-  if (getStrategy() != "scalar")
-    return emitOpError() << "strategy: expected \"scalar\" (the tensor-core experts backward is not built yet), got \""
-                         << getStrategy() << "\"";
+  const StringRef strategy = getStrategy();
+  if (strategy != "scalar" && strategy != "tensor_core" && strategy != "auto")
+    return emitOpError() << "strategy: expected \"scalar\", \"tensor_core\" or \"auto\", got \"" << strategy << "\"";
   auto sig = expertsBackwardSignatureOf(*this);
   if (!sig) return emitOpError() << "expected rudnn element types";
   if (auto e = contracts::check_experts_backward(*sig)) return emitOpError() << e->message();
+  // A tensor-core strategy or tile needs what the tensor-core kernels need (the architecture is
+  // checked when a target is known).
+  bool tensorCore = strategy == "tensor_core";
+  if (DictionaryAttr config = getKernelConfigAttr())
+    if (!moe_training_config::check(*this, config))
+      tensorCore =
+          moe_config::backwardTiles()[static_cast<std::size_t>(moe_training_config::valueOf(*this, config))].tensorCore;
+  if (tensorCore)
+    if (auto e = contracts::check_tensor_core_experts(sig->experts.weights, "")) return emitOpError() << e->message();
   const contracts::ExpertWeights& w = sig->experts.weights;
   if (failed(checkResult(*this, getDinput(), "dinput", sig->experts.rows.shape, sig->experts.rows.dtype)) ||
       failed(checkResult(*this, getDgate(), "dgate", w.gate.shape, DType::F32)) ||

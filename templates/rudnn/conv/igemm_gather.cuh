@@ -2,19 +2,9 @@
 // The operand tiles of the implicit-GEMM convolution (conv/implicit_gemm.cuh) and the address logic of
 // the im2col gather done on the fly: no im2col matrix ever exists in global memory.
 //
-// GatherTile<T, kRows, kCols, kThreads, kVec> moves one kRows × kCols shared tile (PaddedTile layout)
-// in chunks of kVec consecutive columns whose global addresses a functor computes: addr(r, c) gives
-// the address of tile element (r, c), c a multiple of kVec, or null when the whole chunk lies in the
-// convolution's zero padding or outside the matrix (the chunk is then zero-filled). Chunk copies:
-//   kVec·sizeof(T) == 16   cp.async.cg 16 bytes, zero-filled through src-size 0 (the fast path; the
-//                          caller picks it only when the gathered rows are 16-byte runs: the
-//                          contiguous extent, e.g. C for the input, is a multiple of kVec, so a chunk
-//                          never straddles two taps, and the tensors are 16-byte aligned)
-//   kVec == 1, 4-byte T    cp.async.ca 4 bytes (zero fill likewise)
-//   kVec == 1, 16-bit T    a plain load and shared store (there is no 2-byte cp.async); the pipeline
-//                          orders these like the copies (gemm/pipeline.cuh)
-// Chunk c of the tile is moved by thread c mod kThreads: consecutive threads take consecutive chunks of
-// a row, so global reads coalesce along the contiguous channel runs.
+// The tiles are gemm::GatherTile (gemm/gather_tile.cuh): chunks of 16 bytes when the contiguous extent
+// of the gathered operand (e.g. C for the input) is a multiple of 16 bytes, so a chunk never
+// straddles two taps, else single elements.
 //
 // The gathers (G = conv::Geometry; groups == 1, so a weight row holds Taps·C elements):
 //   input_at_tap(x, m, k)        x at the input position that output pixel m (image·OutPixels + pixel)
@@ -25,102 +15,16 @@
 //                                the stride and below the output extent in every dim, else null.
 //                                (dgrad's A; stride > 1 is masked per chunk, not split by phase.)
 #include "rudnn/conv/geometry.cuh"
+#include "rudnn/gemm/gather_tile.cuh"
 #include "rudnn/numeric.cuh"
 #include "rudnn/prelude.cuh"
 
-#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
-#define RUDNN_NO_UNROLL _Pragma("unroll 1")
-#else
-#define RUDNN_NO_UNROLL
-#endif
-
 namespace rudnn::conv::igemm {
 
-// kRows rows of kCols elements, each row padded by 16 bytes (16-byte aligned rows for cp.async and
-// ldmatrix; with 16-bit elements and kCols % 32 == 0 the same layout as gemm::SmemTile, whose 4-bank
-// row shift keeps ldmatrix conflict-free).
-template <class T, int kRows, int kCols>
-struct PaddedTile {
-  static constexpr int kPad = 16 / static_cast<int>(sizeof(T));
-  static constexpr int kLd = kCols + kPad;
-  static constexpr int kElems = kRows * kLd;
-  static_assert(kCols % kPad == 0, "PaddedTile: rows must stay 16-byte aligned");
-};
-
-// One chunk from `src` (null: zeros) to `dst`.
-template <class T, int kVec>
-RUDNN_DEVICE void copy_chunk(T* dst, const T* src, const T* fallback) {
-  if constexpr (kVec * sizeof(T) == 16) {
-    cp_async_cg16(dst, src != nullptr ? src : fallback, src != nullptr ? 16u : 0u);
-  } else if constexpr (kVec == 1 && sizeof(T) == 4) {
-    cp_async_ca<4>(dst, src != nullptr ? src : fallback, src != nullptr ? 4u : 0u);
-  } else {
-    static_assert(kVec == 1 && sizeof(T) == 2, "copy_chunk: 16-byte chunks or single elements");
-    *dst = src != nullptr ? *src : T{0};
-  }
-}
-
-template <class T, int kRows, int kCols, int kThreads, int kVec>
-struct GatherTile {
-  static_assert(kCols % kVec == 0, "GatherTile: whole chunks per row");
-  using Layout = PaddedTile<T, kRows, kCols>;
-  static constexpr int kChunksPerRow = kCols / kVec;
-  static constexpr int kChunks = kRows * kChunksPerRow;
-  static constexpr int kPerThread = (kChunks + kThreads - 1) / kThreads;
-
-  // Fixed-column gathers (16-byte chunks, kThreads a multiple of the chunks per row): every chunk of a
-  // thread lies in the same tile column, column(), in rows row(i) = row(0) + i·kRowStep,
-  // i = 0..kPerThread−1 (rows ≥ kRows are skipped). The kernels keep per-row gather state for these
-  // rows once per output tile and per-column state once per K block (conv/implicit_gemm.cuh), so the
-  // per-chunk address is a few adds and compares instead of a full index decode.
-  static constexpr bool kFixedColumn = kVec > 1 && kThreads % kChunksPerRow == 0;
-  static constexpr int kRowStep = kFixedColumn ? kThreads / kChunksPerRow : 1;
-  RUDNN_DEVICE static int row(int i) { return static_cast<int>(threadIdx.x) / kChunksPerRow + i * kRowStep; }
-  RUDNN_DEVICE static int column() { return static_cast<int>(threadIdx.x) % kChunksPerRow * kVec; }
-
-  // Issues this thread's chunks for a fixed-column gather: src(i) is the address of the chunk in row
-  // row(i), column column(), or null (zero fill).
-  template <class Src>
-  RUDNN_DEVICE static void load_rows(T* tile, const T* fallback, const Src& src) {
-    static_assert(kFixedColumn, "GatherTile::load_rows: fixed-column gathers only");
-    T* dst = tile + row(0) * Layout::kLd + column();
-    RUDNN_UNROLL
-    for (int i = 0; i < kPerThread; ++i) {
-      if (kChunks % kThreads != 0 && row(i) >= kRows) continue;
-      copy_chunk<T, kVec>(dst + i * kRowStep * Layout::kLd, src(i), fallback);
-    }
-  }
-
-  // Issues this thread's chunks of the tile (no commit). `fallback` is any valid global address: the
-  // source operand of zero-fill copies, never read.
-  template <class Addr>
-  RUDNN_DEVICE static void load(T* tile, const T* fallback, const Addr& addr) {
-    const int tid = static_cast<int>(threadIdx.x);
-    if constexpr (kVec > 1) {
-      RUDNN_UNROLL
-      for (int i = 0; i < kPerThread; ++i) chunk(tile, fallback, addr, tid + i * kThreads);
-    } else {
-      // Element gathers: many chunks per thread, each with its own position arithmetic; unrolled they
-      // keep every address live at once and spill (seen with C = 3, 128×32 tiles), so one at a time.
-      RUDNN_NO_UNROLL
-      for (int i = 0; i < kPerThread; ++i) chunk(tile, fallback, addr, tid + i * kThreads);
-    }
-  }
-
- private:
-  template <class Addr>
-  RUDNN_DEVICE static void chunk(T* tile, const T* fallback, const Addr& addr, int c) {
-    if (kChunks % kThreads != 0 && c >= kChunks) return;
-    const int r = c / kChunksPerRow, col = (c % kChunksPerRow) * kVec;
-    copy_chunk<T, kVec>(tile + r * Layout::kLd + col, addr(r, col), fallback);
-  }
-};
-
-// The chunk width of a gather whose contiguous runs are `run` elements long: 16 bytes when every run
-// is whole 16-byte chunks, else single elements.
-template <class T, i64 kRun>
-inline constexpr int kChunkWidth = kRun % (16 / static_cast<i64>(sizeof(T))) == 0 ? 16 / static_cast<int>(sizeof(T))
-                                                                                  : 1;
+using gemm::copy_chunk;
+using gemm::GatherTile;
+using gemm::kChunkWidth;
+using gemm::PaddedTile;
 
 // Spatial position (d, h, w) of pixel p of an extent-(D, H, W) grid, and filter tap likewise.
 struct Pos3 {

@@ -37,7 +37,7 @@
 // Edge tiles (M, N, K not multiples of the tile) are zero-filled in shared memory and masked at the
 // store.
 //
-// Registered (the compiler lists these exact tuples) IgemmPolicy<BM, BN, BK, WarpsM, WarpsN, Stages, TC>:
+// Registered (the compiler lists these exact tuples) gemm::BlockPolicy<BM, BN, BK, WarpsM, WarpsN, Stages, TC>:
 //   <128, 128, 32, 2, 4, 3, true>   large layers (ResNet-class, 8 warps of 64×32)
 //   < 64, 128, 32, 2, 2, 3, true>   wide outputs, fewer pixels
 //   < 64,  64, 32, 2, 2, 4, true>   small shapes (more tiles for 132 SMs)
@@ -45,7 +45,7 @@
 //   < 32,  32, 16, 2, 2, 2, false>  plain FMA, small shapes, 128 threads of 2×4
 //   <128, 128, 64, 2, 4, 3, true>   long K (large C): half the K blocks of BK = 32 (autotune only)
 #include "rudnn/conv/geometry.cuh"
-#include "rudnn/conv/igemm_engine.cuh"
+#include "rudnn/gemm/block_engine.cuh"
 #include "rudnn/conv/igemm_gather.cuh"
 #include "rudnn/conv/shared_memory.h"
 #include "rudnn/grid.cuh"
@@ -83,7 +83,7 @@ template <class T, class B, class G, class P>
 RUDNN_DEVICE void conv_fprop_igemm(const T* x, const T* w, const B* bias, T* y, i64 n) {
   igemm_detail::check_shape<T, G, P>();
   igemm_detail::check_block<P>();
-  using E = igemm::Engine<T, P, false, false>;
+  using E = gemm::BlockEngine<T, P, false, false>;
   static_assert(E::kSharedBytes == kIgemmSharedBytesFprop<T, P>, "engine and shared_memory.h disagree");
   using ALoad = igemm::GatherTile<T, P::kBM, P::kBK, P::kThreads, igemm::kChunkWidth<T, G::kC>>;
   using BLoad = igemm::GatherTile<T, P::kBN, P::kBK, P::kThreads, igemm::kChunkWidth<T, G::kFilter>>;
@@ -148,7 +148,7 @@ template <class T, class G, class P>
 RUDNN_DEVICE void conv_dgrad_igemm(const T* dy, const T* w, T* dx, i64 n) {
   igemm_detail::check_shape<T, G, P>();
   igemm_detail::check_block<P>();
-  using E = igemm::Engine<T, P, false, true>;
+  using E = gemm::BlockEngine<T, P, false, true>;
   static_assert(E::kSharedBytes == kIgemmSharedBytesDgrad<T, P>, "engine and shared_memory.h disagree");
   using ALoad = igemm::GatherTile<T, P::kBM, P::kBK, P::kThreads, igemm::kChunkWidth<T, G::kO>>;
   using BLoad = igemm::GatherTile<T, P::kBK, P::kBN, P::kThreads, igemm::kChunkWidth<T, G::kC>>;
@@ -217,7 +217,7 @@ template <class T, class G, class P>
 RUDNN_DEVICE void conv_wgrad_igemm(const T* x, const T* dy, float* partial, i64 n, i64 splits) {
   igemm_detail::check_shape<T, G, P>();
   igemm_detail::check_block<P>();
-  using E = igemm::Engine<T, P, true, true>;
+  using E = gemm::BlockEngine<T, P, true, true>;
   static_assert(E::kSharedBytes == kIgemmSharedBytesWgrad<T, P>, "engine and shared_memory.h disagree");
   using ALoad = igemm::GatherTile<T, P::kBK, P::kBM, P::kThreads, igemm::kChunkWidth<T, G::kO>>;
   using BLoad = igemm::GatherTile<T, P::kBK, P::kBN, P::kThreads, igemm::kChunkWidth<T, G::kC>>;

@@ -1,13 +1,16 @@
 #pragma once
 // Dynamic shared memory of the convolution kernels (templates/rudnn/conv/), in bytes: the one copy
 // of each formula, used by the kernels' policies and by the host compiler (launch geometry, config
-// checks). Same rules as rudnn/shared_memory.h: plain C++, no prelude, no includes; under NVRTC/nvcc
+// checks). Same rules as rudnn/shared_memory.h (which it includes, for the block GEMM): plain C++, no
+// prelude; under NVRTC/nvcc
 // the functions are __host__ __device__, elsewhere plain constexpr; sizes are long long.
 #if defined(__CUDACC_RTC__) || defined(__CUDACC__)
 #define RUDNN_CONV_SHARED_MEMORY_FN __host__ __device__ constexpr inline
 #else
 #define RUDNN_CONV_SHARED_MEMORY_FN constexpr inline
 #endif
+
+#include "rudnn/shared_memory.h"
 
 namespace rudnn::conv::shared_memory {
 
@@ -88,32 +91,25 @@ RUDNN_CONV_SHARED_MEMORY_FN long long depthwise_wgrad_items(long long out_channe
   return (out_channels + channels - 1) / channels * splits;
 }
 
-// ---- implicit GEMM (conv/implicit_gemm.cuh; IgemmPolicy<BM, BN, BK, WarpsM, WarpsN, Stages, TC>)
-// Every pass keeps `stages` pipeline stages of one A and one B operand tile of elements of
-// `element_bytes` (the tensor type T: 2 or 4; the same for the tensor-core and the plain path). A
-// tile stored with its rows along the GEMM's M (or N) index has `block_k` columns; one stored with
-// its rows along K has `block_m` (or `block_n`) columns. Every row is padded by 16 bytes
-// (16 / element_bytes elements) so that ldmatrix rows stay aligned and conflict-free.
-RUDNN_CONV_SHARED_MEMORY_FN long long igemm_row_pad(long long element_bytes) { return 16 / element_bytes; }
-
+// ---- implicit GEMM (conv/implicit_gemm.cuh; gemm::BlockPolicy<BM, BN, BK, WarpsM, WarpsN, Stages, TC>)
+// Every pass is one gemm::BlockEngine (rudnn::shared_memory::block_gemm) over elements of
+// `element_bytes` (the tensor type T: 2 or 4; the same for the tensor-core and the plain path).
 // fprop: A [BM][BK] (output pixels × taps·C), B [BN][BK] (output channels × taps·C).
 RUDNN_CONV_SHARED_MEMORY_FN long long igemm_fprop(long long stages, long long block_m, long long block_n,
                                                   long long block_k, long long element_bytes) {
-  return stages * (block_m + block_n) * (block_k + igemm_row_pad(element_bytes)) * element_bytes;
+  return rudnn::shared_memory::block_gemm(stages, block_m, block_n, block_k, element_bytes, false, false);
 }
 
 // dgrad: A [BM][BK] (input pixels × taps·O), B [BK][BN] (taps·O × input channels).
 RUDNN_CONV_SHARED_MEMORY_FN long long igemm_dgrad(long long stages, long long block_m, long long block_n,
                                                   long long block_k, long long element_bytes) {
-  const long long pad = igemm_row_pad(element_bytes);
-  return stages * (block_m * (block_k + pad) + block_k * (block_n + pad)) * element_bytes;
+  return rudnn::shared_memory::block_gemm(stages, block_m, block_n, block_k, element_bytes, false, true);
 }
 
 // wgrad: A [BK][BM] (output pixels × output channels), B [BK][BN] (output pixels × taps·C).
 RUDNN_CONV_SHARED_MEMORY_FN long long igemm_wgrad(long long stages, long long block_m, long long block_n,
                                                   long long block_k, long long element_bytes) {
-  const long long pad = igemm_row_pad(element_bytes);
-  return stages * block_k * (block_m + block_n + 2 * pad) * element_bytes;
+  return rudnn::shared_memory::block_gemm(stages, block_m, block_n, block_k, element_bytes, true, true);
 }
 
 // conv_wgrad_reduce needs none.

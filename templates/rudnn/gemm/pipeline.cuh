@@ -14,7 +14,7 @@
 //
 // load(stage, kb) issues this thread's copies of K block kb into stage `stage` (no commit);
 // compute(stage) runs the products on stage `stage`. Used by gemm/nt_mainloop.cuh (MoE experts) and
-// conv/igemm_engine.cuh (implicit-GEMM convolution).
+// gemm/block_engine.cuh (implicit-GEMM convolution, MoE experts backward).
 #include "rudnn/prelude.cuh"
 
 namespace rudnn::gemm {

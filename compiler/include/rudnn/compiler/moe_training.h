@@ -32,10 +32,12 @@ struct DispatchBackwardRequest {
 };
 Result<LoweredOp, RuntimeError> lower_dispatch_backward(const DispatchBackwardRequest& request, const Target& target);
 
-// rudnn.swiglu_experts_backward (Scalar). Slots: rows 0, offsets 1, slots 2, gate 3, up 4, down 5,
-// dexpert 6, dinput 7, dgate 8, dup 9, ddown 10, then the temporaries (row order, dA, dB, Hh).
+// rudnn.swiglu_experts_backward. Slots: rows 0, offsets 1, slots 2, gate 3, up 4, down 5, dexpert 6,
+// dinput 7, dgate 8, dup 9, ddown 10, then the temporaries (row order, dA, dB, Hh). The strategy as
+// the op takes it (Auto: tensor cores where the contract allows them on the target).
 struct ExpertsBackwardRequest {
   contracts::ExpertsBackwardSignature signature;
+  contracts::ExpertsStrategy strategy = contracts::ExpertsStrategy::Scalar;
   std::optional<KernelConfig> config;
 };
 Result<LoweredOp, RuntimeError> lower_experts_backward(const ExpertsBackwardRequest& request, const Target& target);

@@ -7,7 +7,7 @@
 //                                                                  DepthwisePolicy<tile_h, tile_w, channels>;
 //                                                                  splits: weight backward, omitted when 1
 //   {algorithm = 2 (implicit GEMM), bm, bn, bk, warps_m, warps_n, stages, tensor_core[, splits]}
-//                                                                  IgemmPolicy<...>; splits: weight backward
+//                                                                  gemm::BlockPolicy<...>; splits: weight backward
 // Which algorithm serves which call (and the substitutions): docs/convolution.md.
 #include <cstdint>
 #include <optional>

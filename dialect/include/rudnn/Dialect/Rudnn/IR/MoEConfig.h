@@ -63,6 +63,15 @@ struct ExpertTile {
 const std::vector<ExpertTile>& scalarTiles();
 const std::vector<ExpertTile>& tensorCoreTiles();
 
+// The tiles of rudnn.swiglu_experts_backward, its {tile} index: 0-2 the forward's scalar tiles
+// (ScalarGemmPolicy, moe/experts_backward_scalar.cuh), 3-4 tensor-core tiles
+// (gemm::BlockPolicy<block_m, block_n, block_k, warps_m, warps_n, stages, true>,
+// moe/experts_backward_mma.cuh; warp tiles of 32 × 32 because the hidden pass holds three
+// accumulators).
+const std::vector<ExpertTile>& backwardTiles();
+inline constexpr std::int64_t kBackwardScalarTile = 1;      // 32 x 64 x 16, 128 threads
+inline constexpr std::int64_t kBackwardTensorCoreTile = 3;  // 64 x 64 x 32, 4 warps
+
 // Dynamic shared memory of the two expert kernels (gate+up fused, then down).
 std::int64_t gateUpSharedBytes(const ExpertTile& t);
 std::int64_t downSharedBytes(const ExpertTile& t);

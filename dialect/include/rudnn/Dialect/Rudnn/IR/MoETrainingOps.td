@@ -76,13 +76,14 @@ def Rudnn_DispatchBackwardOp : Rudnn_Op<"dispatch_backward", [Pure]> {
 }
 
 def Rudnn_SwiGluExpertsBackwardOp : Rudnn_Op<"swiglu_experts_backward", [Pure]> {
-  let summary = "The gradients of rudnn.swiglu_experts (plain cores; pre-activations recomputed)";
+  let summary = "The gradients of rudnn.swiglu_experts (plain or tensor cores; pre-activations recomputed)";
   let description = [{
     rows [N, H], offsets ui32 [E + 1], slots ui32 [T, top_k] (the dispatch's: the weight gradients sum
     each expert's rows in token order), gate, up [E, I, H], down [E, H, I], dexpert [N, H] (the rows'
     gradient of the experts' output) → dinput [N, H] (the weights' dtype), dgate, dup f32 [E, I, H],
-    ddown f32 [E, H, I]. `strategy` "scalar" (the only one built). kernel_config {tile}: an index into
-    the forward's scalar tiles (MoEConfig.h).
+    ddown f32 [E, H, I]. `strategy` "scalar", "tensor_core" (F16/BF16, H and I multiples of 8) or
+    "auto" (tensor cores where the target allows them). kernel_config {tile}: an index into
+    moe_config::backwardTiles() (MoEConfig.h: 0-2 scalar, 3-4 tensor-core tiles) of the strategy.
   }];
   let arguments = (ins AnyRankedTensor:$rows, AnyRankedTensor:$offsets, AnyRankedTensor:$slots,
                        AnyRankedTensor:$gate, AnyRankedTensor:$up,

@@ -1,42 +1,45 @@
 #pragma once
-// The block-tile GEMM engine of the implicit-GEMM convolution (conv/implicit_gemm.cuh): one
-// BM × BN tile of C = A·B over a K range, FP32 accumulation in registers, operand tiles staged in
-// shared memory through the cp.async pipeline of gemm/pipeline.cuh by loaders the kernel supplies
-// (conv/igemm_gather.cuh). Two ways to multiply, chosen by the policy:
+// One BM × BN block tile of C = A·B over a run of K blocks, FP32 accumulation in registers, operand
+// tiles staged in shared memory through the cp.async pipeline of gemm/pipeline.cuh by loaders the
+// kernel supplies (usually gemm::GatherTile, gemm/gather_tile.cuh). Two ways to multiply, chosen by the
+// policy (BlockPolicy<BM, BN, BK, WarpsM, WarpsN, Stages, TensorCore>):
 //   tensor cores (f16/bf16)  mma.sync m16n8k16 on ldmatrix fragments (tile/mma_fragment.cuh,
 //                            tile/accumulator.cuh); warps form a WarpsM × WarpsN grid, warp (wm, wn)
-//                            owns rows [wm·BM/WarpsM, ...) and columns [wn·BN/WarpsN, ...)
+//                            owns rows [wm·BM/WarpsM, ...) and columns [wn·BN/WarpsN, ...) — the
+//                            same register layout as gemm::NtMainloop, so accumulators of the two
+//                            engines with equal tiles combine element by element
 //   plain FMA (any T)        threads form an (8·WarpsM) × (4·WarpsN) grid; thread (tm, tn) owns rows
 //                            tm + 8·WarpsM·i and columns tn + 4·WarpsN·j (strided, so a warp's
 //                            shared reads and global stores spread over consecutive addresses)
-// Operand layouts in shared memory (PaddedTile rows):
+// Operand layouts in shared memory (PaddedTile rows), the engine's two booleans:
 //   A  M-major [BM][BK] (rows = GEMM rows, K contiguous: plain ldmatrix) or K-major [BK][BM]
 //      (rows = K, ldmatrix.trans);  B  N-major [BN][BK] ("NT") or K-major [BK][BN] ("KN", .trans).
-// Shared memory: Stages · (A tile + B tile) elements (conv/shared_memory.h: igemm_*).
+// Shared memory: Stages · (A tile + B tile) elements (shared_memory::block_gemm).
 // The sum over K runs in one fixed order (K blocks in sequence, k16 steps or single k in sequence
 // within a block), independent of the grid and of thread scheduling.
-#include "rudnn/conv/igemm_gather.cuh"
+// Users: the implicit-GEMM convolution (conv/implicit_gemm.cuh), the MoE experts backward
+// (moe/experts_backward_mma.cuh).
+#include "rudnn/gemm/gather_tile.cuh"
 #include "rudnn/gemm/pipeline.cuh"
+#include "rudnn/shared_memory.h"
 #include "rudnn/tile/accumulator.cuh"
 #include "rudnn/tile/mma_fragment.cuh"
 
-namespace rudnn::conv {
+namespace rudnn::gemm {
 
 template <int BM, int BN, int BK, int WarpsM, int WarpsN, int Stages, bool TensorCore>
-struct IgemmPolicy {
+struct BlockPolicy {
   static constexpr int kBM = BM, kBN = BN, kBK = BK, kWarpsM = WarpsM, kWarpsN = WarpsN, kStages = Stages;
   static constexpr bool kTensorCore = TensorCore;
   static constexpr int kThreads = 32 * WarpsM * WarpsN;
-  static_assert(Stages >= 2, "IgemmPolicy: at least two pipeline stages");
-  static_assert(WarpsM * WarpsN <= 32, "IgemmPolicy: at most 1024 threads");
+  static_assert(Stages >= 2, "BlockPolicy: at least two pipeline stages");
+  static_assert(WarpsM * WarpsN <= 32, "BlockPolicy: at most 1024 threads");
   static_assert(!TensorCore || (BM % (16 * WarpsM) == 0 && BN % (16 * WarpsN) == 0),
-                "IgemmPolicy: each warp's tile is whole m16 rows and n16 column pairs");
-  static_assert(!TensorCore || BK % 32 == 0, "IgemmPolicy: tensor-core BK is a multiple of 32");
+                "BlockPolicy: each warp's tile is whole m16 rows and n16 column pairs");
+  static_assert(!TensorCore || BK % 32 == 0, "BlockPolicy: tensor-core BK is a multiple of 32");
   static_assert(TensorCore || (BM % (8 * WarpsM) == 0 && BN % (4 * WarpsN) == 0 && BK % 8 == 0),
-                "IgemmPolicy: the plain thread grid (8·WarpsM) × (4·WarpsN) must divide the tile");
+                "BlockPolicy: the plain thread grid (8·WarpsM) × (4·WarpsN) must divide the tile");
 };
-
-namespace igemm {
 
 template <int kTM, int kTN>
 struct PlainAccumulator {
@@ -59,13 +62,15 @@ struct IfTensorCore<false, A, B> {
 
 // kAKMajor: A is stored [BK][BM]; kBKMajor: B is stored [BK][BN].
 template <class T, class P, bool kAKMajor, bool kBKMajor>
-struct Engine {
+struct BlockEngine {
   static constexpr int kBM = P::kBM, kBN = P::kBN, kBK = P::kBK, kThreads = P::kThreads;
   using ATile = PaddedTile<T, kAKMajor ? kBK : kBM, kAKMajor ? kBM : kBK>;
   using BTile = PaddedTile<T, kBKMajor ? kBK : kBN, kBKMajor ? kBN : kBK>;
   static constexpr int kStageElems = ATile::kElems + BTile::kElems;
   static constexpr int kSharedBytes = P::kStages * kStageElems * static_cast<int>(sizeof(T));
-  static_assert(!P::kTensorCore || sizeof(T) == 2, "IgemmPolicy: tensor cores take f16/bf16 only");
+  static_assert(!P::kTensorCore || sizeof(T) == 2, "BlockPolicy: tensor cores take f16/bf16 only");
+  static_assert(kSharedBytes == shared_memory::block_gemm(P::kStages, kBM, kBN, kBK, sizeof(T), kAKMajor, kBKMajor),
+                "BlockEngine and shared_memory::block_gemm disagree");
 
   // Tensor cores: warp tile and fragment counts.
   static constexpr int kWarpM = kBM / P::kWarpsM, kWarpN = kBN / P::kWarpsN;
@@ -77,11 +82,11 @@ struct Engine {
   using Acc = typename IfTensorCore<P::kTensorCore, tile::Accumulator<kMI, kNI>, PlainAccumulator<kTM, kTN>>::type;
 
   // acc = the product over k_blocks K blocks; load_a(tile, kb) / load_b(tile, kb) issue the copies of
-  // K block kb into an A / B tile (GatherTile::load). Ends with a barrier (smem free again).
+  // K block kb into an A / B tile (GatherTile::load, gemm/gather_tile.cuh). Ends with a barrier (smem free again).
   template <class LoadA, class LoadB>
   RUDNN_DEVICE static void run(Acc& acc, T* smem, i64 k_blocks, const LoadA& load_a, const LoadB& load_b) {
     acc.zero();
-    gemm::CpAsyncPipeline<P::kStages>::run(
+    CpAsyncPipeline<P::kStages>::run(
         k_blocks,
         [&](int stage, i64 kb) {
           T* s = smem + stage * kStageElems;
@@ -152,5 +157,4 @@ struct Engine {
   }
 };
 
-}  // namespace igemm
-}  // namespace rudnn::conv
+}  // namespace rudnn::gemm
