@@ -1,6 +1,7 @@
-// The public paged attention entries (SPEC §8): HostPlan (validation, contracts::make_paged_schedule),
+// The public paged attention entries (SPEC §8, §9): HostPlan (validation, contracts::make_paged_schedule),
 // DevicePlan (the schedule as I32 tensors on the query's queue, plus what append must reject),
-// SplitWorkspace, and the calls: contract → plan/workspace checks → plan cache → launches. A warm
+// SplitWorkspace, and the calls (forward, append, backward): contract → plan/workspace checks → plan
+// cache → launches. A warm
 // call allocates nothing (the split workspace is supplied, in-place append), never synchronizes
 // and loads no module.
 #include "rudnn/paged_attention.h"
@@ -225,6 +226,60 @@ contracts::PagedAttentionSignature mla_signature(const Tensor& q, const Tensor& 
   return sig;
 }
 
+// The backward of one attention/MLA call: `inputs` = the forward's operands then grad_out; returns
+// the gradients in the op's result order (attention dq, dk, dv; MLA dq, dqp, dlatent, dkp).
+Result<std::vector<Tensor>, Err> run_backward(const DevicePlan::State& s, contracts::PagedAttentionSignature forward,
+                                              const std::vector<const Tensor*>& inputs) {
+  forward.metadata = s.metadata;
+  const bool mla = forward.kind == contracts::PagedKind::Mla;
+  const Tensor& q = *inputs.front();
+  const Tensor& grad_out = *inputs.back();
+  if (auto e = check_against_plan(s, q, "query", q.rank() >= 1 ? q.dim(0) : -1)) return *e;
+  const contracts::PagedBackwardSignature sig{forward, operand(grad_out)};
+  if (auto e = contracts::check_paged_backward(sig)) return *e;
+  if (auto e = check_cache(s, *inputs[mla ? 2 : 1], mla ? "latent" : "key")) return *e;
+  static constexpr const char* kNames[2][5] = {{"query", "key", "value", "grad_out", ""},
+                                               {"query", "query_rope", "latent", "key_rope", "grad_out"}};
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (auto e = ops::check_contiguous(*inputs[i], kNames[mla][i])) return as<Err>(*e);
+  for (std::size_t i = 1; i < inputs.size(); ++i)
+    if (auto e = ops::check_same_queue(*inputs[i], kNames[mla][i], q, "query")) return as<Err>(*e);
+
+  const contracts::PagedDims d = contracts::paged_dims(forward);
+  const Device& device = q.device();
+  const ops::PlanKey key = ops::PlanKeyBuilder(mla ? "rudnn.paged_mla_backward" : "rudnn.paged_attention_backward")
+                               .add(q.dtype())
+                               .add(d.q_heads)
+                               .add(d.kv_heads)
+                               .add(d.head_dim)
+                               .add(d.rope_dim)
+                               .add(d.value_dim)
+                               .add(forward.causal)
+                               .add_bits(static_cast<float>(forward.scale))
+                               .add(device)
+                               .key();
+  auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
+    return compiler::lower_paged_backward(compiler::PagedBackwardRequest{sig, std::nullopt}, ops::target_for(device));
+  });
+  if (!plan.ok()) return as<Err>(plan.error());
+  // Each gradient has its input's shape and dtype.
+  std::vector<Tensor> grads;
+  for (std::size_t i = 0; i + 1 < inputs.size(); ++i) {
+    auto g = ops::output(inputs[i]->shape(), q.dtype(), q.queue());
+    if (!g.ok()) return as<Err>(g.error());
+    grads.push_back(std::move(g.value()));
+  }
+  const Status<RuntimeError> launched =
+      mla ? ops::launch(**plan, q.queue(),
+                        {inputs[0], inputs[1], inputs[2], inputs[3], inputs[4], &s.page_table, &s.lengths,
+                         &s.sequence_ids, &s.positions, &grads[0], &grads[1], &grads[2], &grads[3]})
+          : ops::launch(**plan, q.queue(),
+                        {inputs[0], inputs[1], inputs[2], inputs[3], &s.page_table, &s.lengths, &s.sequence_ids,
+                         &s.positions, &grads[0], &grads[1], &grads[2]});
+  if (!launched.ok()) return as<Err>(launched.error());
+  return grads;
+}
+
 }  // namespace
 
 Result<DevicePlan, Err> DevicePlan::upload(const HostPlan& host, const Tensor& q) {
@@ -266,6 +321,21 @@ Result<Tensor, Err> DevicePlan::mla_with_workspace(const Tensor& q, const Tensor
                                                    const Tensor& kp, float scale, bool causal,
                                                    SplitWorkspace& workspace) const {
   return run_attention(*state_, mla_signature(q, qp, latent, kp, scale, causal), {&q, &qp, &latent, &kp}, &workspace);
+}
+
+Result<AttentionBackward, Err> DevicePlan::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                             const Tensor& grad_out, float scale, bool causal) const {
+  auto g = run_backward(*state_, attention_signature(q, k, v, scale, causal), {&q, &k, &v, &grad_out});
+  if (!g.ok()) return g.error();
+  return AttentionBackward{std::move(g->at(0)), std::move(g->at(1)), std::move(g->at(2))};
+}
+
+Result<MlaBackward, Err> DevicePlan::mla_backward(const Tensor& q, const Tensor& qp, const Tensor& latent,
+                                                  const Tensor& kp, const Tensor& grad_out, float scale,
+                                                  bool causal) const {
+  auto g = run_backward(*state_, mla_signature(q, qp, latent, kp, scale, causal), {&q, &qp, &latent, &kp, &grad_out});
+  if (!g.ok()) return g.error();
+  return MlaBackward{std::move(g->at(0)), std::move(g->at(1)), std::move(g->at(2)), std::move(g->at(3))};
 }
 
 Result<AppendedCache, Err> DevicePlan::append(const Tensor& k, const Tensor& v, Tensor key_cache,

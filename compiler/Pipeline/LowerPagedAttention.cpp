@@ -1,4 +1,4 @@
-// lower_paged_attention / lower_paged_append: a request → `func.func @main` with one paged op
+// lower_paged_attention / lower_paged_append / lower_paged_backward: a request → `func.func @main` with one paged op
 // (queries, pages, page size and the schedule's extents dynamic) → verify → select kernel config →
 // lower to launch → KernelLaunches.
 #include <fmt/format.h>
@@ -72,6 +72,32 @@ Result<LoweredOp, RuntimeError> lower_paged_append(const contracts::PagedAppendS
                                                                a[1], a[2], a[3], a[4], a[5], a[6], a[7],
                                                                DictionaryAttr());
                        });
+}
+
+Result<LoweredOp, RuntimeError> lower_paged_backward(const PagedBackwardRequest& request, const Target& target) {
+  MLIRContext& ctx = threadContext();
+  const contracts::PagedAttentionSignature& sig = request.signature.forward;
+  const bool mla = sig.kind == contracts::PagedKind::Mla;
+  SmallVector<Type> args = {typeOf(&ctx, sig.query, {0})};
+  if (mla) args.push_back(typeOf(&ctx, sig.query_rope, {0}));
+  args.push_back(typeOf(&ctx, sig.key, {0, 1}));
+  args.push_back(typeOf(&ctx, mla ? sig.key_rope : sig.value, {0, 1}));
+  args.push_back(typeOf(&ctx, request.signature.grad_out, {0}));
+  appendMetadataTypes(&ctx, sig.metadata, args);
+  // The gradients have their inputs' types.
+  SmallVector<Type> results = mla ? SmallVector<Type>{args[0], args[1], args[2], args[3]}
+                                  : SmallVector<Type>{args[0], args[1], args[2]};
+  return lowerSingleOp(
+      args, results, request.config, "backward of " + contracts::describe_call(sig), target,
+      [&](OpBuilder& b, ValueRange a) -> Operation* {
+        auto scale = b.getF32FloatAttr(static_cast<float>(sig.scale));
+        auto causal = b.getBoolAttr(sig.causal);
+        if (mla)
+          return dialect::PagedMlaBackwardOp::create(b, b.getUnknownLoc(), results, a[0], a[1], a[2], a[3], a[4], a[5],
+                                                     a[6], a[7], a[8], scale, causal, DictionaryAttr());
+        return dialect::PagedAttentionBackwardOp::create(b, b.getUnknownLoc(), results, a[0], a[1], a[2], a[3], a[4],
+                                                         a[5], a[6], a[7], scale, causal, DictionaryAttr());
+      });
 }
 
 std::vector<KernelConfig> paged_variants(const contracts::PagedAttentionSignature& sig, bool tensor_cores) {

@@ -1,6 +1,6 @@
 #pragma once
-// The paged attention contracts of SPEC §8, written once: the schedule (HostPlan::create), and the
-// operands of attention, MLA and append. The public entries (rudnn/paged_attention.h) and the
+// The paged attention contracts of SPEC §8 and §9, written once: the schedule (HostPlan::create), and
+// the operands of attention, MLA, append and the backward. The public entries (rudnn/paged_attention.h) and the
 // dialect verifiers (rudnn.paged_attention, rudnn.paged_mla, rudnn.paged_append) both call them.
 #include <cstdint>
 #include <optional>
@@ -59,6 +59,15 @@ struct PagedDims {
 PagedDims paged_dims(const PagedAttentionSignature& sig);
 
 std::optional<PagedAttentionError> check_paged_attention(const PagedAttentionSignature& sig);
+
+// One backward call (SPEC §9): the forward's call (unsplit) and the output gradient grad_out
+// [Q, Hq, Dv] in the query's dtype, on its device. The gradients have the shapes of their inputs
+// (the history gradients the caches' paged shapes).
+struct PagedBackwardSignature {
+  PagedAttentionSignature forward;
+  Operand grad_out;
+};
+std::optional<PagedAttentionError> check_paged_backward(const PagedBackwardSignature& sig);
 
 // The FP32 split workspace in elements: splits · queries · heads · (value_dim + 1), or nothing on
 // overflow.

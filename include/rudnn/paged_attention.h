@@ -1,6 +1,6 @@
 #pragma once
-// Paged attention and MLA forward (SPEC §8): attention over a KV cache stored in fixed-size physical
-// pages, for packed variable-length prefill and decode rows in one call.
+// Paged attention and MLA (SPEC §8, and the backward of SPEC §9): attention over a KV cache stored in
+// fixed-size physical pages, for packed variable-length prefill and decode rows in one call.
 //
 //   HostPlan   — the schedule, validated on the host: per sequence its page table and valid KV
 //                length, per query row its sequence and absolute position (from 0).
@@ -106,6 +106,19 @@ struct AppendedCache {
   Tensor value_cache;
 };
 
+// The gradients of DevicePlan::attention (SPEC §9): dq [queries, Hq, D] in q's dtype; dk and dv
+// in the caches' shapes and dtype — the physical pages the plan's sequences reach get the sum over
+// every query row and head that reads them (a page shared by two sequences gets both), every other
+// slot 0.
+struct AttentionBackward {
+  Tensor dq, dk, dv;
+};
+// The gradients of DevicePlan::mla: dq [Q, H, R], dqp [Q, H, P], dlatent [pages, page_size, 1, R]
+// (the key and the value contribution of each latent row), dkp [pages, page_size, 1, P].
+struct MlaBackward {
+  Tensor dq, dqp, dlatent, dkp;
+};
+
 class RUDNN_API DevicePlan {
  public:
   // Uploads `host` to q's device and queue (the metadata as I32 tensors).
@@ -135,6 +148,18 @@ class RUDNN_API DevicePlan {
   // rejected before anything is written.
   Result<AppendedCache, PagedAttentionError> append(const Tensor& k, const Tensor& v, Tensor key_cache,
                                                     Tensor value_cache) const;
+
+  // The backward of `attention` / `mla` for the output gradient grad_out ([queries, Hq, Dv] /
+  // [queries, H, R], q's dtype) — the atomic path: probabilities are recomputed from each row's
+  // log-sum-exp (recomputed too: the forward saves nothing), the score matrix is never stored, and
+  // the history gradients (dk, dv, dlatent, dkp) sum over query rows with FP32 atomics into FP32
+  // scratch, rounded to the dtype at the end: not bitwise deterministic. dq is.
+  Result<AttentionBackward, PagedAttentionError> attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                                    const Tensor& grad_out, float scale,
+                                                                    bool causal) const;
+  Result<MlaBackward, PagedAttentionError> mla_backward(const Tensor& q, const Tensor& qp, const Tensor& latent,
+                                                        const Tensor& kp, const Tensor& grad_out, float scale,
+                                                        bool causal) const;
 
   std::int64_t page_size() const;
   std::int64_t pages() const;

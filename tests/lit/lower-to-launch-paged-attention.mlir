@@ -194,3 +194,55 @@ func.func @append(%k: tensor<?x8x128xbf16>, %v: tensor<?x8x64xbf16>, %kc: tensor
                tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x?x8x128xbf16>, tensor<?x?x8x64xbf16>
   return %nk, %nv : tensor<?x?x8x128xbf16>, tensor<?x?x8x64xbf16>
 }
+
+// The backward (SPEC §9, the atomic path): paged_zero clears an FP32 scratch per history gradient
+// (dk, dv: the caches' element counts), paged_attention_backward_unit (one warp per query row and
+// head: grid Q · Hq / warps, rudnn::paged::BackwardPolicy<warps, key columns per lane, value columns
+// per lane, value_from_key>) writes dq and adds into the scratch, paged_round_gradients rounds each
+// scratch into its gradient.
+// CHECK-LABEL: func.func @attention_backward
+// CHECK: %[[ZK:.*]] = rudnn.launch @rudnn_paged_zero({{.*}}) header "rudnn/paged/backward.cuh" function "rudnn::paged::paged_zero" args ["256"]
+// CHECK-SAME: grid [#rudnn.size<rows(1) * dim(1, 3) ceildiv 1024>, #rudnn.size<1>, #rudnn.size<1>] block [256, 1, 1] shared 0
+// CHECK-SAME: result_elements = [#rudnn.size<rows(1) * dim(1, 3)>]
+// CHECK: %[[ZV:.*]] = rudnn.launch @rudnn_paged_zero(
+// CHECK-SAME: result_elements = [#rudnn.size<rows(2) * dim(2, 3)>]
+// CHECK: %[[DQ:.*]] = rudnn.launch @rudnn_paged_attention_backward_bf16_w4_k4_v4({{.*}}, %[[ZK]], %[[ZV]])
+// CHECK-SAME: function "rudnn::paged::paged_attention_backward_unit" args ["rudnn::bf16", "rudnn::paged::BackwardPolicy<4, 4, 4, false>"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * 8 ceildiv 4>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 0
+// CHECK-SAME: #rudnn.param<"grad_out" : "const rudnn::bf16*" = buffer(3)>
+// CHECK-SAME: #rudnn.param<"dq" : "rudnn::bf16*" = buffer(10)>, #rudnn.param<"dq_rope" : "rudnn::bf16*" = null>, #rudnn.param<"dk" : "float*" = buffer(8)>, #rudnn.param<"dk_rope" : "float*" = null>, #rudnn.param<"dv" : "float*" = buffer(9)>
+// CHECK-SAME: rudnn.min_blocks = 1
+// CHECK: %[[DK:.*]] = rudnn.launch @rudnn_paged_round_gradients_bf16({{.*}}) header "rudnn/paged/backward.cuh" function "rudnn::paged::paged_round_gradients" args ["rudnn::bf16", "256"]
+// CHECK-SAME: #rudnn.param<"scratch" : "const float*" = buffer(8)>, #rudnn.param<"out" : "rudnn::bf16*" = buffer(11)>
+// CHECK: %[[DV:.*]] = rudnn.launch @rudnn_paged_round_gradients_bf16(
+// CHECK-SAME: #rudnn.param<"scratch" : "const float*" = buffer(9)>, #rudnn.param<"out" : "rudnn::bf16*" = buffer(12)>
+// CHECK: return %[[DQ]], %[[DK]], %[[DV]]
+func.func @attention_backward(%q: tensor<?x8x64xbf16>, %k: tensor<?x16x2x64xbf16>, %v: tensor<?x16x2x32xbf16>, %go: tensor<?x8x32xbf16>,
+                              %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>)
+    -> (tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>) {
+  %dq, %dk, %dv = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p {scale = 0.125 : f32, causal = true, kernel_config = {warps = 4}}
+      : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>, tensor<?x8x32xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>
+  return %dq, %dk, %dv : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>
+}
+
+// MLA at R = 512 / P = 64: the latent scratch takes the key and the value contribution; 18 key
+// columns per lane → 24, 16 value columns; the query gradients are the kernel's two results.
+// CHECK-LABEL: func.func @mla_backward
+// CHECK: %[[ZL:.*]] = rudnn.launch @rudnn_paged_zero(
+// CHECK: %[[ZP:.*]] = rudnn.launch @rudnn_paged_zero(
+// CHECK: %[[G:.*]]:2 = rudnn.launch @rudnn_paged_mla_backward_f16_w4_k24_v16({{.*}}, %[[ZL]], %[[ZP]])
+// CHECK-SAME: args ["rudnn::f16", "rudnn::paged::BackwardPolicy<4, 24, 16, true>"]
+// CHECK-SAME: #rudnn.param<"v" : "const rudnn::f16*" = null>
+// CHECK-SAME: #rudnn.param<"dq" : "rudnn::f16*" = buffer(11)>, #rudnn.param<"dq_rope" : "rudnn::f16*" = buffer(12)>, #rudnn.param<"dk" : "float*" = buffer(9)>, #rudnn.param<"dk_rope" : "float*" = buffer(10)>, #rudnn.param<"dv" : "float*" = null>
+// CHECK: %[[DL:.*]] = rudnn.launch @rudnn_paged_round_gradients_f16(
+// CHECK: %[[DP:.*]] = rudnn.launch @rudnn_paged_round_gradients_f16(
+// CHECK: return %[[G]]#0, %[[G]]#1, %[[DL]], %[[DP]]
+func.func @mla_backward(%q: tensor<?x16x512xf16>, %qp: tensor<?x16x64xf16>, %c: tensor<32x64x1x512xf16>, %kp: tensor<32x64x1x64xf16>,
+                        %go: tensor<?x16x512xf16>, %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>)
+    -> (tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>) {
+  %a, %b, %cc, %d = rudnn.paged_mla_backward %q, %qp, %c, %kp, %go, %t, %l, %s, %p {scale = 0.0416666679 : f32, causal = false, kernel_config = {warps = 4}}
+      : tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>, tensor<?x16x512xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
+  return %a, %b, %cc, %d : tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
+}

@@ -98,3 +98,20 @@ func.func @append_static(%k: tensor<4x2x64xf32>, %v: tensor<4x2x32xf32>, %kc: te
                tensor<2xi32>, tensor<4xi32>, tensor<4xi32> -> tensor<6x16x2x64xf32>, tensor<6x16x2x32xf32>
   return %nk, %nv : tensor<6x16x2x64xf32>, tensor<6x16x2x32xf32>
 }
+
+// The backward ops (SPEC §9): attention with GQA 8/2 and D ≠ Dv, a {warps} config; MLA at R = 512 / P = 64.
+// CHECK-LABEL: func.func @backward
+// CHECK: rudnn.paged_attention_backward %arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7 {causal = true, kernel_config = {warps = 8 : i64}, scale = 1.250000e-01 : f32} : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>, tensor<?x8x32xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>
+// CHECK: rudnn.paged_mla_backward %arg8, %arg9, %arg10, %arg11, %arg12, %arg4, %arg5, %arg6, %arg7 {causal = false, scale = 0.0416666679 : f32} : tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>, tensor<?x16x512xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
+func.func @backward(%q: tensor<?x8x64xbf16>, %k: tensor<?x16x2x64xbf16>, %v: tensor<?x16x2x32xbf16>, %go: tensor<?x8x32xbf16>,
+                    %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>,
+                    %mq: tensor<?x16x512xf16>, %mqp: tensor<?x16x64xf16>, %mc: tensor<32x64x1x512xf16>, %mkp: tensor<32x64x1x64xf16>,
+                    %mgo: tensor<?x16x512xf16>) {
+  %dq, %dk, %dv = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p {scale = 0.125 : f32, causal = true, kernel_config = {warps = 8}}
+      : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>, tensor<?x8x32xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>
+  %a, %b, %c, %d = rudnn.paged_mla_backward %mq, %mqp, %mc, %mkp, %mgo, %t, %l, %s, %p {scale = 0.0416666679 : f32, causal = false}
+      : tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>, tensor<?x16x512xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
+  return
+}

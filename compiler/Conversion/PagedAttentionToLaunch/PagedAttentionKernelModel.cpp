@@ -8,8 +8,11 @@
 //   tuning query: none (the paged ops have no Autotune strategy).
 //   config check: paged_config::checkTile (tensor_core = 1 uses mma.sync m16n8k16); append: an
 //                 empty config.
+// rudnn.paged_attention_backward / rudnn.paged_mla_backward: {warps} (work items per block),
+// heuristic 4, plain cores.
 #include "Conversion/PagedAttentionToLaunch/PagedAttentionToLaunch.h"
 #include "contracts/arch.h"
+#include "mlir/IR/Builders.h"
 #include "rudnn/Dialect/Rudnn/IR/KernelOpInterface.h"
 #include "rudnn/Dialect/Rudnn/IR/PagedAttentionOps.h"
 #include "rudnn/compiler/kernel_op_models.h"
@@ -62,10 +65,31 @@ struct PagedAppendKernelModel
   }
 };
 
+template <class Op>
+struct PagedBackwardKernelModel : dialect::KernelOpInterface::ExternalModel<PagedBackwardKernelModel<Op>, Op> {
+  FailureOr<DictionaryAttr> selectHeuristicConfig(Operation* op, const dialect::KernelTarget&) const {
+    Builder b(op->getContext());
+    return b.getDictionaryAttr({b.getNamedAttr(dialect::paged_config::kWarps,
+                                               b.getI64IntegerAttr(dialect::paged_config::kBackwardHeuristicWarps))});
+  }
+  bool configUsesTensorCores(Operation*, DictionaryAttr) const { return false; }
+  std::optional<std::string> checkKernelConfig(Operation*, DictionaryAttr config) const {
+    auto warps = config.getAs<IntegerAttr>(dialect::paged_config::kWarps);
+    if (!warps || config.size() != 1) return std::string("expected {warps}");
+    return dialect::paged_config::checkBackwardWarps(warps.getInt());
+  }
+  std::optional<dialect::TuningQuery> getTuningQuery(Operation*) const { return std::nullopt; }
+  LogicalResult lowerToLaunches(Operation* op, RewriterBase& rewriter) const {
+    return lowerPagedBackwardOpToLaunch(rewriter, op);
+  }
+};
+
 void attachPagedKernelModels(MLIRContext& ctx) {
   dialect::PagedAttentionOp::attachInterface<PagedKernelModel<dialect::PagedAttentionOp>>(ctx);
   dialect::PagedMlaOp::attachInterface<PagedKernelModel<dialect::PagedMlaOp>>(ctx);
   dialect::PagedAppendOp::attachInterface<PagedAppendKernelModel>(ctx);
+  dialect::PagedAttentionBackwardOp::attachInterface<PagedBackwardKernelModel<dialect::PagedAttentionBackwardOp>>(ctx);
+  dialect::PagedMlaBackwardOp::attachInterface<PagedBackwardKernelModel<dialect::PagedMlaBackwardOp>>(ctx);
 }
 
 const KernelModelRegistration kRegistered(&attachPagedKernelModels);

@@ -29,6 +29,8 @@ constexpr std::int64_t kAppendThreads = 128;
 // in-place case (every block returns at once) costs nothing measurable.
 constexpr std::int64_t kCopyBlocks = 1024;
 constexpr std::int64_t kCopyThreads = 256;
+// The backward's zero and round kernels: 256 threads, 4 elements per thread per grid pass.
+constexpr std::int64_t kRoundThreads = 256;
 
 // Operand numbers of one paged attention/MLA op.
 struct Slots {
@@ -195,6 +197,121 @@ LogicalResult lowerPagedAppendOpToLaunch(RewriterBase& rewriter, dialect::PagedA
       .shared(0);
   l.create(rewriter);
   rewriter.replaceOp(op, ValueRange{newKey, newValue});
+  return success();
+}
+
+// The backward: operands q, [qp,] k, [kp,] v | —, grad_out, page_table, lengths, sequence_ids,
+// positions; then the FP32 scratch of each history gradient (zeroed), the main kernel's query
+// gradients (its results), and each history gradient rounded from its scratch.
+LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op) {
+  auto sig = dialect::pagedBackwardSignatureOf(op);
+  if (!sig) return op->emitOpError() << "is not a paged backward op";
+  const bool mla = sig->forward.kind == contracts::PagedKind::Mla;
+  const contracts::PagedDims d = contracts::paged_dims(sig->forward);
+  for (std::int64_t extent : {d.q_heads, d.kv_heads, d.head_dim, d.rope_dim, d.value_dim})
+    if (!contracts::known(extent)) return op->emitOpError() << "needs static head counts and head dims to lower";
+  auto config = op->getAttrOfType<DictionaryAttr>(dialect::kKernelConfigAttrName);
+  const std::int64_t warps = dialect::pagedBackwardWarpsOf(config);
+  const std::int64_t keyLanes = dialect::paged_config::backwardColumnsPerLane(d.head_dim + d.rope_dim),
+                     valueLanes = dialect::paged_config::backwardColumnsPerLane(d.value_dim);
+  const DType dtype = sig->forward.query.dtype;
+  const std::string elem = dialect::cTypeName(dtype), in = "const " + elem + "*";
+  MLIRContext* ctx = op->getContext();
+  auto scratchType = RankedTensorType::get({ShapedType::kDynamic}, Float32Type::get(ctx));
+  // Operand slots of the op.
+  const std::int64_t q = 0, qRope = mla ? 1 : -1, k = mla ? 2 : 1, kRope = mla ? 3 : -1, v = mla ? -1 : 2,
+                     gradOut = mla ? 4 : 3, table = gradOut + 1;
+  // The history gradients: (cache operand, op result) — attention dk, dv; MLA dlatent, dk_rope.
+  const std::int64_t histories[2][2] = {{k, mla ? 2 : 1}, {mla ? kRope : v, mla ? 3 : 2}};
+  SmallVector<Value> values(op->getOperands().begin(), op->getOperands().end());
+  SmallVector<std::int64_t> scratch;
+  for (const auto& history : histories) {
+    const std::int64_t cache = history[0];
+    LaunchBuilder l(op, "rudnn_paged_zero", "rudnn/paged/backward.cuh", "rudnn::paged::paged_zero");
+    l.templateArgs({std::to_string(kRoundThreads)})
+        .config(DictionaryAttr::get(ctx))
+        .operands(values)
+        .results({scratchType}, {l.size({SizeFactor::rows(cache), SizeFactor::dimOf(cache, 3)})})
+        .buffer("out", "float*", static_cast<std::int64_t>(values.size()))
+        .sizeParam("elements", l.size({SizeFactor::rows(cache), SizeFactor::dimOf(cache, 3)}))
+        .grid(l.size({SizeFactor::rows(cache), SizeFactor::dimOf(cache, 3)}, kRoundThreads * 4))
+        .block(kRoundThreads)
+        .shared(0);
+    scratch.push_back(static_cast<std::int64_t>(values.size()));
+    values.push_back(l.create(rewriter).getResult(0));
+  }
+
+  const std::string name = fmt::format("rudnn_paged_{}_backward_{}_w{}_k{}_v{}", mla ? "mla" : "attention",
+                                       dtype_name(dtype), warps, keyLanes, valueLanes);
+  LaunchBuilder unit(op, name, "rudnn/paged/backward.cuh", "rudnn::paged::paged_attention_backward_unit");
+  unit.templateArgs({elem, fmt::format("rudnn::paged::BackwardPolicy<{}, {}, {}, {}>", warps, keyLanes, valueLanes,
+                                       mla ? "true" : "false")})
+      .config(config ? config : DictionaryAttr::get(ctx))
+      .operands(values);
+  const std::int64_t firstResult = static_cast<std::int64_t>(values.size());
+  if (mla)
+    unit.results({op->getResult(0).getType(), op->getResult(1).getType()});
+  else
+    unit.results({op->getResult(0).getType()});
+  auto ptr = [&](const char* param, std::int64_t slot, const std::string& type) {
+    if (slot >= 0)
+      unit.buffer(param, type, slot);
+    else
+      unit.nullBuffer(param, type);
+  };
+  ptr("q", q, in);
+  ptr("q_rope", qRope, in);
+  ptr("k", k, in);
+  ptr("k_rope", kRope, in);
+  ptr("v", v, in);
+  ptr("grad_out", gradOut, in);
+  ptr("page_table", table, "const rudnn::i32*");
+  ptr("lengths", table + 1, "const rudnn::i32*");
+  ptr("sequence_ids", table + 2, "const rudnn::i32*");
+  ptr("positions", table + 3, "const rudnn::i32*");
+  ptr("dq", firstResult, elem + "*");
+  ptr("dq_rope", mla ? firstResult + 1 : -1, elem + "*");
+  ptr("dk", scratch[0], "float*");
+  ptr("dk_rope", mla ? scratch[1] : -1, "float*");
+  ptr("dv", mla ? -1 : scratch[1], "float*");
+  unit.sizeParam("queries", unit.size({SizeFactor::dimOf(q, 0)}))
+      .constant("q_heads", d.q_heads)
+      .constant("kv_heads", d.kv_heads)
+      .constant("head_dim", d.head_dim)
+      .constant("rope_dim", d.rope_dim)
+      .constant("value_dim", d.value_dim)
+      .sizeParam("page_size", unit.size({SizeFactor::dimOf(k, 1)}))
+      .sizeParam("table_stride", unit.size({SizeFactor::dimOf(table, 1)}))
+      .constant("causal", sig->forward.causal ? 1 : 0)
+      .f32("scale", static_cast<float>(sig->forward.scale))
+      .grid(unit.size({SizeFactor::dimOf(q, 0), SizeFactor::constant(d.q_heads)}, warps))
+      .block(32 * warps)
+      .shared(0)
+      .minBlocks(1);  // as the forward's unit kernel: __launch_bounds__(threads) alone makes ptxas spill
+  dialect::LaunchOp main = unit.create(rewriter);
+  SmallVector<Value> results(main.getResults().begin(), main.getResults().end());
+  for (Value r : main.getResults()) values.push_back(r);
+
+  // The T gradients from their scratch.
+  for (std::size_t i = 0; i < 2; ++i) {
+    const std::int64_t cache = histories[i][0];
+    LaunchBuilder l(op, fmt::format("rudnn_paged_round_gradients_{}", dtype_name(dtype)), "rudnn/paged/backward.cuh",
+                    "rudnn::paged::paged_round_gradients");
+    l.templateArgs({elem, std::to_string(kRoundThreads)})
+        .config(DictionaryAttr::get(ctx))
+        .operands(values)
+        .results({op->getResult(static_cast<unsigned>(histories[i][1])).getType()})
+        .buffer("scratch", "const float*", scratch[i])
+        .buffer("out", elem + "*", static_cast<std::int64_t>(values.size()))
+        .sizeParam("elements", l.size({SizeFactor::rows(cache), SizeFactor::dimOf(cache, 3)}))
+        .grid(l.size({SizeFactor::rows(cache), SizeFactor::dimOf(cache, 3)}, kRoundThreads * 4))
+        .block(kRoundThreads)
+        .shared(0);
+    Value rounded = l.create(rewriter).getResult(0);
+    values.push_back(rounded);
+    results.push_back(rounded);
+  }
+  rewriter.replaceOp(op, results);
   return success();
 }
 

@@ -138,4 +138,15 @@ std::string describe(const Tile& t) {
   return fmt::format("paged_unit {}x{} lanes{} dv{}", t.blockRows, t.blockKeys, t.rowLanes, t.maxValueDim);
 }
 
+std::int64_t backwardColumnsPerLane(std::int64_t width) {
+  for (std::int64_t perLane : {4, 8, 16, 24, 32, 40})
+    if (32 * perLane >= width) return perLane;
+  return 40;  // the contract bounds D + Pr by 1024 + 256
+}
+
+std::optional<std::string> checkBackwardWarps(std::int64_t warps) {
+  if (warps == 2 || warps == 4 || warps == 8) return std::nullopt;
+  return fmt::format("warps: expected 2, 4 or 8, got {}", warps);
+}
+
 }  // namespace rudnn::dialect::paged_config

@@ -1,6 +1,7 @@
-// Verifiers of rudnn.paged_attention, rudnn.paged_mla and rudnn.paged_append. The contracts are
-// rudnn::contracts::check_paged_attention / check_paged_append (core/contracts/paged_attention.cpp),
-// as in the public API; then the result types and the kernel_config (paged_config::checkTile).
+// Verifiers of rudnn.paged_attention, rudnn.paged_mla, rudnn.paged_append and the backward ops. The
+// contracts are rudnn::contracts::check_paged_attention / check_paged_append / check_paged_backward
+// (core/contracts/paged_attention.cpp), as in the public API; then the result types and the
+// kernel_config (paged_config::checkTile; the backward's {warps}).
 #include "rudnn/Dialect/Rudnn/IR/PagedAttentionOps.h"
 
 #include "llvm/Support/raw_ostream.h"
@@ -47,6 +48,30 @@ LogicalResult verifyPaged(Op op) {
   return success();
 }
 
+template <class Op>
+LogicalResult verifyBackward(Op op, std::initializer_list<std::pair<Value, Value>> gradients) {
+  auto sig = pagedBackwardSignatureOf(op);
+  if (!sig) return op.emitOpError() << "expected rudnn element types (f32, f16, bf16, i32)";
+  if (auto error = contracts::check_paged_backward(*sig)) return op.emitOpError() << error->message();
+  // Each gradient has its input's type (dynamic extents on either side match).
+  for (auto [gradient, input] : gradients) {
+    auto want = cast<RankedTensorType>(input.getType());
+    Shape shape(want.getShape().begin(), want.getShape().end());
+    for (std::int64_t& e : shape)
+      if (ShapedType::isDynamic(e)) e = contracts::kDynamic;
+    if (!matches(gradient, shape, want.getElementType()))
+      return op.emitOpError() << "gradients: expected " << want << " (the input's type), got " << gradient.getType();
+  }
+  if (DictionaryAttr config = op.getKernelConfigAttr()) {
+    auto warps = config.getAs<IntegerAttr>(paged_config::kWarps);
+    if (!warps || config.size() != 1)
+      return op.emitOpError() << "kernel_config: expected {warps}, got " << config;
+    if (auto why = paged_config::checkBackwardWarps(warps.getInt()))
+      return op.emitOpError() << "kernel_config: " << *why;
+  }
+  return success();
+}
+
 }  // namespace
 
 std::optional<contracts::PagedAttentionSignature> pagedSignatureOf(Operation* op) {
@@ -83,6 +108,45 @@ std::optional<contracts::PagedAttentionSignature> pagedSignatureOf(Operation* op
     return sig;
   }
   return std::nullopt;
+}
+
+std::optional<contracts::PagedBackwardSignature> pagedBackwardSignatureOf(Operation* op) {
+  contracts::PagedBackwardSignature sig;
+  auto common = [&](auto o) -> bool {
+    auto meta = metadataOf(o);
+    auto q = contractOperandOf(o.getQuery()), g = contractOperandOf(o.getGradOut());
+    if (!meta || !q || !g) return false;
+    sig.forward.query = *q;
+    sig.forward.metadata = *meta;
+    sig.forward.scale = o.getScale().convertToDouble();
+    sig.forward.causal = o.getCausal();
+    sig.grad_out = *g;
+    return true;
+  };
+  if (auto a = dyn_cast<PagedAttentionBackwardOp>(op)) {
+    auto k = contractOperandOf(a.getKeyCache()), v = contractOperandOf(a.getValueCache());
+    if (!k || !v || !common(a)) return std::nullopt;
+    sig.forward.kind = contracts::PagedKind::Attention;
+    sig.forward.key = *k;
+    sig.forward.value = *v;
+    return sig;
+  }
+  if (auto m = dyn_cast<PagedMlaBackwardOp>(op)) {
+    auto qp = contractOperandOf(m.getQueryRope()), latent = contractOperandOf(m.getLatentCache()),
+         kp = contractOperandOf(m.getRopeCache());
+    if (!qp || !latent || !kp || !common(m)) return std::nullopt;
+    sig.forward.kind = contracts::PagedKind::Mla;
+    sig.forward.query_rope = *qp;
+    sig.forward.key = *latent;
+    sig.forward.key_rope = *kp;
+    return sig;
+  }
+  return std::nullopt;
+}
+
+std::int64_t pagedBackwardWarpsOf(DictionaryAttr config) {
+  auto warps = config ? config.getAs<IntegerAttr>(paged_config::kWarps) : IntegerAttr();
+  return warps ? warps.getInt() : paged_config::kBackwardHeuristicWarps;
 }
 
 std::optional<contracts::PagedAppendSignature> pagedAppendSignatureOf(PagedAppendOp op) {
@@ -126,6 +190,17 @@ std::optional<std::string> checkPagedConfig(Operation* op, DictionaryAttr config
 LogicalResult PagedAttentionOp::verify() { return verifyPaged(*this); }
 
 LogicalResult PagedMlaOp::verify() { return verifyPaged(*this); }
+
+LogicalResult PagedAttentionBackwardOp::verify() {
+  return verifyBackward(*this, {{getDq(), getQuery()}, {getDk(), getKeyCache()}, {getDv(), getValueCache()}});
+}
+
+LogicalResult PagedMlaBackwardOp::verify() {
+  return verifyBackward(*this, {{getDq(), getQuery()},
+                                {getDqRope(), getQueryRope()},
+                                {getDlatent(), getLatentCache()},
+                                {getDkRope(), getRopeCache()}});
+}
 
 LogicalResult PagedAppendOp::verify() {
   auto sig = pagedAppendSignatureOf(*this);

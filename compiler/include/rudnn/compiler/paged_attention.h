@@ -1,5 +1,5 @@
 #pragma once
-// The compiler's entry for paged attention, MLA and append calls (the ops layer's DevicePlan,
+// The compiler's entry for paged attention, MLA, append and backward calls (the ops layer's DevicePlan,
 // rudnn-precompile, the variant tests). No MLIR in this header.
 #include <optional>
 #include <vector>
@@ -26,6 +26,17 @@ Result<LoweredOp, RuntimeError> lower_paged_attention(const PagedAttentionReques
 // caches there to write in place).
 Result<LoweredOp, RuntimeError> lower_paged_append(const contracts::PagedAppendSignature& signature,
                                                    const Target& target);
+
+// One rudnn.paged_attention_backward / rudnn.paged_mla_backward op (SPEC §9, the atomic path).
+// Slots: the forward's operands with grad_out after the caches (attention query 0, key 1, value 2,
+// grad_out 3, page_table 4 .. positions 7; MLA query 0, query_rope 1, latent 2, key_rope 3,
+// grad_out 4, page_table 5 .. positions 8), then the gradients (attention dq, dk, dv; MLA dq,
+// dq_rope, dlatent, dk_rope), then the two FP32 history scratch temporaries.
+struct PagedBackwardRequest {
+  contracts::PagedBackwardSignature signature;
+  std::optional<KernelConfig> config;  // forced (tests); otherwise {warps = 4}
+};
+Result<LoweredOp, RuntimeError> lower_paged_backward(const PagedBackwardRequest& request, const Target& target);
 
 // Every registered tile that serves the call (the variant test, rudnn-precompile
 // --with-autotune-candidates); tensor-core ones only when `tensor_cores`.

@@ -54,6 +54,17 @@ std::vector<Tile> candidates(const Shape& s, bool tensorCores);
 // Why `t` cannot serve `s`, or nothing.
 std::optional<std::string> checkTile(const Tile& t, const Shape& s);
 
+// --- rudnn.paged_attention_backward / rudnn.paged_mla_backward: {warps} (work items per block: 2, 4
+// or 8; heuristic 4), templates/rudnn/paged/backward.cuh paged::BackwardPolicy<warps, key_per_lane,
+// value_per_lane, value_from_key> with the smallest registered widths that hold the rows.
+inline constexpr const char* kWarps = "warps";
+inline constexpr std::int64_t kBackwardHeuristicWarps = 4;
+// Columns per lane of a row `width` wide: the smallest of 4, 8, 16, 24, 32, 40 (values: up to 32)
+// with 32 · per_lane ≥ width (keys: D + Pr ≤ 1280; values: Dv ≤ 1024).
+std::int64_t backwardColumnsPerLane(std::int64_t width);
+// Why {warps = `warps`} is not a backward config, or nothing.
+std::optional<std::string> checkBackwardWarps(std::int64_t warps);
+
 std::vector<std::pair<std::string, std::int64_t>> valuesOf(const Tile& t);
 std::optional<Tile> tileOf(const std::vector<std::pair<std::string, std::int64_t>>& values);
 std::string describe(const Tile& t);

@@ -1,6 +1,7 @@
 #pragma once
 // What the compiler reads from the paged ops (rudnn.paged_attention, rudnn.paged_mla,
-// rudnn.paged_append): their contract signatures and kernel_config ↔ paged_config::Tile.
+// rudnn.paged_append, rudnn.paged_attention_backward, rudnn.paged_mla_backward): their contract
+// signatures and kernel_config ↔ paged_config::Tile (the backward's {warps}).
 #include <optional>
 #include <string>
 
@@ -14,6 +15,10 @@ namespace rudnn::dialect {
 // neither or an element type is not a rudnn dtype.
 std::optional<contracts::PagedAttentionSignature> pagedSignatureOf(mlir::Operation* op);
 std::optional<contracts::PagedAppendSignature> pagedAppendSignatureOf(PagedAppendOp op);
+// The signature of a rudnn.paged_attention_backward or rudnn.paged_mla_backward op, or nothing.
+std::optional<contracts::PagedBackwardSignature> pagedBackwardSignatureOf(mlir::Operation* op);
+// The backward's {warps}: the config's, or the heuristic's when there is none.
+std::int64_t pagedBackwardWarpsOf(mlir::DictionaryAttr config);
 
 // The tile shape of a checked signature.
 paged_config::Shape pagedShapeOf(const contracts::PagedAttentionSignature& sig);
