@@ -324,7 +324,7 @@ Result<Tensor, Err> DevicePlan::mla_with_workspace(const Tensor& q, const Tensor
 }
 
 Result<AttentionBackward, Err> DevicePlan::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
-                                                             const Tensor& grad_out, float scale, bool causal) const {
+                                                              const Tensor& grad_out, float scale, bool causal) const {
   auto g = run_backward(*state_, attention_signature(q, k, v, scale, causal), {&q, &k, &v, &grad_out});
   if (!g.ok()) return g.error();
   return AttentionBackward{std::move(g->at(0)), std::move(g->at(1)), std::move(g->at(2))};

@@ -85,8 +85,8 @@ Result<LoweredOp, RuntimeError> lower_paged_backward(const PagedBackwardRequest&
   args.push_back(typeOf(&ctx, request.signature.grad_out, {0}));
   appendMetadataTypes(&ctx, sig.metadata, args);
   // The gradients have their inputs' types.
-  SmallVector<Type> results = mla ? SmallVector<Type>{args[0], args[1], args[2], args[3]}
-                                  : SmallVector<Type>{args[0], args[1], args[2]};
+  SmallVector<Type> results =
+      mla ? SmallVector<Type>{args[0], args[1], args[2], args[3]} : SmallVector<Type>{args[0], args[1], args[2]};
   return lowerSingleOp(
       args, results, request.config, "backward of " + contracts::describe_call(sig), target,
       [&](OpBuilder& b, ValueRange a) -> Operation* {

@@ -214,13 +214,14 @@ std::optional<PagedAttentionError> check_paged_attention(const PagedAttentionSig
 
 std::optional<PagedAttentionError> check_paged_backward(const PagedBackwardSignature& sig) {
   if (sig.forward.splits != 1)
-    return fail<Err>(ErrorKind::InvalidValue, "splits", "1 (the backward is unsplit)", std::to_string(sig.forward.splits));
+    return fail<Err>(ErrorKind::InvalidValue, "splits", "1 (the backward is unsplit)",
+                     std::to_string(sig.forward.splits));
   if (auto e = check_paged_attention(sig.forward)) return e;
   const PagedDims d = paged_dims(sig.forward);
   if (auto e = check_like(sig.grad_out, "grad_out", sig.forward.query)) return e;
-  return check_shape<Err>(sig.grad_out, "grad_out", {d.queries, d.q_heads, d.value_dim},
-                          sig.forward.kind == PagedKind::Mla ? "[queries, heads, latent_dim]"
-                                                             : "[queries, q_heads, value_dim]");
+  return check_shape<Err>(
+      sig.grad_out, "grad_out", {d.queries, d.q_heads, d.value_dim},
+      sig.forward.kind == PagedKind::Mla ? "[queries, heads, latent_dim]" : "[queries, q_heads, value_dim]");
 }
 
 std::optional<std::int64_t> split_workspace_elements(std::int64_t splits, std::int64_t queries, std::int64_t heads,

@@ -1,8 +1,8 @@
-// Paged attention (rudnn.paged_attention, rudnn.paged_mla, rudnn.paged_append) in the graph runner and
-// rudnn-precompile. The schedule operands are HostPlan's arrays as i32 tensors; the runner reads them
-// back and validates them with HostPlan::create (a bad schedule is a PagedAttentionError naming the
-// sequence or row, as in the API), then runs the op through a DevicePlan. A sequence's table is the
-// first ⌈length / page_size⌉ entries of its page_table row (the rest is padding).
+// Paged attention (rudnn.paged_attention, rudnn.paged_mla, rudnn.paged_append and the backward ops
+// rudnn.paged_attention_backward, rudnn.paged_mla_backward) in the graph runner and rudnn-precompile. The schedule
+// operands are HostPlan's arrays as i32 tensors; the runner reads them back and validates them with HostPlan::create (a
+// bad schedule is a PagedAttentionError naming the sequence or row, as in the API), then runs the op through a
+// DevicePlan. A sequence's table is the first ⌈length / page_size⌉ entries of its page_table row (the rest is padding).
 #include <cstring>
 
 #include "contracts/arch.h"
@@ -93,6 +93,28 @@ std::optional<RuntimeError> run(mlir::Operation& op, GraphValues& values) {
     if (!r.ok()) return op_error(r.error(), op);
     return values.bind(m.getOutput(), std::move(r.value()));
   }
+  if (auto b = llvm::dyn_cast<dialect::PagedAttentionBackwardOp>(op)) {
+    const Tensor &q = values[b.getQuery()], &k = values[b.getKeyCache()], &v = values[b.getValueCache()];
+    auto plan = plan_of(b, values, k, q);
+    if (!plan.ok()) return op_error(plan.error(), op);
+    auto r = plan->attention_backward(q, k, v, values[b.getGradOut()], b.getScale().convertToFloat(), b.getCausal());
+    if (!r.ok()) return op_error(r.error(), op);
+    if (auto e = values.bind(b.getDq(), std::move(r->dq))) return e;
+    if (auto e = values.bind(b.getDk(), std::move(r->dk))) return e;
+    return values.bind(b.getDv(), std::move(r->dv));
+  }
+  if (auto b = llvm::dyn_cast<dialect::PagedMlaBackwardOp>(op)) {
+    const Tensor &q = values[b.getQuery()], &c = values[b.getLatentCache()];
+    auto plan = plan_of(b, values, c, q);
+    if (!plan.ok()) return op_error(plan.error(), op);
+    auto r = plan->mla_backward(q, values[b.getQueryRope()], c, values[b.getRopeCache()], values[b.getGradOut()],
+                                b.getScale().convertToFloat(), b.getCausal());
+    if (!r.ok()) return op_error(r.error(), op);
+    if (auto e = values.bind(b.getDq(), std::move(r->dq))) return e;
+    if (auto e = values.bind(b.getDqRope(), std::move(r->dqp))) return e;
+    if (auto e = values.bind(b.getDlatent(), std::move(r->dlatent))) return e;
+    return values.bind(b.getDkRope(), std::move(r->dkp));
+  }
   auto ap = llvm::cast<dialect::PagedAppendOp>(op);
   const Tensor &k = values[ap.getKey()], &v = values[ap.getValue()];
   auto plan = plan_of(ap, values, values[ap.getKeyCache()], k);
@@ -116,26 +138,37 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
     if (!lowered.ok()) return lowered.error();
     return std::vector<compiler::LoweredOp>{std::move(lowered.value())};
   }
+  auto static_heads = [&](const contracts::PagedAttentionSignature& sig) -> std::optional<RuntimeError> {
+    const contracts::PagedDims d = contracts::paged_dims(sig);
+    for (std::int64_t extent : {d.q_heads, d.kv_heads, d.head_dim, d.rope_dim, d.value_dim})
+      if (!contracts::known(extent))
+        return RuntimeError(ErrorKind::ShapeMismatch, where, "static head counts and head dims",
+                            shape_to_string(sig.query.shape));
+    return std::nullopt;
+  };
+  if (auto backward = dialect::pagedBackwardSignatureOf(&op)) {
+    if (auto e = static_heads(backward->forward)) return *e;
+    auto lowered = compiler::lower_paged_backward({*backward, std::nullopt}, target);
+    if (!lowered.ok()) return lowered.error();
+    return std::vector<compiler::LoweredOp>{std::move(lowered.value())};
+  }
   auto sig = dialect::pagedSignatureOf(&op);
   if (!sig)
     return RuntimeError(ErrorKind::InvalidValue, where, "a paged attention op", op.getName().getStringRef().str());
-  const contracts::PagedDims d = contracts::paged_dims(*sig);
-  for (std::int64_t extent : {d.q_heads, d.kv_heads, d.head_dim, d.rope_dim, d.value_dim})
-    if (!contracts::known(extent))
-      return RuntimeError(ErrorKind::ShapeMismatch, where, "static head counts and head dims",
-                          shape_to_string(sig->query.shape));
+  if (auto e = static_heads(*sig)) return *e;
   return lower_configs(compiler::PagedAttentionRequest{*sig, std::nullopt},
                        with_candidates ? compiler::paged_variants(*sig, contracts::has_mma_m16n8k16(target.arch))
                                        : std::vector<compiler::KernelConfig>{},
                        target, &compiler::lower_paged_attention);
 }
 
-const bool kRegistered =
-    register_family({"paged attention",
-                     {dialect::PagedAttentionOp::getOperationName().str(),
-                      dialect::PagedMlaOp::getOperationName().str(), dialect::PagedAppendOp::getOperationName().str()},
-                     &run,
-                     &kernels});
+const bool kRegistered = register_family(
+    {"paged attention",
+     {dialect::PagedAttentionOp::getOperationName().str(), dialect::PagedMlaOp::getOperationName().str(),
+      dialect::PagedAppendOp::getOperationName().str(), dialect::PagedAttentionBackwardOp::getOperationName().str(),
+      dialect::PagedMlaBackwardOp::getOperationName().str()},
+     &run,
+     &kernels});
 
 }  // namespace
 }  // namespace rudnn::ops

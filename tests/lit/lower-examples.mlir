@@ -8,6 +8,7 @@
 // RUN: rudnn-opt %S/../../examples/odd_sizes.mlir --rudnn-select-kernel-config --rudnn-lower-to-launch | FileCheck %s --check-prefix=LOWERED
 // RUN: rudnn-opt %S/../../examples/moe_training.mlir --rudnn-select-kernel-config --rudnn-lower-to-launch | FileCheck %s --check-prefix=LOWERED
 // RUN: rudnn-opt %S/../../examples/paged_serving.mlir --rudnn-select-kernel-config --rudnn-lower-to-launch | FileCheck %s --check-prefix=LOWERED
+// RUN: rudnn-opt %S/../../examples/paged_training.mlir --rudnn-select-kernel-config --rudnn-lower-to-launch | FileCheck %s --check-prefix=LOWERED
 
 // NORM: %[[LN:.*]] = rudnn.launch @rudnn_layer_norm_bf16
 // NORM: %[[RMS:.*]] = rudnn.launch @rudnn_rms_norm_bf16{{.*}}(%[[LN]],

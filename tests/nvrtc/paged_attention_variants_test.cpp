@@ -130,16 +130,18 @@ TEST(PagedAttentionVariants, EveryRegisteredConfigLowers) {
   }
   // Each kind of kernel is there for each dtype.
   for (const char* dtype : {"bf16", "f16", "f32"}) {
-    for (const char* prefix : {"rudnn_paged_attention_", "rudnn_paged_merge_", "rudnn_paged_copy_",
-                               "rudnn_paged_append_", "rudnn_paged_attention_backward_", "rudnn_paged_round_gradients_"}) {
+    for (const char* prefix :
+         {"rudnn_paged_attention_", "rudnn_paged_merge_", "rudnn_paged_copy_", "rudnn_paged_append_",
+          "rudnn_paged_attention_backward_", "rudnn_paged_round_gradients_"}) {
       const std::string want = std::string(prefix) + dtype;
       bool found = false;
       for (const auto& e : entries) found = found || e.rfind(want, 0) == 0;
       EXPECT_TRUE(found) << want;
     }
   }
-  for (const char* prefix : {"rudnn_paged_mla_bf16_", "rudnn_paged_attention_mma_bf16_d128_",
-                             "rudnn_paged_attention_mma_f16_d256_", "rudnn_paged_mla_backward_bf16_", "rudnn_paged_zero"}) {
+  for (const char* prefix :
+       {"rudnn_paged_mla_bf16_", "rudnn_paged_attention_mma_bf16_d128_", "rudnn_paged_attention_mma_f16_d256_",
+        "rudnn_paged_mla_backward_bf16_", "rudnn_paged_zero"}) {
     bool found = false;
     for (const auto& e : entries) found = found || e.rfind(prefix, 0) == 0;
     EXPECT_TRUE(found) << prefix;

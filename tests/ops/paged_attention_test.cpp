@@ -46,12 +46,12 @@ using testing::host_values;
 using testing::relative_l2;
 using testing::tolerance;
 
+using paged_test::device_plan;
+using paged_test::host_plan;
 using paged_test::Layout;
 using paged_test::make_layout;
 using paged_test::Rows;
 using paged_test::Seq;
-using paged_test::device_plan;
-using paged_test::host_plan;
 using paged_test::sz;
 
 // ---------------------------------------------------------------------------------------------

@@ -69,8 +69,7 @@ Problem make_problem(Layout l, Heads h, DType dtype, std::mt19937_64& rng) {
   Tensor tk = testing::upload({l.pages, l.page_size, h.hkv, h.d}, dtype, k, host);
   Tensor tv = testing::upload({l.pages, l.page_size, h.hkv, h.dv}, dtype, v, host);
   Tensor tgo = testing::upload({n, h.hq, h.dv}, dtype, go, host);
-  return Problem{std::move(l), h,  dtype, std::move(q), std::move(k), std::move(v), std::move(go),
-                 tq,           tk, tv,    tgo};
+  return Problem{std::move(l), h, dtype, std::move(q), std::move(k), std::move(v), std::move(go), tq, tk, tv, tgo};
 }
 
 // Runs `body` under the emulator's reverse and random thread orders (then back to the default).
@@ -91,7 +90,7 @@ void check_attention(const Problem& p, bool causal, bool orders = false) {
   SCOPED_TRACE(fmt::format("{} Hq={} Hkv={} D={} Dv={} {} causal={}", p.layout.describe(), p.h.hq, p.h.hkv, p.h.d,
                            p.h.dv, dtype_name(p.dtype), causal));
   const auto want = reference::paged_attention_backward(p.q, p.k, p.v, p.go, p.layout.ref(),
-                                                         {p.h.hq, p.h.hkv, p.h.d, p.h.dv}, scale, causal);
+                                                        {p.h.hq, p.h.hkv, p.h.d, p.h.dv}, scale, causal);
   auto plan = paged_test::device_plan(p.layout, p.tq);
   ASSERT_TRUE(plan.has_value());
   auto g = plan->attention_backward(p.tq, p.tk, p.tv, p.tgo, scale, causal);
@@ -131,10 +130,10 @@ TEST_F(PagedBackward, AttentionEveryDtype) {
       const std::uint64_t seed = fresh_seed();
       SCOPED_TRACE(fmt::format("seed={}", seed));
       std::mt19937_64 rng(seed);
-      Layout l = make_layout(rng, 16,
-                             {Seq{37, Rows::Chunk, 5}, Seq{20, Rows::Decode}, Seq{45, Rows::Decode, 0, 0, 2},
-                              Seq{9, Rows::Random, 3}},
-                             true);
+      Layout l = make_layout(
+          rng, 16,
+          {Seq{37, Rows::Chunk, 5}, Seq{20, Rows::Decode}, Seq{45, Rows::Decode, 0, 0, 2}, Seq{9, Rows::Random, 3}},
+          true);
       check_attention(make_problem(std::move(l), {8, 2, 16, 24}, dtype, rng), causal);
     }
 }
@@ -198,8 +197,8 @@ MlaProblem make_mla(Layout l, std::int64_t heads, std::int64_t r, std::int64_t p
   Tensor tc = testing::upload({l.pages, l.page_size, 1, r}, dtype, c, host);
   Tensor tkp = testing::upload({l.pages, l.page_size, 1, pr}, dtype, kp, host);
   Tensor tgo = testing::upload({n, heads, r}, dtype, go, host);
-  return MlaProblem{std::move(l), heads, r,  pr,  dtype, std::move(q), std::move(qp), std::move(c), std::move(kp),
-                    std::move(go), tq,   tqp, tc, tkp,   tgo};
+  return MlaProblem{std::move(l),  heads, r,   pr, dtype, std::move(q), std::move(qp), std::move(c), std::move(kp),
+                    std::move(go), tq,    tqp, tc, tkp,   tgo};
 }
 
 void check_mla(const MlaProblem& m, bool causal) {

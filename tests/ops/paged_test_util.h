@@ -63,7 +63,7 @@ struct Seq {
 // Physical pages: a random permutation of [0, pages) handed out in table order (plus `spare`
 // pages no table names); rows in sequence order, or shuffled.
 inline Layout make_layout(std::mt19937_64& rng, std::int64_t page_size, const std::vector<Seq>& seqs, bool shuffle_rows,
-                   std::int64_t spare = 3) {
+                          std::int64_t spare = 3) {
   Layout l;
   l.page_size = page_size;
   std::int64_t fresh = 0;

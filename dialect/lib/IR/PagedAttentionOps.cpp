@@ -64,8 +64,7 @@ LogicalResult verifyBackward(Op op, std::initializer_list<std::pair<Value, Value
   }
   if (DictionaryAttr config = op.getKernelConfigAttr()) {
     auto warps = config.getAs<IntegerAttr>(paged_config::kWarps);
-    if (!warps || config.size() != 1)
-      return op.emitOpError() << "kernel_config: expected {warps}, got " << config;
+    if (!warps || config.size() != 1) return op.emitOpError() << "kernel_config: expected {warps}, got " << config;
     if (auto why = paged_config::checkBackwardWarps(warps.getInt()))
       return op.emitOpError() << "kernel_config: " << *why;
   }

@@ -123,8 +123,8 @@ RUDNN_DEVICE void paged_attention_backward_unit(const T* q, const T* q_rope, con
       return P::kValueIsKey ? k + cache * head_dim : v + cache * value_dim;
     };
     auto score = [&](i64 cache) {
-      return scale * dot_row(qv, k + cache * head_dim, head_dim, k_rope ? k_rope + cache * rope_dim : nullptr,
-                             rope_dim, lane);
+      return scale *
+             dot_row(qv, k + cache * head_dim, head_dim, k_rope ? k_rope + cache * rope_dim : nullptr, rope_dim, lane);
     };
 
     // Pass 1: the row's softmax statistics and its (unnormalized) output.
@@ -168,8 +168,8 @@ RUDNN_DEVICE void paged_attention_backward_unit(const T* q, const T* q_rope, con
         const float kc = c < head_dim ? to_float(kr[c]) : c < head_dim + rope_dim ? to_float(kpr[c - head_dim]) : 0.0f;
         acc[i] += scale * ds * kc;
       }
-      add_row(dk + cache * head_dim, head_dim, dk_rope ? dk_rope + cache * rope_dim : nullptr, rope_dim, qv,
-              scale * ds, lane);
+      add_row(dk + cache * head_dim, head_dim, dk_rope ? dk_rope + cache * rope_dim : nullptr, rope_dim, qv, scale * ds,
+              lane);
       if (P::kValueIsKey)
         add_row(dk + cache * head_dim, value_dim, static_cast<float*>(nullptr), 0, go, p, lane);
       else

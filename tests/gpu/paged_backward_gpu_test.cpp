@@ -1,0 +1,111 @@
+// The paged attention and MLA backward, atomic path (SPEC §9), on a real GPU against the FP64 oracles
+// of tests/reference/paged_attention.h: decode GQA 32/8 at D = 128 and mixed chunked-prefill rows
+// (shuffled pages, a shared prefix) for bf16, f16 and f32, causal and not; MLA at R = 512 / P = 64
+// with H = 16; dq the same bits twice (no atomics in it). Every test prints SKIP without a CUDA device
+// (RUDNN_GPU_TESTS_ON_HOST=1 runs them on the host device).
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <random>
+
+#include "../ops/op_test_util.h"
+#include "../ops/paged_test_util.h"
+#include "gpu_test_util.h"
+#include "reference/paged_attention.h"
+#include "rudnn/paged_attention.h"
+
+namespace rudnn {
+namespace {
+
+using paged_test::Layout;
+using paged_test::make_layout;
+using paged_test::Rows;
+using paged_test::Seq;
+using paged_test::sz;
+using testing::fresh_seed;
+using testing::host_values;
+using testing::relative_l2;
+
+class PagedBackwardOnGpu : public testing::GpuTest {};
+
+double bound(DType dtype) { return 3 * testing::tolerance(dtype); }
+
+std::vector<std::byte> host_bytes(const Tensor& t) {
+  auto h = to_host(t);
+  EXPECT_TRUE(h.ok()) << h.error().message();
+  return h.ok() ? h->bytes : std::vector<std::byte>{};
+}
+
+void check_attention(const Layout& l, std::int64_t hq, std::int64_t hkv, std::int64_t d, std::int64_t dv, DType dtype,
+                     bool causal, std::mt19937_64& rng, const Device& device) {
+  SCOPED_TRACE(
+      fmt::format("{} Hq={} Hkv={} D={} Dv={} {} causal={}", l.describe(), hq, hkv, d, dv, dtype_name(dtype), causal));
+  const std::int64_t rows = l.pages * l.page_size, n = l.queries();
+  const auto q = testing::random_values(sz(n * hq * d), dtype, rng);
+  const auto k = testing::random_values(sz(rows * hkv * d), dtype, rng);
+  const auto v = testing::random_values(sz(rows * hkv * dv), dtype, rng);
+  const auto go = testing::random_values(sz(n * hq * dv), dtype, rng);
+  const Tensor tq = testing::upload({n, hq, d}, dtype, q, device);
+  const Tensor tk = testing::upload({l.pages, l.page_size, hkv, d}, dtype, k, device);
+  const Tensor tv = testing::upload({l.pages, l.page_size, hkv, dv}, dtype, v, device);
+  const Tensor tgo = testing::upload({n, hq, dv}, dtype, go, device);
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+  const auto want = reference::paged_attention_backward(q, k, v, go, l.ref(), {hq, hkv, d, dv}, scale, causal);
+  auto plan = paged_test::device_plan(l, tq);
+  ASSERT_TRUE(plan.has_value());
+  auto g = plan->attention_backward(tq, tk, tv, tgo, scale, causal);
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  EXPECT_LE(relative_l2(host_values(g->dq), want.dq), bound(dtype)) << "dq";
+  EXPECT_LE(relative_l2(host_values(g->dk), want.dk), bound(dtype)) << "dk";
+  EXPECT_LE(relative_l2(host_values(g->dv), want.dv), bound(dtype)) << "dv";
+  auto again = plan->attention_backward(tq, tk, tv, tgo, scale, causal);
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(host_bytes(again->dq), host_bytes(g->dq)) << "dq bits";
+}
+
+TEST_F(PagedBackwardOnGpu, AttentionMatchesTheOracle) {
+  for (DType dtype : {DType::BF16, DType::F16, DType::F32})
+    for (bool causal : {true, false}) {
+      const std::uint64_t seed = fresh_seed();
+      SCOPED_TRACE(fmt::format("seed={}", seed));
+      std::mt19937_64 rng(seed);
+      const Layout l = make_layout(
+          rng, 16,
+          {Seq{300, Rows::Decode}, Seq{1000, Rows::Decode, 0, 0, 10}, Seq{77, Rows::Chunk, 24}, Seq{5, Rows::Decode}},
+          true);
+      check_attention(l, 32, 8, 128, 128, dtype, causal, rng, device_);
+    }
+}
+
+TEST_F(PagedBackwardOnGpu, MlaMatchesTheOracle) {
+  const std::uint64_t seed = fresh_seed();
+  SCOPED_TRACE(fmt::format("seed={}", seed));
+  std::mt19937_64 rng(seed);
+  const Layout l = make_layout(rng, 64, {Seq{400, Rows::Decode}, Seq{130, Rows::Decode, 0, 0, 1}}, true);
+  const std::int64_t h = 16, r = 512, p = 64, rows = l.pages * l.page_size, n = l.queries();
+  const DType dtype = DType::BF16;
+  const auto q = testing::random_values(sz(n * h * r), dtype, rng, -0.5, 0.5);
+  const auto qp = testing::random_values(sz(n * h * p), dtype, rng, -0.5, 0.5);
+  const auto c = testing::random_values(sz(rows * r), dtype, rng, -0.5, 0.5);
+  const auto kp = testing::random_values(sz(rows * p), dtype, rng, -0.5, 0.5);
+  const auto go = testing::random_values(sz(n * h * r), dtype, rng);
+  const Tensor tq = testing::upload({n, h, r}, dtype, q, device_), tqp = testing::upload({n, h, p}, dtype, qp, device_);
+  const Tensor tc = testing::upload({l.pages, l.page_size, 1, r}, dtype, c, device_);
+  const Tensor tkp = testing::upload({l.pages, l.page_size, 1, p}, dtype, kp, device_);
+  const Tensor tgo = testing::upload({n, h, r}, dtype, go, device_);
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(r + p)));
+  const auto want = reference::paged_mla_backward(q, qp, c, kp, go, l.ref(), h, r, p, scale, true);
+  auto plan = paged_test::device_plan(l, tq);
+  ASSERT_TRUE(plan.has_value());
+  auto g = plan->mla_backward(tq, tqp, tc, tkp, tgo, scale, true);
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  EXPECT_LE(relative_l2(host_values(g->dq), want.dq), bound(dtype)) << "dq";
+  EXPECT_LE(relative_l2(host_values(g->dqp), want.dq_rope), bound(dtype)) << "dqp";
+  EXPECT_LE(relative_l2(host_values(g->dlatent), want.dlatent), bound(dtype)) << "dlatent";
+  EXPECT_LE(relative_l2(host_values(g->dkp), want.dk_rope), bound(dtype)) << "dkp";
+}
+
+}  // namespace
+}  // namespace rudnn
