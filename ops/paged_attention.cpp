@@ -148,6 +148,36 @@ std::optional<Err> check_workspace(const SplitWorkspace& ws, const DevicePlan::S
   return std::nullopt;
 }
 
+// The layout lines of a call's tensors once the contract passed: the cache against the plan's pages,
+// each input contiguous and on the query's queue. `inputs` are the forward's operands (then, for the
+// backward, grad_out), named as the API names them.
+std::optional<Err> check_inputs(const DevicePlan::State& s, bool mla, const std::vector<const Tensor*>& inputs) {
+  static constexpr const char* kNames[2][5] = {{"query", "key", "value", "grad_out", ""},
+                                               {"query", "query_rope", "latent", "key_rope", "grad_out"}};
+  if (auto e = check_cache(s, *inputs[mla ? 2 : 1], mla ? "latent" : "key")) return *e;
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    if (auto e = ops::check_contiguous(*inputs[i], kNames[mla][i])) return as<Err>(*e);
+  for (std::size_t i = 1; i < inputs.size(); ++i)
+    if (auto e = ops::check_same_queue(*inputs[i], kNames[mla][i], *inputs.front(), "query")) return as<Err>(*e);
+  return std::nullopt;
+}
+
+// The plan key of a call's shape class: dtype, head counts and dims, causal, scale, device.
+ops::PlanKeyBuilder call_key(std::string_view op, const contracts::PagedAttentionSignature& sig, const Tensor& q) {
+  const contracts::PagedDims d = contracts::paged_dims(sig);
+  ops::PlanKeyBuilder key(op);
+  key.add(q.dtype())
+      .add(d.q_heads)
+      .add(d.kv_heads)
+      .add(d.head_dim)
+      .add(d.rope_dim)
+      .add(d.value_dim)
+      .add(sig.causal)
+      .add_bits(static_cast<float>(sig.scale))
+      .add(q.device());
+  return key;
+}
+
 // The plan of one attention/MLA call (lowered once per shape class, dtype, options and device) and
 // its launch with `slots` (the op's operands and output, then the workspace when split).
 Result<Tensor, Err> run_attention(const DevicePlan::State& s, contracts::PagedAttentionSignature sig,
@@ -160,30 +190,13 @@ Result<Tensor, Err> run_attention(const DevicePlan::State& s, contracts::PagedAt
   // mismatch of the plan's metadata, which the caller never passed.
   if (auto e = check_against_plan(s, q, "query", q.rank() >= 1 ? q.dim(0) : -1)) return *e;
   if (auto e = contracts::check_paged_attention(sig)) return *e;
-  if (auto e = check_cache(s, *inputs[mla ? 2 : 1], mla ? "latent" : "key")) return *e;
-  static constexpr const char* kNames[2][4] = {{"query", "key", "value", ""},
-                                               {"query", "query_rope", "latent", "key_rope"}};
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    if (auto e = ops::check_contiguous(*inputs[i], kNames[mla][i])) return as<Err>(*e);
-  for (std::size_t i = 1; i < inputs.size(); ++i)
-    if (auto e = ops::check_same_queue(*inputs[i], kNames[mla][i], q, "query")) return as<Err>(*e);
+  if (auto e = check_inputs(s, mla, inputs)) return *e;
   const contracts::PagedDims d = contracts::paged_dims(sig);
   if (workspace)
     if (auto e = check_workspace(*workspace, s, q, d.q_heads, d.value_dim)) return *e;
 
   const Device& device = q.device();
-  const ops::PlanKey key = ops::PlanKeyBuilder(mla ? "rudnn.paged_mla" : "rudnn.paged_attention")
-                               .add(q.dtype())
-                               .add(d.q_heads)
-                               .add(d.kv_heads)
-                               .add(d.head_dim)
-                               .add(d.rope_dim)
-                               .add(d.value_dim)
-                               .add(sig.causal)
-                               .add(sig.splits)
-                               .add_bits(static_cast<float>(sig.scale))
-                               .add(device)
-                               .key();
+  const ops::PlanKey key = call_key(mla ? "rudnn.paged_mla" : "rudnn.paged_attention", sig, q).add(sig.splits).key();
   auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
     return compiler::lower_paged_attention(compiler::PagedAttentionRequest{sig, std::nullopt}, ops::target_for(device));
   });
@@ -237,27 +250,11 @@ Result<std::vector<Tensor>, Err> run_backward(const DevicePlan::State& s, contra
   if (auto e = check_against_plan(s, q, "query", q.rank() >= 1 ? q.dim(0) : -1)) return *e;
   const contracts::PagedBackwardSignature sig{forward, operand(grad_out)};
   if (auto e = contracts::check_paged_backward(sig)) return *e;
-  if (auto e = check_cache(s, *inputs[mla ? 2 : 1], mla ? "latent" : "key")) return *e;
-  static constexpr const char* kNames[2][5] = {{"query", "key", "value", "grad_out", ""},
-                                               {"query", "query_rope", "latent", "key_rope", "grad_out"}};
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    if (auto e = ops::check_contiguous(*inputs[i], kNames[mla][i])) return as<Err>(*e);
-  for (std::size_t i = 1; i < inputs.size(); ++i)
-    if (auto e = ops::check_same_queue(*inputs[i], kNames[mla][i], q, "query")) return as<Err>(*e);
+  if (auto e = check_inputs(s, mla, inputs)) return *e;
 
-  const contracts::PagedDims d = contracts::paged_dims(forward);
   const Device& device = q.device();
-  const ops::PlanKey key = ops::PlanKeyBuilder(mla ? "rudnn.paged_mla_backward" : "rudnn.paged_attention_backward")
-                               .add(q.dtype())
-                               .add(d.q_heads)
-                               .add(d.kv_heads)
-                               .add(d.head_dim)
-                               .add(d.rope_dim)
-                               .add(d.value_dim)
-                               .add(forward.causal)
-                               .add_bits(static_cast<float>(forward.scale))
-                               .add(device)
-                               .key();
+  const ops::PlanKey key =
+      call_key(mla ? "rudnn.paged_mla_backward" : "rudnn.paged_attention_backward", forward, q).key();
   auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
     return compiler::lower_paged_backward(compiler::PagedBackwardRequest{sig, std::nullopt}, ops::target_for(device));
   });

@@ -25,6 +25,7 @@
 
 #include "../../runtime/queue_impl.h"  // Queue::impl().stream(): the CUstream a graph captures
 #include "../ops/op_test_util.h"
+#include "../ops/paged_test_util.h"
 #include "gpu_test_util.h"
 #include "reference/paged_attention.h"
 #include "rudnn/paged_attention.h"
@@ -42,98 +43,14 @@ using testing::host_values;
 using testing::relative_l2;
 using testing::tolerance;
 
-std::size_t sz(std::int64_t n) { return static_cast<std::size_t>(n); }
+using paged_test::device_plan;
+using paged_test::Layout;
+using paged_test::make_layout;
+using paged_test::Rows;
+using paged_test::Seq;
+using paged_test::sz;
 
 class PagedAttentionOnGpu : public testing::GpuTest {};
-
-// ---------------------------------------------------------------------------------------------
-// Schedules: both the library's HostPlan and the oracle's PagedSchedule are made from a Layout.
-
-struct Layout {
-  std::int64_t page_size = 16, pages = 1;
-  std::vector<std::vector<std::int32_t>> tables;
-  std::vector<std::int64_t> lengths, sequence_ids, positions;
-
-  std::int64_t queries() const { return std::ssize(sequence_ids); }
-  reference::PagedSchedule ref() const {
-    reference::PagedSchedule s;
-    s.page_size = page_size;
-    for (const auto& t : tables) s.tables.emplace_back(t.begin(), t.end());
-    s.lengths = lengths;
-    s.sequence_ids = sequence_ids;
-    s.positions = positions;
-    return s;
-  }
-  std::string describe() const {
-    return fmt::format("page_size={} pages={} lengths=[{}] rows={}", page_size, pages, fmt::join(lengths, ","),
-                       queries());
-  }
-};
-
-enum class Rows { Decode, Prefill, Chunk, Random };
-
-struct Seq {
-  std::int64_t length;
-  Rows rows = Rows::Decode;
-  std::int64_t count = 0;         // Chunk: the last `count` positions; Random: `count` random positions
-  int share_from = -1;            // its first `shared_pages` pages are those of this earlier sequence
-  std::int64_t shared_pages = 0;  //
-};
-
-// Physical pages: a random permutation handed out in table order (plus 3 spare pages no table
-// names); rows in sequence order, or shuffled.
-Layout make_layout(std::mt19937_64& rng, std::int64_t page_size, const std::vector<Seq>& seqs, bool shuffle_rows) {
-  Layout l;
-  l.page_size = page_size;
-  std::int64_t fresh = 0;
-  for (const Seq& s : seqs) fresh += (s.length + page_size - 1) / page_size - s.shared_pages;
-  l.pages = fresh + 3;
-  std::vector<std::int32_t> ids(sz(l.pages));
-  std::iota(ids.begin(), ids.end(), 0);
-  std::shuffle(ids.begin(), ids.end(), rng);
-  std::size_t next = 0;
-  std::vector<std::pair<std::int64_t, std::int64_t>> rows;  // (sequence, position)
-  for (std::size_t i = 0; i < seqs.size(); ++i) {
-    const Seq& s = seqs[i];
-    std::vector<std::int32_t> table;
-    for (std::int64_t p = 0; p < (s.length + page_size - 1) / page_size; ++p)
-      table.push_back(p < s.shared_pages ? l.tables[sz(s.share_from)][sz(p)] : ids[next++]);
-    l.tables.push_back(std::move(table));
-    l.lengths.push_back(s.length);
-    const auto seq = static_cast<std::int64_t>(i);
-    switch (s.rows) {
-      case Rows::Decode: rows.emplace_back(seq, s.length - 1); break;
-      case Rows::Prefill:
-        for (std::int64_t p = 0; p < s.length; ++p) rows.emplace_back(seq, p);
-        break;
-      case Rows::Chunk:
-        for (std::int64_t p = std::max<std::int64_t>(0, s.length - s.count); p < s.length; ++p)
-          rows.emplace_back(seq, p);
-        break;
-      case Rows::Random: {
-        std::uniform_int_distribution<std::int64_t> u(0, s.length - 1);
-        for (std::int64_t c = 0; c < s.count; ++c) rows.emplace_back(seq, u(rng));
-        break;
-      }
-    }
-  }
-  if (shuffle_rows) std::shuffle(rows.begin(), rows.end(), rng);
-  for (const auto& [seq, pos] : rows) {
-    l.sequence_ids.push_back(seq);
-    l.positions.push_back(pos);
-  }
-  return l;
-}
-
-std::optional<DevicePlan> device_plan(const Layout& l, const Tensor& q) {
-  auto host = HostPlan::create(l.page_size, l.pages, l.tables, l.lengths, l.sequence_ids, l.positions);
-  EXPECT_TRUE(host.ok()) << host.error().message();
-  if (!host.ok()) return std::nullopt;
-  auto plan = DevicePlan::upload(*host, q);
-  EXPECT_TRUE(plan.ok()) << plan.error().message();
-  if (!plan.ok()) return std::nullopt;
-  return std::move(plan.value());
-}
 
 std::vector<std::byte> host_bytes(const Tensor& t) {
   auto h = to_host(t);
