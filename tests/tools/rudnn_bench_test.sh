@@ -12,7 +12,7 @@ T="--iters 1 --runs 1"
 
 "$BENCH" --help > "$WORK/help.txt"; rc=$?
 check "--help exits 0" "[ $rc -eq 0 ]"
-check "--help names every benchmark" "grep -q '^  norm' $WORK/help.txt && grep -q '^  moe' $WORK/help.txt && grep -q '^  gated-delta' $WORK/help.txt && grep -q '^  attention' $WORK/help.txt && grep -q '^  conv' $WORK/help.txt && grep -q '^  paged' $WORK/help.txt && grep -q '^  moe-backward' $WORK/help.txt"
+check "--help names every benchmark" "grep -q '^  norm' $WORK/help.txt && grep -q '^  moe' $WORK/help.txt && grep -q '^  gated-delta' $WORK/help.txt && grep -q '^  attention' $WORK/help.txt && grep -q '^  conv' $WORK/help.txt && grep -q '^  paged' $WORK/help.txt && grep -q '^  moe-backward' $WORK/help.txt && grep -q '^  paged-backward' $WORK/help.txt"
 "$BENCH" > /dev/null 2>&1; rc=$?
 check "no benchmark exits non-zero" "[ $rc -ne 0 ]"
 "$BENCH" moe --help > "$WORK/moe-help.txt"; rc=$?
@@ -86,6 +86,13 @@ check "moe-backward f32: TensorCore unsupported row and a note, exit 0" "[ $rc -
   --check 0 $T > "$WORK/moeb1.csv" 2> "$WORK/moeb1.err"; rc=$?
 check "moe-backward T = E = top_k = 1, step only, unchecked" "[ $rc -eq 0 ] && [ \$(tail -n +2 $WORK/moeb1.csv | wc -l) -eq 1 ] && grep -Eq '^backward,1,1,8,8,1,f32,scalar,host,[0-9.]+,[0-9.]+,[0-9.]+,,\$' $WORK/moeb1.csv"
 
+# The paged backward (atomic path) at tiny shapes: prefill and decode rows, dq checked against FP64.
+"$BENCH" paged-backward --batch 2 --seq-len 20 --page-size 8 $T > "$WORK/pagedb.csv" 2> "$WORK/pagedb.err"; rc=$?
+check "paged-backward runs" "[ $rc -eq 0 ]"
+check "paged-backward CSV header" "[ \"\$(head -1 $WORK/pagedb.csv)\" = 'set,batch,seq_len,page_size,q_heads,kv_heads,head_dim,rows,dtype,path,device,median_us,tflops,max_err,check' ]"
+check "paged-backward: prefill row (40 rows), checked ok" "grep -Eq '^prefill,2,20,8,4,2,32,40,bf16,atomic,host,[0-9.]+,[0-9.]+,[0-9.e+-]+,ok\$' $WORK/pagedb.csv"
+check "paged-backward: decode row (2 rows), checked ok" "grep -Eq '^decode,2,20,8,4,2,32,2,bf16,atomic,host,[0-9.]+,[0-9.]+,[0-9.e+-]+,ok\$' $WORK/pagedb.csv"
+
 bad() {  # $1: what, rest: arguments that must be rejected with an error line and no CSV
   local what=$1; shift
   "$BENCH" "$@" > "$WORK/bad.out" 2> "$WORK/bad.err"; local rc=$?
@@ -111,6 +118,8 @@ bad "an unknown paged set" paged --sets decode,nope
 bad "a paged --splits over 32" paged --splits 40
 bad "paged --kv-heads not dividing --q-heads" paged --q-heads 32 --kv-heads 5
 bad "an unknown moe-backward step" moe-backward --steps router,nope
+bad "an unknown paged-backward set" paged-backward --sets prefill,split
+bad "paged-backward kv heads not dividing q heads" paged-backward --q-heads 6 --kv-heads 4
 bad "an unknown moe-backward combine strategy" moe-backward --combine warp
 bad "a moe-backward top-k over 64" moe-backward --top-k 65
 bad "moe-backward top-k over the experts" moe-backward --experts 4 --top-k 8

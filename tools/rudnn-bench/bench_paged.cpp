@@ -22,13 +22,12 @@
 #include "bench_common.h"
 #include "benchmarks.h"
 #include "device_copy.h"
+#include "paged_inputs.h"
 #include "rudnn/paged_attention.h"
 
 namespace rudnn::bench {
 namespace {
 
-using paged_attention::DevicePlan;
-using paged_attention::HostPlan;
 using paged_attention::SplitWorkspace;
 
 constexpr const char* kUsage = R"(usage: rudnn-bench paged [options]
@@ -85,110 +84,6 @@ std::vector<std::string> split_list(const std::string& v) {
   return out;
 }
 
-std::size_t sz(std::int64_t n) { return static_cast<std::size_t>(n); }
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-
-// ---- inputs
-
-// A device tensor whose element i is pool[i mod pool.size()]. The pool (drawn, rounded to the dtype)
-// is uploaded once and replicated on the device by doubling copies, so a 30 GB cache fills at copy
-// speed without a host buffer of its size.
-struct Cycled {
-  Tensor tensor;
-  std::vector<double> pool;
-  // Elements [i, i + n) into out (the check's inner loops then run over plain arrays).
-  void row(std::int64_t i, std::int64_t n, double* out) const {
-    const auto m = static_cast<std::int64_t>(pool.size());
-    std::int64_t at = i % m;
-    for (std::int64_t x = 0; x < n; ++x) {
-      out[x] = pool[sz(at)];
-      if (++at == m) at = 0;
-    }
-  }
-};
-
-Result<Cycled, RuntimeError> cycled_tensor(const Shape& shape, DType dtype, const Device& device, std::int64_t period,
-                                           std::mt19937_64& rng) {
-  auto count = checked_byte_count(shape, dtype);
-  if (!count)
-    return RuntimeError(ErrorKind::InvalidValue, "tensor " + shape_to_string(shape), "a size that fits in 64 bits",
-                        "an overflowing one");
-  const std::int64_t n = element_count(shape), m = std::min(n, period);
-  std::normal_distribution<double> g(0, 1);
-  std::vector<double> draws(sz(m));
-  for (auto& v : draws) v = g(rng);
-  HostData pool_data = HostData::from_f64({m}, dtype, draws);
-  if (m == n) {
-    pool_data.shape = shape;
-    auto t = Tensor::upload(pool_data, device);
-    if (!t.ok()) return t.error();
-    return Cycled{std::move(t.value()), pool_data.to_f64()};
-  }
-  auto pool = Tensor::upload(pool_data, device);
-  if (!pool.ok()) return pool.error();
-  auto t = Tensor::empty(shape, dtype, device);
-  if (!t.ok()) return t.error();
-  const std::size_t total = t->nbytes(), period_bytes = pool->nbytes();
-  if (auto s = copy_bytes(*t, 0, *pool, 0, period_bytes); !s.ok()) return s.error();
-  // Element filled + j = element j = pool[j mod m] = pool[(filled + j) mod m]: filled stays a multiple of m.
-  for (std::size_t filled = period_bytes; filled < total;) {
-    const std::size_t n_bytes = std::min(filled, total - filled);
-    if (auto s = copy_bytes(*t, filled, *t, 0, n_bytes); !s.ok()) return s.error();
-    filled += n_bytes;
-  }
-  return Cycled{std::move(t.value()), pool_data.to_f64()};
-}
-
-// A fully drawn (not cycled) device tensor and its values as uploaded (queries: small).
-struct Drawn {
-  Tensor tensor;
-  std::vector<double> values;
-};
-
-Result<Drawn, RuntimeError> drawn_tensor(const Shape& shape, DType dtype, const Device& device, std::mt19937_64& rng) {
-  std::normal_distribution<double> g(0, 1);
-  std::vector<double> v(sz(element_count(shape)));
-  for (auto& x : v) x = g(rng);
-  HostData data = HostData::from_f64(shape, dtype, v);
-  auto t = Tensor::upload(data, device);
-  if (!t.ok()) return t.error();
-  return Drawn{std::move(t.value()), data.to_f64()};
-}
-
-// ---- schedules
-
-struct Layout {
-  std::int64_t page_size = 1, pages = 0;
-  std::vector<std::vector<std::int32_t>> tables;
-  std::vector<std::int64_t> lengths, sequence_ids, positions;
-  std::int64_t queries() const { return static_cast<std::int64_t>(sequence_ids.size()); }
-};
-
-// Sequence s of lengths[s] keys gets ⌈L / page_size⌉ physical pages handed out from a random
-// permutation, and rows[s] query rows: its last rows[s] positions.
-Layout make_layout(std::int64_t page_size, const std::vector<std::int64_t>& lengths,
-                   const std::vector<std::int64_t>& rows, std::mt19937_64& rng) {
-  Layout l;
-  l.page_size = page_size;
-  for (std::int64_t len : lengths) l.pages += ceil_div(len, page_size);
-  std::vector<std::int32_t> ids(sz(l.pages));
-  std::iota(ids.begin(), ids.end(), 0);
-  std::shuffle(ids.begin(), ids.end(), rng);
-  std::size_t next = 0;
-  for (std::size_t s = 0; s < lengths.size(); ++s) {
-    const std::int64_t n = ceil_div(lengths[s], page_size);
-    l.tables.emplace_back(ids.begin() + static_cast<std::ptrdiff_t>(next),
-                          ids.begin() + static_cast<std::ptrdiff_t>(next + sz(n)));
-    next += sz(n);
-    l.lengths.push_back(lengths[s]);
-    for (std::int64_t p = lengths[s] - rows[s]; p < lengths[s]; ++p) {
-      l.sequence_ids.push_back(static_cast<std::int64_t>(s));
-      l.positions.push_back(p);
-    }
-  }
-  return l;
-}
-
 // The merge floor of a one-row-per-sequence layout: every sequence cut to `keys` keys (its first
 // pages), its row at the last of them; same pages, rows and queries, so the same workspace fits.
 Layout floor_layout(const Layout& l, std::int64_t keys) {
@@ -203,12 +98,6 @@ Layout floor_layout(const Layout& l, std::int64_t keys) {
     f.positions.push_back(len - 1);
   }
   return f;
-}
-
-Result<DevicePlan, PagedAttentionError> device_plan(const Layout& l, const Tensor& q) {
-  auto host = HostPlan::create(l.page_size, l.pages, l.tables, l.lengths, l.sequence_ids, l.positions);
-  if (!host.ok()) return host.error();
-  return DevicePlan::upload(*host, q);
 }
 
 // ---- the FP64 check

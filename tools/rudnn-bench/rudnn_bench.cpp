@@ -30,6 +30,9 @@ benchmarks (warm plans; median of runs, each run = --iters calls between two que
                 CSV: set,batch,seq_len,prefill_seqs,prefill_len,page_size,q_heads,kv_heads,head_dim,value_dim,
                      rope_dim,splits,rows,dtype,device,median_us,tflops,gb_per_s,copy_gb_per_s,pct_copy,merge_pct,
                      max_err,check
+  paged-backward  paged attention backward (the atomic path): prefill and decode rows, each row checked
+                CSV: set,batch,seq_len,page_size,q_heads,kv_heads,head_dim,rows,dtype,path,device,median_us,tflops,
+                     max_err,check
 
 `rudnn-bench <benchmark> --help` lists a benchmark's options.
 
@@ -53,5 +56,7 @@ int main(int argc, char** argv) {
   if (what == "conv") return run_conv(argc, argv);
   if (what == "paged") return run_paged(argc, argv);
   if (what == "moe-backward") return run_moe_backward(argc, argv);
-  return fail("unknown benchmark " + what + " (norm, moe, moe-backward, gated-delta, attention, conv, paged)");
+  if (what == "paged-backward") return run_paged_backward(argc, argv);
+  return fail("unknown benchmark " + what +
+              " (norm, moe, moe-backward, gated-delta, attention, conv, paged, paged-backward)");
 }
