@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <sstream>
 
 #include "common/host_data.h"
 #include "common/numbers.h"
@@ -142,6 +143,19 @@ std::string csv_number(std::optional<double> v, int decimals) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, *v);
   return buf;
+}
+
+std::string scientific(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2e", v);
+  return buf;
+}
+
+std::vector<std::string> split_list(const std::string& v) {
+  std::vector<std::string> out;
+  std::stringstream ss(v);
+  for (std::string s; std::getline(ss, s, ',');) out.push_back(s);
+  return out;
 }
 
 }  // namespace rudnn::bench

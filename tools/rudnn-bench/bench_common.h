@@ -73,4 +73,10 @@ Result<Tensor, RuntimeError> normal_tensor(const Shape& shape, DType dtype, cons
 // "%.2f" of a number, or "" for nullopt (CSV's empty field).
 std::string csv_number(std::optional<double> v, int decimals);
 
+// "%.2e" of a number (the max_err columns).
+std::string scientific(double v);
+
+// The comma-separated items of an option value ("a,b" → {"a", "b"}).
+std::vector<std::string> split_list(const std::string& v);
+
 }  // namespace rudnn::bench

@@ -85,12 +85,6 @@ bool has(const std::vector<std::string>& v, const std::string& s) {
 
 std::size_t sz(std::int64_t n) { return static_cast<std::size_t>(n); }
 
-std::string scientific(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2e", v);
-  return buf;
-}
-
 double tolerance(DType dtype) { return dtype == DType::BF16 ? 2e-2 : dtype == DType::F16 ? 5e-3 : 1e-4; }
 
 // ---- reading results back

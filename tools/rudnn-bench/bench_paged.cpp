@@ -77,13 +77,6 @@ example:
 
 constexpr const char* kSets[] = {"decode", "split", "mixed", "mla", "mla_split"};
 
-std::vector<std::string> split_list(const std::string& v) {
-  std::vector<std::string> out;
-  std::stringstream ss(v);
-  for (std::string s; std::getline(ss, s, ',');) out.push_back(s);
-  return out;
-}
-
 // The merge floor of a one-row-per-sequence layout: every sequence cut to `keys` keys (its first
 // pages), its row at the last of them; same pages, rows and queries, so the same workspace fits.
 Layout floor_layout(const Layout& l, std::int64_t keys) {
@@ -118,12 +111,6 @@ struct Check {
   double max_err = 0;
   std::string problem;  // empty: passed
 };
-
-std::string scientific(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2e", v);
-  return buf;
-}
 
 double tolerance(DType dtype) { return dtype == DType::BF16 ? 2e-2 : dtype == DType::F16 ? 5e-3 : 1e-4; }
 

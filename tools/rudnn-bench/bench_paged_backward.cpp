@@ -66,12 +66,6 @@ struct Options {
 
 double tolerance(DType dtype) { return dtype == DType::BF16 ? 3e-2 : dtype == DType::F16 ? 8e-3 : 1e-4; }
 
-std::string scientific(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2e", v);
-  return buf;
-}
-
 // The inputs of one row, as the check reads them.
 struct Inputs {
   const Layout* layout;
@@ -212,13 +206,6 @@ std::optional<std::string> run_row(const std::string& set, const Options& opt, c
     *failed = true;
   }
   return std::nullopt;
-}
-
-std::vector<std::string> split_list(const std::string& v) {
-  std::vector<std::string> out;
-  std::stringstream ss(v);
-  for (std::string s; std::getline(ss, s, ',');) out.push_back(s);
-  return out;
 }
 
 }  // namespace
