@@ -2,6 +2,7 @@
 
 #include <array>
 #include <bit>
+#include <cstddef>
 #include <span>
 
 namespace rudnn::ops {
@@ -28,6 +29,28 @@ std::optional<RuntimeError> check_operands(std::initializer_list<std::pair<const
       first = &t;
     else if (auto e = check_same_queue(*t.first, t.second, *first->first, first->second))
       return e;
+  }
+  return std::nullopt;
+}
+
+std::optional<RuntimeError> check_disjoint(std::span<const NamedTensor> outputs, std::span<const NamedTensor> others) {
+  auto overlap = [](const Tensor& a, const Tensor& b) {
+    if (!(a.device() == b.device()) || a.nbytes() == 0 || b.nbytes() == 0) return false;
+    const auto* a0 = static_cast<const std::byte*>(a.data());
+    const auto* b0 = static_cast<const std::byte*>(b.data());
+    return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
+  };
+  auto error = [](const NamedTensor& out, const NamedTensor& other) {
+    return RuntimeError(ErrorKind::InvalidValue, out.second,
+                        std::string("storage that overlaps no input, output or workspace"),
+                        std::string("storage overlapping ") + other.second);
+  };
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (!outputs[i].first) continue;
+    for (std::size_t j = 0; j < i; ++j)
+      if (outputs[j].first && overlap(*outputs[i].first, *outputs[j].first)) return error(outputs[i], outputs[j]);
+    for (const NamedTensor& other : others)
+      if (other.first && overlap(*outputs[i].first, *other.first)) return error(outputs[i], other);
   }
   return std::nullopt;
 }
@@ -77,6 +100,10 @@ Result<Tensor, RuntimeError> output(const Shape& shape, DType dtype, const Queue
 }
 
 Status<RuntimeError> launch(const Plan& plan, const Queue& queue, std::initializer_list<const Tensor*> slots) {
+  return launch(plan, queue, std::span<const Tensor* const>(slots.begin(), slots.size()));
+}
+
+Status<RuntimeError> launch(const Plan& plan, const Queue& queue, std::span<const Tensor* const> slots) {
   std::array<OperandView, 16> views{};
   std::size_t n = 0;
   for (const Tensor* t : slots) {

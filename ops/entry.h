@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <string_view>
 #include <utility>
 
@@ -28,6 +29,13 @@ std::optional<RuntimeError> check_same_queue(const Tensor& t, const char* name, 
                                              const char* ref_name);
 // Every tensor contiguous and on the first one's queue (null entries are absent optional operands).
 std::optional<RuntimeError> check_operands(std::initializer_list<std::pair<const Tensor*, const char*>> tensors);
+
+// A tensor and the name the API gives it (an absent optional one: null).
+using NamedTensor = std::pair<const Tensor*, const char*>;
+// InvalidValue naming the output when its storage bytes overlap those of another output or of any
+// of `others` (the unsafe *_into calls: a kernel would read what it writes, or two kernels write
+// one buffer). Tensors of different devices never overlap; empty tensors hold no bytes.
+std::optional<RuntimeError> check_disjoint(std::span<const NamedTensor> outputs, std::span<const NamedTensor> others);
 
 // A plan-cache key: the op's name (hashed: no family holds a magic tag), then what the entry's plan
 // depends on, field by field, in the entry's own order. Fixed size: a warm call builds no string.
@@ -80,6 +88,7 @@ Result<Tensor, RuntimeError> output(const Shape& shape, DType dtype, const Queue
 
 // Launches `plan` on `queue` with the op's slots in order (null: an absent optional operand).
 Status<RuntimeError> launch(const Plan& plan, const Queue& queue, std::initializer_list<const Tensor*> slots);
+Status<RuntimeError> launch(const Plan& plan, const Queue& queue, std::span<const Tensor* const> slots);
 
 // A RuntimeError as the family's error type (FamilyError<Tag>).
 template <class E>

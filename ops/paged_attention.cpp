@@ -6,11 +6,15 @@
 // and loads no module.
 #include "rudnn/paged_attention.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
+#include "checked_math.h"
 #include "contracts/paged_attention.h"
 #include "entry.h"
 #include "rudnn/compiler/paged_attention.h"
@@ -81,6 +85,7 @@ Result<HostPlan, Err> HostPlan::create(std::int64_t page_size, std::int64_t page
 // ---- DevicePlan
 
 struct DevicePlan::State {
+  HostPlan host;  // the schedule as validated (the ordered workspace's index is built from it)
   Queue queue;
   std::int64_t page_size, pages, queries;
   Tensor page_table, lengths, sequence_ids, positions;
@@ -90,7 +95,105 @@ struct DevicePlan::State {
   contracts::PagedMetadata metadata;
 };
 
+// The ordered backward's workspace (SPEC §9). The index and the page order are built on the host
+// from the plan's schedule (build_history_index) and uploaded; the row statistics are written by
+// every ordered call's first kernel.
+struct OrderedBackwardWorkspace::State {
+  std::shared_ptr<const DevicePlan::State> plan;
+  std::int64_t queries, heads;
+  Tensor stats;                     // f32 [queries · heads · 2]: (lse, δ)
+  Tensor index;                     // i32: reader_offsets | row_offsets | rows | readers (paged/backward.cuh)
+  std::vector<std::int32_t> order;  // the page order on the host: active pages, then the rest
+  std::int64_t active_pages;
+  std::optional<Tensor> page_order;  // i32 [pages], uploaded when compaction is first switched on
+  bool cache_rows = false, compact_history = false;
+
+  std::int64_t bytes() const {
+    return static_cast<std::int64_t>(stats.nbytes() + index.nbytes() + (page_order ? page_order->nbytes() : 0));
+  }
+};
+
 namespace {
+
+// The history index of a schedule, as paged_attention_backward_history reads it, and the page
+// order: only sequences with query rows read, and only the pages within their valid length.
+struct HistoryIndex {
+  std::vector<std::int32_t> index, order;
+  std::int64_t active_pages = 0;
+};
+
+HistoryIndex build_history_index(const HostPlan& h) {
+  const std::int64_t pages = h.pages(), sequences = h.sequences(), queries = h.queries(), ps = h.page_size();
+  std::vector<std::vector<std::int32_t>> rows_of(static_cast<std::size_t>(sequences));
+  for (std::int64_t r = 0; r < queries; ++r)
+    rows_of[static_cast<std::size_t>(h.sequence_ids()[static_cast<std::size_t>(r)])].push_back(
+        static_cast<std::int32_t>(r));
+  // Readers per page, in ascending (sequence, logical page) order.
+  std::vector<std::vector<std::int32_t>> readers(static_cast<std::size_t>(pages));
+  for (std::int64_t seq = 0; seq < sequences; ++seq) {
+    if (rows_of[static_cast<std::size_t>(seq)].empty()) continue;
+    const std::int64_t used = (h.lengths()[static_cast<std::size_t>(seq)] + ps - 1) / ps;
+    for (std::int64_t j = 0; j < used; ++j) {
+      const auto page = h.page_table()[static_cast<std::size_t>(seq * h.max_table_pages() + j)];
+      auto& list = readers[static_cast<std::size_t>(page)];
+      list.push_back(static_cast<std::int32_t>(seq));
+      list.push_back(static_cast<std::int32_t>(j));
+    }
+  }
+  HistoryIndex out;
+  std::vector<std::int32_t>& ix = out.index;
+  ix.push_back(0);
+  for (const auto& list : readers) ix.push_back(ix.back() + static_cast<std::int32_t>(list.size() / 2));
+  ix.push_back(0);
+  for (const auto& rows : rows_of) ix.push_back(ix.back() + static_cast<std::int32_t>(rows.size()));
+  for (const auto& rows : rows_of) ix.insert(ix.end(), rows.begin(), rows.end());
+  for (const auto& list : readers) ix.insert(ix.end(), list.begin(), list.end());
+  for (std::int64_t p = 0; p < pages; ++p)
+    if (!readers[static_cast<std::size_t>(p)].empty()) out.order.push_back(static_cast<std::int32_t>(p));
+  out.active_pages = static_cast<std::int64_t>(out.order.size());
+  for (std::int64_t p = 0; p < pages; ++p)
+    if (readers[static_cast<std::size_t>(p)].empty()) out.order.push_back(static_cast<std::int32_t>(p));
+  return out;
+}
+
+// A RUDA_PAGED_ORDERED_* switch: unset or "0" off, "1" on, anything else an error.
+Result<bool, Err> read_switch(const char* variable) {
+  const char* value = std::getenv(variable);
+  if (!value || std::string_view(value) == "0") return false;
+  if (std::string_view(value) == "1") return true;
+  return Err(ErrorKind::InvalidValue, variable, "unset, 0 or 1", fmt::format("\"{}\"", value));
+}
+
+Err over_budget(std::int64_t bytes, const char* what) {
+  return Err(ErrorKind::InvalidValue, "workspace", fmt::format("at most {} bytes (64 MiB)", kMaxWorkspaceBytes),
+             fmt::format("{} bytes {}", bytes, what));
+}
+
+// The same schedule: the same plan, or one with equal metadata.
+bool same_schedule(const DevicePlan::State& a, const DevicePlan::State& b) {
+  if (&a == &b) return true;
+  const HostPlan &x = a.host, &y = b.host;
+  return x.page_size() == y.page_size() && x.pages() == y.pages() && x.max_table_pages() == y.max_table_pages() &&
+         x.page_table() == y.page_table() && x.lengths() == y.lengths() && x.sequence_ids() == y.sequence_ids() &&
+         x.positions() == y.positions();
+}
+
+std::optional<Err> check_ordered_workspace(const OrderedBackwardWorkspace::State& ws, const DevicePlan::State& s,
+                                           const Tensor& q) {
+  if (!same_schedule(*ws.plan, s))
+    return Err(ErrorKind::InvalidValue, "workspace", "a workspace built for this plan's schedule",
+               "one built for another schedule");
+  if (q.rank() == 3 && (q.dim(0) != ws.queries || q.dim(1) != ws.heads))
+    return Err(ErrorKind::ShapeMismatch, "workspace",
+               fmt::format("a workspace for {} query rows × {} heads (the query's)", q.dim(0), q.dim(1)),
+               fmt::format("one for {} × {}", ws.queries, ws.heads));
+  if (!(ws.stats.device() == q.device()))
+    return Err(ErrorKind::DeviceMismatch, "workspace", "the query's device (" + q.device().to_string() + ")",
+               ws.stats.device().to_string());
+  if (!(ws.stats.queue() == q.queue()))
+    return Err(ErrorKind::QueueMismatch, "workspace", "the query's queue", "another queue of the same device");
+  return std::nullopt;
+}
 
 // The first pair of query rows whose (sequence, position) map to one physical cache slot.
 std::optional<Err> find_append_conflict(const HostPlan& host) {
@@ -239,10 +342,15 @@ contracts::PagedAttentionSignature mla_signature(const Tensor& q, const Tensor& 
   return sig;
 }
 
-// The backward of one attention/MLA call: `inputs` = the forward's operands then grad_out; returns
-// the gradients in the op's result order (attention dq, dk, dv; MLA dq, dqp, dlatent, dkp).
-Result<std::vector<Tensor>, Err> run_backward(const DevicePlan::State& s, contracts::PagedAttentionSignature forward,
-                                              const std::vector<const Tensor*>& inputs) {
+// The names of a backward call's gradients, in result order.
+constexpr const char* kGradientNames[2][4] = {{"dq", "dk", "dv", ""}, {"dq", "dqp", "dlatent", "dkp"}};
+
+// The backward of one attention/MLA call into `outputs` (result order; null: not asked for), or,
+// with `fresh`, into new tensors for every gradient made there once the inputs passed their checks.
+// `inputs` = the forward's operands then grad_out. Atomic unless `workspace` is given.
+Status<Err> run_backward(const DevicePlan::State& s, contracts::PagedAttentionSignature forward,
+                         const std::vector<const Tensor*>& inputs, std::vector<Tensor*> outputs,
+                         OrderedBackwardWorkspace::State* workspace, std::vector<Tensor>* fresh = nullptr) {
   forward.metadata = s.metadata;
   const bool mla = forward.kind == contracts::PagedKind::Mla;
   const Tensor& q = *inputs.front();
@@ -251,29 +359,84 @@ Result<std::vector<Tensor>, Err> run_backward(const DevicePlan::State& s, contra
   const contracts::PagedBackwardSignature sig{forward, operand(grad_out)};
   if (auto e = contracts::check_paged_backward(sig)) return *e;
   if (auto e = check_inputs(s, mla, inputs)) return *e;
+  if (workspace)
+    if (auto e = check_ordered_workspace(*workspace, s, q)) return *e;
+  if (fresh) {
+    outputs.clear();
+    fresh->reserve(inputs.size() - 1);
+    for (std::size_t i = 0; i + 1 < inputs.size(); ++i) {
+      auto g = ops::output(inputs[i]->shape(), q.dtype(), q.queue());
+      if (!g.ok()) return as<Err>(g.error());
+      fresh->push_back(std::move(g.value()));
+    }
+    for (Tensor& g : *fresh) outputs.push_back(&g);
+  }
 
+  // Each given gradient: its input's shape, q's dtype, contiguous, on q's queue, and disjoint.
+  std::array<bool, 4> selected{};
+  std::vector<ops::NamedTensor> named_outputs, others;
+  static constexpr const char* kInputNames[2][5] = {{"query", "key", "value", "grad_out", ""},
+                                                    {"query", "query_rope", "latent", "key_rope", "grad_out"}};
+  for (std::size_t i = 0; i < inputs.size(); ++i) others.push_back({inputs[i], kInputNames[mla][i]});
+  if (workspace) {
+    others.push_back({&workspace->stats, "workspace (row statistics)"});
+    others.push_back({&workspace->index, "workspace (history index)"});
+    if (workspace->page_order) others.push_back({&*workspace->page_order, "workspace (page order)"});
+  }
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    Tensor* g = outputs[i];
+    const char* name = kGradientNames[mla][i];
+    named_outputs.push_back({g, name});
+    if (!g) continue;
+    selected[i] = true;
+    const Tensor& like = *inputs[i];
+    if (g->shape() != like.shape())
+      return Err(ErrorKind::ShapeMismatch, name, shape_to_string(like.shape()) + " (its input's shape)",
+                 shape_to_string(g->shape()));
+    if (g->dtype() != q.dtype())
+      return Err(ErrorKind::UnsupportedDType, name, std::string(dtype_name(q.dtype())) + " (the query's dtype)",
+                 std::string(dtype_name(g->dtype())));
+    if (!(g->device() == q.device()))
+      return Err(ErrorKind::DeviceMismatch, name, "the query's device (" + q.device().to_string() + ")",
+                 g->device().to_string());
+    if (auto e = ops::check_contiguous(*g, name)) return as<Err>(*e);
+    if (auto e = ops::check_same_queue(*g, name, q, "query")) return as<Err>(*e);
+  }
+  if (auto e = ops::check_disjoint(named_outputs, others)) return as<Err>(*e);
+  if (std::none_of(selected.begin(), selected.end(), [](bool b) { return b; })) return {};  // nothing asked
+
+  const compiler::PagedBackwardMode mode{workspace != nullptr, workspace && workspace->cache_rows,
+                                         workspace && workspace->compact_history};
   const Device& device = q.device();
-  const ops::PlanKey key =
-      call_key(mla ? "rudnn.paged_mla_backward" : "rudnn.paged_attention_backward", forward, q).key();
-  auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
-    return compiler::lower_paged_backward(compiler::PagedBackwardRequest{sig, std::nullopt}, ops::target_for(device));
+  ops::PlanKeyBuilder key = call_key(mla ? "rudnn.paged_mla_backward" : "rudnn.paged_attention_backward", forward, q);
+  std::int64_t form = (mode.ordered ? 1 : 0) | (mode.cache_rows ? 2 : 0) | (mode.compact_history ? 4 : 0);
+  for (std::size_t i = 0; i < selected.size(); ++i) form |= selected[i] ? std::int64_t{8} << i : 0;
+  key.add(form);  // the path, its switches and the selected outputs, as bits
+  auto plan = ops::cached_plan(key.key(), device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
+    return compiler::lower_paged_backward(compiler::PagedBackwardRequest{sig, std::nullopt, mode, selected},
+                                          ops::target_for(device));
   });
   if (!plan.ok()) return as<Err>(plan.error());
-  // Each gradient has its input's shape and dtype.
-  std::vector<Tensor> grads;
-  for (std::size_t i = 0; i + 1 < inputs.size(); ++i) {
-    auto g = ops::output(inputs[i]->shape(), q.dtype(), q.queue());
-    if (!g.ok()) return as<Err>(g.error());
-    grads.push_back(std::move(g.value()));
+  // Slots: inputs, schedule, [history index, page order], the selected outputs, [row statistics].
+  std::vector<const Tensor*> slots(inputs.begin(), inputs.end());
+  for (const Tensor* t : {&s.page_table, &s.lengths, &s.sequence_ids, &s.positions}) slots.push_back(t);
+  if (workspace) {
+    slots.push_back(&workspace->index);
+    slots.push_back(workspace->compact_history ? &*workspace->page_order : nullptr);
   }
-  const Status<RuntimeError> launched =
-      mla ? ops::launch(**plan, q.queue(),
-                        {inputs[0], inputs[1], inputs[2], inputs[3], inputs[4], &s.page_table, &s.lengths,
-                         &s.sequence_ids, &s.positions, &grads[0], &grads[1], &grads[2], &grads[3]})
-          : ops::launch(**plan, q.queue(),
-                        {inputs[0], inputs[1], inputs[2], inputs[3], &s.page_table, &s.lengths, &s.sequence_ids,
-                         &s.positions, &grads[0], &grads[1], &grads[2]});
-  if (!launched.ok()) return as<Err>(launched.error());
+  for (Tensor* g : outputs)
+    if (g) slots.push_back(g);
+  if (workspace) slots.push_back(&workspace->stats);
+  if (auto st = ops::launch(**plan, q.queue(), slots); !st.ok()) return as<Err>(st.error());
+  return {};
+}
+
+// The allocating atomic backward: every gradient, fresh.
+Result<std::vector<Tensor>, Err> run_backward_allocating(const DevicePlan::State& s,
+                                                         contracts::PagedAttentionSignature forward,
+                                                         const std::vector<const Tensor*>& inputs) {
+  std::vector<Tensor> grads;
+  if (auto st = run_backward(s, forward, inputs, {}, nullptr, &grads); !st.ok()) return st.error();
   return grads;
 }
 
@@ -289,9 +452,10 @@ Result<DevicePlan, Err> DevicePlan::upload(const HostPlan& host, const Tensor& q
   auto positions = upload_i32(host.positions(), {host.queries()}, q.queue());
   if (!positions.ok()) return as<Err>(positions.error());
   contracts::PagedMetadata metadata{operand(*table), operand(*lengths), operand(*ids), operand(*positions)};
-  return DevicePlan(std::make_shared<const State>(State{
-      q.queue(), host.page_size(), host.pages(), host.queries(), std::move(table.value()), std::move(lengths.value()),
-      std::move(ids.value()), std::move(positions.value()), find_append_conflict(host), std::move(metadata)}));
+  return DevicePlan(std::make_shared<const State>(State{host, q.queue(), host.page_size(), host.pages(), host.queries(),
+                                                        std::move(table.value()), std::move(lengths.value()),
+                                                        std::move(ids.value()), std::move(positions.value()),
+                                                        find_append_conflict(host), std::move(metadata)}));
 }
 
 std::int64_t DevicePlan::page_size() const { return state_->page_size; }
@@ -322,7 +486,7 @@ Result<Tensor, Err> DevicePlan::mla_with_workspace(const Tensor& q, const Tensor
 
 Result<AttentionBackward, Err> DevicePlan::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
                                                               const Tensor& grad_out, float scale, bool causal) const {
-  auto g = run_backward(*state_, attention_signature(q, k, v, scale, causal), {&q, &k, &v, &grad_out});
+  auto g = run_backward_allocating(*state_, attention_signature(q, k, v, scale, causal), {&q, &k, &v, &grad_out});
   if (!g.ok()) return g.error();
   return AttentionBackward{std::move(g->at(0)), std::move(g->at(1)), std::move(g->at(2))};
 }
@@ -330,9 +494,40 @@ Result<AttentionBackward, Err> DevicePlan::attention_backward(const Tensor& q, c
 Result<MlaBackward, Err> DevicePlan::mla_backward(const Tensor& q, const Tensor& qp, const Tensor& latent,
                                                   const Tensor& kp, const Tensor& grad_out, float scale,
                                                   bool causal) const {
-  auto g = run_backward(*state_, mla_signature(q, qp, latent, kp, scale, causal), {&q, &qp, &latent, &kp, &grad_out});
+  auto g = run_backward_allocating(*state_, mla_signature(q, qp, latent, kp, scale, causal),
+                                   {&q, &qp, &latent, &kp, &grad_out});
   if (!g.ok()) return g.error();
   return MlaBackward{std::move(g->at(0)), std::move(g->at(1)), std::move(g->at(2)), std::move(g->at(3))};
+}
+
+Status<Err> DevicePlan::attention_backward_selected_into(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                         const Tensor& grad_out, float scale, bool causal,
+                                                         const AttentionBackwardOutputs& out) const {
+  return run_backward(*state_, attention_signature(q, k, v, scale, causal), {&q, &k, &v, &grad_out},
+                      {out.dq, out.dk, out.dv}, nullptr);
+}
+
+Status<Err> DevicePlan::mla_backward_selected_into(const Tensor& q, const Tensor& qp, const Tensor& latent,
+                                                   const Tensor& kp, const Tensor& grad_out, float scale, bool causal,
+                                                   const MlaBackwardOutputs& out) const {
+  return run_backward(*state_, mla_signature(q, qp, latent, kp, scale, causal), {&q, &qp, &latent, &kp, &grad_out},
+                      {out.dq, out.dqp, out.dlatent, out.dkp}, nullptr);
+}
+
+Status<Err> DevicePlan::attention_backward_ordered_into(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                        const Tensor& grad_out, float scale, bool causal,
+                                                        OrderedBackwardWorkspace& workspace,
+                                                        const AttentionBackwardOutputs& out) const {
+  return run_backward(*state_, attention_signature(q, k, v, scale, causal), {&q, &k, &v, &grad_out},
+                      {out.dq, out.dk, out.dv}, workspace.state_.get());
+}
+
+Status<Err> DevicePlan::mla_backward_ordered_into(const Tensor& q, const Tensor& qp, const Tensor& latent,
+                                                  const Tensor& kp, const Tensor& grad_out, float scale, bool causal,
+                                                  OrderedBackwardWorkspace& workspace,
+                                                  const MlaBackwardOutputs& out) const {
+  return run_backward(*state_, mla_signature(q, qp, latent, kp, scale, causal), {&q, &qp, &latent, &kp, &grad_out},
+                      {out.dq, out.dqp, out.dlatent, out.dkp}, workspace.state_.get());
 }
 
 Result<AppendedCache, Err> DevicePlan::append(const Tensor& k, const Tensor& v, Tensor key_cache,
@@ -386,6 +581,69 @@ Result<SplitWorkspace, Err> SplitWorkspace::create(const Tensor& q, std::int64_t
   auto storage = Tensor::empty({elements}, DType::F32, q.queue());
   if (!storage.ok()) return as<Err>(storage.error());
   return SplitWorkspace(std::move(storage.value()), queries, heads, value_dim, splits);
+}
+
+// ---- OrderedBackwardWorkspace
+
+Result<OrderedBackwardWorkspace, Err> OrderedBackwardWorkspace::create(const DevicePlan& plan, const Tensor& q) {
+  const DevicePlan::State& s = *plan.state_;
+  if (q.rank() != 3) return Err(ErrorKind::ShapeMismatch, "query", "[queries, heads, dim]", shape_to_string(q.shape()));
+  if (auto e = check_against_plan(s, q, "query", q.dim(0))) return *e;
+  auto cache_rows = read_switch("RUDA_PAGED_ORDERED_CACHE_ROWS");
+  if (!cache_rows.ok()) return cache_rows.error();
+  auto compact = read_switch("RUDA_PAGED_ORDERED_COMPACT_HISTORY");
+  if (!compact.ok()) return compact.error();
+  HistoryIndex index = build_history_index(s.host);
+  const auto stats_elements = checked_mul(q.dim(0), q.dim(1));
+  const std::int64_t index_bytes = static_cast<std::int64_t>(index.index.size()) * 4;
+  const std::int64_t order_bytes = *compact ? s.pages * 4 : 0;
+  if (!stats_elements || *stats_elements > kMaxWorkspaceBytes)
+    return over_budget(kMaxWorkspaceBytes + 1, "of row statistics");
+  const std::int64_t bytes = *stats_elements * 8 + index_bytes + order_bytes;
+  if (bytes > kMaxWorkspaceBytes)
+    return over_budget(
+        bytes, *compact ? "(row statistics, history index and page order)" : "(row statistics and history index)");
+  auto stats = Tensor::empty({*stats_elements * 2}, DType::F32, q.queue());
+  if (!stats.ok()) return as<Err>(stats.error());
+  auto uploaded = upload_i32(index.index, {static_cast<std::int64_t>(index.index.size())}, q.queue());
+  if (!uploaded.ok()) return as<Err>(uploaded.error());
+  auto state = std::make_shared<State>(State{plan.state_, q.dim(0), q.dim(1), std::move(stats.value()),
+                                             std::move(uploaded.value()), std::move(index.order), index.active_pages,
+                                             std::nullopt, *cache_rows, false});
+  OrderedBackwardWorkspace ws(std::move(state));
+  if (*compact)
+    if (auto st = ws.set_compact_history(true); !st.ok()) return st.error();
+  return ws;
+}
+
+std::int64_t OrderedBackwardWorkspace::queries() const { return state_->queries; }
+std::int64_t OrderedBackwardWorkspace::heads() const { return state_->heads; }
+bool OrderedBackwardWorkspace::cache_rows() const { return state_->cache_rows; }
+bool OrderedBackwardWorkspace::compact_history() const { return state_->compact_history; }
+std::int64_t OrderedBackwardWorkspace::bytes() const { return state_->bytes(); }
+
+Status<Err> OrderedBackwardWorkspace::set_cache_rows(bool on) {
+  state_->cache_rows = on;  // shared memory of the kernel: nothing in the budget
+  return {};
+}
+
+Status<Err> OrderedBackwardWorkspace::set_compact_history(bool on) {
+  State& s = *state_;
+  if (on && !s.page_order) {
+    const std::int64_t bytes = s.bytes() + static_cast<std::int64_t>(s.order.size()) * 4;
+    if (bytes > kMaxWorkspaceBytes) return over_budget(bytes, "with the page order");
+    auto order = upload_i32(s.order, {static_cast<std::int64_t>(s.order.size())}, s.stats.queue());
+    if (!order.ok()) return as<Err>(order.error());
+    s.page_order = std::move(order.value());
+  }
+  s.compact_history = on;
+  return {};
+}
+
+std::optional<std::pair<std::int64_t, std::int64_t>> OrderedBackwardWorkspace::history_compaction_pages() const {
+  const State& s = *state_;
+  if (!s.compact_history) return std::nullopt;
+  return std::pair{s.active_pages, static_cast<std::int64_t>(s.order.size()) - s.active_pages};
 }
 
 }  // namespace rudnn::paged_attention

@@ -78,26 +78,45 @@ Result<LoweredOp, RuntimeError> lower_paged_backward(const PagedBackwardRequest&
   MLIRContext& ctx = threadContext();
   const contracts::PagedAttentionSignature& sig = request.signature.forward;
   const bool mla = sig.kind == contracts::PagedKind::Mla;
+  const PagedBackwardMode& mode = request.mode;
   SmallVector<Type> args = {typeOf(&ctx, sig.query, {0})};
   if (mla) args.push_back(typeOf(&ctx, sig.query_rope, {0}));
   args.push_back(typeOf(&ctx, sig.key, {0, 1}));
   args.push_back(typeOf(&ctx, mla ? sig.key_rope : sig.value, {0, 1}));
   args.push_back(typeOf(&ctx, request.signature.grad_out, {0}));
   appendMetadataTypes(&ctx, sig.metadata, args);
-  // The gradients have their inputs' types.
-  SmallVector<Type> results =
+  const std::size_t inputs = args.size();
+  if (mode.ordered) {
+    auto index = RankedTensorType::get({ShapedType::kDynamic}, IntegerType::get(&ctx, 32));
+    args.append({index, index});
+  }
+  // The gradients have their inputs' types; @main returns the selected ones.
+  const SmallVector<Type> all =
       mla ? SmallVector<Type>{args[0], args[1], args[2], args[3]} : SmallVector<Type>{args[0], args[1], args[2]};
+  SmallVector<Type> results;
+  SmallVector<bool> returned;
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    returned.push_back(request.outputs[i]);
+    if (request.outputs[i]) results.push_back(all[i]);
+  }
+  std::string call = fmt::format("{}backward of {}", mode.ordered ? "ordered " : "", contracts::describe_call(sig));
   return lowerSingleOp(
-      args, results, request.config, "backward of " + contracts::describe_call(sig), target,
+      args, results, request.config, std::move(call), target,
       [&](OpBuilder& b, ValueRange a) -> Operation* {
         auto scale = b.getF32FloatAttr(static_cast<float>(sig.scale));
         auto causal = b.getBoolAttr(sig.causal);
+        Value index = mode.ordered ? a[inputs] : Value(), order = mode.ordered ? a[inputs + 1] : Value();
+        UnitAttr cacheRows = mode.cache_rows ? b.getUnitAttr() : UnitAttr(),
+                 compact = mode.compact_history ? b.getUnitAttr() : UnitAttr();
         if (mla)
-          return dialect::PagedMlaBackwardOp::create(b, b.getUnknownLoc(), results, a[0], a[1], a[2], a[3], a[4], a[5],
-                                                     a[6], a[7], a[8], scale, causal, DictionaryAttr());
-        return dialect::PagedAttentionBackwardOp::create(b, b.getUnknownLoc(), results, a[0], a[1], a[2], a[3], a[4],
-                                                         a[5], a[6], a[7], scale, causal, DictionaryAttr());
-      });
+          return dialect::PagedMlaBackwardOp::create(b, b.getUnknownLoc(), all, a[0], a[1], a[2], a[3], a[4], a[5],
+                                                     a[6], a[7], a[8], index, order, scale, causal, cacheRows, compact,
+                                                     DictionaryAttr());
+        return dialect::PagedAttentionBackwardOp::create(b, b.getUnknownLoc(), all, a[0], a[1], a[2], a[3], a[4], a[5],
+                                                         a[6], a[7], index, order, scale, causal, cacheRows, compact,
+                                                         DictionaryAttr());
+      },
+      returned);
 }
 
 std::vector<KernelConfig> paged_variants(const contracts::PagedAttentionSignature& sig, bool tensor_cores) {

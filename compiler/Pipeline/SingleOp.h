@@ -15,10 +15,13 @@
 
 namespace rudnn::compiler::pipeline_detail {
 
+//
+// `returned` (empty: all) picks the op results @main returns, in order (`results` are their types):
+// a result nobody uses is one the op's lowering may skip (the paged backward's unselected outputs).
 template <class Build>
 Result<LoweredOp, RuntimeError> lowerSingleOp(llvm::ArrayRef<mlir::Type> args, llvm::ArrayRef<mlir::Type> results,
                                               const std::optional<KernelConfig>& config, std::string call,
-                                              const Target& target, Build build) {
+                                              const Target& target, Build build, llvm::ArrayRef<bool> returned = {}) {
   mlir::MLIRContext& ctx = threadContext();
   mlir::OwningOpRef<mlir::ModuleOp> module = mlir::ModuleOp::create(mlir::UnknownLoc::get(&ctx));
   mlir::OpBuilder b(&ctx);
@@ -27,7 +30,10 @@ Result<LoweredOp, RuntimeError> lowerSingleOp(llvm::ArrayRef<mlir::Type> args, l
   mlir::Block* body = main.addEntryBlock();
   b.setInsertionPointToStart(body);
   mlir::Operation* op = build(b, body->getArguments());
-  mlir::func::ReturnOp::create(b, b.getUnknownLoc(), op->getResults());
+  llvm::SmallVector<mlir::Value> outputs;
+  for (mlir::OpResult r : op->getResults())
+    if (returned.empty() || returned[r.getResultNumber()]) outputs.push_back(r);
+  mlir::func::ReturnOp::create(b, b.getUnknownLoc(), outputs);
   if (config) op->setAttr(dialect::kKernelConfigAttrName, toDictionary(&ctx, *config));
   SlotMap slots;
   for (std::size_t i = 0; i < args.size(); ++i) slots.argSlot.push_back(static_cast<int>(i));

@@ -19,6 +19,8 @@
 // (docs/paged_attention.md).
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "rudnn/error.h"
@@ -119,6 +121,62 @@ struct MlaBackward {
   Tensor dq, dqp, dlatent, dkp;
 };
 
+// The gradient buffers of the unsafe `*_backward_selected_into` / `*_backward_ordered_into` calls,
+// each optional: null → that gradient is not computed and its history scratch is not made. A
+// given buffer is written in place; it must have its input's shape (dq: q's, dk: the key cache's,
+// ...), q's dtype, be contiguous and on q's queue, and overlap no input, no other output and no
+// workspace storage (checked: an InvalidValue error naming both, nothing written).
+struct AttentionBackwardOutputs {
+  Tensor* dq = nullptr;
+  Tensor* dk = nullptr;
+  Tensor* dv = nullptr;
+};
+struct MlaBackwardOutputs {
+  Tensor* dq = nullptr;
+  Tensor* dqp = nullptr;
+  Tensor* dlatent = nullptr;
+  Tensor* dkp = nullptr;
+};
+
+// The deterministic backward's workspace (SPEC §9): the FP32 row statistics (lse, δ per query row
+// and head) and the history index (which sequences read each physical page, each sequence's query
+// rows), built from the plan's schedule and uploaded once; with history compaction also the page
+// order (active pages first: physical_pages × 4 bytes, uploaded on first use, kept when switched
+// off). All of it within kMaxWorkspaceBytes (64 MiB): over budget is an error and the workspace
+// keeps its previous mode.
+//
+// The switches start from RUDA_PAGED_ORDERED_CACHE_ROWS and RUDA_PAGED_ORDERED_COMPACT_HISTORY
+// (read by `create`: unset or 0 off, 1 on, anything else an error; later changes of the
+// environment do not touch existing workspaces). Row caching stages the visiting query rows in
+// shared memory; compaction schedules the active pages first. Neither changes a bit of the
+// result, and neither promises a speed-up (docs/paged_attention.md).
+class RUDNN_API OrderedBackwardWorkspace {
+ public:
+  // For the plan's schedule and q's query rows and heads (q [queries, heads, ...] on the plan's
+  // device and queue).
+  static Result<OrderedBackwardWorkspace, PagedAttentionError> create(const DevicePlan& plan, const Tensor& q);
+
+  std::int64_t queries() const;
+  std::int64_t heads() const;
+  bool cache_rows() const;
+  bool compact_history() const;
+  Status<PagedAttentionError> set_cache_rows(bool on);
+  // Uploads the page order on the first switch-on (an error over budget: the mode stays).
+  Status<PagedAttentionError> set_compact_history(bool on);
+  // With compaction on: (active pages, inactive pages) — active are the pages reachable within the
+  // valid KV length of sequences that have query rows; otherwise nothing.
+  std::optional<std::pair<std::int64_t, std::int64_t>> history_compaction_pages() const;
+  // Device bytes held, the page order included once uploaded (also while compaction is off).
+  std::int64_t bytes() const;
+
+  struct State;
+
+ private:
+  explicit OrderedBackwardWorkspace(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::shared_ptr<State> state_;
+  friend class DevicePlan;
+};
+
 class RUDNN_API DevicePlan {
  public:
   // Uploads `host` to q's device and queue (the metadata as I32 tensors).
@@ -161,6 +219,28 @@ class RUDNN_API DevicePlan {
                                                         const Tensor& kp, const Tensor& grad_out, float scale,
                                                         bool causal) const;
 
+  // Unsafe (SPEC §9): the atomic backward into caller buffers, each optional (see
+  // AttentionBackwardOutputs), on the plan's queue. History gradients use FP32 atomics: not bitwise
+  // deterministic. With no buffer given, the call checks its inputs and does nothing.
+  Status<PagedAttentionError> attention_backward_selected_into(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                               const Tensor& grad_out, float scale, bool causal,
+                                                               const AttentionBackwardOutputs& out) const;
+  Status<PagedAttentionError> mla_backward_selected_into(const Tensor& q, const Tensor& qp, const Tensor& latent,
+                                                         const Tensor& kp, const Tensor& grad_out, float scale,
+                                                         bool causal, const MlaBackwardOutputs& out) const;
+  // The deterministic backward: no floating-point atomics; every gradient is summed in the
+  // schedule's fixed order (the same bits on every run on one device; not bitwise equal to the
+  // atomic path or across devices). The workspace must come from this schedule (this plan or one
+  // with equal metadata), q's query rows and heads, device and queue.
+  Status<PagedAttentionError> attention_backward_ordered_into(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                              const Tensor& grad_out, float scale, bool causal,
+                                                              OrderedBackwardWorkspace& workspace,
+                                                              const AttentionBackwardOutputs& out) const;
+  Status<PagedAttentionError> mla_backward_ordered_into(const Tensor& q, const Tensor& qp, const Tensor& latent,
+                                                        const Tensor& kp, const Tensor& grad_out, float scale,
+                                                        bool causal, OrderedBackwardWorkspace& workspace,
+                                                        const MlaBackwardOutputs& out) const;
+
   std::int64_t page_size() const;
   std::int64_t pages() const;
   std::int64_t sequences() const;
@@ -171,6 +251,7 @@ class RUDNN_API DevicePlan {
  private:
   explicit DevicePlan(std::shared_ptr<const State> state) : state_(std::move(state)) {}
   std::shared_ptr<const State> state_;
+  friend class OrderedBackwardWorkspace;
 };
 
 }  // namespace rudnn::paged_attention

@@ -66,6 +66,16 @@ Result<Tensor, PagedAttentionError> call(std::int64_t splits, const Tensor& q, s
   return split(*ws);
 }
 
+// The backward op's form (atomic, or ordered with its switches); the forward ops' is the default.
+compiler::PagedBackwardMode backward_mode(mlir::Operation* op) {
+  auto of = [](auto b) {
+    return compiler::PagedBackwardMode{b.getHistoryIndex() != nullptr, b.getCacheRows(), b.getCompactHistory()};
+  };
+  if (auto b = llvm::dyn_cast<dialect::PagedAttentionBackwardOp>(op)) return of(b);
+  if (auto b = llvm::dyn_cast<dialect::PagedMlaBackwardOp>(op)) return of(b);
+  return {};
+}
+
 std::optional<RuntimeError> run(mlir::Operation& op, GraphValues& values) {
   using paged_attention::SplitWorkspace;
   if (auto a = llvm::dyn_cast<dialect::PagedAttentionOp>(op)) {
@@ -93,6 +103,11 @@ std::optional<RuntimeError> run(mlir::Operation& op, GraphValues& values) {
     if (!r.ok()) return op_error(r.error(), op);
     return values.bind(m.getOutput(), std::move(r.value()));
   }
+  if (backward_mode(&op).ordered)
+    return RuntimeError(ErrorKind::InvalidValue, op.getName().getStringRef().str(),
+                        "the atomic form in a graph (the ordered form's index comes from an "
+                        "OrderedBackwardWorkspace: run it through the API)",
+                        "ordered(history_index, page_order)");
   if (auto b = llvm::dyn_cast<dialect::PagedAttentionBackwardOp>(op)) {
     const Tensor &q = values[b.getQuery()], &k = values[b.getKeyCache()], &v = values[b.getValueCache()];
     auto plan = plan_of(b, values, k, q);
@@ -148,7 +163,7 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
   };
   if (auto backward = dialect::pagedBackwardSignatureOf(&op)) {
     if (auto e = static_heads(backward->forward)) return *e;
-    auto lowered = compiler::lower_paged_backward({*backward, std::nullopt}, target);
+    auto lowered = compiler::lower_paged_backward({*backward, std::nullopt, backward_mode(&op)}, target);
     if (!lowered.ok()) return lowered.error();
     return std::vector<compiler::LoweredOp>{std::move(lowered.value())};
   }

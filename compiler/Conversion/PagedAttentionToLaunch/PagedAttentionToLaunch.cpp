@@ -15,6 +15,7 @@
 #include "Conversion/LaunchBuilder.h"
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
 #include "rudnn/Dialect/Rudnn/IR/PagedAttentionOps.h"
+#include "rudnn/paged/shared_memory.h"
 
 using namespace mlir;
 
@@ -200,9 +201,13 @@ LogicalResult lowerPagedAppendOpToLaunch(RewriterBase& rewriter, dialect::PagedA
   return success();
 }
 
-// The backward: operands q, [qp,] k, [kp,] v | —, grad_out, page_table, lengths, sequence_ids,
-// positions; then the FP32 scratch of each history gradient (zeroed), the main kernel's query
-// gradients (its results), and each history gradient rounded from its scratch.
+// The backward. Operands q, [qp,] k, [kp,] v | —, grad_out, page_table, lengths, sequence_ids,
+// positions[, history_index, page_order]. A result nobody uses (an output the call did not select)
+// is not computed, and its history scratch is not made.
+//   atomic   per used history gradient an FP32 scratch (paged_zero), the unit kernel (dq, atomics
+//            into the scratch), per used history gradient paged_round_gradients to the dtype.
+//   ordered  the unit kernel (dq and the FP32 row statistics, a temporary the workspace supplies),
+//            then paged_attention_backward_history writing the used history gradients directly.
 LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op) {
   auto sig = dialect::pagedBackwardSignatureOf(op);
   if (!sig) return op->emitOpError() << "is not a paged backward op";
@@ -217,30 +222,42 @@ LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op
   const DType dtype = sig->forward.query.dtype;
   const std::string elem = dialect::cTypeName(dtype), in = "const " + elem + "*";
   MLIRContext* ctx = op->getContext();
-  auto scratchType = RankedTensorType::get({ShapedType::kDynamic}, Float32Type::get(ctx));
+  auto f32Vector = RankedTensorType::get({ShapedType::kDynamic}, Float32Type::get(ctx));
   // Operand slots of the op.
   const std::int64_t q = 0, qRope = mla ? 1 : -1, k = mla ? 2 : 1, kRope = mla ? 3 : -1, v = mla ? -1 : 2,
-                     gradOut = mla ? 4 : 3, table = gradOut + 1;
-  // The history gradients: (cache operand, op result) — attention dk, dv; MLA dlatent, dk_rope.
+                     gradOut = mla ? 4 : 3, table = gradOut + 1, index = table + 4, order = index + 1;
+  const bool ordered = op->getNumOperands() > static_cast<unsigned>(index);
+  const bool cacheRows = op->hasAttr("cache_rows"), compact = op->hasAttr("compact_history");
+  // Result numbers: the query gradients, then the history gradients (attention dk, dv; MLA dlatent,
+  // dk_rope) with the cache operand each has the shape of.
+  const SmallVector<unsigned> queryResults = mla ? SmallVector<unsigned>{0, 1} : SmallVector<unsigned>{0};
   const std::int64_t histories[2][2] = {{k, mla ? 2 : 1}, {mla ? kRope : v, mla ? 3 : 2}};
+  auto used = [&](std::int64_t result) { return !op->getResult(static_cast<unsigned>(result)).use_empty(); };
+  const bool anyHistory = used(histories[0][1]) || used(histories[1][1]);
   SmallVector<Value> values(op->getOperands().begin(), op->getOperands().end());
-  SmallVector<std::int64_t> scratch;
-  for (const auto& history : histories) {
-    const std::int64_t cache = history[0];
+  DenseMap<std::int64_t, Value> outputs;  // result number → its value
+
+  // Atomic: the zeroed FP32 scratch of each used history gradient.
+  std::int64_t scratch[2] = {-1, -1};
+  for (int h = 0; h < 2 && !ordered; ++h) {
+    if (!used(histories[h][1])) continue;
+    const std::int64_t cache = histories[h][0];
     LaunchBuilder l(op, "rudnn_paged_zero", "rudnn/paged/backward.cuh", "rudnn::paged::paged_zero");
     l.templateArgs({std::to_string(kRoundThreads)})
         .config(DictionaryAttr::get(ctx))
         .operands(values)
-        .results({scratchType}, {l.size({SizeFactor::rows(cache), SizeFactor::dimOf(cache, 3)})})
+        .results({f32Vector}, {l.size({SizeFactor::rows(cache), SizeFactor::dimOf(cache, 3)})})
         .buffer("out", "float*", static_cast<std::int64_t>(values.size()))
         .sizeParam("elements", l.size({SizeFactor::rows(cache), SizeFactor::dimOf(cache, 3)}))
         .grid(l.size({SizeFactor::rows(cache), SizeFactor::dimOf(cache, 3)}, kRoundThreads * 4))
         .block(kRoundThreads)
         .shared(0);
-    scratch.push_back(static_cast<std::int64_t>(values.size()));
+    scratch[h] = static_cast<std::int64_t>(values.size());
     values.push_back(l.create(rewriter).getResult(0));
   }
 
+  // The unit kernel: dq (and dq_rope) when used; atomic, the history atomics; ordered, the row
+  // statistics.
   const std::string name = fmt::format("rudnn_paged_{}_backward_{}_w{}_k{}_v{}", mla ? "mla" : "attention",
                                        dtype_name(dtype), warps, keyLanes, valueLanes);
   LaunchBuilder unit(op, name, "rudnn/paged/backward.cuh", "rudnn::paged::paged_attention_backward_unit");
@@ -248,32 +265,44 @@ LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op
                                        mla ? "true" : "false")})
       .config(config ? config : DictionaryAttr::get(ctx))
       .operands(values);
-  const std::int64_t firstResult = static_cast<std::int64_t>(values.size());
-  if (mla)
-    unit.results({op->getResult(0).getType(), op->getResult(1).getType()});
-  else
-    unit.results({op->getResult(0).getType()});
-  auto ptr = [&](const char* param, std::int64_t slot, const std::string& type) {
+  std::int64_t next = static_cast<std::int64_t>(values.size());
+  SmallVector<Type> unitTypes;
+  SmallVector<Attribute> unitSizes;
+  std::int64_t dqSlot[2] = {-1, -1}, statsSlot = -1;
+  for (unsigned r : queryResults)
+    if (used(r)) {
+      dqSlot[r] = next++;
+      unitTypes.push_back(op->getResult(r).getType());
+      unitSizes.push_back(unit.size({SizeFactor::rows(r == 0 ? q : qRope), SizeFactor::dimOf(r == 0 ? q : qRope, 2)}));
+    }
+  if (ordered) {
+    statsSlot = next++;
+    unitTypes.push_back(f32Vector);
+    unitSizes.push_back(unit.size({SizeFactor::rows(q), SizeFactor::constant(2)}));
+  }
+  unit.results(unitTypes, unitSizes);
+  auto ptr = [](LaunchBuilder& l, const char* param, std::int64_t slot, const std::string& type) {
     if (slot >= 0)
-      unit.buffer(param, type, slot);
+      l.buffer(param, type, slot);
     else
-      unit.nullBuffer(param, type);
+      l.nullBuffer(param, type);
   };
-  ptr("q", q, in);
-  ptr("q_rope", qRope, in);
-  ptr("k", k, in);
-  ptr("k_rope", kRope, in);
-  ptr("v", v, in);
-  ptr("grad_out", gradOut, in);
-  ptr("page_table", table, "const rudnn::i32*");
-  ptr("lengths", table + 1, "const rudnn::i32*");
-  ptr("sequence_ids", table + 2, "const rudnn::i32*");
-  ptr("positions", table + 3, "const rudnn::i32*");
-  ptr("dq", firstResult, elem + "*");
-  ptr("dq_rope", mla ? firstResult + 1 : -1, elem + "*");
-  ptr("dk", scratch[0], "float*");
-  ptr("dk_rope", mla ? scratch[1] : -1, "float*");
-  ptr("dv", mla ? -1 : scratch[1], "float*");
+  ptr(unit, "q", q, in);
+  ptr(unit, "q_rope", qRope, in);
+  ptr(unit, "k", k, in);
+  ptr(unit, "k_rope", kRope, in);
+  ptr(unit, "v", v, in);
+  ptr(unit, "grad_out", gradOut, in);
+  ptr(unit, "page_table", table, "const rudnn::i32*");
+  ptr(unit, "lengths", table + 1, "const rudnn::i32*");
+  ptr(unit, "sequence_ids", table + 2, "const rudnn::i32*");
+  ptr(unit, "positions", table + 3, "const rudnn::i32*");
+  ptr(unit, "dq", dqSlot[0], elem + "*");
+  ptr(unit, "dq_rope", dqSlot[1], elem + "*");
+  ptr(unit, "dk", scratch[0], "float*");
+  ptr(unit, "dk_rope", mla ? scratch[1] : -1, "float*");
+  ptr(unit, "dv", mla ? -1 : scratch[1], "float*");
+  ptr(unit, "row_stats", statsSlot, "float*");
   unit.sizeParam("queries", unit.size({SizeFactor::dimOf(q, 0)}))
       .constant("q_heads", d.q_heads)
       .constant("kv_heads", d.kv_heads)
@@ -289,29 +318,91 @@ LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op
       .shared(0)
       .minBlocks(1);  // as the forward's unit kernel: __launch_bounds__(threads) alone makes ptxas spill
   dialect::LaunchOp main = unit.create(rewriter);
-  SmallVector<Value> results(main.getResults().begin(), main.getResults().end());
+  {
+    unsigned i = 0;
+    for (unsigned r : queryResults)
+      if (used(r)) outputs[r] = main.getResult(i++);
+  }
   for (Value r : main.getResults()) values.push_back(r);
 
-  // The T gradients from their scratch.
-  for (std::size_t i = 0; i < 2; ++i) {
-    const std::int64_t cache = histories[i][0];
-    LaunchBuilder l(op, fmt::format("rudnn_paged_round_gradients_{}", dtype_name(dtype)), "rudnn/paged/backward.cuh",
-                    "rudnn::paged::paged_round_gradients");
-    l.templateArgs({elem, std::to_string(kRoundThreads)})
-        .config(DictionaryAttr::get(ctx))
-        .operands(values)
-        .results({op->getResult(static_cast<unsigned>(histories[i][1])).getType()})
-        .buffer("scratch", "const float*", scratch[i])
-        .buffer("out", elem + "*", static_cast<std::int64_t>(values.size()))
-        .sizeParam("elements", l.size({SizeFactor::rows(cache), SizeFactor::dimOf(cache, 3)}))
-        .grid(l.size({SizeFactor::rows(cache), SizeFactor::dimOf(cache, 3)}, kRoundThreads * 4))
-        .block(kRoundThreads)
-        .shared(0);
-    Value rounded = l.create(rewriter).getResult(0);
-    values.push_back(rounded);
-    results.push_back(rounded);
+  if (!ordered) {
+    // The T gradients from their scratch.
+    for (int h = 0; h < 2; ++h) {
+      if (scratch[h] < 0) continue;
+      const std::int64_t cache = histories[h][0];
+      LaunchBuilder l(op, fmt::format("rudnn_paged_round_gradients_{}", dtype_name(dtype)), "rudnn/paged/backward.cuh",
+                      "rudnn::paged::paged_round_gradients");
+      l.templateArgs({elem, std::to_string(kRoundThreads)})
+          .config(DictionaryAttr::get(ctx))
+          .operands(values)
+          .results({op->getResult(static_cast<unsigned>(histories[h][1])).getType()})
+          .buffer("scratch", "const float*", scratch[h])
+          .buffer("out", elem + "*", static_cast<std::int64_t>(values.size()))
+          .sizeParam("elements", l.size({SizeFactor::rows(cache), SizeFactor::dimOf(cache, 3)}))
+          .grid(l.size({SizeFactor::rows(cache), SizeFactor::dimOf(cache, 3)}, kRoundThreads * 4))
+          .block(kRoundThreads)
+          .shared(0);
+      Value rounded = l.create(rewriter).getResult(0);
+      values.push_back(rounded);
+      outputs[histories[h][1]] = rounded;
+    }
+  } else if (anyHistory) {
+    // The history gradients key by key, in the schedule's order.
+    const std::string historyName =
+        fmt::format("rudnn_paged_{}_backward_history_{}_w{}_k{}_v{}{}{}", mla ? "mla" : "attention", dtype_name(dtype),
+                    warps, keyLanes, valueLanes, cacheRows ? "_rows" : "", compact ? "_compact" : "");
+    LaunchBuilder h(op, historyName, "rudnn/paged/backward.cuh", "rudnn::paged::paged_attention_backward_history");
+    h.templateArgs(
+         {elem, fmt::format("rudnn::paged::HistoryPolicy<{}, {}, {}, {}, {}, {}>", warps, keyLanes, valueLanes,
+                            mla ? "true" : "false", cacheRows ? "true" : "false", compact ? "true" : "false")})
+        .config(config ? config : DictionaryAttr::get(ctx))
+        .operands(values);
+    std::int64_t slot = static_cast<std::int64_t>(values.size());
+    SmallVector<Type> types;
+    std::int64_t historySlot[2] = {-1, -1};
+    for (int i = 0; i < 2; ++i)
+      if (used(histories[i][1])) {
+        historySlot[i] = slot++;
+        types.push_back(op->getResult(static_cast<unsigned>(histories[i][1])).getType());
+      }
+    h.results(types);
+    ptr(h, "q", q, in);
+    ptr(h, "q_rope", qRope, in);
+    ptr(h, "k", k, in);
+    ptr(h, "k_rope", kRope, in);
+    ptr(h, "v", v, in);
+    ptr(h, "grad_out", gradOut, in);
+    ptr(h, "lengths", table + 1, "const rudnn::i32*");
+    ptr(h, "positions", table + 3, "const rudnn::i32*");
+    ptr(h, "row_stats", statsSlot, "const float*");
+    ptr(h, "history_index", index, "const rudnn::i32*");
+    ptr(h, "page_order", compact ? order : -1, "const rudnn::i32*");
+    ptr(h, "dk", historySlot[0], elem + "*");
+    ptr(h, "dk_rope", mla ? historySlot[1] : -1, elem + "*");
+    ptr(h, "dv", mla ? -1 : historySlot[1], elem + "*");
+    h.sizeParam("queries", h.size({SizeFactor::dimOf(q, 0)}))
+        .sizeParam("sequences", h.size({SizeFactor::dimOf(table + 1, 0)}))
+        .sizeParam("pages", h.size({SizeFactor::dimOf(k, 0)}))
+        .constant("q_heads", d.q_heads)
+        .constant("kv_heads", d.kv_heads)
+        .constant("head_dim", d.head_dim)
+        .constant("rope_dim", d.rope_dim)
+        .constant("value_dim", d.value_dim)
+        .sizeParam("page_size", h.size({SizeFactor::dimOf(k, 1)}))
+        .constant("causal", sig->forward.causal ? 1 : 0)
+        .f32("scale", static_cast<float>(sig->forward.scale))
+        .grid(h.size({SizeFactor::dimOf(k, 0), SizeFactor::constant(d.kv_heads)}))
+        .block(32 * warps)
+        .shared(shared_memory::paged_history(keyLanes, valueLanes, cacheRows))
+        .minBlocks(1);
+    dialect::LaunchOp history = h.create(rewriter);
+    unsigned i = 0;
+    for (int j = 0; j < 2; ++j)
+      if (historySlot[j] >= 0) outputs[histories[j][1]] = history.getResult(i++);
   }
-  rewriter.replaceOp(op, results);
+  for (unsigned r = 0; r < op->getNumResults(); ++r)
+    if (used(r)) rewriter.replaceAllUsesWith(op->getResult(r), outputs.lookup(r));
+  rewriter.eraseOp(op);
   return success();
 }
 

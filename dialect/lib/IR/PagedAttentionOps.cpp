@@ -62,6 +62,18 @@ LogicalResult verifyBackward(Op op, std::initializer_list<std::pair<Value, Value
     if (!matches(gradient, shape, want.getElementType()))
       return op.emitOpError() << "gradients: expected " << want << " (the input's type), got " << gradient.getType();
   }
+  // The ordered form: two i32 vectors; the switches only with it.
+  if (op.getHistoryIndex()) {
+    for (auto [value, name] : {std::pair{op.getHistoryIndex(), "history_index"}, {op.getPageOrder(), "page_order"}}) {
+      auto type = value ? dyn_cast<RankedTensorType>(value.getType()) : RankedTensorType();
+      if (!type || type.getRank() != 1 || !type.getElementType().isInteger(32))
+        return op.emitOpError() << name << ": expected a 1-D i32 tensor (the ordered workspace's index), got "
+                                << (value ? value.getType() : Type());
+    }
+  } else if (op.getCacheRows() || op.getCompactHistory()) {
+    return op.emitOpError() << "cache_rows / compact_history: expected only on the ordered form (ordered(...)), "
+                               "got them on the atomic one";
+  }
   if (DictionaryAttr config = op.getKernelConfigAttr()) {
     auto warps = config.getAs<IntegerAttr>(paged_config::kWarps);
     if (!warps || config.size() != 1) return op.emitOpError() << "kernel_config: expected {warps}, got " << config;

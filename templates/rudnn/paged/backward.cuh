@@ -23,15 +23,19 @@
 // summation order, and so their last bits, depend on scheduling: not bitwise deterministic (SPEC §9;
 // the ordered path is the deterministic one). dq is deterministic.
 //
+// Outputs not asked for (SPEC §9's selected outputs) are null and skipped; row_stats, when not null,
+// receives each (row, head)'s (lse, δ) for the ordered path's history kernel (below).
+//
 // Parameters (launch order): q, q_rope, k, k_rope, v, grad_out, page_table, lengths, sequence_ids,
-// positions, dq, dq_rope, dk, dk_rope, dv, queries, q_heads, kv_heads, head_dim, rope_dim, value_dim,
-// page_size, table_stride, causal (i64), scale (float).
+// positions, dq, dq_rope, dk, dk_rope, dv, row_stats, queries, q_heads, kv_heads, head_dim, rope_dim,
+// value_dim, page_size, table_stride, causal (i64), scale (float).
 // Launch: Policy::kThreads threads; grid ⌈queries · Hq / kWarps⌉ (strided over the linear block index);
 // no shared memory. Requirements: head_dim + rope_dim ≤ 32·kKeyPerLane and value_dim ≤
 // 32·kValuePerLane (else trap); MLA value_dim ≤ head_dim.
 #include "rudnn/grid.cuh"
 #include "rudnn/numeric.cuh"
 #include "rudnn/paged/schedule.cuh"
+#include "rudnn/paged/shared_memory.h"
 #include "rudnn/reduce.cuh"
 
 namespace rudnn::paged {
@@ -76,16 +80,17 @@ RUDNN_DEVICE float dot_row(const float (&x)[kPerLane], const T* a, i64 len_a, co
   return warp_sum(s);
 }
 
-// (a, b)[c] += f·x[c] (FP32 atomics).
+// (a, b)[c] += f·x[c] (FP32 atomics); a null segment (an output not asked for) is skipped.
 template <int kPerLane>
 RUDNN_DEVICE void add_row(float* a, i64 len_a, float* b, i64 len_b, const float (&x)[kPerLane], float f, int lane) {
   RUDNN_UNROLL
   for (int i = 0; i < kPerLane; ++i) {
     const i64 c = lane + 32 * i;
-    if (c < len_a)
-      atomicAdd(a + c, f * x[i]);
-    else if (c < len_a + len_b)
-      atomicAdd(b + c - len_a, f * x[i]);
+    if (c < len_a) {
+      if (a) atomicAdd(a + c, f * x[i]);
+    } else if (c < len_a + len_b) {
+      if (b) atomicAdd(b + c - len_a, f * x[i]);
+    }
   }
 }
 
@@ -95,9 +100,9 @@ template <class T, class P>
 RUDNN_DEVICE void paged_attention_backward_unit(const T* q, const T* q_rope, const T* k, const T* k_rope, const T* v,
                                                 const T* grad_out, const i32* page_table, const i32* lengths,
                                                 const i32* sequence_ids, const i32* positions, T* dq, T* dq_rope,
-                                                float* dk, float* dk_rope, float* dv, i64 queries, i64 q_heads,
-                                                i64 kv_heads, i64 head_dim, i64 rope_dim, i64 value_dim, i64 page_size,
-                                                i64 table_stride, i64 causal, float scale) {
+                                                float* dk, float* dk_rope, float* dv, float* row_stats, i64 queries,
+                                                i64 q_heads, i64 kv_heads, i64 head_dim, i64 rope_dim, i64 value_dim,
+                                                i64 page_size, i64 table_stride, i64 causal, float scale) {
   using namespace backward_detail;
   constexpr int kK = P::kKeyColumns, kV = P::kValueColumns;
   if (blockDim.x != static_cast<unsigned>(P::kThreads) || blockDim.y != 1u || blockDim.z != 1u)
@@ -150,10 +155,16 @@ RUDNN_DEVICE void paged_attention_backward_unit(const T* q, const T* q_rope, con
     for (int i = 0; i < kV; ++i) delta_part += go[i] * acc[i];
     const float delta = stop > 0 ? warp_sum(delta_part) / l : 0.0f;
     const float lse = stop > 0 ? m + logf(l) : 0.0f;
+    if (row_stats && lane == 0) {
+      row_stats[2 * qi] = lse;
+      row_stats[2 * qi + 1] = delta;
+    }
+    if (!dq && !dq_rope && !dk && !dk_rope && !dv) continue;  // the statistics were all that was asked
 
     // Pass 2: the gradients.
     RUDNN_UNROLL
     for (int i = 0; i < kK; ++i) acc[i] = 0.0f;  // now dq
+    const bool value_grad = P::kValueIsKey ? dk != nullptr : dv != nullptr;
     for (i64 j = 0; j < stop; ++j) {
       const i64 cache = key_of(j);
       const float p = expf(score(cache) - lse);
@@ -168,20 +179,184 @@ RUDNN_DEVICE void paged_attention_backward_unit(const T* q, const T* q_rope, con
         const float kc = c < head_dim ? to_float(kr[c]) : c < head_dim + rope_dim ? to_float(kpr[c - head_dim]) : 0.0f;
         acc[i] += scale * ds * kc;
       }
-      add_row(dk + cache * head_dim, head_dim, dk_rope ? dk_rope + cache * rope_dim : nullptr, rope_dim, qv, scale * ds,
-              lane);
-      if (P::kValueIsKey)
-        add_row(dk + cache * head_dim, value_dim, static_cast<float*>(nullptr), 0, go, p, lane);
-      else
-        add_row(dv + cache * value_dim, value_dim, static_cast<float*>(nullptr), 0, go, p, lane);
+      add_row(dk ? dk + cache * head_dim : nullptr, head_dim, dk_rope ? dk_rope + cache * rope_dim : nullptr, rope_dim,
+              qv, scale * ds, lane);
+      if (value_grad)
+        add_row(P::kValueIsKey ? dk + cache * head_dim : dv + cache * value_dim, value_dim,
+                static_cast<float*>(nullptr), 0, go, p, lane);
     }
     RUDNN_UNROLL
     for (int i = 0; i < kK; ++i) {
       const i64 c = lane + 32 * i;
-      if (c < head_dim)
-        dq[qi * head_dim + c] = from_float<T>(acc[i]);
-      else if (c < head_dim + rope_dim)
-        dq_rope[qi * rope_dim + c - head_dim] = from_float<T>(acc[i]);
+      if (c < head_dim) {
+        if (dq) dq[qi * head_dim + c] = from_float<T>(acc[i]);
+      } else if (c < head_dim + rope_dim) {
+        if (dq_rope) dq_rope[qi * rope_dim + c - head_dim] = from_float<T>(acc[i]);
+      }
+    }
+  }
+}
+
+// ---- The ordered path (SPEC §9's deterministic backward): no floating-point atomics.
+//
+// paged_attention_backward_unit runs first with the history outputs null and row_stats set: it writes
+// dq and each (row, head)'s (lse, δ). Then paged_attention_backward_history computes the history
+// gradients key by key: one block per (physical page, kv head), its warps one slot of the page each
+// (slots slot0 + warp, slot0 stepping by kWarps). A warp holds its key and value row and their
+// gradients in registers and visits, in a fixed order, every (query row, head) that reads the slot:
+// the page's readers (sequence s, logical page j) by ascending (s, j), then s's query rows
+// ascending, then the kv group's heads ascending. A visit adds scale·ds·q to dk and p·dO to dv
+// with p = e^(s − lse) and ds = p(dO·v − δ). The sum's order is the schedule's, never the
+// scheduler's: the same bits on every run.
+//
+// The history index (built on the host, docs/paged_attention.md), I32, one array in sections:
+//   reader_offsets [pages + 1] | row_offsets [sequences + 1] | rows [queries] | readers [2·n]
+// readers[2e], readers[2e + 1] = (s, j) for e in [reader_offsets[p], reader_offsets[p + 1]):
+// sequences with query rows whose valid length reaches logical page j, table[s][j] = p. rows lists
+// the query rows of each sequence (row_offsets[s] .. row_offsets[s + 1]) in ascending order.
+//
+// kCompactHistory: block b takes page page_order[b / kv_heads], where page_order lists the active
+// pages (those with readers) first, then the rest; without it, page b / kv_heads. Either way each
+// page is one block's and the sum's order is the same: the switch moves no bit.
+// kCacheRows: the visiting (row, head) items — q (D + Pr columns), dO (Dv), lse, δ as floats — are
+// staged in shared memory in chunks of kStageItems and every warp of the block reads them there;
+// without it each warp reads them from global memory. The same floats in the same order: again
+// bitwise identical.
+//
+// Parameters (launch order): q, q_rope, k, k_rope, v, grad_out, lengths, positions, row_stats,
+// history_index, page_order, dk, dk_rope, dv, queries, sequences, pages, q_heads, kv_heads, head_dim,
+// rope_dim, value_dim, page_size, causal (i64), scale (float). Null history outputs are skipped.
+// Launch: Policy::kThreads threads; grid pages · kv_heads (strided); dynamic shared memory
+// shared_memory::paged_history(key_per_lane, value_per_lane, kCacheRows) bytes.
+template <int kWarps, int kKeyPerLane, int kValuePerLane, bool kValueFromKey, bool kCacheRowsFlag,
+          bool kCompactHistoryFlag>
+struct HistoryPolicy : BackwardPolicy<kWarps, kKeyPerLane, kValuePerLane, kValueFromKey> {
+  static constexpr bool kCacheRows = kCacheRowsFlag, kCompactHistory = kCompactHistoryFlag;
+  static constexpr int kItemFloats =
+      static_cast<int>(shared_memory::paged_history_item_floats(kKeyPerLane, kValuePerLane));
+  static constexpr int kStageItems =
+      static_cast<int>(shared_memory::paged_history_stage_items(kKeyPerLane, kValuePerLane));
+};
+
+template <class T, class P>
+RUDNN_DEVICE void paged_attention_backward_history(const T* q, const T* q_rope, const T* k, const T* k_rope, const T* v,
+                                                   const T* grad_out, const i32* lengths, const i32* positions,
+                                                   const float* row_stats, const i32* history_index,
+                                                   const i32* page_order, T* dk, T* dk_rope, T* dv, i64 queries,
+                                                   i64 sequences, i64 pages, i64 q_heads, i64 kv_heads, i64 head_dim,
+                                                   i64 rope_dim, i64 value_dim, i64 page_size, i64 causal,
+                                                   float scale) {
+  constexpr int kK = P::kKeyColumns, kV = P::kValueColumns, kF = P::kItemFloats;
+  if (blockDim.x != static_cast<unsigned>(P::kThreads) || blockDim.y != 1u || blockDim.z != 1u)
+    trap("rudnn::paged::paged_attention_backward_history: blockDim must be (Policy::kThreads, 1, 1)");
+  if (head_dim + rope_dim > 32 * kK || value_dim > 32 * kV || (P::kValueIsKey && value_dim > head_dim))
+    trap("rudnn::paged::paged_attention_backward_history: the row is wider than the policy's columns");
+  float* stage = dynamic_shared<float>();  // shared_memory::paged_history (kCacheRows)
+  const int lane = static_cast<int>(threadIdx.x) & 31, warp = static_cast<int>(threadIdx.x) >> 5;
+  const i64 group = div32(q_heads, kv_heads), width = head_dim + rope_dim;
+  const i32* reader_offsets = history_index;
+  const i32* row_offsets = reader_offsets + pages + 1;
+  const i32* rows = row_offsets + sequences + 1;
+  const i32* readers = rows + queries;
+  const bool value_grad = P::kValueIsKey ? dk != nullptr : dv != nullptr;
+  for (i64 block = linear_block(); block < pages * kv_heads; block += block_count()) {
+    const i64 order = div32(block, kv_heads), kvh = block - order * kv_heads;
+    const i64 page = P::kCompactHistory ? static_cast<i64>(page_order[order]) : order;
+    const i64 first = reader_offsets[page], last = reader_offsets[page + 1];
+    for (i64 slot0 = 0; slot0 < page_size; slot0 += P::kWarpsPerBlock) {
+      const i64 slot = slot0 + warp;
+      const bool mine = slot < page_size;
+      const i64 cache = ((page * page_size + (mine ? slot : 0)) * kv_heads + kvh);
+      float key[kK], value[kV], dkey[kK], dvalue[kV];
+      const T* kr = k + cache * head_dim;
+      const T* kpr = k_rope ? k_rope + cache * rope_dim : nullptr;
+      const T* vr = P::kValueIsKey ? kr : v + cache * value_dim;
+      RUDNN_UNROLL
+      for (int i = 0; i < kK; ++i) {
+        const i64 c = lane + 32 * i;
+        key[i] = c < head_dim ? to_float(kr[c]) : c < width ? to_float(kpr[c - head_dim]) : 0.0f;
+        dkey[i] = 0.0f;
+      }
+      RUDNN_UNROLL
+      for (int i = 0; i < kV; ++i) {
+        const i64 c = lane + 32 * i;
+        value[i] = c < value_dim ? to_float(vr[c]) : 0.0f;
+        dvalue[i] = 0.0f;
+      }
+      for (i64 e = first; e < last; ++e) {
+        const i64 s = readers[2 * e], t = readers[2 * e + 1] * page_size + slot;  // this slot's key position
+        const bool reached = mine && t < lengths[s];
+        const i64 r0 = row_offsets[s], items = (row_offsets[s + 1] - r0) * group;
+        // One (row, head) visit: the item's q and dO columns through `q_at` / `go_at`.
+        auto visit = [&](i64 row, i64 qi, float lse, float delta, auto q_at, auto go_at) {
+          if (!reached || (causal && positions[row] < t)) return;
+          float sp = 0.0f, dpp = 0.0f;
+          RUDNN_UNROLL
+          for (int i = 0; i < kK; ++i) sp += q_at(qi, lane + 32 * i) * key[i];
+          RUDNN_UNROLL
+          for (int i = 0; i < kV; ++i) dpp += go_at(qi, lane + 32 * i) * value[i];
+          const float p = expf(scale * warp_sum(sp) - lse);
+          const float ds = p * (warp_sum(dpp) - delta);
+          RUDNN_UNROLL
+          for (int i = 0; i < kK; ++i) dkey[i] += scale * ds * q_at(qi, lane + 32 * i);
+          RUDNN_UNROLL
+          for (int i = 0; i < kV; ++i) {
+            if (P::kValueIsKey)
+              dkey[i] += p * go_at(qi, lane + 32 * i);
+            else
+              dvalue[i] += p * go_at(qi, lane + 32 * i);
+          }
+        };
+        auto global_q = [&](i64 qi, i64 c) {
+          return c < head_dim ? to_float(q[qi * head_dim + c])
+                 : c < width  ? to_float(q_rope[qi * rope_dim + c - head_dim])
+                              : 0.0f;
+        };
+        auto global_go = [&](i64 qi, i64 c) { return c < value_dim ? to_float(grad_out[qi * value_dim + c]) : 0.0f; };
+        if (!P::kCacheRows) {
+          for (i64 u = 0; u < items; ++u) {
+            const i64 row = rows[r0 + div32(u, group)], qi = row * q_heads + kvh * group + mod32(u, group);
+            visit(row, qi, row_stats[2 * qi], row_stats[2 * qi + 1], global_q, global_go);
+          }
+          continue;
+        }
+        for (i64 u0 = 0; u0 < items; u0 += P::kStageItems) {
+          const i64 n = min_i64(P::kStageItems, items - u0);
+          __syncthreads();  // the previous chunk's readers are done
+          for (i64 f = threadIdx.x; f < n * kF; f += P::kThreads) {
+            const i64 u = div32(f, kF), c = f - u * kF;
+            const i64 row = rows[r0 + div32(u0 + u, group)], qi = row * q_heads + kvh * group + mod32(u0 + u, group);
+            stage[f] = c < 32 * kK          ? global_q(qi, c)
+                       : c < 32 * (kK + kV) ? global_go(qi, c - 32 * kK)
+                                            : row_stats[2 * qi + (c - 32 * (kK + kV))];
+          }
+          __syncthreads();
+          for (i64 u = 0; u < n; ++u) {
+            const i64 row = rows[r0 + div32(u0 + u, group)];
+            const float* item = stage + u * kF;
+            visit(
+                row, u, item[32 * (kK + kV)], item[32 * (kK + kV) + 1], [&](i64, i64 c) { return item[c]; },
+                [&](i64, i64 c) { return item[32 * kK + c]; });
+          }
+        }
+      }
+      if (!mine) continue;
+      RUDNN_UNROLL
+      for (int i = 0; i < kK; ++i) {
+        const i64 c = lane + 32 * i;
+        if (c < head_dim) {
+          if (dk) dk[cache * head_dim + c] = from_float<T>(dkey[i]);
+        } else if (c < width) {
+          if (dk_rope) dk_rope[cache * rope_dim + c - head_dim] = from_float<T>(dkey[i]);
+        }
+      }
+      if (!P::kValueIsKey && value_grad) {
+        RUDNN_UNROLL
+        for (int i = 0; i < kV; ++i) {
+          const i64 c = lane + 32 * i;
+          if (c < value_dim) dv[cache * value_dim + c] = from_float<T>(dvalue[i]);
+        }
+      }
     }
   }
 }

@@ -14,4 +14,21 @@ RUDNN_SHARED_MEMORY_FN long long paged_unit(long long block_m, long long block_n
               (value_from_key ? 0 : block_n * value_dim));
 }
 
+// paged_attention_backward_history with row caching (paged/backward.cuh): chunks of staged (row, head)
+// items, each q (32·key_per_lane floats), dO (32·value_per_lane) then lse and δ; up to 32 KiB of
+// items and at least one. Without row caching: none.
+RUDNN_SHARED_MEMORY_FN long long paged_history_item_floats(long long key_per_lane, long long value_per_lane) {
+  return 32 * key_per_lane + 32 * value_per_lane + 2;
+}
+RUDNN_SHARED_MEMORY_FN long long paged_history_stage_items(long long key_per_lane, long long value_per_lane) {
+  return 8192 / paged_history_item_floats(key_per_lane, value_per_lane) > 0
+             ? 8192 / paged_history_item_floats(key_per_lane, value_per_lane)
+             : 1;
+}
+RUDNN_SHARED_MEMORY_FN long long paged_history(long long key_per_lane, long long value_per_lane, bool cache_rows) {
+  return cache_rows ? 4 * paged_history_stage_items(key_per_lane, value_per_lane) *
+                          paged_history_item_floats(key_per_lane, value_per_lane)
+                    : 0;
+}
+
 }  // namespace rudnn::shared_memory

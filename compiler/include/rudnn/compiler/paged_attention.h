@@ -1,6 +1,7 @@
 #pragma once
 // The compiler's entry for paged attention, MLA, append and backward calls (the ops layer's DevicePlan,
 // rudnn-precompile, the variant tests). No MLIR in this header.
+#include <array>
 #include <optional>
 #include <vector>
 
@@ -27,14 +28,25 @@ Result<LoweredOp, RuntimeError> lower_paged_attention(const PagedAttentionReques
 Result<LoweredOp, RuntimeError> lower_paged_append(const contracts::PagedAppendSignature& signature,
                                                    const Target& target);
 
-// One rudnn.paged_attention_backward / rudnn.paged_mla_backward op (SPEC §9, the atomic path).
-// Slots: the forward's operands with grad_out after the caches (attention query 0, key 1, value 2,
-// grad_out 3, page_table 4 .. positions 7; MLA query 0, query_rope 1, latent 2, key_rope 3,
-// grad_out 4, page_table 5 .. positions 8), then the gradients (attention dq, dk, dv; MLA dq,
-// dq_rope, dlatent, dk_rope), then the two FP32 history scratch temporaries.
+// One rudnn.paged_attention_backward / rudnn.paged_mla_backward op (SPEC §9). Slots: the forward's
+// operands with grad_out after the caches (attention query 0, key 1, value 2, grad_out 3,
+// page_table 4 .. positions 7; MLA query 0, query_rope 1, latent 2, key_rope 3, grad_out 4,
+// page_table 5 .. positions 8), then, ordered, history_index and page_order (i32, from the
+// OrderedBackwardWorkspace; page_order may be absent unless compact_history), then the selected
+// gradients in result order (attention dq, dk, dv; MLA dq, dq_rope, dlatent, dk_rope), then the
+// temporaries: atomic, one FP32 history scratch per selected history gradient; ordered, the FP32
+// row statistics [queries · heads · 2] (the workspace supplies them).
+struct PagedBackwardMode {
+  bool ordered = false;
+  bool cache_rows = false;       // ordered only
+  bool compact_history = false;  // ordered only
+};
 struct PagedBackwardRequest {
   contracts::PagedBackwardSignature signature;
   std::optional<KernelConfig> config;  // forced (tests); otherwise {warps = 4}
+  PagedBackwardMode mode = {};
+  // Which gradients (in result order; MLA has four) the call computes: the rest are not lowered.
+  std::array<bool, 4> outputs = {true, true, true, true};
 };
 Result<LoweredOp, RuntimeError> lower_paged_backward(const PagedBackwardRequest& request, const Target& target);
 

@@ -80,45 +80,58 @@ def Rudnn_PagedAppendOp : Rudnn_Op<"paged_append", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Rudnn_PagedAttentionBackwardOp : Rudnn_Op<"paged_attention_backward", [Pure]> {
-  let summary = "Gradients of rudnn.paged_attention (SPEC §9, the atomic path)";
+def Rudnn_PagedAttentionBackwardOp : Rudnn_Op<"paged_attention_backward", [Pure, AttrSizedOperandSegments]> {
+  let summary = "Gradients of rudnn.paged_attention (SPEC §9: the atomic or the ordered path)";
   let description = [{
     query [Q, Hq, D], key_cache [pages, page_size, Hkv, D], value_cache [pages, page_size, Hkv, Dv],
     grad_out [Q, Hq, Dv], the schedule as rudnn.paged_attention → dq [Q, Hq, D], dk and dv in the
     caches' shapes (every row and head that reads a slot adds to it; a slot no visible key reaches is
-    0). Probabilities are recomputed; the history gradients sum with FP32 atomics (not bitwise
-    deterministic). kernel_config {warps} (2, 4 or 8 work items per block).
+    0). Probabilities are recomputed. A result nobody uses is not computed (nor its scratch made).
+
+    Atomic (no `ordered`): the history gradients sum with FP32 atomics (not bitwise deterministic).
+    Ordered (`ordered(history_index, page_order)`, both i32 1-D, built by OrderedBackwardWorkspace):
+    no floating-point atomics; dk and dv are summed key by key in the schedule's fixed order.
+    `cache_rows` stages the visiting query rows in shared memory; `compact_history` schedules the
+    active pages first through page_order (read only then). Neither changes a bit of the result.
+    kernel_config {warps} (2, 4 or 8 work items per block).
   }];
   let arguments = (ins AnyRankedTensor:$query, AnyRankedTensor:$key_cache, AnyRankedTensor:$value_cache,
                        AnyRankedTensor:$grad_out, AnyRankedTensor:$page_table, AnyRankedTensor:$lengths,
-                       AnyRankedTensor:$sequence_ids, AnyRankedTensor:$positions, F32Attr:$scale, BoolAttr:$causal,
+                       AnyRankedTensor:$sequence_ids, AnyRankedTensor:$positions,
+                       Optional<AnyRankedTensor>:$history_index, Optional<AnyRankedTensor>:$page_order,
+                       F32Attr:$scale, BoolAttr:$causal, UnitAttr:$cache_rows, UnitAttr:$compact_history,
                        OptionalAttr<DictionaryAttr>:$kernel_config);
   let results = (outs AnyRankedTensor:$dq, AnyRankedTensor:$dk, AnyRankedTensor:$dv);
   let assemblyFormat = [{
     $query `,` $key_cache `,` $value_cache `,` $grad_out `,` $page_table `,` $lengths `,` $sequence_ids `,`
-    $positions attr-dict `:` type($query) `,` type($key_cache) `,` type($value_cache) `,` type($grad_out) `,`
+    $positions (`ordered` `(` $history_index^ `,` $page_order `:` type($history_index) `,` type($page_order) `)`)?
+    attr-dict `:` type($query) `,` type($key_cache) `,` type($value_cache) `,` type($grad_out) `,`
     type($page_table) `,` type($lengths) `,` type($sequence_ids) `,` type($positions) `->` type($dq) `,` type($dk)
     `,` type($dv)
   }];
   let hasVerifier = 1;
 }
 
-def Rudnn_PagedMlaBackwardOp : Rudnn_Op<"paged_mla_backward", [Pure]> {
-  let summary = "Gradients of rudnn.paged_mla (SPEC §9, the atomic path)";
+def Rudnn_PagedMlaBackwardOp : Rudnn_Op<"paged_mla_backward", [Pure, AttrSizedOperandSegments]> {
+  let summary = "Gradients of rudnn.paged_mla (SPEC §9: the atomic or the ordered path)";
   let description = [{
     The operands of rudnn.paged_mla and grad_out [Q, H, R] → dq [Q, H, R], dq_rope [Q, H, P], dlatent
     [pages, page_size, 1, R] (the key and the value contribution), dk_rope [pages, page_size, 1, P].
-    As rudnn.paged_attention_backward otherwise.
+    As rudnn.paged_attention_backward otherwise (`ordered(...)`, `cache_rows`, `compact_history`).
   }];
   let arguments = (ins AnyRankedTensor:$query, AnyRankedTensor:$query_rope, AnyRankedTensor:$latent_cache,
                        AnyRankedTensor:$rope_cache, AnyRankedTensor:$grad_out, AnyRankedTensor:$page_table,
                        AnyRankedTensor:$lengths, AnyRankedTensor:$sequence_ids, AnyRankedTensor:$positions,
-                       F32Attr:$scale, BoolAttr:$causal, OptionalAttr<DictionaryAttr>:$kernel_config);
+                       Optional<AnyRankedTensor>:$history_index, Optional<AnyRankedTensor>:$page_order,
+                       F32Attr:$scale, BoolAttr:$causal, UnitAttr:$cache_rows, UnitAttr:$compact_history,
+                       OptionalAttr<DictionaryAttr>:$kernel_config);
   let results = (outs AnyRankedTensor:$dq, AnyRankedTensor:$dq_rope, AnyRankedTensor:$dlatent,
                       AnyRankedTensor:$dk_rope);
   let assemblyFormat = [{
     $query `,` $query_rope `,` $latent_cache `,` $rope_cache `,` $grad_out `,` $page_table `,` $lengths `,`
-    $sequence_ids `,` $positions attr-dict `:` type($query) `,` type($query_rope) `,` type($latent_cache) `,`
+    $sequence_ids `,` $positions
+    (`ordered` `(` $history_index^ `,` $page_order `:` type($history_index) `,` type($page_order) `)`)?
+    attr-dict `:` type($query) `,` type($query_rope) `,` type($latent_cache) `,`
     type($rope_cache) `,` type($grad_out) `,` type($page_table) `,` type($lengths) `,` type($sequence_ids) `,`
     type($positions) `->` type($dq) `,` type($dq_rope) `,` type($dlatent) `,` type($dk_rope)
   }];
