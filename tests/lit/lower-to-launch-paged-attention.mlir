@@ -246,3 +246,148 @@ func.func @mla_backward(%q: tensor<?x16x512xf16>, %qp: tensor<?x16x64xf16>, %c: 
       -> tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
   return %a, %b, %cc, %d : tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
 }
+
+// The ordered path (ordered(history_index, page_order)): no scratch and no atomics. The unit kernel
+// writes dq and the FP32 row statistics (Q · Hq · 2 floats, slot 11 after the 10 operands and dq),
+// then paged_attention_backward_history (one block per page and kv head: grid pages · Hkv,
+// rudnn::paged::HistoryPolicy<warps, key lanes, value lanes, value_from_key, cache_rows,
+// compact_history>) reads them and the index (slot 8) and writes dk and dv (slots 12, 13). With
+// cache_rows (_rows) it stages the rows in 4 · 31 · 258 = 31992 bytes of shared memory; with
+// compact_history (_compact) it reads page_order (slot 9), otherwise that is null.
+// CHECK-LABEL: func.func @attention_backward_ordered
+// CHECK-NOT: rudnn_paged_zero
+// CHECK: %[[U:.*]]:2 = rudnn.launch @rudnn_paged_attention_backward_bf16_w4_k4_v4(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7, %arg8, %arg9)
+// CHECK-SAME: function "rudnn::paged::paged_attention_backward_unit" args ["rudnn::bf16", "rudnn::paged::BackwardPolicy<4, 4, 4, false>"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * 8 ceildiv 4>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 0
+// CHECK-SAME: #rudnn.param<"dq" : "rudnn::bf16*" = buffer(10)>, #rudnn.param<"dq_rope" : "rudnn::bf16*" = null>, #rudnn.param<"dk" : "float*" = null>, #rudnn.param<"dk_rope" : "float*" = null>, #rudnn.param<"dv" : "float*" = null>, #rudnn.param<"row_stats" : "float*" = buffer(11)>
+// CHECK-SAME: result_elements = [#rudnn.size<rows(0) * dim(0, 2)>, #rudnn.size<rows(0) * 2>]
+// CHECK-SAME: -> (tensor<?x8x64xbf16>, tensor<?xf32>)
+// CHECK: %[[H:.*]]:2 = rudnn.launch @rudnn_paged_attention_backward_history_bf16_w4_k4_v4_rows_compact({{.*}}, %[[U]]#0, %[[U]]#1)
+// CHECK-SAME: header "rudnn/paged/backward.cuh" function "rudnn::paged::paged_attention_backward_history"
+// CHECK-SAME: args ["rudnn::bf16", "rudnn::paged::HistoryPolicy<4, 4, 4, false, true, true>"]
+// CHECK-SAME: grid [#rudnn.size<dim(1, 0) * 2>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 31992
+// CHECK-SAME: #rudnn.param<"row_stats" : "const float*" = buffer(11)>, #rudnn.param<"history_index" : "const rudnn::i32*" = buffer(8)>, #rudnn.param<"page_order" : "const rudnn::i32*" = buffer(9)>
+// CHECK-SAME: #rudnn.param<"dk" : "rudnn::bf16*" = buffer(12)>, #rudnn.param<"dk_rope" : "rudnn::bf16*" = null>, #rudnn.param<"dv" : "rudnn::bf16*" = buffer(13)>
+// CHECK-SAME: #rudnn.param<"sequences" : "long long" = size(dim(5, 0))>, #rudnn.param<"pages" : "long long" = size(dim(1, 0))>
+// CHECK-SAME: rudnn.min_blocks = 1
+// CHECK-SAME: -> (tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>)
+// CHECK-NOT: rudnn_paged_round_gradients
+// CHECK: return %[[U]]#0, %[[H]]#0, %[[H]]#1
+func.func @attention_backward_ordered(%q: tensor<?x8x64xbf16>, %k: tensor<?x16x2x64xbf16>, %v: tensor<?x16x2x32xbf16>, %go: tensor<?x8x32xbf16>,
+                                      %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>,
+                                      %index: tensor<?xi32>, %order: tensor<?xi32>)
+    -> (tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>) {
+  %dq, %dk, %dv = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p ordered(%index, %order : tensor<?xi32>, tensor<?xi32>)
+      {scale = 0.125 : f32, causal = true, cache_rows, compact_history, kernel_config = {warps = 4}}
+      : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>, tensor<?x8x32xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>
+  return %dq, %dk, %dv : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>
+}
+
+// Ordered without the switches (f32, the default 4 warps): no suffix, no shared memory, page_order
+// null; with cache_rows alone only _rows.
+// CHECK-LABEL: func.func @attention_backward_ordered_plain
+// CHECK: %[[U:.*]]:2 = rudnn.launch @rudnn_paged_attention_backward_f32_w4_k4_v4(
+// CHECK: %[[H:.*]]:2 = rudnn.launch @rudnn_paged_attention_backward_history_f32_w4_k4_v4({{.*}}, %[[U]]#0, %[[U]]#1)
+// CHECK-SAME: args ["float", "rudnn::paged::HistoryPolicy<4, 4, 4, false, false, false>"]
+// CHECK-SAME: block [128, 1, 1] shared 0
+// CHECK-SAME: #rudnn.param<"history_index" : "const rudnn::i32*" = buffer(8)>, #rudnn.param<"page_order" : "const rudnn::i32*" = null>
+// CHECK: rudnn.launch @rudnn_paged_attention_backward_f32_w4_k4_v4(
+// CHECK: rudnn.launch @rudnn_paged_attention_backward_history_f32_w4_k4_v4_rows(
+// CHECK-SAME: args ["float", "rudnn::paged::HistoryPolicy<4, 4, 4, false, true, false>"]
+// CHECK-SAME: shared 31992
+// CHECK-SAME: #rudnn.param<"page_order" : "const rudnn::i32*" = null>
+// CHECK: return %[[U]]#0, %[[H]]#0, %[[H]]#1
+func.func @attention_backward_ordered_plain(%q: tensor<?x8x64xf32>, %k: tensor<?x16x2x64xf32>, %v: tensor<?x16x2x32xf32>, %go: tensor<?x8x32xf32>,
+                                            %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>,
+                                            %index: tensor<?xi32>, %order: tensor<?xi32>)
+    -> (tensor<?x8x64xf32>, tensor<?x16x2x64xf32>, tensor<?x16x2x32xf32>, tensor<?x16x2x64xf32>) {
+  %dq, %dk, %dv = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p ordered(%index, %order : tensor<?xi32>, tensor<?xi32>)
+      {scale = 0.125 : f32, causal = false}
+      : tensor<?x8x64xf32>, tensor<?x16x2x64xf32>, tensor<?x16x2x32xf32>, tensor<?x8x32xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x8x64xf32>, tensor<?x16x2x64xf32>, tensor<?x16x2x32xf32>
+  %dq2, %dk2, %dv2 = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p ordered(%index, %order : tensor<?xi32>, tensor<?xi32>)
+      {scale = 0.125 : f32, causal = false, cache_rows}
+      : tensor<?x8x64xf32>, tensor<?x16x2x64xf32>, tensor<?x16x2x32xf32>, tensor<?x8x32xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x8x64xf32>, tensor<?x16x2x64xf32>, tensor<?x16x2x32xf32>
+  return %dq, %dk, %dv, %dk2 : tensor<?x8x64xf32>, tensor<?x16x2x64xf32>, tensor<?x16x2x32xf32>, tensor<?x16x2x64xf32>
+}
+
+// Ordered MLA with compact_history: the unit writes dq, dq_rope and the statistics (slot 13 after
+// the 11 operands), the history dlatent and dk_rope (slots 14, 15) over pages · 1 blocks.
+// CHECK-LABEL: func.func @mla_backward_ordered
+// CHECK: %[[U:.*]]:3 = rudnn.launch @rudnn_paged_mla_backward_f16_w4_k24_v16(
+// CHECK-SAME: #rudnn.param<"row_stats" : "float*" = buffer(13)>
+// CHECK: %[[H:.*]]:2 = rudnn.launch @rudnn_paged_mla_backward_history_f16_w4_k24_v16_compact({{.*}}, %[[U]]#0, %[[U]]#1, %[[U]]#2)
+// CHECK-SAME: args ["rudnn::f16", "rudnn::paged::HistoryPolicy<4, 24, 16, true, false, true>"]
+// CHECK-SAME: grid [#rudnn.size<dim(2, 0) * 1>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 0
+// CHECK-SAME: #rudnn.param<"history_index" : "const rudnn::i32*" = buffer(9)>, #rudnn.param<"page_order" : "const rudnn::i32*" = buffer(10)>
+// CHECK-SAME: #rudnn.param<"dk" : "rudnn::f16*" = buffer(14)>, #rudnn.param<"dk_rope" : "rudnn::f16*" = buffer(15)>, #rudnn.param<"dv" : "rudnn::f16*" = null>
+// CHECK: return %[[U]]#0, %[[U]]#1, %[[H]]#0, %[[H]]#1
+func.func @mla_backward_ordered(%q: tensor<?x16x512xf16>, %qp: tensor<?x16x64xf16>, %c: tensor<32x64x1x512xf16>, %kp: tensor<32x64x1x64xf16>,
+                                %go: tensor<?x16x512xf16>, %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>,
+                                %index: tensor<?xi32>, %order: tensor<?xi32>)
+    -> (tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>) {
+  %a, %b, %cc, %d = rudnn.paged_mla_backward %q, %qp, %c, %kp, %go, %t, %l, %s, %p ordered(%index, %order : tensor<?xi32>, tensor<?xi32>)
+      {scale = 0.0416666679 : f32, causal = false, compact_history}
+      : tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>, tensor<?x16x512xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
+  return %a, %b, %cc, %d : tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
+}
+
+// Unused results are not computed. Atomic, only dq returned: no scratch, no rounding, the unit
+// kernel alone with null history pointers and one result (slot 8).
+// CHECK-LABEL: func.func @attention_backward_dq_only
+// CHECK-NOT: rudnn_paged_zero
+// CHECK: %[[DQ:.*]] = rudnn.launch @rudnn_paged_attention_backward_bf16_w4_k4_v4(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7)
+// CHECK-SAME: #rudnn.param<"dq" : "rudnn::bf16*" = buffer(8)>, #rudnn.param<"dq_rope" : "rudnn::bf16*" = null>, #rudnn.param<"dk" : "float*" = null>, #rudnn.param<"dk_rope" : "float*" = null>, #rudnn.param<"dv" : "float*" = null>, #rudnn.param<"row_stats" : "float*" = null>
+// CHECK-SAME: result_elements = [#rudnn.size<rows(0) * dim(0, 2)>]
+// CHECK-SAME: -> tensor<?x8x64xbf16>
+// CHECK-NOT: rudnn_paged_zero
+// CHECK-NOT: rudnn_paged_round_gradients
+// CHECK-NOT: rudnn.launch
+// CHECK: return %[[DQ]] : tensor<?x8x64xbf16>
+func.func @attention_backward_dq_only(%q: tensor<?x8x64xbf16>, %k: tensor<?x16x2x64xbf16>, %v: tensor<?x16x2x32xbf16>, %go: tensor<?x8x32xbf16>,
+                                      %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>) -> tensor<?x8x64xbf16> {
+  %dq, %dk, %dv = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p {scale = 0.125 : f32, causal = true, kernel_config = {warps = 4}}
+      : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>, tensor<?x8x32xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>
+  return %dq : tensor<?x8x64xbf16>
+}
+
+// Atomic, only dk used: one zeroed scratch (the key cache's elements, slot 8), the unit kernel with
+// no results (dq and dv null, dk into the scratch), one rounding into dk (slot 9).
+// CHECK-LABEL: func.func @attention_backward_dk_only
+// CHECK: %[[ZK:.*]] = rudnn.launch @rudnn_paged_zero(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7)
+// CHECK-SAME: result_elements = [#rudnn.size<rows(1) * dim(1, 3)>]
+// CHECK-NOT: rudnn_paged_zero
+// CHECK: rudnn.launch @rudnn_paged_attention_backward_bf16_w4_k4_v4(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7, %[[ZK]])
+// CHECK-SAME: #rudnn.param<"dq" : "rudnn::bf16*" = null>, #rudnn.param<"dq_rope" : "rudnn::bf16*" = null>, #rudnn.param<"dk" : "float*" = buffer(8)>, #rudnn.param<"dk_rope" : "float*" = null>, #rudnn.param<"dv" : "float*" = null>
+// CHECK-SAME: -> ()
+// CHECK: %[[DK:.*]] = rudnn.launch @rudnn_paged_round_gradients_bf16(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7, %[[ZK]])
+// CHECK-SAME: #rudnn.param<"scratch" : "const float*" = buffer(8)>, #rudnn.param<"out" : "rudnn::bf16*" = buffer(9)>
+// CHECK-SAME: -> tensor<?x16x2x64xbf16>
+// CHECK-NOT: rudnn.launch
+// CHECK: return %[[DK]] : tensor<?x16x2x64xbf16>
+func.func @attention_backward_dk_only(%q: tensor<?x8x64xbf16>, %k: tensor<?x16x2x64xbf16>, %v: tensor<?x16x2x32xbf16>, %go: tensor<?x8x32xbf16>,
+                                      %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>) -> tensor<?x16x2x64xbf16> {
+  %dq, %dk, %dv = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p {scale = 0.125 : f32, causal = true, kernel_config = {warps = 4}}
+      : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>, tensor<?x8x32xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>
+  return %dk : tensor<?x16x2x64xbf16>
+}
+
+// Ordered, only dq used: the unit kernel (dq and its statistics) and no history launch.
+// CHECK-LABEL: func.func @attention_backward_ordered_dq_only
+// CHECK: %[[U:.*]]:2 = rudnn.launch @rudnn_paged_attention_backward_f32_w4_k4_v4(
+// CHECK-NOT: rudnn.launch
+// CHECK: return %[[U]]#0 : tensor<?x8x64xf32>
+func.func @attention_backward_ordered_dq_only(%q: tensor<?x8x64xf32>, %k: tensor<?x16x2x64xf32>, %v: tensor<?x16x2x32xf32>, %go: tensor<?x8x32xf32>,
+                                              %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>,
+                                              %index: tensor<?xi32>, %order: tensor<?xi32>) -> tensor<?x8x64xf32> {
+  %dq, %dk, %dv = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p ordered(%index, %order : tensor<?xi32>, tensor<?xi32>)
+      {scale = 0.125 : f32, causal = false, compact_history}
+      : tensor<?x8x64xf32>, tensor<?x16x2x64xf32>, tensor<?x16x2x32xf32>, tensor<?x8x32xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x8x64xf32>, tensor<?x16x2x64xf32>, tensor<?x16x2x32xf32>
+  return %dq : tensor<?x8x64xf32>
+}

@@ -922,3 +922,46 @@ func.func @mla_backward_grad_out(%q: tensor<?x16x512xf16>, %qp: tensor<?x16x64xf
   %a, %b, %cc, %d = rudnn.paged_mla_backward %q, %qp, %c, %kp, %go, %t, %l, %s, %p {scale = 0.04 : f32, causal = false} : tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>, tensor<?x16x64xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
   return
 }
+
+// -----
+
+// The ordered form: history_index and page_order are i32 vectors; cache_rows / compact_history only
+// with it.
+
+func.func @backward_cache_rows_atomic(%q: tensor<?x8x64xbf16>, %k: tensor<?x16x2x64xbf16>, %v: tensor<?x16x2x32xbf16>, %go: tensor<?x8x32xbf16>, %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{cache_rows / compact_history: expected only on the ordered form (ordered(...)), got them on the atomic one}}
+  %dq, %dk, %dv = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p {scale = 0.125 : f32, causal = true, cache_rows} : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>, tensor<?x8x32xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>
+  return
+}
+
+// -----
+
+func.func @mla_backward_compact_atomic(%q: tensor<?x16x512xf16>, %qp: tensor<?x16x64xf16>, %c: tensor<32x64x1x512xf16>, %kp: tensor<32x64x1x64xf16>, %go: tensor<?x16x512xf16>, %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{cache_rows / compact_history: expected only on the ordered form (ordered(...)), got them on the atomic one}}
+  %a, %b, %cc, %d = rudnn.paged_mla_backward %q, %qp, %c, %kp, %go, %t, %l, %s, %p {scale = 0.04 : f32, causal = false, compact_history} : tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>, tensor<?x16x512xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
+  return
+}
+
+// -----
+
+func.func @backward_history_index_rank(%q: tensor<?x8x64xbf16>, %k: tensor<?x16x2x64xbf16>, %v: tensor<?x16x2x32xbf16>, %go: tensor<?x8x32xbf16>, %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>, %i: tensor<?x2xi32>, %o: tensor<?xi32>) {
+  // expected-error @+1 {{history_index: expected a 1-D i32 tensor (the ordered workspace's index), got 'tensor<?x2xi32>'}}
+  %dq, %dk, %dv = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p ordered(%i, %o : tensor<?x2xi32>, tensor<?xi32>) {scale = 0.125 : f32, causal = true} : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>, tensor<?x8x32xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>
+  return
+}
+
+// -----
+
+func.func @backward_history_index_dtype(%q: tensor<?x8x64xbf16>, %k: tensor<?x16x2x64xbf16>, %v: tensor<?x16x2x32xbf16>, %go: tensor<?x8x32xbf16>, %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>, %i: tensor<?xf32>, %o: tensor<?xi32>) {
+  // expected-error @+1 {{history_index: expected a 1-D i32 tensor (the ordered workspace's index), got 'tensor<?xf32>'}}
+  %dq, %dk, %dv = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p ordered(%i, %o : tensor<?xf32>, tensor<?xi32>) {scale = 0.125 : f32, causal = true, cache_rows} : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>, tensor<?x8x32xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>
+  return
+}
+
+// -----
+
+func.func @mla_backward_page_order_dtype(%q: tensor<?x16x512xf16>, %qp: tensor<?x16x64xf16>, %c: tensor<32x64x1x512xf16>, %kp: tensor<32x64x1x64xf16>, %go: tensor<?x16x512xf16>, %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>, %i: tensor<?xi32>, %o: tensor<32xi64>) {
+  // expected-error @+1 {{page_order: expected a 1-D i32 tensor (the ordered workspace's index), got 'tensor<32xi64>'}}
+  %a, %b, %cc, %d = rudnn.paged_mla_backward %q, %qp, %c, %kp, %go, %t, %l, %s, %p ordered(%i, %o : tensor<?xi32>, tensor<32xi64>) {scale = 0.04 : f32, causal = false, compact_history} : tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>, tensor<?x16x512xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
+  return
+}

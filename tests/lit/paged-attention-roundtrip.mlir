@@ -1,7 +1,7 @@
 // The paged attention ops parse, verify and print back (SPEC §8): rudnn.paged_attention (decode GQA,
 // D ≠ Dv, split-KV, every float dtype, static and dynamic queries/pages/page size and schedule
 // extents, with plain and tensor-core kernel_configs), rudnn.paged_mla and rudnn.paged_append (with
-// and without {}).
+// and without {}); the backward ops, atomic and ordered.
 // RUN: rudnn-opt %s | rudnn-opt | FileCheck %s
 
 // Decode with GQA 32/8, D = 128, bf16: queries and the schedule dynamic, the caches static; the
@@ -114,4 +114,38 @@ func.func @backward(%q: tensor<?x8x64xbf16>, %k: tensor<?x16x2x64xbf16>, %v: ten
       : tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>, tensor<?x16x512xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
       -> tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
   return
+}
+
+// The ordered form (SPEC §9, ordered(history_index, page_order), both i32 vectors): attention plain
+// and with both switches (printed in the attr-dict, sorted); MLA with a static index and cache_rows,
+// then compact_history alone.
+// CHECK-LABEL: func.func @backward_ordered
+// CHECK: %[[DQ:[a-z_0-9]+]], %[[DK:[a-z_0-9]+]], %[[DV:[a-z_0-9]+]] = rudnn.paged_attention_backward %arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7 ordered(%arg8, %arg9 : tensor<?xi32>, tensor<?xi32>) {causal = true, scale = 1.250000e-01 : f32} : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>, tensor<?x8x32xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>
+// CHECK: rudnn.paged_attention_backward %arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6, %arg7 ordered(%arg8, %arg9 : tensor<?xi32>, tensor<?xi32>) {cache_rows, causal = false, compact_history, kernel_config = {warps = 2 : i64}, scale = 1.250000e-01 : f32} : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>, tensor<?x8x32xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>
+// CHECK: rudnn.paged_mla_backward %arg10, %arg11, %arg12, %arg13, %arg14, %arg4, %arg5, %arg6, %arg7 ordered(%arg15, %arg16 : tensor<96xi32>, tensor<32xi32>) {cache_rows, causal = true, scale = 0.0416666679 : f32} : tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>, tensor<?x16x512xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
+// CHECK: rudnn.paged_mla_backward {{.*}} ordered(%arg15, %arg16 : tensor<96xi32>, tensor<32xi32>) {causal = false, compact_history, kernel_config = {warps = 8 : i64}, scale = 0.0416666679 : f32} : tensor<?x16x512xf16>
+// CHECK: return %[[DQ]], %[[DK]], %[[DV]]
+func.func @backward_ordered(%q: tensor<?x8x64xbf16>, %k: tensor<?x16x2x64xbf16>, %v: tensor<?x16x2x32xbf16>, %go: tensor<?x8x32xbf16>,
+                            %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>,
+                            %index: tensor<?xi32>, %order: tensor<?xi32>,
+                            %mq: tensor<?x16x512xf16>, %mqp: tensor<?x16x64xf16>, %mc: tensor<32x64x1x512xf16>, %mkp: tensor<32x64x1x64xf16>,
+                            %mgo: tensor<?x16x512xf16>, %mindex: tensor<96xi32>, %morder: tensor<32xi32>)
+    -> (tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>) {
+  %dq, %dk, %dv = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p ordered(%index, %order : tensor<?xi32>, tensor<?xi32>)
+      {scale = 0.125 : f32, causal = true}
+      : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>, tensor<?x8x32xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>
+  %dq2, %dk2, %dv2 = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p ordered(%index, %order : tensor<?xi32>, tensor<?xi32>)
+      {scale = 0.125 : f32, causal = false, cache_rows, compact_history, kernel_config = {warps = 2}}
+      : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>, tensor<?x8x32xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>
+  %a, %b, %c, %d = rudnn.paged_mla_backward %mq, %mqp, %mc, %mkp, %mgo, %t, %l, %s, %p ordered(%mindex, %morder : tensor<96xi32>, tensor<32xi32>)
+      {scale = 0.0416666679 : f32, causal = true, cache_rows}
+      : tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>, tensor<?x16x512xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
+  %a2, %b2, %c2, %d2 = rudnn.paged_mla_backward %mq, %mqp, %mc, %mkp, %mgo, %t, %l, %s, %p ordered(%mindex, %morder : tensor<96xi32>, tensor<32xi32>)
+      {scale = 0.0416666679 : f32, causal = false, compact_history, kernel_config = {warps = 8}}
+      : tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>, tensor<?x16x512xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
+  return %dq, %dk, %dv : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>
 }

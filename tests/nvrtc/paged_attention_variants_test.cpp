@@ -96,12 +96,23 @@ std::vector<Variant> paged_attention_variants() {
   add(attention(DType::BF16, 8, 2, 1024, 1024));
   // The backward (atomic path): every dtype, every warps config at one shape, and every column
   // width per lane (D + Pr, Dv from 32 to 1280), MLA at R = 512 / P = 64.
-  auto backward = [&](contracts::PagedAttentionSignature sig, std::optional<compiler::KernelConfig> config) {
+  auto backward = [&](contracts::PagedAttentionSignature sig, std::optional<compiler::KernelConfig> config,
+                      compiler::PagedBackwardMode mode = {}) {
     const std::int64_t dv = sig.kind == contracts::PagedKind::Mla ? sig.query.shape[2] : sig.value.shape[3];
     contracts::PagedBackwardSignature b{sig, {{kQueries, sig.query.shape[1], dv}, sig.query.dtype, 0}};
     ASSERT_FALSE(contracts::check_paged_backward(b).has_value()) << contracts::describe_call(sig);
-    collect(compiler::lower_paged_backward({b, config}, compiler::Target{}));
+    collect(compiler::lower_paged_backward({b, config, mode}, compiler::Target{}));
   };
+  // The ordered path's history kernel: each switch combination at one shape, each dtype with row
+  // caching (its shared-memory stage), the widest rows of attention and MLA.
+  for (bool rows : {false, true})
+    for (bool compact : {false, true})
+      backward(attention(DType::BF16, 32, 8, 128, 128), std::nullopt, {true, rows, compact});
+  for (DType t : {DType::F16, DType::F32}) backward(attention(t, 32, 8, 128, 128), std::nullopt, {true, true, false});
+  backward(attention(DType::BF16, 8, 2, 1024, 1024), std::nullopt, {true, true, false});
+  backward(mla(DType::BF16, 16, 512, 64), std::nullopt, {true, false, false});
+  backward(mla(DType::BF16, 16, 512, 64), std::nullopt, {true, true, true});
+  backward(mla(DType::F32, 8, 1024, 256), std::nullopt, {true, true, false});
   for (DType t : {DType::BF16, DType::F16, DType::F32})
     for (std::int64_t warps : {2, 4, 8})
       backward(attention(t, 32, 8, 128, 128), compiler::KernelConfig{{{"warps", warps}}});
@@ -130,9 +141,9 @@ TEST(PagedAttentionVariants, EveryRegisteredConfigLowers) {
   }
   // Each kind of kernel is there for each dtype.
   for (const char* dtype : {"bf16", "f16", "f32"}) {
-    for (const char* prefix :
-         {"rudnn_paged_attention_", "rudnn_paged_merge_", "rudnn_paged_copy_", "rudnn_paged_append_",
-          "rudnn_paged_attention_backward_", "rudnn_paged_round_gradients_"}) {
+    for (const char* prefix : {"rudnn_paged_attention_", "rudnn_paged_merge_", "rudnn_paged_copy_",
+                               "rudnn_paged_append_", "rudnn_paged_attention_backward_", "rudnn_paged_round_gradients_",
+                               "rudnn_paged_attention_backward_history_"}) {
       const std::string want = std::string(prefix) + dtype;
       bool found = false;
       for (const auto& e : entries) found = found || e.rfind(want, 0) == 0;
@@ -141,7 +152,7 @@ TEST(PagedAttentionVariants, EveryRegisteredConfigLowers) {
   }
   for (const char* prefix :
        {"rudnn_paged_mla_bf16_", "rudnn_paged_attention_mma_bf16_d128_", "rudnn_paged_attention_mma_f16_d256_",
-        "rudnn_paged_mla_backward_bf16_", "rudnn_paged_zero"}) {
+        "rudnn_paged_mla_backward_bf16_", "rudnn_paged_zero", "rudnn_paged_mla_backward_history_bf16_"}) {
     bool found = false;
     for (const auto& e : entries) found = found || e.rfind(prefix, 0) == 0;
     EXPECT_TRUE(found) << prefix;

@@ -94,6 +94,51 @@ RUDNN_DEVICE void add_row(float* a, i64 len_a, float* b, i64 len_b, const float 
   }
 }
 
+// The history kernel's visiting (row, head) item: its q row (D + Pr columns) and dO row (Dv), read
+// from global memory or from the shared stage (the same floats either way).
+template <class T>
+struct GlobalItem {
+  const T* q;       // the row's head columns
+  const T* q_rope;  // its rope columns (null without)
+  const T* grad_out;
+  i64 head_dim, width, value_dim;
+  RUDNN_DEVICE float q_at(i64 c) const {
+    return c < head_dim ? to_float(q[c]) : c < width ? to_float(q_rope[c - head_dim]) : 0.0f;
+  }
+  RUDNN_DEVICE float go_at(i64 c) const { return c < value_dim ? to_float(grad_out[c]) : 0.0f; }
+};
+struct StagedItem {
+  const float* item;
+  int value_offset;
+  RUDNN_DEVICE float q_at(i64 c) const { return item[c]; }
+  RUDNN_DEVICE float go_at(i64 c) const { return item[value_offset + c]; }
+};
+
+// One visit of a key by a (row, head) item: p = e^(scale·q·k − lse), ds = p(dO·v − δ);
+// dkey += scale·ds·q, and p·dO into dvalue (into dkey's first Dv columns when the values are the
+// keys).
+template <class P, class Item>
+RUDNN_DEVICE void visit_item(const Item& it, float lse, float delta, float scale, const float (&key)[P::kKeyColumns],
+                             const float (&value)[P::kValueColumns], float (&dkey)[P::kKeyColumns],
+                             float (&dvalue)[P::kValueColumns], int lane) {
+  float sp = 0.0f, dpp = 0.0f;
+  RUDNN_UNROLL
+  for (int i = 0; i < P::kKeyColumns; ++i) sp += it.q_at(lane + 32 * i) * key[i];
+  RUDNN_UNROLL
+  for (int i = 0; i < P::kValueColumns; ++i) dpp += it.go_at(lane + 32 * i) * value[i];
+  const float p = expf(scale * warp_sum(sp) - lse);
+  const float ds = p * (warp_sum(dpp) - delta);
+  RUDNN_UNROLL
+  for (int i = 0; i < P::kKeyColumns; ++i) dkey[i] += scale * ds * it.q_at(lane + 32 * i);
+  RUDNN_UNROLL
+  for (int i = 0; i < P::kValueColumns; ++i) {
+    if (P::kValueIsKey)
+      dkey[i] += p * it.go_at(lane + 32 * i);
+    else
+      dvalue[i] += p * it.go_at(lane + 32 * i);
+  }
+}
+
 }  // namespace backward_detail
 
 template <class T, class P>
@@ -246,6 +291,7 @@ RUDNN_DEVICE void paged_attention_backward_history(const T* q, const T* q_rope, 
                                                    i64 sequences, i64 pages, i64 q_heads, i64 kv_heads, i64 head_dim,
                                                    i64 rope_dim, i64 value_dim, i64 page_size, i64 causal,
                                                    float scale) {
+  using namespace backward_detail;
   constexpr int kK = P::kKeyColumns, kV = P::kValueColumns, kF = P::kItemFloats;
   if (blockDim.x != static_cast<unsigned>(P::kThreads) || blockDim.y != 1u || blockDim.z != 1u)
     trap("rudnn::paged::paged_attention_backward_history: blockDim must be (Policy::kThreads, 1, 1)");
@@ -287,56 +333,43 @@ RUDNN_DEVICE void paged_attention_backward_history(const T* q, const T* q_rope, 
         const i64 s = readers[2 * e], t = readers[2 * e + 1] * page_size + slot;  // this slot's key position
         const bool reached = mine && t < lengths[s];
         const i64 r0 = row_offsets[s], items = (row_offsets[s + 1] - r0) * group;
-        // One (row, head) visit: the item's q and dO columns through `q_at` / `go_at`.
-        auto visit = [&](i64 row, i64 qi, float lse, float delta, auto q_at, auto go_at) {
-          if (!reached || (causal && positions[row] < t)) return;
-          float sp = 0.0f, dpp = 0.0f;
-          RUDNN_UNROLL
-          for (int i = 0; i < kK; ++i) sp += q_at(qi, lane + 32 * i) * key[i];
-          RUDNN_UNROLL
-          for (int i = 0; i < kV; ++i) dpp += go_at(qi, lane + 32 * i) * value[i];
-          const float p = expf(scale * warp_sum(sp) - lse);
-          const float ds = p * (warp_sum(dpp) - delta);
-          RUDNN_UNROLL
-          for (int i = 0; i < kK; ++i) dkey[i] += scale * ds * q_at(qi, lane + 32 * i);
-          RUDNN_UNROLL
-          for (int i = 0; i < kV; ++i) {
-            if (P::kValueIsKey)
-              dkey[i] += p * go_at(qi, lane + 32 * i);
-            else
-              dvalue[i] += p * go_at(qi, lane + 32 * i);
-          }
-        };
-        auto global_q = [&](i64 qi, i64 c) {
-          return c < head_dim ? to_float(q[qi * head_dim + c])
-                 : c < width  ? to_float(q_rope[qi * rope_dim + c - head_dim])
-                              : 0.0f;
-        };
-        auto global_go = [&](i64 qi, i64 c) { return c < value_dim ? to_float(grad_out[qi * value_dim + c]) : 0.0f; };
         if (!P::kCacheRows) {
           for (i64 u = 0; u < items; ++u) {
             const i64 row = rows[r0 + div32(u, group)], qi = row * q_heads + kvh * group + mod32(u, group);
-            visit(row, qi, row_stats[2 * qi], row_stats[2 * qi + 1], global_q, global_go);
+            if (!reached || (causal && positions[row] < t)) continue;
+            const GlobalItem<T> item{q + qi * head_dim,
+                                     q_rope ? q_rope + qi * rope_dim : nullptr,
+                                     grad_out + qi * value_dim,
+                                     head_dim,
+                                     width,
+                                     value_dim};
+            visit_item<P>(item, row_stats[2 * qi], row_stats[2 * qi + 1], scale, key, value, dkey, dvalue, lane);
           }
-          continue;
-        }
-        for (i64 u0 = 0; u0 < items; u0 += P::kStageItems) {
-          const i64 n = min_i64(P::kStageItems, items - u0);
-          __syncthreads();  // the previous chunk's readers are done
-          for (i64 f = threadIdx.x; f < n * kF; f += P::kThreads) {
-            const i64 u = div32(f, kF), c = f - u * kF;
-            const i64 row = rows[r0 + div32(u0 + u, group)], qi = row * q_heads + kvh * group + mod32(u0 + u, group);
-            stage[f] = c < 32 * kK          ? global_q(qi, c)
-                       : c < 32 * (kK + kV) ? global_go(qi, c - 32 * kK)
-                                            : row_stats[2 * qi + (c - 32 * (kK + kV))];
-          }
-          __syncthreads();
-          for (i64 u = 0; u < n; ++u) {
-            const i64 row = rows[r0 + div32(u0 + u, group)];
-            const float* item = stage + u * kF;
-            visit(
-                row, u, item[32 * (kK + kV)], item[32 * (kK + kV) + 1], [&](i64, i64 c) { return item[c]; },
-                [&](i64, i64 c) { return item[32 * kK + c]; });
+        } else {
+          for (i64 u0 = 0; u0 < items; u0 += P::kStageItems) {
+            const i64 n = min_i64(P::kStageItems, items - u0);
+            __syncthreads();  // the previous chunk's readers are done
+            for (i64 f = threadIdx.x; f < n * kF; f += P::kThreads) {
+              const i64 u = div32(f, kF), c = f - u * kF;
+              const i64 row = rows[r0 + div32(u0 + u, group)], qi = row * q_heads + kvh * group + mod32(u0 + u, group);
+              const GlobalItem<T> item{q + qi * head_dim,
+                                       q_rope ? q_rope + qi * rope_dim : nullptr,
+                                       grad_out + qi * value_dim,
+                                       head_dim,
+                                       width,
+                                       value_dim};
+              stage[f] = c < 32 * kK          ? item.q_at(c)
+                         : c < 32 * (kK + kV) ? item.go_at(c - 32 * kK)
+                                              : row_stats[2 * qi + (c - 32 * (kK + kV))];
+            }
+            __syncthreads();
+            for (i64 u = 0; u < n; ++u) {
+              const i64 row = rows[r0 + div32(u0 + u, group)];
+              if (!reached || (causal && positions[row] < t)) continue;
+              const StagedItem item{stage + u * kF, 32 * kK};
+              visit_item<P>(item, item.item[32 * (kK + kV)], item.item[32 * (kK + kV) + 1], scale, key, value, dkey,
+                            dvalue, lane);
+            }
           }
         }
       }
