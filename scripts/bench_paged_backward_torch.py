@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """rudnn's paged attention backward against FlashAttention-2's varlen backward (or torch SDPA) on the same GPU (issue 15; run by scripts/gpu-check).
 
-Runs `rudnn-bench paged-backward` (the atomic path; sets prefill = every position 0..L-1 of each of
+Runs `rudnn-bench paged-backward` (the atomic and the ordered path, with vs_atomic = the ordered time over the
+atomic one on the same inputs; sets prefill = every position 0..L-1 of each of
 `batch` sequences of length L is a causal query row, decode = one query row per sequence at position
 L - 1; rudnn-bench checks each row against an FP64 reference unless --check 0), or reads a CSV it
 printed (--rudnn-csv; with neither, or when rudnn-bench gives no rows, the peer alone over the
@@ -38,9 +39,10 @@ from bench_torch_util import default_log_dir, require_torch_cuda, run_rudnn_benc
 
 NAME = "bench_paged_backward_torch"
 COLUMNS = ["set", "batch", "seq_len", "page_size", "q_heads", "kv_heads", "head_dim", "rows", "dtype", "path",
-           "device", "median_us", "tflops", "max_err", "check"]
+           "device", "median_us", "tflops", "vs_atomic", "max_err", "check"]
 SETS = ("prefill", "decode")
 TARGET = 0.8  # prefill: rudnn TFLOP/s ≥ 0.8 × FlashAttention-2's varlen backward
+ORDERED_TARGET = 1.15  # the ordered path at most 15% slower than the atomic one
 
 
 def dtype_of(torch, name):
@@ -198,9 +200,10 @@ def main():
                 torch.cuda.empty_cache()
         return tries[-1][0], None
 
-    print("| set | batch | len | page | Hq/Hkv | D | rows | rudnn µs | rudnn TFLOP/s | peer | peer µs | peer TFLOP/s "
-          "| rudnn/peer | check |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| set | path | batch | len | page | Hq/Hkv | D | rows | rudnn µs | rudnn TFLOP/s | vs atomic | peer | peer µs "
+          "| peer TFLOP/s | rudnn/peer | check |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    ordered = []  # (vs_atomic, set, batch, len, page) of the ordered path's rows
     ratios = {}  # set → [(ratio, batch, len, page, peer)]
     for r in rows:
         s = r["set"]
@@ -214,13 +217,14 @@ def main():
         pname, pu = peer_res[key]
         pus = "error" if pu is None else f"{pu:.1f}"
         ptf = "-" if pu is None else f"{tflops(flops, pu):.1f}"
-        head = f"| {s} | {b} | {length} | {ps} | {hq}/{hkv} | {d} | {query_rows(s, b, length)} |"
+        path = r.get("path", "-")
+        head = f"| {s} | {path} | {b} | {length} | {ps} | {hq}/{hkv} | {d} | {query_rows(s, b, length)} |"
         if grid:
-            print(f"{head} {'failed' if compared else '-'} | - | {pname} | {pus} | {ptf} | - | - |", flush=True)
+            print(f"{head} {'failed' if compared else '-'} | - | - | {pname} | {pus} | {ptf} | - | - |", flush=True)
             continue
         if not r.get("median_us"):
-            print(f"{head} {r.get('check') or 'failed'} | - | {pname} | {pus} | {ptf} | - | {r.get('check') or '-'} |",
-                  flush=True)
+            print(f"{head} {r.get('check') or 'failed'} | - | - | {pname} | {pus} | {ptf} | - | "
+                  f"{r.get('check') or '-'} |", flush=True)
             continue
         ru = float(r["median_us"])
         rtf = tflops(flops, ru)
@@ -232,10 +236,13 @@ def main():
         except (KeyError, TypeError, ValueError):
             pass
         ratio = None if pu is None else pu / ru  # = rudnn TFLOP/s / peer TFLOP/s (same FLOPs)
-        if ratio is not None:
+        if ratio is not None and path in ("atomic", "-"):
             ratios.setdefault(s, []).append((ratio, b, length, ps, pname))
+        vs = r.get("vs_atomic") or ""
+        if path == "ordered" and vs:
+            ordered.append((float(vs), s, b, length, ps))
         chk = f"{r['check']} ({r['max_err']})" if r.get("check") else "-"
-        print(f"{head} {ru:.1f} | {rtf:.1f} | {pname} | {pus} | {ptf} | "
+        print(f"{head} {ru:.1f} | {rtf:.1f} | {vs or '-'} | {pname} | {pus} | {ptf} | "
               f"{'-' if ratio is None else f'{ratio:.2f}x'} | {chk} |", flush=True)
 
     # The peer's rows in rudnn-bench's columns.
@@ -246,7 +253,7 @@ def main():
         if pu is None:
             continue
         w.writerow([s, b, length, "", hq, hkv, d, query_rows(s, b, length), dtname, f"torch-{pname}", "cuda:0",
-                    f"{pu:.2f}", f"{tflops(backward_flops(s, b, length, hq, d), pu):.3f}", "", ""])
+                    f"{pu:.2f}", f"{tflops(backward_flops(s, b, length, hq, d), pu):.3f}", "", "", ""])
     try:
         with open(os.path.join(args.log, "torch-paged-backward.csv"), "w") as f:
             f.write(out.getvalue())
@@ -260,7 +267,7 @@ def main():
             continue
         worst = min(vals)
         peers = sorted({v[4] for v in vals})
-        print(f"- {s}: {len(vals)} rows; rudnn/peer TFLOP/s ({', '.join(peers)}): geomean "
+        print(f"- {s}: {len(vals)} rows (atomic path); rudnn/peer TFLOP/s ({', '.join(peers)}): geomean "
               f"{geomean([v[0] for v in vals]):.2f}x, worst {worst[0]:.2f}x (batch {worst[1]}, len {worst[2]}, "
               f"page {worst[3]})")
     pre = ratios.get("prefill", [])
@@ -271,6 +278,9 @@ def main():
     print(target_line(f"prefill backward ≥ {TARGET}× FlashAttention-2's varlen backward on the same tokens "
                       f"(contiguous layout), geomean over {len(pre)} rows{why}",
                       geo and f"{geo:.2f}×", geo is not None and geo >= TARGET))
+    ogeo = geomean([v[0] for v in ordered])
+    print(target_line(f"ordered path ≤ {ORDERED_TARGET:.2f}× the atomic path's time, geomean over {len(ordered)} rows",
+                      ogeo and f"{ogeo:.2f}×", ogeo is not None and ogeo <= ORDERED_TARGET))
     if not grid:
         checked = [r for r in rows if r.get("check") not in (None, "", "-", "skipped", "off", "0")]
         if checked:

@@ -1,7 +1,8 @@
 // The paged attention and MLA backward, atomic path (SPEC §9), on a real GPU against the FP64 oracles
 // of tests/reference/paged_attention.h: decode GQA 32/8 at D = 128 and mixed chunked-prefill rows
 // (shuffled pages, a shared prefix) for bf16, f16 and f32, causal and not; MLA at R = 512 / P = 64
-// with H = 16; dq the same bits twice (no atomics in it). Every test prints SKIP without a CUDA device
+// with H = 16; dq the same bits twice (no atomics in it); the ordered path (no atomics) the same
+// bits on every run and with its row caching and compaction switched on. Every test prints SKIP without a CUDA device
 // (RUDNN_GPU_TESTS_ON_HOST=1 runs them on the host device).
 #include <gtest/gtest.h>
 
@@ -63,6 +64,32 @@ void check_attention(const Layout& l, std::int64_t hq, std::int64_t hkv, std::in
   auto again = plan->attention_backward(tq, tk, tv, tgo, scale, causal);
   ASSERT_TRUE(again.ok()) << again.error().message();
   EXPECT_EQ(host_bytes(again->dq), host_bytes(g->dq)) << "dq bits";
+
+  // The ordered path, without and with its switches: the oracle's values, the same bits on every
+  // run and in every mode.
+  std::vector<std::vector<std::byte>> first;
+  for (int mode = 0; mode < 3; ++mode) {
+    auto ws = paged_attention::OrderedBackwardWorkspace::create(*plan, tq);
+    ASSERT_TRUE(ws.ok()) << ws.error().message();
+    ASSERT_TRUE(ws->set_cache_rows(mode >= 1).ok());
+    ASSERT_TRUE(ws->set_compact_history(mode == 2).ok());
+    for (int run = 0; run < 2; ++run) {
+      Tensor dq = testing::upload(tq.shape(), dtype, std::vector<double>(sz(tq.numel()), 9.0), device);
+      Tensor dk = testing::upload(tk.shape(), dtype, std::vector<double>(sz(tk.numel()), 9.0), device);
+      Tensor dv = testing::upload(tv.shape(), dtype, std::vector<double>(sz(tv.numel()), 9.0), device);
+      auto st = plan->attention_backward_ordered_into(tq, tk, tv, tgo, scale, causal, *ws, {&dq, &dk, &dv});
+      ASSERT_TRUE(st.ok()) << st.error().message();
+      std::vector<std::vector<std::byte>> bytes{host_bytes(dq), host_bytes(dk), host_bytes(dv)};
+      if (first.empty()) {
+        EXPECT_LE(relative_l2(host_values(dk), want.dk), bound(dtype)) << "ordered dk";
+        EXPECT_LE(relative_l2(host_values(dv), want.dv), bound(dtype)) << "ordered dv";
+        EXPECT_EQ(bytes[0], host_bytes(g->dq)) << "ordered dq: the atomic path's kernel";
+        first = bytes;
+      } else {
+        EXPECT_EQ(bytes, first) << "ordered mode " << mode << " run " << run << ": other bits";
+      }
+    }
+  }
 }
 
 TEST_F(PagedBackwardOnGpu, AttentionMatchesTheOracle) {

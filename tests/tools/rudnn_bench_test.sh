@@ -86,12 +86,16 @@ check "moe-backward f32: TensorCore unsupported row and a note, exit 0" "[ $rc -
   --check 0 $T > "$WORK/moeb1.csv" 2> "$WORK/moeb1.err"; rc=$?
 check "moe-backward T = E = top_k = 1, step only, unchecked" "[ $rc -eq 0 ] && [ \$(tail -n +2 $WORK/moeb1.csv | wc -l) -eq 1 ] && grep -Eq '^backward,1,1,8,8,1,f32,scalar,host,[0-9.]+,[0-9.]+,[0-9.]+,,\$' $WORK/moeb1.csv"
 
-# The paged backward (atomic path) at tiny shapes: prefill and decode rows, dq checked against FP64.
+# The paged backward (atomic and ordered paths) at tiny shapes: prefill and decode rows, dq checked
+# against FP64, the ordered path's time over the atomic one.
 "$BENCH" paged-backward --batch 2 --seq-len 20 --page-size 8 $T > "$WORK/pagedb.csv" 2> "$WORK/pagedb.err"; rc=$?
 check "paged-backward runs" "[ $rc -eq 0 ]"
-check "paged-backward CSV header" "[ \"\$(head -1 $WORK/pagedb.csv)\" = 'set,batch,seq_len,page_size,q_heads,kv_heads,head_dim,rows,dtype,path,device,median_us,tflops,max_err,check' ]"
-check "paged-backward: prefill row (40 rows), checked ok" "grep -Eq '^prefill,2,20,8,4,2,32,40,bf16,atomic,host,[0-9.]+,[0-9.]+,[0-9.e+-]+,ok\$' $WORK/pagedb.csv"
-check "paged-backward: decode row (2 rows), checked ok" "grep -Eq '^decode,2,20,8,4,2,32,2,bf16,atomic,host,[0-9.]+,[0-9.]+,[0-9.e+-]+,ok\$' $WORK/pagedb.csv"
+check "paged-backward CSV header" "[ \"\$(head -1 $WORK/pagedb.csv)\" = 'set,batch,seq_len,page_size,q_heads,kv_heads,head_dim,rows,dtype,path,device,median_us,tflops,vs_atomic,max_err,check' ]"
+check "paged-backward: prefill row (40 rows), checked ok" "grep -Eq '^prefill,2,20,8,4,2,32,40,bf16,atomic,host,[0-9.]+,[0-9.]+,1.000,[0-9.e+-]+,ok\$' $WORK/pagedb.csv"
+check "paged-backward: decode row (2 rows), checked ok" "grep -Eq '^decode,2,20,8,4,2,32,2,bf16,atomic,host,[0-9.]+,[0-9.]+,1.000,[0-9.e+-]+,ok\$' $WORK/pagedb.csv"
+check "paged-backward: the ordered path's rows, checked ok" "[ \$(grep -Ec '^(prefill|decode),2,20,8,4,2,32,[0-9]+,bf16,ordered,host,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.e+-]+,ok\$' $WORK/pagedb.csv) -eq 2 ]"
+"$BENCH" paged-backward --batch 1 --seq-len 9 --page-size 4 --sets decode --paths ordered-rows-compact --check 0 $T > "$WORK/pagedb2.csv" 2> "$WORK/pagedb2.err"; rc=$?
+check "paged-backward: an ordered path alone (no vs_atomic), unchecked" "[ $rc -eq 0 ] && grep -Eq '^decode,1,9,4,4,2,32,1,bf16,ordered-rows-compact,host,[0-9.]+,[0-9.]+,,,\$' $WORK/pagedb2.csv"
 
 bad() {  # $1: what, rest: arguments that must be rejected with an error line and no CSV
   local what=$1; shift
@@ -119,6 +123,7 @@ bad "a paged --splits over 32" paged --splits 40
 bad "paged --kv-heads not dividing --q-heads" paged --q-heads 32 --kv-heads 5
 bad "an unknown moe-backward step" moe-backward --steps router,nope
 bad "an unknown paged-backward set" paged-backward --sets prefill,split
+bad "an unknown paged-backward path" paged-backward --paths atomic,sorted
 bad "paged-backward kv heads not dividing q heads" paged-backward --q-heads 6 --kv-heads 4
 bad "an unknown moe-backward combine strategy" moe-backward --combine warp
 bad "a moe-backward top-k over 64" moe-backward --top-k 65

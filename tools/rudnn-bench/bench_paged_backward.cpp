@@ -1,13 +1,19 @@
-// rudnn-bench paged-backward: the paged attention backward (SPEC §9, issue 15 item 6) on warm plans,
-// the atomic path (DevicePlan::attention_backward): prefill (every position of each sequence a
-// query row, causal: a training step's attention) and decode (one row per sequence at its last
-// position). The ordered path joins as path=ordered once it exists.
-// CSV: set,batch,seq_len,page_size,q_heads,kv_heads,head_dim,rows,dtype,path,device,median_us,tflops,max_err,check
-//   tflops   backward FLOPs / time, backward FLOPs = 2.5 × forward FLOPs (FlashAttention's count:
-//            five products against the forward's two), forward = 4 · Hq · D · Σ_rows keys seen
-//   max_err  the largest |dq − FP64 reference| / max |reference| over the checked rows (the first
-//            and last row of the first and last sequence, several heads); every dk, dv value also
-//            finite and not all zero; check = ok | FAIL (and the run exits 1)
+// rudnn-bench paged-backward: the paged attention backward (SPEC §9, issue 15 item 6) on warm plans:
+// prefill (every position of each sequence a query row, causal: a training step's attention) and
+// decode (one row per sequence at its last position), through the atomic path
+// (attention_backward_selected_into, every output) and the ordered path
+// (attention_backward_ordered_into with a warm OrderedBackwardWorkspace, optionally with its row
+// caching and history compaction switched on), each into preallocated gradients.
+// CSV:
+// set,batch,seq_len,page_size,q_heads,kv_heads,head_dim,rows,dtype,path,device,median_us,tflops,vs_atomic,max_err,check
+//   path      atomic | ordered | ordered-rows | ordered-compact | ordered-rows-compact
+//   tflops    backward FLOPs / time, backward FLOPs = 2.5 × forward FLOPs (FlashAttention's count:
+//             five products against the forward's two), forward = 4 · Hq · D · Σ_rows keys seen
+//   vs_atomic this row's time / the atomic path's on the same inputs (the ordered path's cost; empty
+//             when the atomic path was not run)
+//   max_err   the largest |dq − FP64 reference| / max |reference| over the checked rows (the first
+//             and last row of the first and last sequence, several heads); every dk, dv value also
+//             finite and not all zero; check = ok | FAIL (and the run exits 1)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -26,14 +32,15 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: rudnn-bench paged-backward [options]
 
-Times rudnn::paged_attention's DevicePlan::attention_backward (the atomic path) on warm plans over a
-paged cache whose physical pages are a random permutation: prefill (every position of --batch
-sequences of --seq-len keys is a query row, causal) and decode (one row per sequence at its last
-position). Each row's gradients are checked once: every value finite, dk and dv not all zero, and dq
-of the first and last rows of the first and last sequence at up to 4 heads against an FP64
-computation over the same inputs (max_err within the dtype's tolerance: bf16 3e-2, f16 8e-3,
-f32 1e-4); a failed check prints check=FAIL and the run exits 1.
-CSV: set,batch,seq_len,page_size,q_heads,kv_heads,head_dim,rows,dtype,path,device,median_us,tflops,max_err,check
+Times rudnn::paged_attention's backward on warm plans over a paged cache whose physical pages are a
+random permutation: prefill (every position of --batch sequences of --seq-len keys is a query row,
+causal) and decode (one row per sequence at its last position), through the atomic path (FP32
+atomics) and the ordered one (no atomics; its workspace made once, outside the timing). Each row's
+gradients are checked once: every value finite, dk and dv not all zero, and dq of the first and
+last rows of the first and last sequence at up to 4 heads against an FP64 computation over the same
+inputs (max_err within the dtype's tolerance: bf16 3e-2, f16 8e-3, f32 1e-4); a failed check prints
+check=FAIL and the run exits 1. vs_atomic is the row's time over the atomic path's.
+CSV: set,batch,seq_len,page_size,q_heads,kv_heads,head_dim,rows,dtype,path,device,median_us,tflops,vs_atomic,max_err,check
 
 options (host emulation device defaults in brackets: a smoke test of seconds):
   --sets a,b              subset of prefill,decode (default both)
@@ -44,6 +51,9 @@ options (host emulation device defaults in brackets: a smoke test of seconds):
   --kv-heads H            divides --q-heads (default 8 [2])
   --head-dim D            D = Dv (default 128 [32])
   --dtype f32|f16|bf16    (default bf16)
+  --paths a,b             subset of atomic,ordered,ordered-rows,ordered-compact,ordered-rows-compact
+                          (default atomic,ordered; the ordered ones with row caching and/or history
+                          compaction switched on)
   --check 0|1             check each row's gradients (default 1)
 )";
 
@@ -56,9 +66,11 @@ example:
 )";
 
 constexpr const char* kSets[] = {"prefill", "decode"};
+constexpr const char* kPaths[] = {"atomic", "ordered", "ordered-rows", "ordered-compact", "ordered-rows-compact"};
 
 struct Options {
   std::vector<std::string> sets{std::begin(kSets), std::end(kSets)};
+  std::vector<std::string> paths{"atomic", "ordered"};
   std::vector<std::int64_t> batches, seq_lens, page_sizes;
   std::int64_t q_heads = 0, kv_heads = 0, head_dim = 0;  // 0: the device's default
   bool want(const std::string& s) const { return std::find(sets.begin(), sets.end(), s) != sets.end(); }
@@ -179,31 +191,56 @@ std::optional<std::string> run_row(const std::string& set, const Options& opt, c
   auto plan = device_plan(l, q->tensor);
   if (!plan.ok()) return what + ": " + plan.error().message();
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-  std::optional<paged_attention::AttentionBackward> last;
-  const Measured m = time_call(q->tensor.queue(), timing, [&]() -> std::optional<std::string> {
-    auto g = plan->attention_backward(q->tensor, k->tensor, v->tensor, go->tensor, scale, true);
-    if (!g.ok()) return g.error().message();
-    last = std::move(g.value());
-    return std::nullopt;
-  });
-  if (!m.ok()) return what + ": " + m.error;
+  // The gradients, allocated once: every path writes them in place.
+  std::vector<Tensor> buffers;
+  for (const Tensor* like : {&q->tensor, &k->tensor, &v->tensor}) {
+    auto buffer = Tensor::empty(like->shape(), dtype, q->tensor.queue());
+    if (!buffer.ok()) return what + ": " + buffer.error().message();
+    buffers.push_back(std::move(buffer.value()));
+  }
+  paged_attention::AttentionBackward g{buffers[0], buffers[1], buffers[2]};  // shares their storage
+  const paged_attention::AttentionBackwardOutputs out{&g.dq, &g.dk, &g.dv};
   double seen = 0;
   for (std::int64_t r = 0; r < n; ++r) seen += static_cast<double>(l.positions[sz(r)] + 1);
   const double flops = 2.5 * 4.0 * static_cast<double>(hq * d) * seen;
-  Check check;
-  if (verify) check = check_gradients({&l, hq, hkv, d, scale, &*q, &*k, &*v, &*go}, *last);
-  const bool ok = check.problem.empty() && check.max_err <= tolerance(dtype);
-  std::printf("%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,atomic,%s,%s,%s,%s,%s\n", set.c_str(),
-              static_cast<long long>(batch), static_cast<long long>(len), static_cast<long long>(ps),
-              static_cast<long long>(hq), static_cast<long long>(hkv), static_cast<long long>(d),
-              static_cast<long long>(n), std::string(dtype_name(dtype)).c_str(), device.to_string().c_str(),
-              csv_number(m.median_us, 2).c_str(), csv_number(flops / (m.median_us * 1e6), 3).c_str(),
-              verify ? scientific(check.max_err).c_str() : "", verify ? (ok ? "ok" : "FAIL") : "");
-  std::fflush(stdout);
-  if (verify && !ok) {
-    std::fprintf(stderr, "rudnn-bench: check FAILED: %s: %s\n", what.c_str(),
-                 check.problem.empty() ? ("max_err " + scientific(check.max_err)).c_str() : check.problem.c_str());
-    *failed = true;
+  std::optional<double> atomic_us;
+  for (const std::string& path : opt.paths) {
+    std::optional<paged_attention::OrderedBackwardWorkspace> ws;
+    if (path != "atomic") {
+      auto made = paged_attention::OrderedBackwardWorkspace::create(*plan, q->tensor);
+      if (!made.ok()) return what + " " + path + ": " + made.error().message();
+      ws = std::move(made.value());
+      if (auto st = ws->set_cache_rows(path.find("rows") != std::string::npos); !st.ok())
+        return what + " " + path + ": " + st.error().message();
+      if (auto st = ws->set_compact_history(path.find("compact") != std::string::npos); !st.ok())
+        return what + " " + path + ": " + st.error().message();
+    }
+    const Measured m = time_call(q->tensor.queue(), timing, [&]() -> std::optional<std::string> {
+      auto st =
+          ws ? plan->attention_backward_ordered_into(q->tensor, k->tensor, v->tensor, go->tensor, scale, true, *ws, out)
+             : plan->attention_backward_selected_into(q->tensor, k->tensor, v->tensor, go->tensor, scale, true, out);
+      if (!st.ok()) return st.error().message();
+      return std::nullopt;
+    });
+    if (!m.ok()) return what + " " + path + ": " + m.error;
+    if (path == "atomic") atomic_us = m.median_us;
+    Check check;
+    if (verify) check = check_gradients({&l, hq, hkv, d, scale, &*q, &*k, &*v, &*go}, g);
+    const bool ok = check.problem.empty() && check.max_err <= tolerance(dtype);
+    std::printf("%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%s,%s,%s,%s,%s,%s,%s,%s\n", set.c_str(),
+                static_cast<long long>(batch), static_cast<long long>(len), static_cast<long long>(ps),
+                static_cast<long long>(hq), static_cast<long long>(hkv), static_cast<long long>(d),
+                static_cast<long long>(n), std::string(dtype_name(dtype)).c_str(), path.c_str(),
+                device.to_string().c_str(), csv_number(m.median_us, 2).c_str(),
+                csv_number(flops / (m.median_us * 1e6), 3).c_str(),
+                atomic_us ? csv_number(m.median_us / *atomic_us, 3).c_str() : "",
+                verify ? scientific(check.max_err).c_str() : "", verify ? (ok ? "ok" : "FAIL") : "");
+    std::fflush(stdout);
+    if (verify && !ok) {
+      std::fprintf(stderr, "rudnn-bench: check FAILED: %s %s: %s\n", what.c_str(), path.c_str(),
+                   check.problem.empty() ? ("max_err " + scientific(check.max_err)).c_str() : check.problem.c_str());
+      *failed = true;
+    }
   }
   return std::nullopt;
 }
@@ -248,6 +285,14 @@ int run_paged_backward(int argc, char** argv) {
           auto t = parse_dtype(v);
           if (!t || !is_float(*t)) return "--dtype wants f32, f16 or bf16, got " + v;
           dtype = *t;
+        } else if (a == "--paths") {
+          opt.paths = split_list(v);
+          if (opt.paths.empty()) return "--paths is empty";
+          for (const auto& p : opt.paths)
+            if (std::find(std::begin(kPaths), std::end(kPaths), p) == std::end(kPaths))
+              return "--paths wants a subset of atomic,ordered,ordered-rows,ordered-compact,ordered-rows-compact, "
+                     "got " +
+                     v;
         } else if (a == "--sets") {
           opt.sets = split_list(v);
           if (opt.sets.empty()) return "--sets is empty";
@@ -281,7 +326,8 @@ int run_paged_backward(int argc, char** argv) {
     timing.runs = 2;
   }
   std::printf(
-      "set,batch,seq_len,page_size,q_heads,kv_heads,head_dim,rows,dtype,path,device,median_us,tflops,max_err,check\n");
+      "set,batch,seq_len,page_size,q_heads,kv_heads,head_dim,rows,dtype,path,device,median_us,tflops,vs_atomic,max_err,"
+      "check\n");
   std::mt19937_64 rng(20261205);
   bool failed = false;
   for (const std::string& set : kSets) {
