@@ -7,6 +7,7 @@
 //   DevicePlan — the schedule uploaded to a query tensor's device and queue; immutable, reusable
 //                while the schedule is unchanged. Its calls read the physical pages directly.
 //   SplitWorkspace — FP32 partial outputs and log-sum-exps for split-KV calls (2..=32 splits).
+//   OrderedBackwardWorkspace — row statistics and the history index of the deterministic backward.
 //
 // A query row of a sequence of length L at position p sees keys 0..L−1, or 0..p when causal.
 // Every rejected call returns a PagedAttentionError naming the argument (the sequence or the query
