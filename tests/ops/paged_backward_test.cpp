@@ -76,6 +76,23 @@ Problem make_problem(Layout l, Heads h, DType dtype, std::mt19937_64& rng) {
   return Problem{std::move(l), h, dtype, std::move(q), std::move(k), std::move(v), std::move(go), tq, tk, tv, tgo};
 }
 
+// What a check of an attention problem starts from: its scale (1/√D), its description for the
+// trace and the FP64 oracle's gradients.
+struct AttentionCase {
+  float scale;
+  std::string trace;
+  reference::PagedAttentionGrads want;
+};
+
+AttentionCase attention_case(const Problem& p, bool causal) {
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.h.d)));
+  return {scale,
+          fmt::format("{} Hq={} Hkv={} D={} Dv={} {} causal={}", p.layout.describe(), p.h.hq, p.h.hkv, p.h.d, p.h.dv,
+                      dtype_name(p.dtype), causal),
+          reference::paged_attention_backward(p.q, p.k, p.v, p.go, p.layout.ref(), {p.h.hq, p.h.hkv, p.h.d, p.h.dv},
+                                              scale, causal)};
+}
+
 // Runs `body` under the emulator's reverse and random thread orders (then back to the default).
 template <class F>
 void for_each_other_order(F body) {
@@ -90,11 +107,10 @@ void for_each_other_order(F body) {
 }
 
 void check_attention(const Problem& p, bool causal, bool orders = false) {
-  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.h.d)));
-  SCOPED_TRACE(fmt::format("{} Hq={} Hkv={} D={} Dv={} {} causal={}", p.layout.describe(), p.h.hq, p.h.hkv, p.h.d,
-                           p.h.dv, dtype_name(p.dtype), causal));
-  const auto want = reference::paged_attention_backward(p.q, p.k, p.v, p.go, p.layout.ref(),
-                                                        {p.h.hq, p.h.hkv, p.h.d, p.h.dv}, scale, causal);
+  const AttentionCase c = attention_case(p, causal);
+  SCOPED_TRACE(c.trace);
+  const float scale = c.scale;
+  const auto& want = c.want;
   auto plan = paged_test::device_plan(p.layout, p.tq);
   ASSERT_TRUE(plan.has_value());
   auto g = plan->attention_backward(p.tq, p.tk, p.tv, p.tgo, scale, causal);
@@ -412,11 +428,10 @@ Gradients run_ordered(const DevicePlan& plan, const Problem& p, float scale, boo
 // Against the oracle and the atomic path, in all four modes (row caching × compaction), which agree
 // bitwise; the same bits again under the emulator's other thread orders.
 void check_ordered(const Problem& p, bool causal, bool orders) {
-  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.h.d)));
-  SCOPED_TRACE(fmt::format("{} Hq={} Hkv={} D={} Dv={} {} causal={}", p.layout.describe(), p.h.hq, p.h.hkv, p.h.d,
-                           p.h.dv, dtype_name(p.dtype), causal));
-  const auto want = reference::paged_attention_backward(p.q, p.k, p.v, p.go, p.layout.ref(),
-                                                        {p.h.hq, p.h.hkv, p.h.d, p.h.dv}, scale, causal);
+  const AttentionCase c = attention_case(p, causal);
+  SCOPED_TRACE(c.trace);
+  const float scale = c.scale;
+  const auto& want = c.want;
   auto plan = paged_test::device_plan(p.layout, p.tq);
   ASSERT_TRUE(plan.has_value());
   auto atomic = plan->attention_backward(p.tq, p.tk, p.tv, p.tgo, scale, causal);

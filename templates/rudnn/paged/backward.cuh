@@ -333,39 +333,35 @@ RUDNN_DEVICE void paged_attention_backward_history(const T* q, const T* q_rope, 
         const i64 s = readers[2 * e], t = readers[2 * e + 1] * page_size + slot;  // this slot's key position
         const bool reached = mine && t < lengths[s];
         const i64 r0 = row_offsets[s], items = (row_offsets[s + 1] - r0) * group;
+        // The u-th visiting item: row rows[r0 + u / group], head kvh·group + u % group.
+        auto row_of = [&](i64 u) { return static_cast<i64>(rows[r0 + div32(u, group)]); };
+        auto index_of = [&](i64 u) { return row_of(u) * q_heads + kvh * group + mod32(u, group); };
+        auto global_item = [&](i64 qi) {
+          return GlobalItem<T>{
+              q + qi * head_dim, q_rope ? q_rope + qi * rope_dim : nullptr, grad_out + qi * value_dim, head_dim, width,
+              value_dim};
+        };
         if (!P::kCacheRows) {
           for (i64 u = 0; u < items; ++u) {
-            const i64 row = rows[r0 + div32(u, group)], qi = row * q_heads + kvh * group + mod32(u, group);
-            if (!reached || (causal && positions[row] < t)) continue;
-            const GlobalItem<T> item{q + qi * head_dim,
-                                     q_rope ? q_rope + qi * rope_dim : nullptr,
-                                     grad_out + qi * value_dim,
-                                     head_dim,
-                                     width,
-                                     value_dim};
-            visit_item<P>(item, row_stats[2 * qi], row_stats[2 * qi + 1], scale, key, value, dkey, dvalue, lane);
+            if (!reached || (causal && positions[row_of(u)] < t)) continue;
+            const i64 qi = index_of(u);
+            visit_item<P>(global_item(qi), row_stats[2 * qi], row_stats[2 * qi + 1], scale, key, value, dkey, dvalue,
+                          lane);
           }
         } else {
           for (i64 u0 = 0; u0 < items; u0 += P::kStageItems) {
             const i64 n = min_i64(P::kStageItems, items - u0);
             __syncthreads();  // the previous chunk's readers are done
             for (i64 f = threadIdx.x; f < n * kF; f += P::kThreads) {
-              const i64 u = div32(f, kF), c = f - u * kF;
-              const i64 row = rows[r0 + div32(u0 + u, group)], qi = row * q_heads + kvh * group + mod32(u0 + u, group);
-              const GlobalItem<T> item{q + qi * head_dim,
-                                       q_rope ? q_rope + qi * rope_dim : nullptr,
-                                       grad_out + qi * value_dim,
-                                       head_dim,
-                                       width,
-                                       value_dim};
+              const i64 u = div32(f, kF), c = f - u * kF, qi = index_of(u0 + u);
+              const GlobalItem<T> item = global_item(qi);
               stage[f] = c < 32 * kK          ? item.q_at(c)
                          : c < 32 * (kK + kV) ? item.go_at(c - 32 * kK)
                                               : row_stats[2 * qi + (c - 32 * (kK + kV))];
             }
             __syncthreads();
             for (i64 u = 0; u < n; ++u) {
-              const i64 row = rows[r0 + div32(u0 + u, group)];
-              if (!reached || (causal && positions[row] < t)) continue;
+              if (!reached || (causal && positions[row_of(u0 + u)] < t)) continue;
               const StagedItem item{stage + u * kF, 32 * kK};
               visit_item<P>(item, item.item[32 * (kK + kV)], item.item[32 * (kK + kV) + 1], scale, key, value, dkey,
                             dvalue, lane);
