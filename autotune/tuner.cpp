@@ -192,7 +192,7 @@ Result<TuneReport, RuntimeError> tune(const Device& device, const TuningKey& key
     events = std::move(made.value());
     timer = events.get();
   }
-  runtime::counters().autotune_runs++;
+  runtime::count(&runtime::StatCounters::autotune_runs);
   auto outcome = time_candidates(racing, *timer, policy);
   for (std::size_t r = 0; r < racing.size(); ++r) progress(racing[r]->name());
   if (!outcome.ok()) return outcome.error();

@@ -20,6 +20,7 @@ std::string_view error_kind_name(ErrorKind kind) {
     case ErrorKind::CompileFailure: return "CompileFailure";
     case ErrorKind::LaunchFailure: return "LaunchFailure";
     case ErrorKind::EmulatorFault: return "EmulatorFault";
+    case ErrorKind::CaptureViolation: return "CaptureViolation";
     case ErrorKind::CacheFailure: return "CacheFailure";
     case ErrorKind::JitDisabled: return "JitDisabled";
     case ErrorKind::IoFailure: return "IoFailure";

@@ -7,7 +7,9 @@
 //   rudnn-run examples/paged_training.mlir --random-inputs --dynamic-dim 4 \
 //     --input page_table=examples/paged_serving/page_table.npy --input lengths=examples/paged_serving/lengths.npy \
 //     --input sequence_ids=examples/paged_serving/sequence_ids.npy --input positions=examples/paged_serving/positions.npy
-// pack-round-trip: 4|12|attention dq dk dv dlatent|--input page_table={examples}/paged_serving/page_table.npy --input lengths={examples}/paged_serving/lengths.npy --input sequence_ids={examples}/paged_serving/sequence_ids.npy --input positions={examples}/paged_serving/positions.npy
+// The round trip compares the outputs that are bitwise deterministic: the history gradients (dk, dv,
+// dlatent, dkp) sum with FP32 atomics, whose order follows the emulator's block threads (SPEC §9).
+// pack-round-trip: 4|12|attention dq|--input page_table={examples}/paged_serving/page_table.npy --input lengths={examples}/paged_serving/lengths.npy --input sequence_ids={examples}/paged_serving/sequence_ids.npy --input positions={examples}/paged_serving/positions.npy
 func.func @main(%q: tensor<?x8x64xbf16> {rudnn.name = "query"},
                 %kc: tensor<12x16x2x64xbf16> {rudnn.name = "key_cache"},
                 %vc: tensor<12x16x2x64xbf16> {rudnn.name = "value_cache"},

@@ -95,10 +95,11 @@ Result<Tensor, AttentionSetupError> attention(const Tensor& query, const Tensor&
                                 .add(mode)
                                 .add(buckets)
                                 .key();
-  auto plan = ops::cached_plan(pkey, device, ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
-    return compiler::lower_attention(compiler::AttentionRequest{sig, requested, std::nullopt, provider},
-                                     ops::target_for(device));
-  });
+  auto plan =
+      ops::cached_plan(pkey, query.queue(), ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
+        return compiler::lower_attention(compiler::AttentionRequest{sig, requested, std::nullopt, provider},
+                                         ops::target_for(device));
+      });
   if (!plan.ok()) return as<AttentionSetupError>(plan.error());
   auto out = ops::output({b, hq, tq, dv}, query.dtype(), query.queue());
   if (!out.ok()) return as<AttentionSetupError>(out.error());

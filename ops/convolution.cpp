@@ -113,7 +113,8 @@ Result<std::shared_ptr<const ops::Plan>, ConvSetupError> plan_for(const Call& ca
           .add(ops::autotune_bucket(g.batch, mode))
           .key();
   auto plan = ops::cached_plan(
-      key, device, tunable ? ops::Tunable::Yes : ops::Tunable::No, mode != 0, [&](compiler::ConfigProvider* provider) {
+      key, call.first->queue(), tunable ? ops::Tunable::Yes : ops::Tunable::No, mode != 0,
+      [&](compiler::ConfigProvider* provider) {
         // Cold path only: a substitution is logged once, when the plan is made.
         if (call.strategy == ConvStrategy::ImplicitGemm)
           if (auto h = conv_config::heuristicChoice(sig.direction, g, dtype, true, tensor_cores);

@@ -1,9 +1,12 @@
 #include "entry.h"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstddef>
 #include <span>
+
+#include "family.h"
 
 namespace rudnn::ops {
 
@@ -33,12 +36,18 @@ std::optional<RuntimeError> check_operands(std::initializer_list<std::pair<const
   return std::nullopt;
 }
 
+runtime::StatCounters* family_counters_of(std::string_view op_name) {
+  const OpFamily* family = family_for(op_name);
+  if (!family) family = family_for("rudnn." + std::string(op_name));  // keys may omit the dialect prefix
+  return runtime::family_counters(family ? std::string_view(family->name) : op_name);
+}
+
 std::optional<RuntimeError> check_disjoint(std::span<const NamedTensor> outputs, std::span<const NamedTensor> others) {
   auto overlap = [](const Tensor& a, const Tensor& b) {
-    if (!(a.device() == b.device()) || a.nbytes() == 0 || b.nbytes() == 0) return false;
+    if (!(a.device() == b.device()) || a.span_bytes() == 0 || b.span_bytes() == 0) return false;
     const auto* a0 = static_cast<const std::byte*>(a.data());
     const auto* b0 = static_cast<const std::byte*>(b.data());
-    return a0 < b0 + b.nbytes() && b0 < a0 + a.nbytes();
+    return a0 < b0 + b.span_bytes() && b0 < a0 + a.span_bytes();  // strided views: their whole spans
   };
   auto error = [](const NamedTensor& out, const NamedTensor& other) {
     return RuntimeError(ErrorKind::InvalidValue, out.second,
@@ -62,6 +71,7 @@ PlanKeyBuilder::PlanKeyBuilder(std::string_view op_name) {
     h *= 1099511628211ull;
   }
   key_.words[0] = static_cast<std::int64_t>(h);
+  op_name.copy(key_.op.data(), std::min(op_name.size(), key_.op.size() - 1));
 }
 
 PlanKeyBuilder& PlanKeyBuilder::add(std::int64_t word) {

@@ -12,6 +12,7 @@
 
 #include "contracts/normalization.h"
 #include "plan_cache.h"
+#include "queue_impl.h"
 #include "tuned_plan.h"
 
 namespace rudnn::ops {
@@ -67,13 +68,22 @@ enum class Tunable { No, Yes };
 
 // The cached plan of `key`, or (cold) the one `lower(provider)` describes, built and cached; with
 // `ask_autotune` the compiler gets the autotune provider. A tunable family's plan is noted for
-// last_choice().
+// last_choice(). A cold call on a queue whose stream is being captured fails with CaptureViolation
+// before it lowers, compiles, loads a module or autotunes (SPEC §13).
 template <class Lower>
-Result<std::shared_ptr<const Plan>, RuntimeError> cached_plan(const PlanKey& key, const Device& device, Tunable tunable,
+Result<std::shared_ptr<const Plan>, RuntimeError> cached_plan(const PlanKey& key, const Queue& queue, Tunable tunable,
                                                               bool ask_autotune, Lower lower) {
   auto& cache = PlanCache::instance();
   std::shared_ptr<const Plan> plan = cache.find(key);
+  if (plan && plan->family) plan->family->plan_cache_hits++;
   if (!plan) {
+    // Everything the cold path does (lowering, autotuning, compiling, loading) counts for the family.
+    const runtime::FamilyScope scope(family_counters_of(key.op_name()));
+    if (auto* family = runtime::FamilyScope::current()) family->plan_cache_misses++;
+    if (auto e = runtime::check_not_capturing(
+            queue, "a call whose plan is not made yet (it would lower, compile, load a module or autotune)"))
+      return *e;
+    const Device& device = queue.device();
     auto made = make_tuned_plan(device, ask_autotune, lower);
     if (!made.ok()) return made.error();
     plan = made.value();

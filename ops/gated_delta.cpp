@@ -53,11 +53,12 @@ Result<GatedDeltaOutput, GatedDeltaError> run(const GatedDeltaInput& in, std::in
                                .add(ops::autotune_bucket(h, mode))
                                .add(ops::autotune_bucket(t, mode))
                                .key();
-  auto plan = ops::cached_plan(key, device, ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
-    compiler::GatedDeltaRequest request{sig, std::nullopt};
-    request.provider = provider;
-    return compiler::lower_gated_delta(request, ops::target_for(device));
-  });
+  auto plan =
+      ops::cached_plan(key, in.query.queue(), ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
+        compiler::GatedDeltaRequest request{sig, std::nullopt};
+        request.provider = provider;
+        return compiler::lower_gated_delta(request, ops::target_for(device));
+      });
   if (!plan.ok()) return as<GatedDeltaError>(plan.error());
   auto output = ops::output({b, h, t, v}, in.query.dtype(), in.query.queue());
   if (!output.ok()) return as<GatedDeltaError>(output.error());

@@ -6,12 +6,14 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cache/kernel_cache.h"
 #include "device_backend.h"
 #include "rudnn/compiler/kernel_launch.h"
 #include "rudnn/compiler/pipeline.h"
+#include "stats_counters.h"
 #include "rudnn/tensor.h"
 
 namespace rudnn::ops {
@@ -23,6 +25,7 @@ struct PreparedKernel {
 
 struct Plan {
   std::string op_name;
+  runtime::StatCounters* family = nullptr;  // the op family's counters (rudnn::family_stats)
   std::vector<PreparedKernel> kernels;
   std::vector<compiler::Temporary> temporaries;  // allocated per call (LoweredOp::temporaries)
   int first_temporary_slot = 0;
@@ -34,6 +37,10 @@ struct OperandView {
   void* data = nullptr;
   const Shape* shape = nullptr;
 };
+
+// The counters of the family of `op_name` ("rudnn.rms_norm" → "normalization"; an op of no family
+// counts under its own name). Cold paths only: a lookup.
+runtime::StatCounters* family_counters_of(std::string_view op_name);
 
 compiler::Target target_for(const Device& device);
 

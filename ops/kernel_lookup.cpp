@@ -65,7 +65,7 @@ std::optional<Result<runtime::KernelBinary, RuntimeError>> pack_lookup(const run
     if (const runtime::KernelPackEntry* e = pack->find(digest)) {
       auto binary = pack->binary(*e);
       if (binary.ok()) {
-        runtime::counters().pack_hits++;
+        runtime::count(&runtime::StatCounters::pack_hits);
         runtime::log_debug("kernel pack hit {} ({}) in {}", entry, digest.substr(0, 12), pack->path());
       }
       return binary;
@@ -136,7 +136,6 @@ Result<runtime::KernelBinary, RuntimeError> compile_kernel(const compiler::Kerne
 Result<runtime::KernelBinary, RuntimeError> kernel_binary(const Device& device, const compiler::KernelLaunch& launch,
                                                           const std::string& op_name, const std::string& call) {
   const std::string arch = device.backend().compile_arch();
-  auto& stats = runtime::counters();
   auto disabled_error = [&](const std::string& why) {
     // The shapes go in `actual`, so wrappers that replace the detail still show them.
     std::string sources = describe_sources(runtime::KernelPackSet::from_environment(), arch);
@@ -165,17 +164,17 @@ Result<runtime::KernelBinary, RuntimeError> kernel_binary(const Device& device, 
   if (auto payload = cache.load(digest)) {
     runtime::KernelBinary binary;
     if (runtime::KernelBinary::deserialize(*payload, binary)) {
-      stats.disk_cache_hits++;
+      runtime::count(&runtime::StatCounters::disk_cache_hits);
       runtime::log_debug("disk cache hit {} ({})", launch.entry, digest.substr(0, 12));
       return binary;
     }
   }
-  stats.disk_cache_misses++;
+  runtime::count(&runtime::StatCounters::disk_cache_misses);
   if (jit_disabled()) return disabled_error("");
   runtime::log_info("compiling {} for {} ({})", launch.entry, arch, launch.config.to_string());
   auto binary = compile_kernel(launch, arch, cache.directory());
   if (!binary.ok()) return binary.error();
-  stats.jit_compiles++;
+  runtime::count(&runtime::StatCounters::jit_compiles);
   if (auto s = cache.store(digest, binary->serialize()); !s.ok())
     runtime::log_info("kernel cache not written: {}", s.error().message());  // still usable this run
   return binary;

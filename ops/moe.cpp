@@ -53,12 +53,12 @@ Result<RoutingPlan, MoeError> run(bool grouped, const contracts::GroupRouteSigna
         .add(sig.bias.has_value())
         .add(sig.group_top_two)
         .add_bits(static_cast<float>(sig.scale));
-  auto plan =
-      ops::cached_plan(key.key(), device, ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
-        compiler::RouteRequest request{grouped, sig, std::nullopt};
-        request.provider = provider;
-        return compiler::lower_routing(request, ops::target_for(device));
-      });
+  auto plan = ops::cached_plan(key.key(), logits.queue(), ops::Tunable::Yes, mode != 0,
+                               [&](compiler::ConfigProvider* provider) {
+                                 compiler::RouteRequest request{grouped, sig, std::nullopt};
+                                 request.provider = provider;
+                                 return compiler::lower_routing(request, ops::target_for(device));
+                               });
   if (!plan.ok()) return as<MoeError>(plan.error());
 
   const Shape out_shape{logits.shape()[0], sig.top_k};
@@ -165,11 +165,12 @@ Result<Dispatched, MoeError> RoutingPlan::dispatch(const Tensor& input) const {
                                .add(mode)
                                .add(ops::autotune_bucket(tokens, mode))
                                .key();
-  auto plan = ops::cached_plan(key, device, ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
-    compiler::DispatchRequest request{sig, std::nullopt};
-    request.provider = provider;
-    return compiler::lower_dispatch(request, ops::target_for(device));
-  });
+  auto plan =
+      ops::cached_plan(key, input.queue(), ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
+        compiler::DispatchRequest request{sig, std::nullopt};
+        request.provider = provider;
+        return compiler::lower_dispatch(request, ops::target_for(device));
+      });
   if (!plan.ok()) return as<MoeError>(plan.error());
   auto rows = ops::output({tokens * k, hidden}, input.dtype(), input.queue());
   if (!rows.ok()) return as<MoeError>(rows.error());
@@ -203,11 +204,12 @@ Result<Tensor, MoeError> Dispatched::combine(const Tensor& expert_output) const 
                                .add(mode)
                                .add(ops::autotune_bucket(tokens(), mode))
                                .key();
-  auto plan = ops::cached_plan(key, device, ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
-    compiler::CombineRequest request{sig, std::nullopt};
-    request.provider = provider;
-    return compiler::lower_combine(request, ops::target_for(device));
-  });
+  auto plan = ops::cached_plan(key, expert_output.queue(), ops::Tunable::Yes, mode != 0,
+                               [&](compiler::ConfigProvider* provider) {
+                                 compiler::CombineRequest request{sig, std::nullopt};
+                                 request.provider = provider;
+                                 return compiler::lower_combine(request, ops::target_for(device));
+                               });
   if (!plan.ok()) return as<MoeError>(plan.error());
   auto out = ops::output({tokens(), hidden()}, expert_output.dtype(), expert_output.queue());
   if (!out.ok()) return as<MoeError>(out.error());
@@ -271,10 +273,11 @@ Result<Tensor, MoeError> SwiGluExperts::forward_dispatched_with_strategy(const D
                                .add(bucket)
                                .add(mode)
                                .key();
-  auto plan = ops::cached_plan(key, device, ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
-    return compiler::lower_experts(compiler::ExpertsRequest{sig, resolved, std::nullopt, bucket, provider},
-                                   ops::target_for(device));
-  });
+  auto plan =
+      ops::cached_plan(key, rows.queue(), ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
+        return compiler::lower_experts(compiler::ExpertsRequest{sig, resolved, std::nullopt, bucket, provider},
+                                       ops::target_for(device));
+      });
   if (!plan.ok()) return as<MoeError>(plan.error());
   auto out = ops::output({n, hidden()}, dtype(), rows.queue());
   if (!out.ok()) return as<MoeError>(out.error());

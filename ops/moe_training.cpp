@@ -44,7 +44,7 @@ Result<Tensor, MoeError> run_router(const Tensor& logits, const Tensor& indices,
                                .add_bits(options.scale)
                                .add(device)
                                .key();
-  auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
+  auto plan = ops::cached_plan(key, logits.queue(), ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
     return compiler::lower_router_weights({sig, std::nullopt}, ops::target_for(device));
   });
   if (!plan.ok()) return as<MoeError>(plan.error());
@@ -116,7 +116,7 @@ Result<CombineGradients, MoeError> Dispatched::combine_backward_with_strategy(co
                                .add(plane)
                                .add(device)
                                .key();
-  auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
+  auto plan = ops::cached_plan(key, expert_output.queue(), ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
     return compiler::lower_combine_backward({sig, plane, std::nullopt}, ops::target_for(device));
   });
   if (!plan.ok()) return as<MoeError>(plan.error());
@@ -142,7 +142,7 @@ Result<Tensor, MoeError> Dispatched::dispatch_backward(const Tensor& drows) cons
   if (auto e = ops::check_same_queue(drows, "drows", slots_, "the routing")) return as<MoeError>(*e);
   const Device& device = drows.device();
   const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.dispatch_backward").add(drows.dtype()).add(device).key();
-  auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
+  auto plan = ops::cached_plan(key, drows.queue(), ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
     return compiler::lower_dispatch_backward({sig, std::nullopt}, ops::target_for(device));
   });
   if (!plan.ok()) return as<MoeError>(plan.error());
@@ -203,7 +203,7 @@ Result<ExpertGradients, MoeError> SwiGluTrainingCache::backward_with_strategy(co
                                .add(device)
                                .add(resolved == contracts::ExpertsStrategy::TensorCore)
                                .key();
-  auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
+  auto plan = ops::cached_plan(key, rows_.queue(), ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
     return compiler::lower_experts_backward({sig, resolved, std::nullopt}, ops::target_for(device));
   });
   if (!plan.ok()) return as<MoeError>(plan.error());

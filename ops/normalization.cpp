@@ -71,11 +71,12 @@ Result<Tensor, NormalizationError> run(NormKind kind, const Tensor& input, const
                                .add(mode)
                                .add(rows_bucket(input.shape(), mode))
                                .key();
-  auto plan = ops::cached_plan(key, device, ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
-    compiler::NormRequest request{sig, aligned, std::nullopt};
-    request.provider = provider;
-    return compiler::lower_normalization(request, ops::target_for(device));
-  });
+  auto plan =
+      ops::cached_plan(key, input.queue(), ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
+        compiler::NormRequest request{sig, aligned, std::nullopt};
+        request.provider = provider;
+        return compiler::lower_normalization(request, ops::target_for(device));
+      });
   if (!plan.ok()) return as<NormalizationError>(plan.error());
   auto out = ops::output(input.shape(), input.dtype(), input.queue());
   if (!out.ok()) return as<NormalizationError>(out.error());

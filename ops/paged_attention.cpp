@@ -300,7 +300,7 @@ Result<Tensor, Err> run_attention(const DevicePlan::State& s, contracts::PagedAt
 
   const Device& device = q.device();
   const ops::PlanKey key = call_key(mla ? "rudnn.paged_mla" : "rudnn.paged_attention", sig, q).add(sig.splits).key();
-  auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
+  auto plan = ops::cached_plan(key, q.queue(), ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
     return compiler::lower_paged_attention(compiler::PagedAttentionRequest{sig, std::nullopt}, ops::target_for(device));
   });
   if (!plan.ok()) return as<Err>(plan.error());
@@ -412,7 +412,7 @@ Status<Err> run_backward(const DevicePlan::State& s, contracts::PagedAttentionSi
   std::int64_t form = (mode.ordered ? 1 : 0) | (mode.cache_rows ? 2 : 0) | (mode.compact_history ? 4 : 0);
   for (std::size_t i = 0; i < selected.size(); ++i) form |= selected[i] ? std::int64_t{8} << i : 0;
   key.add(form);  // the path, its switches and the selected outputs, as bits
-  auto plan = ops::cached_plan(key.key(), device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
+  auto plan = ops::cached_plan(key.key(), q.queue(), ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
     return compiler::lower_paged_backward(compiler::PagedBackwardRequest{sig, std::nullopt, mode, selected},
                                           ops::target_for(device));
   });
@@ -550,7 +550,7 @@ Result<AppendedCache, Err> DevicePlan::append(const Tensor& k, const Tensor& v, 
                                .add(v.dim(2))
                                .add(device)
                                .key();
-  auto plan = ops::cached_plan(key, device, ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
+  auto plan = ops::cached_plan(key, k.queue(), ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
     return compiler::lower_paged_append(sig, ops::target_for(device));
   });
   if (!plan.ok()) return as<Err>(plan.error());

@@ -38,6 +38,7 @@ Result<std::shared_ptr<const Plan>, RuntimeError> build_plan(const Device& devic
   static std::map<std::pair<std::string, std::string>, std::shared_ptr<runtime::LoadedKernel>> loaded;
   auto plan = std::make_shared<Plan>();
   plan->op_name = lowered.op_name;
+  plan->family = family_counters_of(lowered.op_name);
   plan->temporaries = lowered.temporaries;
   plan->first_temporary_slot = lowered.first_temporary_slot;
   for (const auto& launch : lowered.launches) {
@@ -173,6 +174,7 @@ Status<RuntimeError> run_plan(const Plan& plan, const Queue& queue, std::span<co
 namespace {
 
 Status<RuntimeError> launch_kernels(const Plan& plan, const Queue& queue, std::span<const OperandView> operands) {
+  const runtime::FamilyScope scope(plan.family);
   const Device& device = queue.device();
   const DeviceInfo& info = device.info();
   for (const auto& pk : plan.kernels) {
@@ -220,7 +222,7 @@ Status<RuntimeError> launch_kernels(const Plan& plan, const Queue& queue, std::s
       }
       args[i] = &slots[i];
     }
-    runtime::counters().kernel_launches++;
+    runtime::count(&runtime::StatCounters::kernel_launches);
     if (auto s = device.backend().launch(queue.impl().stream(), *pk.kernel, g, args.data()); !s.ok()) return s;
   }
   return {};

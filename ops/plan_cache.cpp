@@ -15,10 +15,10 @@ std::shared_ptr<const Plan> PlanCache::find(const PlanKey& key) const {
   std::shared_lock lock(mutex_);
   auto it = plans_.find(key);
   if (it == plans_.end()) {
-    runtime::counters().plan_cache_misses++;
+    runtime::count(&runtime::StatCounters::plan_cache_misses);
     return nullptr;
   }
-  runtime::counters().plan_cache_hits++;
+  runtime::count(&runtime::StatCounters::plan_cache_hits);
   return it->second;
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <shared_mutex>
+#include <string_view>
 #include <unordered_map>
 
 #include "jit.h"
@@ -14,7 +15,11 @@ namespace rudnn::ops {
 // A call's signature packed into fixed words (op, dtypes, static dims, device, flags, ...).
 struct PlanKey {
   std::array<std::int64_t, 16> words{};
-  bool operator==(const PlanKey&) const = default;
+  // The op's name as given to PlanKeyBuilder (truncated to 47 chars): which family a cold call is
+  // counted for. Not part of the key (words[0] holds its hash).
+  std::array<char, 48> op{};
+  bool operator==(const PlanKey& o) const { return words == o.words; }
+  std::string_view op_name() const { return std::string_view(op.data()); }
 };
 
 struct PlanKeyHash {

@@ -71,9 +71,59 @@ const DeviceInfo& Device::info() const { return backend_->info(); }
 namespace runtime {
 static std::atomic<std::uint64_t> next_queue_id{1};
 
-QueueImpl::QueueImpl(Device device, void* stream) : device_(device), stream_(stream), id_(next_queue_id++) {}
+namespace {
+// Every live queue by (device, native handle), so that wrapping a stream rudnn already knows (its
+// own, or one wrapped before) gives that very queue: one ordered queue, one identity.
+struct QueueRegistry {
+  std::mutex mutex;
+  std::vector<std::pair<const QueueImpl*, std::weak_ptr<QueueImpl>>> queues;
+
+  void add(const std::shared_ptr<QueueImpl>& q) {
+    std::lock_guard lock(mutex);
+    std::erase_if(queues, [](const auto& e) { return e.second.expired(); });
+    queues.emplace_back(q.get(), q);
+  }
+  // The live queue on `device` whose handle is `handle`.
+  std::shared_ptr<QueueImpl> find(const Device& device, void* handle) {
+    std::lock_guard lock(mutex);
+    for (auto& [raw, weak] : queues)
+      if (auto q = weak.lock(); q && q->device() == device && native_handle_of(*q) == handle) return q;
+    return nullptr;
+  }
+  // A CUDA queue's handle is its CUstream; a host queue's (whose streams are all null) its own address.
+  static void* native_handle_of(const QueueImpl& q) {
+    return q.device().kind() == DeviceKind::Host ? const_cast<QueueImpl*>(&q) : q.stream();
+  }
+};
+QueueRegistry& registry() {
+  static auto* r = new QueueRegistry;  // leaked: queues may die during static destruction
+  return *r;
+}
+
+std::shared_ptr<QueueImpl> registered(std::shared_ptr<QueueImpl> q) {
+  registry().add(q);
+  return q;
+}
+}  // namespace
+
+QueueImpl::QueueImpl(Device device, void* stream, bool owns_stream)
+    : device_(device), stream_(stream), id_(next_queue_id++), owns_stream_(owns_stream) {}
 QueueImpl::~QueueImpl() {
-  if (stream_) device_.backend().destroy_stream(stream_);
+  if (stream_ && owns_stream_) device_.backend().destroy_stream(stream_);
+}
+
+Result<bool, RuntimeError> QueueImpl::capturing() const {
+  if (simulated_capture_) return true;
+  return device_.backend().is_capturing(stream_);
+}
+
+std::optional<RuntimeError> check_not_capturing(const Queue& queue, const std::string& what) {
+  auto capturing = queue.impl().capturing();
+  if (!capturing.ok()) return capturing.error();
+  if (!capturing.value()) return std::nullopt;
+  return RuntimeError(ErrorKind::CaptureViolation, what, "no stream capture in progress on the queue",
+                      "the queue's stream is being captured",
+                      "make every plan before the capture (rudnn::prepare or one warm-up call per shape)");
 }
 }  // namespace runtime
 
@@ -86,7 +136,7 @@ Queue Queue::default_queue(const Device& device) {
     if (d == device) return Queue(q);
   auto stream = device.backend().create_stream();
   // A device whose stream cannot be made still gets a queue on its null stream.
-  auto impl = std::make_shared<QueueImpl>(device, stream.ok() ? stream.value() : nullptr);
+  auto impl = runtime::registered(std::make_shared<QueueImpl>(device, stream.ok() ? stream.value() : nullptr));
   queues.emplace_back(device, impl);
   return Queue(impl);
 }
@@ -94,11 +144,28 @@ Queue Queue::default_queue(const Device& device) {
 Result<Queue, RuntimeError> Queue::create(const Device& device) {
   auto stream = device.backend().create_stream();
   if (!stream.ok()) return stream.error();
-  return Queue(std::make_shared<QueueImpl>(device, stream.value()));
+  return Queue(runtime::registered(std::make_shared<QueueImpl>(device, stream.value())));
 }
+
+Result<Queue, RuntimeError> Queue::wrap(const Device& device, void* native_handle) {
+  if (auto known = runtime::registry().find(device, native_handle)) return Queue(known);
+  if (device.kind() == DeviceKind::Host)
+    return RuntimeError(ErrorKind::InvalidValue, "native_handle", "the native_handle() of a live host queue",
+                        fmt::format("{} (no such queue)", native_handle));
+  // The caller's CUstream (null: the legacy default stream), never destroyed by rudnn.
+  return Queue(runtime::registered(std::make_shared<QueueImpl>(device, native_handle, false)));
+}
+
+void* Queue::native_handle() const { return runtime::QueueRegistry::native_handle_of(*impl_); }
+bool Queue::owns_stream() const { return impl_->owns_stream(); }
+
+Result<bool, RuntimeError> Queue::is_capturing() const { return impl_->capturing(); }
 
 const Device& Queue::device() const { return impl_->device(); }
 std::uint64_t Queue::id() const { return impl_->id(); }
-Status<RuntimeError> Queue::synchronize() const { return impl_->device().backend().synchronize(impl_->stream()); }
+Status<RuntimeError> Queue::synchronize() const {
+  if (auto e = runtime::check_not_capturing(*this, "a host synchronization (Queue::synchronize, to_host)")) return *e;
+  return impl_->device().backend().synchronize(impl_->stream());
+}
 
 }  // namespace rudnn

@@ -53,6 +53,9 @@ class DeviceBackend {
   virtual Result<void*, RuntimeError> create_stream() = 0;
   virtual void destroy_stream(void* stream) = 0;
   virtual Status<RuntimeError> synchronize(void* stream) = 0;
+  // Whether work queued on `stream` is being captured into a graph (cuStreamIsCapturing). A backend
+  // without capture (the host device) says no; its queues can simulate one (QueueImpl).
+  virtual Result<bool, RuntimeError> is_capturing(void* /*stream*/) { return false; }
 
   virtual Status<RuntimeError> copy_to_device(void* stream, void* dst, const void* src, std::size_t n) = 0;
   virtual Status<RuntimeError> copy_to_host(void* stream, void* dst, const void* src, std::size_t n) = 0;

@@ -1,5 +1,9 @@
 #include <fmt/format.h>
 
+#include <map>
+#include <memory>
+#include <mutex>
+
 #include "rudnn/stats.h"
 #include "stats_counters.h"
 
@@ -10,10 +14,42 @@ StatCounters& counters() {
   static StatCounters c;
   return c;
 }
+
+namespace {
+struct Families {
+  std::mutex mutex;
+  std::map<std::string, std::unique_ptr<StatCounters>, std::less<>> by_name;
+};
+Families& families() {
+  static auto* f = new Families;  // leaked: plans hold pointers into it until exit
+  return *f;
+}
+thread_local StatCounters* current_family = nullptr;
+}  // namespace
+
+StatCounters* family_counters(std::string_view family) {
+  Families& f = families();
+  std::lock_guard lock(f.mutex);
+  auto it = f.by_name.find(family);
+  if (it == f.by_name.end()) it = f.by_name.emplace(std::string(family), std::make_unique<StatCounters>()).first;
+  return it->second.get();
+}
+
+std::vector<std::pair<std::string, const StatCounters*>> all_family_counters() {
+  Families& f = families();
+  std::lock_guard lock(f.mutex);
+  std::vector<std::pair<std::string, const StatCounters*>> out;
+  for (const auto& [name, c] : f.by_name) out.emplace_back(name, c.get());
+  return out;
+}
+
+FamilyScope::FamilyScope(StatCounters* family) : saved_(current_family) { current_family = family; }
+FamilyScope::~FamilyScope() { current_family = saved_; }
+StatCounters* FamilyScope::current() { return current_family; }
 }  // namespace runtime
 
-Stats stats() {
-  auto& c = runtime::counters();
+namespace {
+Stats snapshot(const runtime::StatCounters& c) {
   Stats s;
   s.jit_compiles = c.jit_compiles;
   s.disk_cache_hits = c.disk_cache_hits;
@@ -28,6 +64,15 @@ Stats stats() {
   s.module_loads = c.module_loads;
   s.host_synchronizations = c.host_synchronizations;
   return s;
+}
+}  // namespace
+
+Stats stats() { return snapshot(runtime::counters()); }
+
+std::vector<std::pair<std::string, Stats>> family_stats() {
+  std::vector<std::pair<std::string, Stats>> out;
+  for (const auto& [name, c] : runtime::all_family_counters()) out.emplace_back(name, snapshot(*c));
+  return out;
 }
 
 std::string stats_to_string(const Stats& s) {

@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -43,6 +45,52 @@ Result<std::size_t, RuntimeError> byte_size(const Shape& shape, DType dtype) {
 Tensor::Tensor(std::shared_ptr<Buffer> buffer, Shape shape, DType dtype, Queue queue)
     : buffer_(std::move(buffer)), shape_(std::move(shape)), dtype_(dtype), queue_(std::move(queue)) {
   strides_ = contiguous_strides(shape_);
+}
+
+Tensor::Tensor(std::shared_ptr<Buffer> buffer, Shape shape, Shape strides, DType dtype, Queue queue)
+    : buffer_(std::move(buffer)),
+      shape_(std::move(shape)),
+      strides_(std::move(strides)),
+      dtype_(dtype),
+      queue_(std::move(queue)) {}
+
+namespace {
+// (Σ (extent − 1)·stride + 1) · element size: the bytes a strided tensor reaches, or nothing when
+// that does not fit in 63 bits.
+std::optional<std::int64_t> span_of(const Shape& shape, const Shape& strides, DType dtype) {
+  std::int64_t last = 0;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == 0) return 0;
+    auto step = checked_mul(shape[i] - 1, strides[i]);
+    if (!step || *step > std::numeric_limits<std::int64_t>::max() - last) return std::nullopt;
+    last += *step;
+  }
+  return checked_mul(last + 1, static_cast<std::int64_t>(dtype_size(dtype)));
+}
+}  // namespace
+
+Result<Tensor, RuntimeError> Tensor::view(void* data, const Shape& shape, const Shape& strides, DType dtype,
+                                          const Queue& queue) {
+  auto bytes = byte_size(shape, dtype);
+  if (!bytes.ok()) return bytes.error();
+  const Shape s = strides.empty() ? contiguous_strides(shape) : strides;
+  if (s.size() != shape.size())
+    return RuntimeError(ErrorKind::ShapeMismatch, "strides", fmt::format("{} strides (one per dim)", shape.size()),
+                        shape_to_string(strides));
+  for (std::int64_t stride : s)
+    if (stride < 0)
+      return RuntimeError(ErrorKind::InvalidValue, "strides", "non-negative strides", shape_to_string(strides));
+  const auto span = span_of(shape, s, dtype);
+  if (!span) return RuntimeError(ErrorKind::InvalidValue, "strides", "a span that fits in 63 bits", shape_to_string(s));
+  if (!data && *span > 0)
+    return RuntimeError(ErrorKind::InvalidValue, "data", "a pointer to the view's memory", "null");
+  auto buffer = std::make_shared<Buffer>(runtime::QueueImpl::unwrap(queue), data, static_cast<std::size_t>(*span),
+                                         /*owned=*/false);
+  return Tensor(std::move(buffer), shape, s, dtype, queue);
+}
+
+std::size_t Tensor::span_bytes() const {
+  return static_cast<std::size_t>(span_of(shape_, strides_, dtype_).value_or(0));
 }
 
 Result<Tensor, RuntimeError> Tensor::empty(const Shape& shape, DType dtype, const Queue& queue) {
@@ -93,6 +141,8 @@ void* Tensor::data() const { return buffer_ ? buffer_->data() : nullptr; }
 
 Status<RuntimeError> Tensor::poison() const {
   if (nbytes() == 0) return {};
+  if (!is_contiguous())  // its gaps may be someone else's bytes
+    return RuntimeError(ErrorKind::InvalidValue, "tensor", "a contiguous tensor to poison", shape_to_string(strides_));
   return device().backend().fill_bytes(queue_.impl().stream(), data(), 0xff, nbytes());
 }
 
@@ -106,13 +156,32 @@ Result<HostData, RuntimeError> to_host(const Tensor& tensor) {
     return RuntimeError(ErrorKind::OutOfMemory, "to_host", fmt::format("{} bytes of host memory", tensor.nbytes()),
                         "allocation failure");
   }
-  if (!out.bytes.empty()) {
-    auto& q = tensor.queue();
+  auto& q = tensor.queue();
+  if (!out.bytes.empty() && tensor.is_contiguous()) {
     auto s = q.device().backend().copy_to_host(q.impl().stream(), out.bytes.data(), tensor.data(), out.bytes.size());
     if (!s.ok()) return s.error();
   }
-  auto w = tensor.queue().synchronize();
+  std::vector<std::byte> span;  // a strided view: its whole span, then gathered
+  if (!out.bytes.empty() && !tensor.is_contiguous()) {
+    span.resize(tensor.span_bytes());
+    auto s = q.device().backend().copy_to_host(q.impl().stream(), span.data(), tensor.data(), span.size());
+    if (!s.ok()) return s.error();
+  }
+  auto w = q.synchronize();
   if (!w.ok()) return w.error();
+  if (!span.empty()) {
+    const std::size_t size = dtype_size(tensor.dtype()), rank = tensor.shape().size();
+    std::vector<std::int64_t> index(rank, 0);
+    for (std::size_t e = 0; e * size < out.bytes.size(); ++e) {
+      std::int64_t offset = 0;
+      for (std::size_t d = 0; d < rank; ++d) offset += index[d] * tensor.strides()[d];
+      std::memcpy(out.bytes.data() + e * size, span.data() + static_cast<std::size_t>(offset) * size, size);
+      for (std::size_t d = rank; d-- > 0;) {  // the next index, row-major
+        if (++index[d] < tensor.shape()[d]) break;
+        index[d] = 0;
+      }
+    }
+  }
   return out;
 }
 

@@ -70,6 +70,19 @@ class RUDNN_API Queue {
   static Queue default_queue(const Device& device);
   // A new ordered queue on `device` (a new CUDA stream).
   static Result<Queue, RuntimeError> create(const Device& device);
+  // The engine's own stream as a queue (SPEC §13): on a GPU `native_handle` is a CUstream the caller
+  // owns (rudnn never destroys it; null is the legacy default stream); on the host device it is the
+  // native_handle() of a live host queue. Wrapping a stream rudnn already has a queue for gives that
+  // queue, so tensors made on either are on one queue.
+  static Result<Queue, RuntimeError> wrap(const Device& device, void* native_handle);
+  // The handle wrap() takes: the CUstream on a GPU, an opaque token on the host device.
+  void* native_handle() const;
+  // False for a wrapped stream (the caller's).
+  bool owns_stream() const;
+  // Whether the stream is being captured into a CUDA graph (cuStreamIsCapturing). While it is, a
+  // call that would break the capture (a cold plan, a host synchronization) fails with
+  // ErrorKind::CaptureViolation instead.
+  Result<bool, RuntimeError> is_capturing() const;
 
   const Device& device() const;
   Status<RuntimeError> synchronize() const;

@@ -25,7 +25,8 @@ enum class ErrorKind {
   OutOfMemory,
   CompileFailure,  // NVRTC or the host compiler rejected generated code
   LaunchFailure,
-  EmulatorFault,  // the host emulation device caught a kernel bug (divergent barrier, ...)
+  EmulatorFault,     // the host emulation device caught a kernel bug (divergent barrier, ...)
+  CaptureViolation,  // the queue's stream is being captured and the call would break the capture
   CacheFailure,
   JitDisabled,  // RUDNN_DISABLE_JIT=1 and the kernel is in no cache or pack
   IoFailure,

@@ -2,6 +2,8 @@
 // Process-wide counters, so an engine can assert that serving triggered no compile (SPEC §11).
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "rudnn/export.h"
 
@@ -24,6 +26,12 @@ struct Stats {
 };
 
 RUDNN_API Stats stats();
+// The same counters per op family ("normalization", "paged attention", ...; the graph runner's
+// family names), for the families whose calls ran in this process: what their plans compiled,
+// loaded and tuned, their plan-cache hits and misses, and their launches (an engine asserts that
+// serving compiled nothing, family by family). Allocations and synchronizations outside a plan's
+// launches (outputs, readbacks) count only in stats().
+RUDNN_API std::vector<std::pair<std::string, Stats>> family_stats();
 RUDNN_API std::string stats_to_string(const Stats& s);
 
 }  // namespace rudnn

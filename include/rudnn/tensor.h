@@ -46,6 +46,12 @@ class RUDNN_API Tensor {
   // Uninitialized storage of shape/dtype on `queue`'s device, owned by the tensor.
   static Result<Tensor, RuntimeError> empty(const Shape& shape, DType dtype, const Queue& queue);
   static Result<Tensor, RuntimeError> empty(const Shape& shape, DType dtype, const Device& device);
+  // A view of caller-owned memory (SPEC §13): `data` on `queue`'s device (a device pointer on a GPU,
+  // a host pointer on the host device), never freed by rudnn; the caller keeps it alive while the
+  // view and the work queued on it live. `strides` in elements (empty: contiguous); a strided view
+  // goes where an op takes strides, elsewhere it is rejected naming the argument and its strides.
+  static Result<Tensor, RuntimeError> view(void* data, const Shape& shape, const Shape& strides, DType dtype,
+                                           const Queue& queue);
   // Copies host data to a new tensor (ordered on `queue`).
   static Result<Tensor, RuntimeError> upload(const HostData& data, const Queue& queue);
   static Result<Tensor, RuntimeError> upload(const HostData& data, const Device& device);
@@ -60,6 +66,8 @@ class RUDNN_API Tensor {
   const Queue& queue() const { return queue_; }
   const Device& device() const { return queue_.device(); }
   bool is_contiguous() const;
+  // The bytes from the first to one past the last element (nbytes() when contiguous; 0 when empty).
+  std::size_t span_bytes() const;
   // Device address of the first element (a host pointer on the host device).
   void* data() const;
   // Whether another Tensor handle shares this storage (copy-on-write decisions, e.g. paged append).
@@ -69,6 +77,7 @@ class RUDNN_API Tensor {
 
  private:
   Tensor(std::shared_ptr<runtime::Buffer> buffer, Shape shape, DType dtype, Queue queue);
+  Tensor(std::shared_ptr<runtime::Buffer> buffer, Shape shape, Shape strides, DType dtype, Queue queue);
   std::shared_ptr<runtime::Buffer> buffer_;
   Shape shape_, strides_;
   DType dtype_;

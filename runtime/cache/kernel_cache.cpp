@@ -71,7 +71,7 @@ std::optional<std::string> KernelCache::load(const std::string& digest) const {
   if (!in) bytes.clear();  // unreadable: treated as a bad entry below
   auto reject = [&](const char* why) -> std::optional<std::string> {
     log_info("kernel cache entry {} is bad ({}); rebuilding it", path, why);
-    counters().disk_cache_rebuilds++;
+    count(&StatCounters::disk_cache_rebuilds);
     std::error_code ec;
     fs::remove(path, ec);
     return std::nullopt;

@@ -49,7 +49,7 @@ class CudaDevice final : public DeviceBackend {
   // threshold raised at open): no device synchronization, and capturable in a CUDA graph.
   Result<void*, RuntimeError> allocate(std::size_t bytes, void* stream) override {
     if (bytes == 0) return static_cast<void*>(nullptr);
-    counters().device_allocations++;
+    count(&StatCounters::device_allocations);
     bind_context();
     CUdeviceptr p = 0;
     if (CUresult r = d().cuMemAllocAsync(&p, bytes, static_cast<CUstream>(stream)); r != CUDA_SUCCESS)
@@ -75,11 +75,18 @@ class CudaDevice final : public DeviceBackend {
     d().cuStreamDestroy(static_cast<CUstream>(s));
   }
   Status<RuntimeError> synchronize(void* s) override {
-    counters().host_synchronizations++;
+    count(&StatCounters::host_synchronizations);
     bind_context();
     if (CUresult r = d().cuStreamSynchronize(static_cast<CUstream>(s)); r != CUDA_SUCCESS)
       return driver_error(ErrorKind::DriverFailure, "cuStreamSynchronize", r);
     return {};
+  }
+  Result<bool, RuntimeError> is_capturing(void* s) override {
+    bind_context();
+    CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (CUresult r = d().cuStreamIsCapturing(static_cast<CUstream>(s), &status); r != CUDA_SUCCESS)
+      return driver_error(ErrorKind::DriverFailure, "cuStreamIsCapturing", r);
+    return status != CU_STREAM_CAPTURE_STATUS_NONE;  // active, or invalidated (still not to be touched)
   }
 
   Status<RuntimeError> copy_to_device(void* s, void* dst, const void* src, std::size_t n) override {
@@ -106,7 +113,7 @@ class CudaDevice final : public DeviceBackend {
 
   Result<std::shared_ptr<LoadedKernel>, RuntimeError> load_kernel(const KernelBinary& binary,
                                                                   const std::string& entry) override {
-    counters().module_loads++;
+    count(&StatCounters::module_loads);
     bind_context();
     CUmodule module = nullptr;
     CUresult r = d().cuModuleLoadData(&module, binary.image.data());

@@ -51,6 +51,7 @@ Loaded load() {
   bind(lib, a.cuStreamCreate, "cuStreamCreate", missing);
   bind(lib, a.cuStreamDestroy, "cuStreamDestroy_v2", missing);
   bind(lib, a.cuStreamSynchronize, "cuStreamSynchronize", missing);
+  bind(lib, a.cuStreamIsCapturing, "cuStreamIsCapturing", missing);
   bind(lib, a.cuModuleLoadData, "cuModuleLoadData", missing);
   bind(lib, a.cuModuleUnload, "cuModuleUnload", missing);
   bind(lib, a.cuModuleGetFunction, "cuModuleGetFunction", missing);

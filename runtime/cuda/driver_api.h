@@ -28,6 +28,7 @@ struct DriverApi {
   CUresult (*cuStreamCreate)(CUstream*, unsigned int);
   CUresult (*cuStreamDestroy)(CUstream);
   CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuStreamIsCapturing)(CUstream, CUstreamCaptureStatus*);
   CUresult (*cuModuleLoadData)(CUmodule*, const void*);
   CUresult (*cuModuleUnload)(CUmodule);
   CUresult (*cuModuleGetFunction)(CUfunction*, CUmodule, const char*);

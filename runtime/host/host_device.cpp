@@ -52,7 +52,7 @@ class HostDevice final : public DeviceBackend {
   }
 
   Result<void*, RuntimeError> allocate(std::size_t bytes, void*) override {
-    counters().device_allocations++;
+    count(&StatCounters::device_allocations);
     // 256-byte alignment like cudaMalloc, so vectorized kernels see the same alignment facts.
     // The rounding must not wrap: a request near SIZE_MAX is simply more than the host has.
     void* p = bytes > (std::size_t(1) << 62) ? nullptr : std::aligned_alloc(256, ((bytes + 255) / 256) * 256 + 256);
@@ -66,7 +66,7 @@ class HostDevice final : public DeviceBackend {
   Result<void*, RuntimeError> create_stream() override { return static_cast<void*>(nullptr); }
   void destroy_stream(void*) override {}
   Status<RuntimeError> synchronize(void*) override {
-    counters().host_synchronizations++;
+    count(&StatCounters::host_synchronizations);
     return {};
   }
 
@@ -85,7 +85,7 @@ class HostDevice final : public DeviceBackend {
 
   Result<std::shared_ptr<LoadedKernel>, RuntimeError> load_kernel(const KernelBinary& binary,
                                                                   const std::string& entry) override {
-    counters().module_loads++;
+    count(&StatCounters::module_loads);
     // The shared object comes from the cache as bytes: load it from an anonymous memory file, so
     // no second copy on disk can go stale.
     int fd = memfd_create(entry.c_str(), MFD_CLOEXEC);

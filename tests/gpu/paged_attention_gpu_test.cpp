@@ -11,7 +11,6 @@
 // without a CUDA device.
 #include <gtest/gtest.h>
 
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -27,6 +26,7 @@
 #include "../ops/op_test_util.h"
 #include "../ops/paged_test_util.h"
 #include "gpu_test_util.h"
+#include "graph_api.h"
 #include "reference/paged_attention.h"
 #include "rudnn/paged_attention.h"
 #include "rudnn/stats.h"
@@ -39,6 +39,8 @@ using paged_attention::DevicePlan;
 using paged_attention::HostPlan;
 using paged_attention::SplitWorkspace;
 using testing::fresh_seed;
+using testing::graph_api;
+using testing::GraphApi;
 using testing::host_values;
 using testing::relative_l2;
 using testing::tolerance;
@@ -396,65 +398,6 @@ TEST_F(PagedAttentionOnGpu, AppendMatchesTheOracle) {
 
 // ---------------------------------------------------------------------------------------------
 // CUDA graph capture
-
-// The Driver API entries the capture needs, from libcuda.so.1 (the test does not link the driver,
-// as librudnn.so does not). CUresult 0 is CUDA_SUCCESS.
-struct GraphApi {
-  using Stream = void*;
-  using Graph = void*;
-  using GraphExec = void*;
-  int (*begin_capture)(Stream, int mode);  // cuStreamBeginCapture_v2
-  int (*end_capture)(Stream, Graph*);
-  int (*instantiate)(GraphExec*, Graph, unsigned long long flags);  // cuGraphInstantiateWithFlags
-  int (*launch)(GraphExec, Stream);
-  int (*exec_destroy)(GraphExec);
-  int (*graph_destroy)(Graph);
-  int (*synchronize)(Stream);
-  int (*copy_to_device)(unsigned long long dst, const void* src, std::size_t bytes, Stream);  // cuMemcpyHtoDAsync_v2
-  int (*error_string)(int, const char**);
-
-  static constexpr int kCaptureModeGlobal = 0;                // CU_STREAM_CAPTURE_MODE_GLOBAL
-  static constexpr unsigned long long kAutoFreeOnLaunch = 1;  // CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH
-
-  std::string describe(int r) const {
-    const char* s = nullptr;
-    if (error_string) error_string(r, &s);
-    return fmt::format("CUresult {} ({})", r, s ? s : "?");
-  }
-};
-
-// nullptr (with `why`) when libcuda.so.1 or an entry is missing.
-const GraphApi* graph_api(std::string& why) {
-  static std::string reason;
-  static const GraphApi* api = []() -> const GraphApi* {
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-      reason = dlerror();
-      return nullptr;
-    }
-    static GraphApi a{};
-    bool ok = true;
-    auto get = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-      if (!fn) {
-        ok = false;
-        reason += std::string(name) + " missing; ";
-      }
-    };
-    get(a.begin_capture, "cuStreamBeginCapture_v2");
-    get(a.end_capture, "cuStreamEndCapture");
-    get(a.instantiate, "cuGraphInstantiateWithFlags");
-    get(a.launch, "cuGraphLaunch");
-    get(a.exec_destroy, "cuGraphExecDestroy");
-    get(a.graph_destroy, "cuGraphDestroy");
-    get(a.synchronize, "cuStreamSynchronize");
-    get(a.copy_to_device, "cuMemcpyHtoDAsync_v2");
-    get(a.error_string, "cuGetErrorString");
-    return ok ? &a : nullptr;
-  }();
-  why = reason;
-  return api;
-}
 
 // The bytes of `values` rounded to `dtype`.
 std::vector<std::byte> dtype_bytes(const Shape& shape, DType dtype, const std::vector<double>& values) {

@@ -1,0 +1,214 @@
+// Serving integration (SPEC §13, issue 16), the parts built so far, on the host emulation device:
+// the engine's own queues (Queue::wrap, one identity per stream), views of caller memory
+// (Tensor::view: never freed by rudnn, contiguous ones run like rudnn's own tensors, strided ones
+// read back element by element and rejected by ops that take no strides, naming the argument), and
+// capture safety (a simulated capture: a cold call, a synchronization and a readback fail with
+// CaptureViolation and launch nothing; a warm call runs), and the per-family counters.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "entry.h"
+#include "op_test_util.h"
+#include "queue_impl.h"
+#include "rudnn/normalization.h"
+#include "rudnn/stats.h"
+
+namespace rudnn {
+namespace {
+
+using normalization::rms_norm;
+using testing::fresh_seed;
+
+TEST(Serving, WrappedQueuesAreTheQueuesTheyWrap) {
+  const Device host = Device::host();
+  auto q = Queue::create(host);
+  ASSERT_TRUE(q.ok());
+  EXPECT_TRUE(q->owns_stream());
+  auto again = Queue::wrap(host, q->native_handle());
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_TRUE(*again == *q) << "wrapping a queue's handle gives that queue";
+  auto other = Queue::create(host);
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(*other == *q);
+  EXPECT_NE(other->native_handle(), q->native_handle());
+  // A host handle that is no live queue's.
+  int not_a_queue = 0;
+  auto bad = Queue::wrap(host, &not_a_queue);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind(), ErrorKind::InvalidValue);
+  EXPECT_EQ(bad.error().argument(), "native_handle");
+  EXPECT_TRUE(Queue::wrap(host, Queue::default_queue(host).native_handle()).ok());
+}
+
+// rms_norm of rows in caller memory (a view) against the same rows uploaded: the same bits; the
+// view's memory is the caller's after the view is gone (ASan would see a free of it).
+TEST(Serving, ContiguousViewsRunLikeOwnTensors) {
+  std::mt19937_64 rng(fresh_seed());
+  const std::int64_t rows = 5, h = 48;
+  const auto x = testing::random_values(static_cast<std::size_t>(rows * h), DType::F32, rng);
+  const auto g = testing::random_values(static_cast<std::size_t>(h), DType::F32, rng);
+  std::vector<float> memory(x.begin(), x.end());
+  const Tensor gamma = testing::upload({h}, DType::F32, g, Device::host());
+  const Tensor owned = testing::upload({rows, h}, DType::F32, x, Device::host());
+  std::vector<std::byte> from_view;
+  {
+    auto view = Tensor::view(memory.data(), {rows, h}, {}, DType::F32, Queue::default_queue(Device::host()));
+    ASSERT_TRUE(view.ok()) << view.error().message();
+    EXPECT_TRUE(view->is_contiguous());
+    EXPECT_EQ(view->data(), memory.data());
+    auto out = rms_norm(*view, gamma, 1e-5f);
+    ASSERT_TRUE(out.ok()) << out.error().message();
+    from_view = to_host(*out)->bytes;
+  }
+  auto want = rms_norm(owned, gamma, 1e-5f);
+  ASSERT_TRUE(want.ok());
+  EXPECT_EQ(from_view, to_host(*want)->bytes);
+  EXPECT_EQ(memory[0], static_cast<float>(x[0])) << "the caller's memory outlives the view, untouched";
+}
+
+// A row-padded view: read back element by element; an op that takes no strides names it.
+TEST(Serving, StridedViews) {
+  const std::int64_t rows = 3, h = 4, pitch = 6;
+  std::vector<float> memory(static_cast<std::size_t>(rows * pitch));
+  for (std::size_t i = 0; i < memory.size(); ++i) memory[i] = static_cast<float>(i);
+  auto view = Tensor::view(memory.data(), {rows, h}, {pitch, 1}, DType::F32, Queue::default_queue(Device::host()));
+  ASSERT_TRUE(view.ok()) << view.error().message();
+  EXPECT_FALSE(view->is_contiguous());
+  EXPECT_EQ(view->span_bytes(), static_cast<std::size_t>(((rows - 1) * pitch + h) * 4));
+  auto back = to_host(*view);
+  ASSERT_TRUE(back.ok()) << back.error().message();
+  const std::vector<double> values = back->to_f64();
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < h; ++c)
+      EXPECT_EQ(values[static_cast<std::size_t>(r * h + c)], static_cast<double>(r * pitch + c));
+  const Tensor gamma = testing::upload({h}, DType::F32, std::vector<double>(4, 1.0), Device::host());
+  auto rejected = rms_norm(*view, gamma, 1e-5f);
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_EQ(rejected.error().argument(), "input");
+  EXPECT_NE(rejected.error().message().find("[6, 1]"), std::string::npos) << rejected.error().message();
+  EXPECT_FALSE(view->poison().ok()) << "its gaps are not rudnn's to write";
+
+  // Bad views: strides of another rank, negative strides, a null pointer with elements.
+  const Queue q = Queue::default_queue(Device::host());
+  auto rank = Tensor::view(memory.data(), {rows, h}, {1}, DType::F32, q);
+  ASSERT_FALSE(rank.ok());
+  EXPECT_EQ(rank.error().argument(), "strides");
+  auto negative = Tensor::view(memory.data(), {rows, h}, {-4, 1}, DType::F32, q);
+  ASSERT_FALSE(negative.ok());
+  EXPECT_EQ(negative.error().argument(), "strides");
+  auto null = Tensor::view(nullptr, {rows, h}, {}, DType::F32, q);
+  ASSERT_FALSE(null.ok());
+  EXPECT_EQ(null.error().argument(), "data");
+  EXPECT_TRUE(Tensor::view(nullptr, {0, h}, {}, DType::F32, q).ok()) << "an empty view holds no bytes";
+}
+
+// Ends a simulated capture however the test leaves.
+struct SimulatedCapture {
+  const Queue& queue;
+  explicit SimulatedCapture(const Queue& q) : queue(q) { queue.impl().simulate_capture(true); }
+  ~SimulatedCapture() { queue.impl().simulate_capture(false); }
+};
+
+TEST(Serving, CaptureRejectsColdCallsAndSynchronizations) {
+  std::mt19937_64 rng(fresh_seed());
+  auto made = Queue::create(Device::host());
+  ASSERT_TRUE(made.ok());
+  const Queue& q = *made;
+  // A width no other test uses, so the plan is cold here.
+  const std::int64_t h = 52;
+  auto upload = [&](const Shape& s) {
+    auto data = HostData::from_f64(s, DType::F32,
+                                   testing::random_values(static_cast<std::size_t>(element_count(s)), DType::F32, rng));
+    auto t = Tensor::upload(data, q);
+    EXPECT_TRUE(t.ok());
+    return std::move(t.value());
+  };
+  const Tensor x = upload({3, h}), gamma = upload({h});
+  std::vector<std::byte> warm_bits;
+  {
+    SimulatedCapture capture(q);
+    ASSERT_TRUE(q.is_capturing().value());
+    const Stats before = stats();
+    auto cold = rms_norm(x, gamma, 1e-6f);
+    ASSERT_FALSE(cold.ok());
+    EXPECT_EQ(cold.error().kind(), ErrorKind::CaptureViolation) << cold.error().message();
+    EXPECT_NE(cold.error().message().find("not made yet"), std::string::npos) << cold.error().message();
+    EXPECT_EQ(stats().jit_compiles, before.jit_compiles);
+    EXPECT_EQ(stats().kernel_launches, before.kernel_launches);
+    EXPECT_EQ(stats().module_loads, before.module_loads);
+    auto sync = q.synchronize();
+    ASSERT_FALSE(sync.ok());
+    EXPECT_EQ(sync.error().kind(), ErrorKind::CaptureViolation);
+    EXPECT_EQ(stats().host_synchronizations, before.host_synchronizations);
+    auto read = to_host(x);
+    ASSERT_FALSE(read.ok());
+    EXPECT_EQ(read.error().kind(), ErrorKind::CaptureViolation);
+  }
+  // Warm the plan outside the capture; inside, the warm call runs (and a readback after it).
+  auto warm = rms_norm(x, gamma, 1e-6f);
+  ASSERT_TRUE(warm.ok()) << warm.error().message();
+  warm_bits = to_host(*warm)->bytes;
+  std::optional<Tensor> captured;
+  {
+    SimulatedCapture capture(q);
+    auto again = rms_norm(x, gamma, 1e-6f);
+    ASSERT_TRUE(again.ok()) << again.error().message();
+    captured = std::move(again.value());
+  }
+  EXPECT_FALSE(q.is_capturing().value());
+  EXPECT_EQ(to_host(*captured)->bytes, warm_bits);
+  // Another queue is not captured.
+  EXPECT_FALSE(Queue::default_queue(Device::host()).is_capturing().value());
+}
+
+// The counters of `family`, zeros when it has none yet.
+Stats family(const std::string& name) {
+  for (const auto& [n, s] : family_stats())
+    if (n == name) return s;
+  return {};
+}
+
+// family_stats(): a cold call's plan miss and launches count for its family; a warm
+// call's hit and launches too, and nothing else; other families see none of it.
+TEST(Serving, FamilyCounters) {
+  std::mt19937_64 rng(fresh_seed());
+  const std::int64_t h = 76;  // a width no other test uses: a cold plan
+  const Tensor x = testing::upload({2, h}, DType::F32, testing::random_values(2 * h, DType::F32, rng), Device::host());
+  const Tensor gamma = testing::upload({h}, DType::F32, testing::random_values(h, DType::F32, rng), Device::host());
+  const Stats norm0 = family("normalization"), paged0 = family("paged attention");
+  ASSERT_TRUE(rms_norm(x, gamma, 1e-5f).ok());
+  const Stats norm1 = family("normalization");
+  EXPECT_EQ(norm1.plan_cache_misses, norm0.plan_cache_misses + 1);
+  // (Its kernel may be a module an earlier plan of another width loaded: no load is promised.)
+  EXPECT_GE(norm1.kernel_launches, norm0.kernel_launches + 1);
+  ASSERT_TRUE(rms_norm(x, gamma, 1e-5f).ok());
+  const Stats norm2 = family("normalization");
+  EXPECT_EQ(norm2.plan_cache_hits, norm1.plan_cache_hits + 1);
+  EXPECT_EQ(norm2.plan_cache_misses, norm1.plan_cache_misses);
+  EXPECT_EQ(norm2.jit_compiles, norm1.jit_compiles);
+  EXPECT_EQ(norm2.module_loads, norm1.module_loads);
+  EXPECT_EQ(norm2.kernel_launches - norm1.kernel_launches, norm1.kernel_launches - norm0.kernel_launches);
+  const Stats paged1 = family("paged attention");
+  EXPECT_EQ(paged1.kernel_launches, paged0.kernel_launches);
+  EXPECT_EQ(paged1.plan_cache_misses, paged0.plan_cache_misses);
+  // The families' counters add up to no more than the process's.
+  Stats sum;
+  for (const auto& [name, s] : family_stats()) {
+    sum.kernel_launches += s.kernel_launches;
+    sum.module_loads += s.module_loads;
+    sum.jit_compiles += s.jit_compiles;
+    sum.plan_cache_misses += s.plan_cache_misses;
+  }
+  const Stats all = stats();
+  EXPECT_LE(sum.kernel_launches, all.kernel_launches);
+  EXPECT_LE(sum.module_loads, all.module_loads);
+  EXPECT_LE(sum.jit_compiles, all.jit_compiles);
+  EXPECT_LE(sum.plan_cache_misses, all.plan_cache_misses);
+  EXPECT_GT(sum.module_loads, 0u) << "the cold paths' loads were counted for their families";
+}
+
+}  // namespace
+}  // namespace rudnn
