@@ -43,9 +43,13 @@ attention::AttentionStrategy default_strategy() {
 #endif
 }
 
-Result<Tensor, AttentionSetupError> attention(const Tensor& query, const Tensor& key, const Tensor& value,
-                                              const std::optional<Tensor>& mask, const std::optional<Tensor>& attn_bias,
-                                              AttentionModuleOptions options, attention::AttentionStrategy strategy) {
+namespace {
+
+// One attention call into `into` (a caller's buffer, checked) or a fresh output.
+Result<Tensor, AttentionSetupError> run(const Tensor& query, const Tensor& key, const Tensor& value,
+                                        const std::optional<Tensor>& mask, const std::optional<Tensor>& attn_bias,
+                                        AttentionModuleOptions options, attention::AttentionStrategy strategy,
+                                        const Tensor* into) {
   contracts::AttentionSignature sig{operand(query), operand(key), operand(value), std::nullopt,
                                     std::nullopt,   1.0,          options.causal};
   if (mask) sig.mask = operand(*mask);
@@ -73,6 +77,15 @@ Result<Tensor, AttentionSetupError> attention(const Tensor& query, const Tensor&
   const Device& device = query.device();
   const std::int64_t b = query.dim(0), hq = query.dim(1), tq = query.dim(2), d = query.dim(3);
   const std::int64_t hkv = key.dim(1), tk = key.dim(2), dv = value.dim(3);
+  if (into) {
+    const ops::NamedTensor inputs[] = {{&query, "query"},
+                                       {&key, "key"},
+                                       {&value, "value"},
+                                       {mask ? &*mask : nullptr, "mask"},
+                                       {attn_bias ? &*attn_bias : nullptr, "attn_bias"}};
+    if (auto e = ops::check_output(*into, "out", {b, hq, tq, dv}, query.dtype(), query, inputs))
+      return as<AttentionSetupError>(*e);
+  }
   const std::int64_t mode = ops::autotune_mode_word(requested == contracts::AttentionStrategy::Autotune);
   // With autotune the plan serves one (B, Tq, Tk) bucket: the tuned tile depends on it.
   const std::int64_t buckets = mode ? log2_bucket(b) | (log2_bucket(tq) << 8) | (log2_bucket(tk) << 16) : 0;
@@ -101,7 +114,7 @@ Result<Tensor, AttentionSetupError> attention(const Tensor& query, const Tensor&
                                          ops::target_for(device));
       });
   if (!plan.ok()) return as<AttentionSetupError>(plan.error());
-  auto out = ops::output({b, hq, tq, dv}, query.dtype(), query.queue());
+  auto out = into ? Result<Tensor, RuntimeError>(*into) : ops::output({b, hq, tq, dv}, query.dtype(), query.queue());
   if (!out.ok()) return as<AttentionSetupError>(out.error());
   // Slots: query, key, value, mask, attn_bias (kept, maybe empty), output.
   if (auto s = ops::launch(**plan, query.queue(),
@@ -109,6 +122,23 @@ Result<Tensor, AttentionSetupError> attention(const Tensor& query, const Tensor&
       !s.ok())
     return as<AttentionSetupError>(s.error());
   return std::move(out.value());
+}
+
+}  // namespace
+
+Result<Tensor, AttentionSetupError> attention(const Tensor& query, const Tensor& key, const Tensor& value,
+                                              const std::optional<Tensor>& mask, const std::optional<Tensor>& attn_bias,
+                                              AttentionModuleOptions options, attention::AttentionStrategy strategy) {
+  return run(query, key, value, mask, attn_bias, options, strategy, nullptr);
+}
+
+Status<AttentionSetupError> attention_into(const Tensor& query, const Tensor& key, const Tensor& value,
+                                           const std::optional<Tensor>& mask, const std::optional<Tensor>& attn_bias,
+                                           const Tensor& out, AttentionModuleOptions options,
+                                           attention::AttentionStrategy strategy) {
+  auto r = run(query, key, value, mask, attn_bias, options, strategy, &out);
+  if (!r.ok()) return r.error();
+  return {};
 }
 
 }  // namespace rudnn::attention

@@ -36,6 +36,22 @@ std::optional<RuntimeError> check_operands(std::initializer_list<std::pair<const
   return std::nullopt;
 }
 
+std::optional<RuntimeError> check_output(const Tensor& out, const char* name, const Shape& shape, DType dtype,
+                                         const Tensor& ref, std::span<const NamedTensor> inputs) {
+  if (out.shape() != shape)
+    return RuntimeError(ErrorKind::ShapeMismatch, name, shape_to_string(shape), shape_to_string(out.shape()));
+  if (out.dtype() != dtype)
+    return RuntimeError(ErrorKind::UnsupportedDType, name, std::string(dtype_name(dtype)),
+                        std::string(dtype_name(out.dtype())));
+  if (!(out.device() == ref.device()))
+    return RuntimeError(ErrorKind::DeviceMismatch, name, "the inputs' device (" + ref.device().to_string() + ")",
+                        out.device().to_string());
+  if (auto e = check_contiguous(out, name)) return e;
+  if (auto e = check_same_queue(out, name, ref, "the inputs")) return e;
+  const NamedTensor self{&out, name};
+  return check_disjoint(std::span(&self, 1), inputs);
+}
+
 runtime::StatCounters* family_counters_of(std::string_view op_name) {
   const OpFamily* family = family_for(op_name);
   if (!family) family = family_for("rudnn." + std::string(op_name));  // keys may omit the dialect prefix

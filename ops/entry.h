@@ -38,6 +38,11 @@ using NamedTensor = std::pair<const Tensor*, const char*>;
 // one buffer). Tensors of different devices never overlap; empty tensors hold no bytes.
 std::optional<RuntimeError> check_disjoint(std::span<const NamedTensor> outputs, std::span<const NamedTensor> others);
 
+// A caller's output buffer (the *_into entries, SPEC §13): `shape` and `dtype`, on `ref`'s device
+// and queue, contiguous, and overlapping none of `inputs` — else the error naming `name`.
+std::optional<RuntimeError> check_output(const Tensor& out, const char* name, const Shape& shape, DType dtype,
+                                         const Tensor& ref, std::span<const NamedTensor> inputs);
+
 // A plan-cache key: the op's name (hashed: no family holds a magic tag), then what the entry's plan
 // depends on, field by field, in the entry's own order. Fixed size: a warm call builds no string.
 class PlanKeyBuilder {

@@ -41,8 +41,9 @@ std::int64_t rows_bucket([[maybe_unused]] const Shape& shape, [[maybe_unused]] s
 #endif
 }
 
+// One norm call into `into` (a caller's buffer, checked) or a fresh output.
 Result<Tensor, NormalizationError> run(NormKind kind, const Tensor& input, const Tensor* gamma, const Tensor* beta,
-                                       float epsilon) {
+                                       float epsilon, const Tensor* into = nullptr) {
   contracts::NormSignature sig;
   sig.kind = kind;
   sig.input = ops::operand(input);
@@ -56,6 +57,11 @@ Result<Tensor, NormalizationError> run(NormKind kind, const Tensor& input, const
   for (auto [t, name] : {std::pair{&input, input_name}, {gamma, "gamma"}, {beta, "beta"}})
     if (t)
       if (auto e = ops::check_contiguous(*t, name)) return as<NormalizationError>(*e);
+  if (into) {
+    const ops::NamedTensor inputs[] = {{&input, input_name}, {gamma, "gamma"}, {beta, "beta"}};
+    if (auto e = ops::check_output(*into, "out", input.shape(), input.dtype(), input, inputs))
+      return as<NormalizationError>(*e);
+  }
 
   const Device& device = input.device();
   // Misaligned buffers take the heuristic's vector width 1; autotune is not asked for them.
@@ -78,7 +84,7 @@ Result<Tensor, NormalizationError> run(NormKind kind, const Tensor& input, const
         return compiler::lower_normalization(request, ops::target_for(device));
       });
   if (!plan.ok()) return as<NormalizationError>(plan.error());
-  auto out = ops::output(input.shape(), input.dtype(), input.queue());
+  auto out = into ? Result<Tensor, RuntimeError>(*into) : ops::output(input.shape(), input.dtype(), input.queue());
   if (!out.ok()) return as<NormalizationError>(out.error());
   // Slots: input, [gamma, [beta]], output (beta's slot is kept, empty, for a layer_norm without one).
   Status<RuntimeError> launched = kind == NormKind::Softmax ? ops::launch(**plan, input.queue(), {&input, &*out})
@@ -102,6 +108,26 @@ Result<Tensor, NormalizationError> rms_norm(const Tensor& input, const Tensor& g
 
 Result<Tensor, NormalizationError> softmax_last_axis(const Tensor& logits) {
   return run(NormKind::Softmax, logits, nullptr, nullptr, 0.0f);
+}
+
+namespace {
+Status<NormalizationError> status_of(Result<Tensor, NormalizationError> r) {
+  if (!r.ok()) return r.error();
+  return {};
+}
+}  // namespace
+
+Status<NormalizationError> layer_norm_into(const Tensor& input, const Tensor& gamma, const std::optional<Tensor>& beta,
+                                           float epsilon, const Tensor& out) {
+  return status_of(run(NormKind::LayerNorm, input, &gamma, beta ? &*beta : nullptr, epsilon, &out));
+}
+
+Status<NormalizationError> rms_norm_into(const Tensor& input, const Tensor& gamma, float epsilon, const Tensor& out) {
+  return status_of(run(NormKind::RmsNorm, input, &gamma, nullptr, epsilon, &out));
+}
+
+Status<NormalizationError> softmax_last_axis_into(const Tensor& logits, const Tensor& out) {
+  return status_of(run(NormKind::Softmax, logits, nullptr, nullptr, 0.0f, &out));
 }
 
 }  // namespace rudnn::normalization

@@ -372,7 +372,8 @@ Status<Err> run_backward(const DevicePlan::State& s, contracts::PagedAttentionSi
     for (Tensor& g : *fresh) outputs.push_back(&g);
   }
 
-  // Each given gradient: its input's shape, q's dtype, contiguous, on q's queue, and disjoint.
+  // Each given gradient: its input's shape, q's dtype, contiguous, on q's queue, and disjoint from the
+  // inputs, the workspace and the other gradients.
   std::array<bool, 4> selected{};
   std::vector<ops::NamedTensor> named_outputs, others;
   static constexpr const char* kInputNames[2][5] = {{"query", "key", "value", "grad_out", ""},
@@ -389,20 +390,9 @@ Status<Err> run_backward(const DevicePlan::State& s, contracts::PagedAttentionSi
     named_outputs.push_back({g, name});
     if (!g) continue;
     selected[i] = true;
-    const Tensor& like = *inputs[i];
-    if (g->shape() != like.shape())
-      return Err(ErrorKind::ShapeMismatch, name, shape_to_string(like.shape()) + " (its input's shape)",
-                 shape_to_string(g->shape()));
-    if (g->dtype() != q.dtype())
-      return Err(ErrorKind::UnsupportedDType, name, std::string(dtype_name(q.dtype())) + " (the query's dtype)",
-                 std::string(dtype_name(g->dtype())));
-    if (!(g->device() == q.device()))
-      return Err(ErrorKind::DeviceMismatch, name, "the query's device (" + q.device().to_string() + ")",
-                 g->device().to_string());
-    if (auto e = ops::check_contiguous(*g, name)) return as<Err>(*e);
-    if (auto e = ops::check_same_queue(*g, name, q, "query")) return as<Err>(*e);
+    if (auto e = ops::check_output(*g, name, inputs[i]->shape(), q.dtype(), q, others)) return as<Err>(*e);
   }
-  if (auto e = ops::check_disjoint(named_outputs, others)) return as<Err>(*e);
+  if (auto e = ops::check_disjoint(named_outputs, {})) return as<Err>(*e);  // the outputs among themselves
   if (std::none_of(selected.begin(), selected.end(), [](bool b) { return b; })) return {};  // nothing asked
 
   const compiler::PagedBackwardMode mode{workspace != nullptr, workspace && workspace->cache_rows,

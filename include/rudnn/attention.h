@@ -36,5 +36,13 @@ RUDNN_API Result<Tensor, AttentionSetupError> attention(const Tensor& query, con
                                                         const std::optional<Tensor>& attn_bias,
                                                         AttentionModuleOptions options = {},
                                                         AttentionStrategy strategy = default_strategy());
+// The same into a caller's buffer `out` (SPEC §13): [B, Hq, Tq, Dv] in the query dtype, contiguous,
+// on the query's device and queue, overlapping no input. A rejected call names `out` and writes
+// nothing. Temporaries (Fallback's scores) still come from the queue's stream-ordered pool.
+RUDNN_API Status<AttentionSetupError> attention_into(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                     const std::optional<Tensor>& mask,
+                                                     const std::optional<Tensor>& attn_bias, const Tensor& out,
+                                                     AttentionModuleOptions options = {},
+                                                     AttentionStrategy strategy = default_strategy());
 
 }  // namespace rudnn::attention

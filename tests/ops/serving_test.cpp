@@ -3,7 +3,8 @@
 // (Tensor::view: never freed by rudnn, contiguous ones run like rudnn's own tensors, strided ones
 // read back element by element and rejected by ops that take no strides, naming the argument), and
 // capture safety (a simulated capture: a cold call, a synchronization and a readback fail with
-// CaptureViolation and launch nothing; a warm call runs), and the per-family counters.
+// CaptureViolation and launch nothing; a warm call runs), the per-family counters, and the
+// into-variants (normalization, attention) writing the allocating calls' bits into caller buffers.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -13,6 +14,7 @@
 #include "entry.h"
 #include "op_test_util.h"
 #include "queue_impl.h"
+#include "rudnn/attention.h"
 #include "rudnn/normalization.h"
 #include "rudnn/stats.h"
 
@@ -208,6 +210,80 @@ TEST(Serving, FamilyCounters) {
   EXPECT_LE(sum.jit_compiles, all.jit_compiles);
   EXPECT_LE(sum.plan_cache_misses, all.plan_cache_misses);
   EXPECT_GT(sum.module_loads, 0u) << "the cold paths' loads were counted for their families";
+}
+
+// The *_into entries write the allocating call's bits into a caller buffer (a view of caller
+// memory here) and reject a wrong buffer naming `out`, writing nothing.
+TEST(Serving, IntoVariantsMatchTheAllocatingCalls) {
+  std::mt19937_64 rng(fresh_seed());
+  const Device host = Device::host();
+  const std::int64_t rows = 6, h = 40;
+  const Tensor x = testing::upload({rows, h}, DType::BF16, testing::random_values(rows * h, DType::BF16, rng), host);
+  const Tensor gamma = testing::upload({h}, DType::F32, testing::random_values(h, DType::F32, rng), host);
+  const Tensor beta = testing::upload({h}, DType::F32, testing::random_values(h, DType::F32, rng), host);
+  std::vector<std::uint16_t> memory(static_cast<std::size_t>(rows * h), 0x7777);
+  auto out = Tensor::view(memory.data(), {rows, h}, {}, DType::BF16, Queue::default_queue(host));
+  ASSERT_TRUE(out.ok());
+  auto bytes = [](const Tensor& t) { return to_host(t)->bytes; };
+
+  ASSERT_TRUE(normalization::rms_norm_into(x, gamma, 1e-5f, *out).ok());
+  EXPECT_EQ(bytes(*out), bytes(*rms_norm(x, gamma, 1e-5f)));
+  ASSERT_TRUE(normalization::layer_norm_into(x, gamma, beta, 1e-5f, *out).ok());
+  EXPECT_EQ(bytes(*out), bytes(*normalization::layer_norm(x, gamma, beta, 1e-5f)));
+  ASSERT_TRUE(normalization::softmax_last_axis_into(x, *out).ok());
+  EXPECT_EQ(bytes(*out), bytes(*normalization::softmax_last_axis(x)));
+
+  // Rejected: shape, dtype, queue, in place (overlapping the input); nothing written.
+  const auto before = bytes(*out);
+  auto q2 = Queue::create(host);
+  ASSERT_TRUE(q2.ok());
+  auto wrong_shape = Tensor::empty({rows, h + 1}, DType::BF16, host);
+  auto wrong_dtype = Tensor::empty({rows, h}, DType::F16, host);
+  auto other_queue = Tensor::empty({rows, h}, DType::BF16, *q2);
+  const Tensor in_place = x;
+  auto strided = Tensor::view(memory.data(), {rows, h / 2}, {h, 1}, DType::BF16, Queue::default_queue(host));
+  struct Case {
+    const Tensor* out;
+    ErrorKind kind;
+  };
+  for (const Case& c : {Case{&*wrong_shape, ErrorKind::ShapeMismatch}, Case{&*wrong_dtype, ErrorKind::UnsupportedDType},
+                        Case{&*other_queue, ErrorKind::QueueMismatch}, Case{&in_place, ErrorKind::InvalidValue}}) {
+    auto st = normalization::rms_norm_into(x, gamma, 1e-5f, *c.out);
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error().kind(), c.kind) << st.error().message();
+    EXPECT_EQ(st.error().argument(), "out") << st.error().message();
+  }
+  auto st = normalization::rms_norm_into(
+      testing::upload({rows, h / 2}, DType::BF16, testing::random_values(rows * h / 2, DType::BF16, rng), host),
+      testing::upload({h / 2}, DType::F32, std::vector<double>(h / 2, 1.0), host), 1e-5f, *strided);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().argument(), "out");
+  EXPECT_EQ(bytes(*out), before) << "a rejected call writes nothing";
+
+  // Attention into a buffer: the allocating call's bits; a wrong shape names `out`.
+  const std::int64_t b = 1, hq = 4, hkv = 2, t = 9, d = 16;
+  auto up = [&](const Shape& s) {
+    return testing::upload(s, DType::F16,
+                           testing::random_values(static_cast<std::size_t>(element_count(s)), DType::F16, rng), host);
+  };
+  const Tensor q = up({b, hq, t, d}), k = up({b, hkv, t, d}), v = up({b, hkv, t, d});
+  auto ao = Tensor::empty({b, hq, t, d}, DType::F16, host);
+  ASSERT_TRUE(ao.ok());
+  const attention::AttentionModuleOptions causal{std::nullopt, true};
+  auto into = attention::attention_into(q, k, v, std::nullopt, std::nullopt, *ao, causal,
+                                        attention::AttentionStrategy::FlashUnit);
+  ASSERT_TRUE(into.ok()) << into.error().message();
+  EXPECT_EQ(bytes(*ao), bytes(*attention::attention(q, k, v, std::nullopt, std::nullopt, causal,
+                                                    attention::AttentionStrategy::FlashUnit)));
+  auto bad = attention::attention_into(q, k, v, std::nullopt, std::nullopt, *wrong_dtype, causal,
+                                       attention::AttentionStrategy::FlashUnit);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().argument(), "out");
+  const Tensor q_alias = q;
+  auto aliased = attention::attention_into(q, k, v, std::nullopt, std::nullopt, q_alias, causal,
+                                           attention::AttentionStrategy::FlashUnit);
+  ASSERT_FALSE(aliased.ok());
+  EXPECT_EQ(aliased.error().kind(), ErrorKind::InvalidValue);
 }
 
 }  // namespace
