@@ -16,7 +16,9 @@ namespace {
 using ops::as;
 using ops::operand;
 
-Result<GatedDeltaOutput, GatedDeltaError> run(const GatedDeltaInput& in, std::int64_t chunk) {
+// One call into `into` (the caller's output and final-state buffers, checked) or fresh tensors.
+Result<GatedDeltaOutput, GatedDeltaError> run(const GatedDeltaInput& in, std::int64_t chunk,
+                                              const GatedDeltaOutput* into = nullptr) {
   contracts::GatedDeltaSignature sig{operand(in.query),     operand(in.key), operand(in.value), operand(in.beta),
                                      operand(in.log_decay), std::nullopt,    in.query_scale,    chunk};
   if (in.initial_state) sig.initial_state = operand(*in.initial_state);
@@ -37,6 +39,18 @@ Result<GatedDeltaOutput, GatedDeltaError> run(const GatedDeltaInput& in, std::in
                                     {&in.log_decay, "log_decay"},
                                     {in.initial_state ? &*in.initial_state : nullptr, "initial_state"}}))
     return as<GatedDeltaError>(*e);
+  if (into) {
+    const ops::NamedTensor inputs[] = {
+        {&in.query, "query"},         {&in.key, "key"},
+        {&in.value, "value"},         {&in.beta, "beta"},
+        {&in.log_decay, "log_decay"}, {in.initial_state ? &*in.initial_state : nullptr, "initial_state"},
+        {&into->output, "output"}};
+    if (auto e =
+            ops::check_output(into->output, "output", {b, h, t, v}, in.query.dtype(), in.query, std::span(inputs, 6)))
+      return as<GatedDeltaError>(*e);
+    if (auto e = ops::check_output(into->final_state, "final_state", {b, h, k, v}, DType::F32, in.query, inputs))
+      return as<GatedDeltaError>(*e);
+  }
 
   const std::int64_t mode = ops::autotune_mode_word(true);
   const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.gated_delta")
@@ -60,9 +74,11 @@ Result<GatedDeltaOutput, GatedDeltaError> run(const GatedDeltaInput& in, std::in
         return compiler::lower_gated_delta(request, ops::target_for(device));
       });
   if (!plan.ok()) return as<GatedDeltaError>(plan.error());
-  auto output = ops::output({b, h, t, v}, in.query.dtype(), in.query.queue());
+  auto output =
+      into ? Result<Tensor, RuntimeError>(into->output) : ops::output({b, h, t, v}, in.query.dtype(), in.query.queue());
   if (!output.ok()) return as<GatedDeltaError>(output.error());
-  auto state = ops::output({b, h, k, v}, DType::F32, in.query.queue());
+  auto state =
+      into ? Result<Tensor, RuntimeError>(into->final_state) : ops::output({b, h, k, v}, DType::F32, in.query.queue());
   if (!state.ok()) return as<GatedDeltaError>(state.error());
   // Slots: query, key, value, beta, log_decay, initial_state (kept, maybe empty), output, final_state.
   if (auto s = ops::launch(**plan, in.query.queue(),
@@ -82,5 +98,19 @@ Result<GatedDeltaOutput, GatedDeltaError> chunk_gated_delta_rule(const GatedDelt
 }
 
 Result<GatedDeltaOutput, GatedDeltaError> gated_delta_rule(const GatedDeltaInput& input) { return run(input, 0); }
+
+Status<GatedDeltaError> chunk_gated_delta_rule_into(const GatedDeltaInput& input, std::int64_t chunk_size,
+                                                    const GatedDeltaOutput& out) {
+  if (chunk_size <= 0) return GatedDeltaError(ErrorKind::InvalidValue, "chunk_size", "> 0", std::to_string(chunk_size));
+  auto r = run(input, chunk_size, &out);
+  if (!r.ok()) return r.error();
+  return {};
+}
+
+Status<GatedDeltaError> gated_delta_rule_into(const GatedDeltaInput& input, const GatedDeltaOutput& out) {
+  auto r = run(input, 0, &out);
+  if (!r.ok()) return r.error();
+  return {};
+}
 
 }  // namespace rudnn::gated_delta

@@ -284,7 +284,8 @@ ops::PlanKeyBuilder call_key(std::string_view op, const contracts::PagedAttentio
 // The plan of one attention/MLA call (lowered once per shape class, dtype, options and device) and
 // its launch with `slots` (the op's operands and output, then the workspace when split).
 Result<Tensor, Err> run_attention(const DevicePlan::State& s, contracts::PagedAttentionSignature sig,
-                                  std::vector<const Tensor*> inputs, const SplitWorkspace* workspace) {
+                                  std::vector<const Tensor*> inputs, const SplitWorkspace* workspace,
+                                  const Tensor* into = nullptr) {
   sig.metadata = s.metadata;
   sig.splits = workspace ? workspace->splits() : 1;
   const bool mla = sig.kind == contracts::PagedKind::Mla;
@@ -297,6 +298,15 @@ Result<Tensor, Err> run_attention(const DevicePlan::State& s, contracts::PagedAt
   const contracts::PagedDims d = contracts::paged_dims(sig);
   if (workspace)
     if (auto e = check_workspace(*workspace, s, q, d.q_heads, d.value_dim)) return *e;
+  if (into) {
+    static constexpr const char* kNames[2][4] = {{"query", "key", "value", ""},
+                                                 {"query", "query_rope", "latent", "key_rope"}};
+    std::vector<ops::NamedTensor> others;
+    for (std::size_t i = 0; i < inputs.size(); ++i) others.push_back({inputs[i], kNames[mla][i]});
+    others.push_back({workspace ? &workspace->storage() : nullptr, "workspace"});
+    if (auto e = ops::check_output(*into, "out", {d.queries, d.q_heads, d.value_dim}, q.dtype(), q, others))
+      return as<Err>(*e);
+  }
 
   const Device& device = q.device();
   const ops::PlanKey key = call_key(mla ? "rudnn.paged_mla" : "rudnn.paged_attention", sig, q).add(sig.splits).key();
@@ -304,7 +314,8 @@ Result<Tensor, Err> run_attention(const DevicePlan::State& s, contracts::PagedAt
     return compiler::lower_paged_attention(compiler::PagedAttentionRequest{sig, std::nullopt}, ops::target_for(device));
   });
   if (!plan.ok()) return as<Err>(plan.error());
-  auto out = ops::output({d.queries, d.q_heads, d.value_dim}, q.dtype(), q.queue());
+  auto out = into ? Result<Tensor, RuntimeError>(*into)
+                  : ops::output({d.queries, d.q_heads, d.value_dim}, q.dtype(), q.queue());
   if (!out.ok()) return as<Err>(out.error());
   const Tensor* ws = workspace ? &workspace->storage() : nullptr;
   const Status<RuntimeError> launched = mla ? ops::launch(**plan, q.queue(),
@@ -472,6 +483,21 @@ Result<Tensor, Err> DevicePlan::mla_with_workspace(const Tensor& q, const Tensor
                                                    const Tensor& kp, float scale, bool causal,
                                                    SplitWorkspace& workspace) const {
   return run_attention(*state_, mla_signature(q, qp, latent, kp, scale, causal), {&q, &qp, &latent, &kp}, &workspace);
+}
+
+Status<Err> DevicePlan::attention_into(const Tensor& q, const Tensor& k, const Tensor& v, float scale, bool causal,
+                                       const Tensor& out, SplitWorkspace* workspace) const {
+  auto r = run_attention(*state_, attention_signature(q, k, v, scale, causal), {&q, &k, &v}, workspace, &out);
+  if (!r.ok()) return r.error();
+  return {};
+}
+
+Status<Err> DevicePlan::mla_into(const Tensor& q, const Tensor& qp, const Tensor& latent, const Tensor& kp, float scale,
+                                 bool causal, const Tensor& out, SplitWorkspace* workspace) const {
+  auto r =
+      run_attention(*state_, mla_signature(q, qp, latent, kp, scale, causal), {&q, &qp, &latent, &kp}, workspace, &out);
+  if (!r.ok()) return r.error();
+  return {};
 }
 
 Result<AttentionBackward, Err> DevicePlan::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,

@@ -36,5 +36,12 @@ struct GatedDeltaOutput {
 RUDNN_API Result<GatedDeltaOutput, GatedDeltaError> chunk_gated_delta_rule(const GatedDeltaInput& input,
                                                                            std::int64_t chunk_size);
 RUDNN_API Result<GatedDeltaOutput, GatedDeltaError> gated_delta_rule(const GatedDeltaInput& input);
+// The same into the caller's buffers (SPEC §13): out.output [B, H, T, V] in the query dtype and
+// out.final_state f32 [B, H, K, V], contiguous, on the query's device and queue, overlapping no
+// input and each other (the state is not updated in place: pass another buffer as initial_state).
+// A rejected call names the buffer and writes nothing.
+RUDNN_API Status<GatedDeltaError> chunk_gated_delta_rule_into(const GatedDeltaInput& input, std::int64_t chunk_size,
+                                                              const GatedDeltaOutput& out);
+RUDNN_API Status<GatedDeltaError> gated_delta_rule_into(const GatedDeltaInput& input, const GatedDeltaOutput& out);
 
 }  // namespace rudnn::gated_delta

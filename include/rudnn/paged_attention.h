@@ -201,6 +201,14 @@ class RUDNN_API DevicePlan {
   Result<Tensor, PagedAttentionError> mla_with_workspace(const Tensor& q, const Tensor& qp, const Tensor& latent,
                                                          const Tensor& kp, float scale, bool causal,
                                                          SplitWorkspace& workspace) const;
+  // The same into a caller's buffer `out` (SPEC §13): [queries, Hq, Dv] (MLA [queries, H, R]) in
+  // q's dtype, contiguous, on q's queue, overlapping no input and not the workspace; split-KV with a
+  // workspace. A rejected call names `out` and writes nothing.
+  Status<PagedAttentionError> attention_into(const Tensor& q, const Tensor& k, const Tensor& v, float scale,
+                                             bool causal, const Tensor& out, SplitWorkspace* workspace = nullptr) const;
+  Status<PagedAttentionError> mla_into(const Tensor& q, const Tensor& qp, const Tensor& latent, const Tensor& kp,
+                                       float scale, bool causal, const Tensor& out,
+                                       SplitWorkspace* workspace = nullptr) const;
   // Writes k [queries, Hkv, D] and v [queries, Hkv, Dv] at each query row's position through its
   // sequence's page table. A cache whose storage another Tensor handle shares is copied first (pass
   // the caches with std::move to write in place). Two rows that map to one physical slot are

@@ -4,7 +4,8 @@
 // read back element by element and rejected by ops that take no strides, naming the argument), and
 // capture safety (a simulated capture: a cold call, a synchronization and a readback fail with
 // CaptureViolation and launch nothing; a warm call runs), the per-family counters, and the
-// into-variants (normalization, attention) writing the allocating calls' bits into caller buffers.
+// into-variants (normalization, attention, gated delta, paged attention) writing the allocating calls' bits into caller
+// buffers.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -14,7 +15,9 @@
 #include "entry.h"
 #include "op_test_util.h"
 #include "queue_impl.h"
+#include "paged_test_util.h"
 #include "rudnn/attention.h"
+#include "rudnn/gated_delta.h"
 #include "rudnn/normalization.h"
 #include "rudnn/stats.h"
 
@@ -22,6 +25,9 @@ namespace rudnn {
 namespace {
 
 using normalization::rms_norm;
+using paged_test::Layout;
+using paged_test::Rows;
+using paged_test::Seq;
 using testing::fresh_seed;
 
 TEST(Serving, WrappedQueuesAreTheQueuesTheyWrap) {
@@ -284,6 +290,76 @@ TEST(Serving, IntoVariantsMatchTheAllocatingCalls) {
                                            attention::AttentionStrategy::FlashUnit);
   ASSERT_FALSE(aliased.ok());
   EXPECT_EQ(aliased.error().kind(), ErrorKind::InvalidValue);
+}
+
+// The gated delta rule and paged attention into caller buffers: the allocating calls' bits; the
+// buffers' own lines (the state not in place, the split workspace not overlapped).
+TEST(Serving, IntoVariantsOfGatedDeltaAndPagedAttention) {
+  std::mt19937_64 rng(fresh_seed());
+  const Device host = Device::host();
+  auto up = [&](const Shape& s, DType dtype) {
+    return testing::upload(
+        s, dtype, testing::random_values(static_cast<std::size_t>(element_count(s)), dtype, rng, -0.5, 0.5), host);
+  };
+  auto bytes = [](const Tensor& t) { return to_host(t)->bytes; };
+  const std::int64_t b = 1, h = 2, t = 10, k = 16, v = 16;
+  gated_delta::GatedDeltaInput in{up({b, h, t, k}, DType::F32),
+                                  up({b, h, t, k}, DType::F32),
+                                  up({b, h, t, v}, DType::F32),
+                                  up({b, h, t}, DType::F32),
+                                  up({b, h, t}, DType::F32),
+                                  up({b, h, k, v}, DType::F32),
+                                  0.25f};
+  auto want = gated_delta::chunk_gated_delta_rule(in, 4);
+  ASSERT_TRUE(want.ok()) << want.error().message();
+  const gated_delta::GatedDeltaOutput out{*Tensor::empty({b, h, t, v}, DType::F32, host),
+                                          *Tensor::empty({b, h, k, v}, DType::F32, host)};
+  auto st = gated_delta::chunk_gated_delta_rule_into(in, 4, out);
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  EXPECT_EQ(bytes(out.output), bytes(want->output));
+  EXPECT_EQ(bytes(out.final_state), bytes(want->final_state));
+  ASSERT_TRUE(gated_delta::gated_delta_rule_into(in, out).ok());
+  EXPECT_EQ(bytes(out.output), bytes(gated_delta::gated_delta_rule(in)->output));
+  // The state in place, a state of another dtype, the output over the query: rejected, named.
+  auto in_place = gated_delta::chunk_gated_delta_rule_into(in, 4, {out.output, *in.initial_state});
+  ASSERT_FALSE(in_place.ok());
+  EXPECT_EQ(in_place.error().argument(), "final_state");
+  EXPECT_EQ(in_place.error().kind(), ErrorKind::InvalidValue);
+  auto bf16_state =
+      gated_delta::chunk_gated_delta_rule_into(in, 4, {out.output, *Tensor::empty({b, h, k, v}, DType::BF16, host)});
+  ASSERT_FALSE(bf16_state.ok());
+  EXPECT_EQ(bf16_state.error().argument(), "final_state");
+  auto over_query = gated_delta::chunk_gated_delta_rule_into(
+      in, 4, {*Tensor::view(in.query.data(), {b, h, t, v}, {}, DType::F32, in.query.queue()), out.final_state});
+  ASSERT_FALSE(over_query.ok());
+  EXPECT_EQ(over_query.error().argument(), "output");
+  auto same = gated_delta::chunk_gated_delta_rule_into(
+      in, 4, {out.output, *Tensor::view(out.output.data(), {b, h, k, v}, {}, DType::F32, out.output.queue())});
+  ASSERT_FALSE(same.ok());
+  EXPECT_EQ(same.error().argument(), "final_state") << "the two outputs overlap";
+
+  // Paged attention, unsplit and split.
+  Layout l = paged_test::make_layout(rng, 8, {Seq{19, Rows::Chunk, 3}, Seq{9, Rows::Decode}}, true);
+  const std::int64_t n = l.queries();
+  const Tensor q = up({n, 4, 16}, DType::BF16), kc = up({l.pages, 8, 2, 16}, DType::BF16),
+               vc = up({l.pages, 8, 2, 16}, DType::BF16);
+  auto plan = paged_test::device_plan(l, q);
+  ASSERT_TRUE(plan.has_value());
+  const Tensor po = *Tensor::empty({n, 4, 16}, DType::BF16, host);
+  ASSERT_TRUE(plan->attention_into(q, kc, vc, 0.25f, true, po).ok());
+  EXPECT_EQ(bytes(po), bytes(*plan->attention(q, kc, vc, 0.25f, true)));
+  auto ws = paged_attention::SplitWorkspace::create(q, n, 4, 16, 2);
+  ASSERT_TRUE(ws.ok());
+  ASSERT_TRUE(plan->attention_into(q, kc, vc, 0.25f, true, po, &*ws).ok());
+  EXPECT_EQ(bytes(po), bytes(*plan->attention_with_workspace(q, kc, vc, 0.25f, true, *ws)));
+  auto over_ws = plan->attention_into(
+      q, kc, vc, 0.25f, true, *Tensor::view(ws->storage().data(), {n, 4, 16}, {}, DType::BF16, q.queue()), &*ws);
+  ASSERT_FALSE(over_ws.ok());
+  EXPECT_EQ(over_ws.error().argument(), "out");
+  auto wrong = plan->attention_into(q, kc, vc, 0.25f, true, *Tensor::empty({n, 4, 8}, DType::BF16, host));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().kind(), ErrorKind::ShapeMismatch);
+  EXPECT_EQ(wrong.error().argument(), "out");
 }
 
 }  // namespace
