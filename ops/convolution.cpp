@@ -133,9 +133,18 @@ Result<std::shared_ptr<const ops::Plan>, ConvSetupError> plan_for(const Call& ca
   return std::shared_ptr<const ops::Plan>(*plan);
 }
 
+// A caller's output buffer against the call (the *_into entries): checked after the contract, so
+// that the call's own lines come first.
+std::optional<ConvSetupError> check_into(const Tensor* into, const char* name, const Shape& shape, DType dtype,
+                                         const Call& call) {
+  if (!into) return std::nullopt;
+  if (auto e = ops::check_output(*into, name, shape, dtype, *call.first, call.tensors)) return as<ConvSetupError>(*e);
+  return std::nullopt;
+}
+
 Result<Tensor, ConvSetupError> forward(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                                        const ConvOptions& options, ConvStrategy strategy, ConvInfo* info,
-                                       bool channels_last) {
+                                       bool channels_last, const Tensor* into = nullptr) {
   Call call{{ConvDirection::Forward, channels_last, operand(input), operand(weight), std::nullopt, std::nullopt,
              params_of(options)},
             strategy,
@@ -148,7 +157,9 @@ Result<Tensor, ConvSetupError> forward(const Tensor& input, const Tensor& weight
   }
   auto plan = plan_for(call, info);
   if (!plan.ok()) return plan.error();
-  auto out = ops::output(contracts::conv_output_shape(call.sig), input.dtype(), input.queue());
+  const Shape out_shape = contracts::conv_output_shape(call.sig);
+  if (auto e = check_into(into, "out", out_shape, input.dtype(), call)) return *e;
+  auto out = into ? Result<Tensor, RuntimeError>(*into) : ops::output(out_shape, input.dtype(), input.queue());
   if (!out.ok()) return as<ConvSetupError>(out.error());
   if (auto s = ops::launch(**plan, input.queue(), {&input, &weight, bias ? &*bias : nullptr, &*out}); !s.ok())
     return as<ConvSetupError>(s.error());
@@ -187,9 +198,11 @@ Result<Tensor, ConvSetupError> conv_forward_nhwc(const Tensor& input, const Tens
   return forward(input, weight, bias, options, strategy, info, true);
 }
 
-Result<Tensor, ConvSetupError> conv_data_backward(const Tensor& grad_output, const Tensor& weight,
-                                                  const Shape& input_shape, const ConvOptions& options,
-                                                  ConvStrategy strategy, ConvLayout layout, ConvInfo* info) {
+namespace {
+
+Result<Tensor, ConvSetupError> data_backward(const Tensor& grad_output, const Tensor& weight, const Shape& input_shape,
+                                             const ConvOptions& options, ConvStrategy strategy, ConvLayout layout,
+                                             ConvInfo* info, const Tensor* into) {
   contracts::Operand shape_only{input_shape, grad_output.dtype(), ops::device_id(grad_output.device())};
   Call call{{ConvDirection::DataBackward, layout == ConvLayout::ChannelsLast, shape_only, operand(weight), std::nullopt,
              operand(grad_output), params_of(options)},
@@ -199,17 +212,19 @@ Result<Tensor, ConvSetupError> conv_data_backward(const Tensor& grad_output, con
             {{&grad_output, "grad_output"}, {&weight, "weight"}}};
   auto plan = plan_for(call, info);
   if (!plan.ok()) return plan.error();
-  auto out = ops::output(input_shape, grad_output.dtype(), grad_output.queue());
+  if (auto e = check_into(into, "grad_input", input_shape, grad_output.dtype(), call)) return *e;
+  auto out =
+      into ? Result<Tensor, RuntimeError>(*into) : ops::output(input_shape, grad_output.dtype(), grad_output.queue());
   if (!out.ok()) return as<ConvSetupError>(out.error());
   if (auto s = ops::launch(**plan, grad_output.queue(), {&grad_output, &weight, &*out}); !s.ok())
     return as<ConvSetupError>(s.error());
   return std::move(out.value());
 }
 
-Result<ConvWeightGrads, ConvSetupError> conv_weight_backward(const Tensor& input, const Tensor& grad_output,
-                                                             const Shape& weight_shape, const ConvOptions& options,
-                                                             bool with_bias_grad, ConvStrategy strategy,
-                                                             ConvLayout layout, ConvInfo* info) {
+Result<ConvWeightGrads, ConvSetupError> weight_backward(const Tensor& input, const Tensor& grad_output,
+                                                        const Shape& weight_shape, const ConvOptions& options,
+                                                        bool with_bias_grad, ConvStrategy strategy, ConvLayout layout,
+                                                        ConvInfo* info, const ConvWeightGrads* into) {
   contracts::Operand shape_only{weight_shape, input.dtype(), ops::device_id(input.device())};
   Call call{{ConvDirection::WeightBackward, layout == ConvLayout::ChannelsLast, operand(input), shape_only,
              std::nullopt, operand(grad_output), params_of(options)},
@@ -219,11 +234,24 @@ Result<ConvWeightGrads, ConvSetupError> conv_weight_backward(const Tensor& input
             {{&input, "input"}, {&grad_output, "grad_output"}}};
   auto plan = plan_for(call, info);
   if (!plan.ok()) return plan.error();
-  auto dw = ops::output(weight_shape, input.dtype(), input.queue());
+  if (into) {
+    if (auto e = check_into(&into->grad_weight, "grad_weight", weight_shape, input.dtype(), call)) return *e;
+    if (with_bias_grad != into->grad_bias.has_value())
+      return ConvSetupError(ErrorKind::InvalidValue, "grad_bias",
+                            with_bias_grad ? "a buffer (with_bias_grad)" : "none (no bias gradient asked)",
+                            into->grad_bias ? "a buffer" : "none");
+    if (into->grad_bias) {
+      call.tensors.push_back({&into->grad_weight, "grad_weight"});
+      if (auto e = check_into(&*into->grad_bias, "grad_bias", {weight_shape[0]}, DType::F32, call)) return *e;
+    }
+  }
+  auto dw =
+      into ? Result<Tensor, RuntimeError>(into->grad_weight) : ops::output(weight_shape, input.dtype(), input.queue());
   if (!dw.ok()) return as<ConvSetupError>(dw.error());
   std::optional<Tensor> db;
   if (with_bias_grad) {
-    auto made = ops::output({weight_shape[0]}, DType::F32, input.queue());
+    auto made = into ? Result<Tensor, RuntimeError>(*into->grad_bias)
+                     : ops::output({weight_shape[0]}, DType::F32, input.queue());
     if (!made.ok()) return as<ConvSetupError>(made.error());
     db = std::move(made.value());
   }
@@ -231,6 +259,56 @@ Result<ConvWeightGrads, ConvSetupError> conv_weight_backward(const Tensor& input
               : ops::launch(**plan, input.queue(), {&input, &grad_output, &*dw});
   if (!s.ok()) return as<ConvSetupError>(s.error());
   return ConvWeightGrads{std::move(dw.value()), std::move(db)};
+}
+
+}  // namespace
+
+Result<Tensor, ConvSetupError> conv_data_backward(const Tensor& grad_output, const Tensor& weight,
+                                                  const Shape& input_shape, const ConvOptions& options,
+                                                  ConvStrategy strategy, ConvLayout layout, ConvInfo* info) {
+  return data_backward(grad_output, weight, input_shape, options, strategy, layout, info, nullptr);
+}
+
+Result<ConvWeightGrads, ConvSetupError> conv_weight_backward(const Tensor& input, const Tensor& grad_output,
+                                                             const Shape& weight_shape, const ConvOptions& options,
+                                                             bool with_bias_grad, ConvStrategy strategy,
+                                                             ConvLayout layout, ConvInfo* info) {
+  return weight_backward(input, grad_output, weight_shape, options, with_bias_grad, strategy, layout, info, nullptr);
+}
+
+namespace {
+template <class R>
+Status<ConvSetupError> status_of(const R& r) {
+  if (!r.ok()) return r.error();
+  return {};
+}
+}  // namespace
+
+Status<ConvSetupError> conv_forward_into(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
+                                         const ConvOptions& options, const Tensor& out, ConvStrategy strategy,
+                                         ConvInfo* info) {
+  return status_of(forward(input, weight, bias, options, strategy, info, false, &out));
+}
+
+Status<ConvSetupError> conv_forward_nhwc_into(const Tensor& input, const Tensor& weight,
+                                              const std::optional<Tensor>& bias, const ConvOptions& options,
+                                              const Tensor& out, ConvStrategy strategy, ConvInfo* info) {
+  return status_of(forward(input, weight, bias, options, strategy, info, true, &out));
+}
+
+Status<ConvSetupError> conv_data_backward_into(const Tensor& grad_output, const Tensor& weight,
+                                               const Shape& input_shape, const ConvOptions& options,
+                                               const Tensor& grad_input, ConvStrategy strategy, ConvLayout layout,
+                                               ConvInfo* info) {
+  return status_of(data_backward(grad_output, weight, input_shape, options, strategy, layout, info, &grad_input));
+}
+
+Status<ConvSetupError> conv_weight_backward_into(const Tensor& input, const Tensor& grad_output,
+                                                 const Shape& weight_shape, const ConvOptions& options,
+                                                 const ConvWeightGrads& grads, ConvStrategy strategy, ConvLayout layout,
+                                                 ConvInfo* info) {
+  return status_of(weight_backward(input, grad_output, weight_shape, options, grads.grad_bias.has_value(), strategy,
+                                   layout, info, &grads));
 }
 
 }  // namespace rudnn::convolution

@@ -88,4 +88,29 @@ RUDNN_API Result<ConvWeightGrads, ConvSetupError> conv_weight_backward(
     bool with_bias_grad = false, ConvStrategy strategy = default_strategy(),
     ConvLayout layout = ConvLayout::ChannelsFirst, ConvInfo* info = nullptr);
 
+// The same into caller buffers (SPEC §13): each the allocating call's result shape and dtype,
+// contiguous, on the input's device and queue, overlapping no input (nor each other). A rejected
+// call names the buffer (out, grad_input, grad_weight, grad_bias) and writes nothing. The weight
+// gradient's bias gradient is computed when grads.grad_bias holds a buffer.
+RUDNN_API Status<ConvSetupError> conv_forward_into(const Tensor& input, const Tensor& weight,
+                                                   const std::optional<Tensor>& bias, const ConvOptions& options,
+                                                   const Tensor& out, ConvStrategy strategy = default_strategy(),
+                                                   ConvInfo* info = nullptr);
+RUDNN_API Status<ConvSetupError> conv_forward_nhwc_into(const Tensor& input, const Tensor& weight,
+                                                        const std::optional<Tensor>& bias, const ConvOptions& options,
+                                                        const Tensor& out, ConvStrategy strategy = default_strategy(),
+                                                        ConvInfo* info = nullptr);
+RUDNN_API Status<ConvSetupError> conv_data_backward_into(const Tensor& grad_output, const Tensor& weight,
+                                                         const Shape& input_shape, const ConvOptions& options,
+                                                         const Tensor& grad_input,
+                                                         ConvStrategy strategy = default_strategy(),
+                                                         ConvLayout layout = ConvLayout::ChannelsFirst,
+                                                         ConvInfo* info = nullptr);
+RUDNN_API Status<ConvSetupError> conv_weight_backward_into(const Tensor& input, const Tensor& grad_output,
+                                                           const Shape& weight_shape, const ConvOptions& options,
+                                                           const ConvWeightGrads& grads,
+                                                           ConvStrategy strategy = default_strategy(),
+                                                           ConvLayout layout = ConvLayout::ChannelsFirst,
+                                                           ConvInfo* info = nullptr);
+
 }  // namespace rudnn::convolution

@@ -4,8 +4,8 @@
 // read back element by element and rejected by ops that take no strides, naming the argument), and
 // capture safety (a simulated capture: a cold call, a synchronization and a readback fail with
 // CaptureViolation and launch nothing; a warm call runs), the per-family counters, and the
-// into-variants (normalization, attention, gated delta, paged attention) writing the allocating calls' bits into caller
-// buffers.
+// into-variants (normalization, attention, gated delta, paged attention, convolution) writing the allocating calls'
+// bits into caller buffers.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -17,6 +17,7 @@
 #include "queue_impl.h"
 #include "paged_test_util.h"
 #include "rudnn/attention.h"
+#include "rudnn/convolution.h"
 #include "rudnn/gated_delta.h"
 #include "rudnn/normalization.h"
 #include "rudnn/stats.h"
@@ -360,6 +361,58 @@ TEST(Serving, IntoVariantsOfGatedDeltaAndPagedAttention) {
   ASSERT_FALSE(wrong.ok());
   EXPECT_EQ(wrong.error().kind(), ErrorKind::ShapeMismatch);
   EXPECT_EQ(wrong.error().argument(), "out");
+}
+
+// Convolution into caller buffers: forward (both layouts), data and weight gradients (with the
+// bias gradient) — the allocating calls' bits; a bias-gradient buffer not asked for, or an output
+// over an input, is rejected by name.
+TEST(Serving, IntoVariantsOfConvolution) {
+  using namespace convolution;
+  std::mt19937_64 rng(fresh_seed());
+  const Device host = Device::host();
+  auto up = [&](const Shape& s) {
+    return testing::upload(s, DType::F32,
+                           testing::random_values(static_cast<std::size_t>(element_count(s)), DType::F32, rng), host);
+  };
+  auto bytes = [](const Tensor& t) { return to_host(t)->bytes; };
+  const ConvOptions opt{{1, 2}, {1, 0}, {}, 1};
+  const Tensor x = up({2, 3, 7, 9}), w = up({4, 3, 3, 3}), bias = up({4});
+  auto want = conv_forward(x, w, bias, opt, ConvStrategy::Direct);
+  ASSERT_TRUE(want.ok()) << want.error().message();
+  const Tensor out = *Tensor::empty(want->shape(), DType::F32, host);
+  ASSERT_TRUE(conv_forward_into(x, w, bias, opt, out, ConvStrategy::Direct).ok());
+  EXPECT_EQ(bytes(out), bytes(*want));
+  const Tensor xl = up({2, 7, 9, 3}), wl = up({4, 3, 3, 3});
+  auto want_l = conv_forward_nhwc(xl, wl, std::nullopt, opt, ConvStrategy::ImplicitGemm);
+  ASSERT_TRUE(want_l.ok()) << want_l.error().message();
+  const Tensor out_l = *Tensor::empty(want_l->shape(), DType::F32, host);
+  ASSERT_TRUE(conv_forward_nhwc_into(xl, wl, std::nullopt, opt, out_l, ConvStrategy::ImplicitGemm).ok());
+  EXPECT_EQ(bytes(out_l), bytes(*want_l));
+
+  const Tensor gy = up(want->shape());
+  const Tensor gx = *Tensor::empty(x.shape(), DType::F32, host);
+  ASSERT_TRUE(conv_data_backward_into(gy, w, x.shape(), opt, gx, ConvStrategy::Direct).ok());
+  EXPECT_EQ(bytes(gx), bytes(*conv_data_backward(gy, w, x.shape(), opt, ConvStrategy::Direct)));
+  const ConvWeightGrads grads{*Tensor::empty(w.shape(), DType::F32, host), *Tensor::empty({4}, DType::F32, host)};
+  ASSERT_TRUE(conv_weight_backward_into(x, gy, w.shape(), opt, grads, ConvStrategy::Direct).ok());
+  auto wg = conv_weight_backward(x, gy, w.shape(), opt, true, ConvStrategy::Direct);
+  ASSERT_TRUE(wg.ok());
+  EXPECT_EQ(bytes(grads.grad_weight), bytes(wg->grad_weight));
+  EXPECT_EQ(bytes(*grads.grad_bias), bytes(*wg->grad_bias));
+
+  auto over_input = conv_forward_into(
+      x, w, bias, opt, *Tensor::view(x.data(), want->shape(), {}, DType::F32, x.queue()), ConvStrategy::Direct);
+  ASSERT_FALSE(over_input.ok());
+  EXPECT_EQ(over_input.error().argument(), "out");
+  auto wrong = conv_data_backward_into(gy, w, x.shape(), opt, *Tensor::empty({2, 3, 7, 8}, DType::F32, host),
+                                       ConvStrategy::Direct);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().argument(), "grad_input");
+  const ConvWeightGrads shared{grads.grad_weight,
+                               *Tensor::view(grads.grad_weight.data(), {4}, {}, DType::F32, grads.grad_weight.queue())};
+  auto overlap = conv_weight_backward_into(x, gy, w.shape(), opt, shared, ConvStrategy::Direct);
+  ASSERT_FALSE(overlap.ok());
+  EXPECT_EQ(overlap.error().argument(), "grad_bias");
 }
 
 }  // namespace
