@@ -184,6 +184,16 @@ Result<Dispatched, MoeError> RoutingPlan::dispatch(const Tensor& input) const {
 }
 
 Result<Tensor, MoeError> Dispatched::combine(const Tensor& expert_output) const {
+  return combine_impl(expert_output, nullptr);
+}
+
+Status<MoeError> Dispatched::combine_into(const Tensor& expert_output, const Tensor& out) const {
+  auto r = combine_impl(expert_output, &out);
+  if (!r.ok()) return r.error();
+  return {};
+}
+
+Result<Tensor, MoeError> Dispatched::combine_impl(const Tensor& expert_output, const Tensor* into) const {
   contracts::CombineSignature sig{operand(expert_output), operand(slots_), operand(routing_.weights())};
   if (auto e = contracts::check_combine(sig)) return *e;
   if (auto e = check_layout(expert_output, "expert_output")) return *e;
@@ -193,6 +203,12 @@ Result<Tensor, MoeError> Dispatched::combine(const Tensor& expert_output) const 
                     shape_to_string(expert_output.shape()));
   if (auto e = same_queue(expert_output, "expert_output", slots_, "the routing")) return *e;
   if (auto e = same_queue(routing_.weights(), "weights", expert_output, "expert_output")) return *e;
+  if (into) {
+    const ops::NamedTensor inputs[] = {
+        {&expert_output, "expert_output"}, {&slots_, "slots"}, {&routing_.weights(), "weights"}};
+    if (auto e = ops::check_output(*into, "out", {tokens(), hidden()}, expert_output.dtype(), expert_output, inputs))
+      return as<MoeError>(*e);
+  }
   const Device& device = expert_output.device();
   const std::int64_t mode = ops::autotune_mode_word(true);
   const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.combine")
@@ -211,7 +227,8 @@ Result<Tensor, MoeError> Dispatched::combine(const Tensor& expert_output) const 
                                  return compiler::lower_combine(request, ops::target_for(device));
                                });
   if (!plan.ok()) return as<MoeError>(plan.error());
-  auto out = ops::output({tokens(), hidden()}, expert_output.dtype(), expert_output.queue());
+  auto out = into ? Result<Tensor, RuntimeError>(*into)
+                  : ops::output({tokens(), hidden()}, expert_output.dtype(), expert_output.queue());
   if (!out.ok()) return as<MoeError>(out.error());
   if (auto s = ops::launch(**plan, expert_output.queue(), {&expert_output, &slots_, &routing_.weights(), &*out});
       !s.ok())
@@ -250,6 +267,18 @@ Result<Tensor, MoeError> SwiGluExperts::forward_dispatched(const Dispatched& dis
 
 Result<Tensor, MoeError> SwiGluExperts::forward_dispatched_with_strategy(const Dispatched& dispatched,
                                                                          GroupedStrategy strategy) const {
+  return experts_impl(dispatched, strategy, nullptr);
+}
+
+Status<MoeError> SwiGluExperts::forward_dispatched_into(const Dispatched& dispatched, GroupedStrategy strategy,
+                                                        const Tensor& out) const {
+  auto r = experts_impl(dispatched, strategy, &out);
+  if (!r.ok()) return r.error();
+  return {};
+}
+
+Result<Tensor, MoeError> SwiGluExperts::experts_impl(const Dispatched& dispatched, GroupedStrategy strategy,
+                                                     const Tensor* into) const {
   const Tensor& rows = dispatched.rows();
   contracts::ExpertsSignature sig{weights_of(*this), operand(rows), operand(dispatched.expert_offsets())};
   if (auto e = contracts::check_experts(sig)) return *e;
@@ -261,6 +290,14 @@ Result<Tensor, MoeError> SwiGluExperts::forward_dispatched_with_strategy(const D
   if (!chosen.ok()) return chosen.error();
   const contracts::ExpertsStrategy resolved = chosen.value();
   const std::int64_t n = rows.shape()[0];
+  if (into) {
+    const ops::NamedTensor inputs[] = {{&rows, "dispatched"},
+                                       {&dispatched.expert_offsets(), "dispatched"},
+                                       {&gate_, "gate"},
+                                       {&up_, "up"},
+                                       {&down_, "down"}};
+    if (auto e = ops::check_output(*into, "out", {n, hidden()}, dtype(), rows, inputs)) return as<MoeError>(*e);
+  }
   const std::int64_t bucket = load_bucket(n, experts());
   const std::int64_t mode = ops::autotune_mode_word(true);
   const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.swiglu_experts")
@@ -279,7 +316,7 @@ Result<Tensor, MoeError> SwiGluExperts::forward_dispatched_with_strategy(const D
                                        ops::target_for(device));
       });
   if (!plan.ok()) return as<MoeError>(plan.error());
-  auto out = ops::output({n, hidden()}, dtype(), rows.queue());
+  auto out = into ? Result<Tensor, RuntimeError>(*into) : ops::output({n, hidden()}, dtype(), rows.queue());
   if (!out.ok()) return as<MoeError>(out.error());
   if (auto s = ops::launch(**plan, rows.queue(), {&rows, &dispatched.expert_offsets(), &gate_, &up_, &down_, &*out});
       !s.ok())
@@ -287,7 +324,8 @@ Result<Tensor, MoeError> SwiGluExperts::forward_dispatched_with_strategy(const D
   return std::move(out.value());
 }
 
-std::optional<MoeError> SwiGluExperts::check_forward(const Tensor& input, const Tensor& logits) const {
+std::optional<MoeError> SwiGluExperts::check_forward(const Tensor& input, const Tensor& logits,
+                                                     const Tensor* out) const {
   if (is_float(input.dtype()) && input.dtype() != dtype())
     return MoeError(ErrorKind::UnsupportedDType, "input", fmt::format("{} (the experts' dtype)", dtype_name(dtype())),
                     std::string(dtype_name(input.dtype())));
@@ -313,6 +351,11 @@ std::optional<MoeError> SwiGluExperts::check_forward(const Tensor& input, const 
   if (auto e = same_queue(input, "input", gate_, "the expert weights")) return e;
   for (auto [t, name] : {std::pair{&input, "input"}, {&logits, "logits"}})
     if (auto e = check_layout(*t, name)) return e;
+  if (out) {
+    const ops::NamedTensor inputs[] = {
+        {&input, "input"}, {&logits, "logits"}, {&gate_, "gate"}, {&up_, "up"}, {&down_, "down"}};
+    if (auto e = ops::check_output(*out, "out", input.shape(), dtype(), input, inputs)) return as<MoeError>(*e);
+  }
   return std::nullopt;
 }
 
@@ -320,28 +363,42 @@ namespace {
 
 // Dispatch, experts and combine after routing; every check already passed.
 Result<Tensor, MoeError> finish_forward(const SwiGluExperts& experts, const RoutingPlan& routing, const Tensor& input,
-                                        GroupedStrategy strategy) {
+                                        GroupedStrategy strategy, const Tensor* into = nullptr) {
   auto dispatched = routing.dispatch(input);
   if (!dispatched.ok()) return dispatched.error();
   auto rows = experts.forward_dispatched_with_strategy(*dispatched, strategy);
   if (!rows.ok()) return rows.error();
-  return dispatched->combine(*rows);
+  if (!into) return dispatched->combine(*rows);
+  if (auto st = dispatched->combine_into(*rows, *into); !st.ok()) return st.error();
+  return *into;
 }
 
 }  // namespace
 
 Result<Tensor, MoeError> SwiGluExperts::forward(const Tensor& input, const Tensor& logits,
                                                 RoutingOptions options) const {
+  return forward_impl(input, logits, options, nullptr);
+}
+
+Status<MoeError> SwiGluExperts::forward_into(const Tensor& input, const Tensor& logits, RoutingOptions options,
+                                             const Tensor& out) const {
+  auto r = forward_impl(input, logits, options, &out);
+  if (!r.ok()) return r.error();
+  return {};
+}
+
+Result<Tensor, MoeError> SwiGluExperts::forward_impl(const Tensor& input, const Tensor& logits, RoutingOptions options,
+                                                     const Tensor* into) const {
   // Every contract first (routing, then the pairing with the experts), so a bad call writes nothing.
   contracts::RouteSignature route_sig{operand(logits), options.top_k, options.renormalize};
   if (auto e = contracts::check_route(route_sig)) return *e;
   contracts::DispatchSignature dispatch_sig{
       operand(input), {{logits.shape()[0], options.top_k}, DType::U32, operand(logits).device}, logits.shape()[1]};
   if (auto e = contracts::check_dispatch(dispatch_sig)) return *e;
-  if (auto e = check_forward(input, logits)) return *e;
+  if (auto e = check_forward(input, logits, into)) return *e;
   auto routing = route(logits, options);
   if (!routing.ok()) return routing.error();
-  return finish_forward(*this, *routing, input, GroupedStrategy::Scalar);
+  return finish_forward(*this, *routing, input, GroupedStrategy::Scalar, into);
 }
 
 Result<Tensor, MoeError> SwiGluExperts::forward_sigmoid_grouped(const Tensor& input, const Tensor& logits,

@@ -131,6 +131,9 @@ class RUDNN_API Dispatched {
   // token order: out[t] = Σ_j weights[t, j] · expert_output[slots[t, j]], summed in FP32 in j order
   // (deterministic), in expert_output's dtype.
   Result<Tensor, MoeError> combine(const Tensor& expert_output) const;
+  // The same into a caller's buffer `out` [T, H] (SPEC §13): expert_output's dtype, contiguous, on its
+  // device and queue, overlapping no input. A rejected call names `out` and writes nothing.
+  Status<MoeError> combine_into(const Tensor& expert_output, const Tensor& out) const;
 
   // The gradients of combine: grad_output [T, H] (expert_output's dtype and device) →
   // dexpert [T·top_k, H] and dweights F32 [T, top_k]. Default strategy Serial.
@@ -146,6 +149,7 @@ class RUDNN_API Dispatched {
   friend class RoutingPlan;
   Dispatched(RoutingPlan routing, Tensor rows, Tensor offsets, Tensor slots)
       : routing_(std::move(routing)), rows_(std::move(rows)), offsets_(std::move(offsets)), slots_(std::move(slots)) {}
+  Result<Tensor, MoeError> combine_impl(const Tensor& expert_output, const Tensor* into) const;
   RoutingPlan routing_;
   Tensor rows_, offsets_, slots_;
 };
@@ -204,6 +208,13 @@ class RUDNN_API SwiGluExperts {
   Result<Tensor, MoeError> forward_dispatched(const Dispatched& dispatched) const;
   Result<Tensor, MoeError> forward_dispatched_with_strategy(const Dispatched& dispatched,
                                                             GroupedStrategy strategy) const;
+  // Into caller buffers (SPEC §13; each checked like combine_into's): the experts' rows
+  // [T·top_k, H]; the whole layer's output [T, H] (routing, dispatch and the experts' rows still
+  // come from the queue's stream-ordered pool).
+  Status<MoeError> forward_dispatched_into(const Dispatched& dispatched, GroupedStrategy strategy,
+                                           const Tensor& out) const;
+  Status<MoeError> forward_into(const Tensor& input, const Tensor& logits, RoutingOptions options,
+                                const Tensor& out) const;
   // Training: the forward (with `strategy`) and the cache its backward needs.
   Result<SwiGluTraining, MoeError> forward_dispatched_training(const Dispatched& dispatched,
                                                                GroupedStrategy strategy) const;
@@ -217,8 +228,12 @@ class RUDNN_API SwiGluExperts {
  private:
   SwiGluExperts(Tensor gate, Tensor up, Tensor down)
       : gate_(std::move(gate)), up_(std::move(up)), down_(std::move(down)) {}
-  // Every check of a forward call before anything runs.
-  std::optional<MoeError> check_forward(const Tensor& input, const Tensor& logits) const;
+  // Every check of a forward call before anything runs (and of its output buffer, when given).
+  std::optional<MoeError> check_forward(const Tensor& input, const Tensor& logits, const Tensor* out = nullptr) const;
+  Result<Tensor, MoeError> experts_impl(const Dispatched& dispatched, GroupedStrategy strategy,
+                                        const Tensor* into) const;
+  Result<Tensor, MoeError> forward_impl(const Tensor& input, const Tensor& logits, RoutingOptions options,
+                                        const Tensor* into) const;
   Tensor gate_, up_, down_;
 };
 

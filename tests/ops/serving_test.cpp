@@ -4,8 +4,8 @@
 // read back element by element and rejected by ops that take no strides, naming the argument), and
 // capture safety (a simulated capture: a cold call, a synchronization and a readback fail with
 // CaptureViolation and launch nothing; a warm call runs), the per-family counters, and the
-// into-variants (normalization, attention, gated delta, paged attention, convolution) writing the allocating calls'
-// bits into caller buffers.
+// into-variants (normalization, attention, gated delta, paged attention, convolution, MoE) writing the allocating
+// calls' bits into caller buffers.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -19,6 +19,7 @@
 #include "rudnn/attention.h"
 #include "rudnn/convolution.h"
 #include "rudnn/gated_delta.h"
+#include "rudnn/moe.h"
 #include "rudnn/normalization.h"
 #include "rudnn/stats.h"
 
@@ -413,6 +414,51 @@ TEST(Serving, IntoVariantsOfConvolution) {
   auto overlap = conv_weight_backward_into(x, gy, w.shape(), opt, shared, ConvStrategy::Direct);
   ASSERT_FALSE(overlap.ok());
   EXPECT_EQ(overlap.error().argument(), "grad_bias");
+}
+
+// MoE into caller buffers: the experts' rows, the combine and the whole layer — the allocating
+// calls' bits (the combine sums in a fixed order); a buffer over an input or of the wrong shape is
+// rejected by name before routing runs.
+TEST(Serving, IntoVariantsOfMoe) {
+  std::mt19937_64 rng(fresh_seed());
+  const Device host = Device::host();
+  auto up = [&](const Shape& s) {
+    return testing::upload(s, DType::F32,
+                           testing::random_values(static_cast<std::size_t>(element_count(s)), DType::F32, rng), host);
+  };
+  auto bytes = [](const Tensor& t) { return to_host(t)->bytes; };
+  const std::int64_t e = 4, inter = 16, h = 32, tokens = 5;
+  auto experts = moe::SwiGluExperts::create(up({e, inter, h}), up({e, inter, h}), up({e, h, inter}));
+  ASSERT_TRUE(experts.ok()) << experts.error().message();
+  const Tensor input = up({tokens, h}), logits = up({tokens, e});
+  const moe::RoutingOptions options{2, true};
+  auto routing = moe::route(logits, options);
+  ASSERT_TRUE(routing.ok());
+  auto dispatched = routing->dispatch(input);
+  ASSERT_TRUE(dispatched.ok());
+  auto rows = experts->forward_dispatched(*dispatched);
+  ASSERT_TRUE(rows.ok());
+  const Tensor rows_out = *Tensor::empty(rows->shape(), DType::F32, host);
+  ASSERT_TRUE(experts->forward_dispatched_into(*dispatched, moe::GroupedStrategy::Scalar, rows_out).ok());
+  EXPECT_EQ(bytes(rows_out), bytes(*rows));
+  const Tensor combined = *Tensor::empty({tokens, h}, DType::F32, host);
+  ASSERT_TRUE(dispatched->combine_into(*rows, combined).ok());
+  EXPECT_EQ(bytes(combined), bytes(*dispatched->combine(*rows)));
+  const Tensor layer = *Tensor::empty({tokens, h}, DType::F32, host);
+  ASSERT_TRUE(experts->forward_into(input, logits, options, layer).ok());
+  EXPECT_EQ(bytes(layer), bytes(*experts->forward(input, logits, options)));
+
+  const Stats before = stats();
+  auto over_input = experts->forward_into(input, logits, options, input);
+  ASSERT_FALSE(over_input.ok());
+  EXPECT_EQ(over_input.error().argument(), "out");
+  EXPECT_EQ(stats().kernel_launches, before.kernel_launches) << "rejected before routing ran";
+  auto wrong = dispatched->combine_into(*rows, *Tensor::empty({tokens, h + 1}, DType::F32, host));
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().kind(), ErrorKind::ShapeMismatch);
+  auto over_rows = experts->forward_dispatched_into(*dispatched, moe::GroupedStrategy::Scalar, dispatched->rows());
+  ASSERT_FALSE(over_rows.ok());
+  EXPECT_EQ(over_rows.error().argument(), "out");
 }
 
 }  // namespace
