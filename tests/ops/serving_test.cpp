@@ -32,6 +32,15 @@ using paged_test::Rows;
 using paged_test::Seq;
 using testing::fresh_seed;
 
+// Random values of `dtype` (in [lo, hi)) on the host device.
+Tensor random_tensor(const Shape& shape, DType dtype, std::mt19937_64& rng, double lo = -1.0, double hi = 1.0) {
+  return testing::upload(shape, dtype,
+                         testing::random_values(static_cast<std::size_t>(element_count(shape)), dtype, rng, lo, hi),
+                         Device::host());
+}
+
+std::vector<std::byte> bytes(const Tensor& t) { return to_host(t)->bytes; }
+
 TEST(Serving, WrappedQueuesAreTheQueuesTheyWrap) {
   const Device host = Device::host();
   auto q = Queue::create(host);
@@ -232,7 +241,6 @@ TEST(Serving, IntoVariantsMatchTheAllocatingCalls) {
   std::vector<std::uint16_t> memory(static_cast<std::size_t>(rows * h), 0x7777);
   auto out = Tensor::view(memory.data(), {rows, h}, {}, DType::BF16, Queue::default_queue(host));
   ASSERT_TRUE(out.ok());
-  auto bytes = [](const Tensor& t) { return to_host(t)->bytes; };
 
   ASSERT_TRUE(normalization::rms_norm_into(x, gamma, 1e-5f, *out).ok());
   EXPECT_EQ(bytes(*out), bytes(*rms_norm(x, gamma, 1e-5f)));
@@ -270,10 +278,7 @@ TEST(Serving, IntoVariantsMatchTheAllocatingCalls) {
 
   // Attention into a buffer: the allocating call's bits; a wrong shape names `out`.
   const std::int64_t b = 1, hq = 4, hkv = 2, t = 9, d = 16;
-  auto up = [&](const Shape& s) {
-    return testing::upload(s, DType::F16,
-                           testing::random_values(static_cast<std::size_t>(element_count(s)), DType::F16, rng), host);
-  };
+  auto up = [&](const Shape& s) { return random_tensor(s, DType::F16, rng); };
   const Tensor q = up({b, hq, t, d}), k = up({b, hkv, t, d}), v = up({b, hkv, t, d});
   auto ao = Tensor::empty({b, hq, t, d}, DType::F16, host);
   ASSERT_TRUE(ao.ok());
@@ -299,11 +304,7 @@ TEST(Serving, IntoVariantsMatchTheAllocatingCalls) {
 TEST(Serving, IntoVariantsOfGatedDeltaAndPagedAttention) {
   std::mt19937_64 rng(fresh_seed());
   const Device host = Device::host();
-  auto up = [&](const Shape& s, DType dtype) {
-    return testing::upload(
-        s, dtype, testing::random_values(static_cast<std::size_t>(element_count(s)), dtype, rng, -0.5, 0.5), host);
-  };
-  auto bytes = [](const Tensor& t) { return to_host(t)->bytes; };
+  auto up = [&](const Shape& s, DType dtype) { return random_tensor(s, dtype, rng, -0.5, 0.5); };
   const std::int64_t b = 1, h = 2, t = 10, k = 16, v = 16;
   gated_delta::GatedDeltaInput in{up({b, h, t, k}, DType::F32),
                                   up({b, h, t, k}, DType::F32),
@@ -371,11 +372,7 @@ TEST(Serving, IntoVariantsOfConvolution) {
   using namespace convolution;
   std::mt19937_64 rng(fresh_seed());
   const Device host = Device::host();
-  auto up = [&](const Shape& s) {
-    return testing::upload(s, DType::F32,
-                           testing::random_values(static_cast<std::size_t>(element_count(s)), DType::F32, rng), host);
-  };
-  auto bytes = [](const Tensor& t) { return to_host(t)->bytes; };
+  auto up = [&](const Shape& s) { return random_tensor(s, DType::F32, rng); };
   const ConvOptions opt{{1, 2}, {1, 0}, {}, 1};
   const Tensor x = up({2, 3, 7, 9}), w = up({4, 3, 3, 3}), bias = up({4});
   auto want = conv_forward(x, w, bias, opt, ConvStrategy::Direct);
@@ -422,11 +419,7 @@ TEST(Serving, IntoVariantsOfConvolution) {
 TEST(Serving, IntoVariantsOfMoe) {
   std::mt19937_64 rng(fresh_seed());
   const Device host = Device::host();
-  auto up = [&](const Shape& s) {
-    return testing::upload(s, DType::F32,
-                           testing::random_values(static_cast<std::size_t>(element_count(s)), DType::F32, rng), host);
-  };
-  auto bytes = [](const Tensor& t) { return to_host(t)->bytes; };
+  auto up = [&](const Shape& s) { return random_tensor(s, DType::F32, rng); };
   const std::int64_t e = 4, inter = 16, h = 32, tokens = 5;
   auto experts = moe::SwiGluExperts::create(up({e, inter, h}), up({e, inter, h}), up({e, h, inter}));
   ASSERT_TRUE(experts.ok()) << experts.error().message();
