@@ -2,6 +2,8 @@
 // options, strategy and device) → launches, and the ConvInfo of what ran.
 #include "rudnn/convolution.h"
 
+#include <functional>
+
 #include "contracts/arch.h"
 #include "contracts/conv.h"
 #include "entry.h"
@@ -76,6 +78,8 @@ struct Call {
   bool bias_grad = false;
   const Tensor* first;  // the tensor whose device, queue and batch the call has
   std::vector<std::pair<const Tensor*, const char*>> tensors;
+  // The *_into entries' buffers, checked after the call's own lines and before any plan work.
+  std::function<std::optional<ConvSetupError>(const Call&)> check_outputs;
 };
 
 Result<std::shared_ptr<const ops::Plan>, ConvSetupError> plan_for(const Call& call, ConvInfo* info) {
@@ -86,6 +90,8 @@ Result<std::shared_ptr<const ops::Plan>, ConvSetupError> plan_for(const Call& ca
   for (auto [t, name] : call.tensors)
     if (auto e = ops::check_same_queue(*t, name, *call.first, call.tensors.front().second))
       return as<ConvSetupError>(*e);
+  if (call.check_outputs)
+    if (auto e = call.check_outputs(call)) return *e;
   const Device& device = call.first->device();
   const contracts::ConvGeometry g = contracts::conv_geometry(sig);
   const DType dtype = call.first->dtype();
@@ -155,10 +161,13 @@ Result<Tensor, ConvSetupError> forward(const Tensor& input, const Tensor& weight
     call.sig.bias = operand(*bias);
     call.tensors.push_back({&*bias, "bias"});
   }
+  if (into)
+    call.check_outputs = [&](const Call& c) {
+      return check_into(into, "out", contracts::conv_output_shape(c.sig), input.dtype(), c);
+    };
   auto plan = plan_for(call, info);
   if (!plan.ok()) return plan.error();
   const Shape out_shape = contracts::conv_output_shape(call.sig);
-  if (auto e = check_into(into, "out", out_shape, input.dtype(), call)) return *e;
   auto out = into ? Result<Tensor, RuntimeError>(*into) : ops::output(out_shape, input.dtype(), input.queue());
   if (!out.ok()) return as<ConvSetupError>(out.error());
   if (auto s = ops::launch(**plan, input.queue(), {&input, &weight, bias ? &*bias : nullptr, &*out}); !s.ok())
@@ -210,9 +219,12 @@ Result<Tensor, ConvSetupError> data_backward(const Tensor& grad_output, const Te
             false,
             &grad_output,
             {{&grad_output, "grad_output"}, {&weight, "weight"}}};
+  if (into)
+    call.check_outputs = [&](const Call& c) {
+      return check_into(into, "grad_input", input_shape, grad_output.dtype(), c);
+    };
   auto plan = plan_for(call, info);
   if (!plan.ok()) return plan.error();
-  if (auto e = check_into(into, "grad_input", input_shape, grad_output.dtype(), call)) return *e;
   auto out =
       into ? Result<Tensor, RuntimeError>(*into) : ops::output(input_shape, grad_output.dtype(), grad_output.queue());
   if (!out.ok()) return as<ConvSetupError>(out.error());
@@ -232,19 +244,16 @@ Result<ConvWeightGrads, ConvSetupError> weight_backward(const Tensor& input, con
             with_bias_grad,
             &input,
             {{&input, "input"}, {&grad_output, "grad_output"}}};
+  if (into)
+    call.check_outputs = [&](const Call& c) -> std::optional<ConvSetupError> {
+      if (auto e = check_into(&into->grad_weight, "grad_weight", weight_shape, input.dtype(), c)) return e;
+      if (!into->grad_bias) return std::nullopt;
+      Call with_weight_grad = c;  // the bias gradient overlaps no input and not grad_weight
+      with_weight_grad.tensors.push_back({&into->grad_weight, "grad_weight"});
+      return check_into(&*into->grad_bias, "grad_bias", {weight_shape[0]}, DType::F32, with_weight_grad);
+    };
   auto plan = plan_for(call, info);
   if (!plan.ok()) return plan.error();
-  if (into) {
-    if (auto e = check_into(&into->grad_weight, "grad_weight", weight_shape, input.dtype(), call)) return *e;
-    if (with_bias_grad != into->grad_bias.has_value())
-      return ConvSetupError(ErrorKind::InvalidValue, "grad_bias",
-                            with_bias_grad ? "a buffer (with_bias_grad)" : "none (no bias gradient asked)",
-                            into->grad_bias ? "a buffer" : "none");
-    if (into->grad_bias) {
-      call.tensors.push_back({&into->grad_weight, "grad_weight"});
-      if (auto e = check_into(&*into->grad_bias, "grad_bias", {weight_shape[0]}, DType::F32, call)) return *e;
-    }
-  }
   auto dw =
       into ? Result<Tensor, RuntimeError>(into->grad_weight) : ops::output(weight_shape, input.dtype(), input.queue());
   if (!dw.ok()) return as<ConvSetupError>(dw.error());

@@ -83,12 +83,16 @@ struct QueueRegistry {
     std::erase_if(queues, [](const auto& e) { return e.second.expired(); });
     queues.emplace_back(q.get(), q);
   }
-  // The live queue on `device` whose handle is `handle`.
-  std::shared_ptr<QueueImpl> find(const Device& device, void* handle) {
+  // The live queue on `device` whose handle is `handle`, else the one `make()` returns (null: none),
+  // registered — under one lock, so two threads wrapping one stream get one queue.
+  template <class Make>
+  std::shared_ptr<QueueImpl> find_or_add(const Device& device, void* handle, Make make) {
     std::lock_guard lock(mutex);
     for (auto& [raw, weak] : queues)
       if (auto q = weak.lock(); q && q->device() == device && native_handle_of(*q) == handle) return q;
-    return nullptr;
+    std::shared_ptr<QueueImpl> q = make();
+    if (q) queues.emplace_back(q.get(), q);
+    return q;
   }
   // A CUDA queue's handle is its CUstream; a host queue's (whose streams are all null) its own address.
   static void* native_handle_of(const QueueImpl& q) {
@@ -148,12 +152,16 @@ Result<Queue, RuntimeError> Queue::create(const Device& device) {
 }
 
 Result<Queue, RuntimeError> Queue::wrap(const Device& device, void* native_handle) {
-  if (auto known = runtime::registry().find(device, native_handle)) return Queue(known);
-  if (device.kind() == DeviceKind::Host)
+  // A host handle names a live host queue; a CUDA one is the caller's CUstream (null: the legacy
+  // default stream), never destroyed by rudnn.
+  auto q = runtime::registry().find_or_add(device, native_handle, [&]() -> std::shared_ptr<QueueImpl> {
+    if (device.kind() == DeviceKind::Host) return nullptr;
+    return std::make_shared<QueueImpl>(device, native_handle, false);
+  });
+  if (!q)
     return RuntimeError(ErrorKind::InvalidValue, "native_handle", "the native_handle() of a live host queue",
                         fmt::format("{} (no such queue)", native_handle));
-  // The caller's CUstream (null: the legacy default stream), never destroyed by rudnn.
-  return Queue(runtime::registered(std::make_shared<QueueImpl>(device, native_handle, false)));
+  return Queue(q);
 }
 
 void* Queue::native_handle() const { return runtime::QueueRegistry::native_handle_of(*impl_); }

@@ -1,6 +1,7 @@
 // Tensors, host data and readback.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -62,7 +63,7 @@ std::optional<std::int64_t> span_of(const Shape& shape, const Shape& strides, DT
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == 0) return 0;
     auto step = checked_mul(shape[i] - 1, strides[i]);
-    if (!step || *step > std::numeric_limits<std::int64_t>::max() - last) return std::nullopt;
+    if (!step || *step >= std::numeric_limits<std::int64_t>::max() - last) return std::nullopt;  // last + 1 fits
     last += *step;
   }
   return checked_mul(last + 1, static_cast<std::int64_t>(dtype_size(dtype)));
@@ -84,6 +85,11 @@ Result<Tensor, RuntimeError> Tensor::view(void* data, const Shape& shape, const 
   if (!span) return RuntimeError(ErrorKind::InvalidValue, "strides", "a span that fits in 63 bits", shape_to_string(s));
   if (!data && *span > 0)
     return RuntimeError(ErrorKind::InvalidValue, "data", "a pointer to the view's memory", "null");
+  // The kernels load and store 16-byte vectors wherever a row allows (and rudnn's own storage is
+  // 256-byte aligned), so a view starts on a 16-byte boundary.
+  if (reinterpret_cast<std::uintptr_t>(data) % kViewAlignment != 0)
+    return RuntimeError(ErrorKind::InvalidValue, "data", fmt::format("a {}-byte aligned address", kViewAlignment),
+                        fmt::format("{}", data));
   auto buffer = std::make_shared<Buffer>(runtime::QueueImpl::unwrap(queue), data, static_cast<std::size_t>(*span),
                                          /*owned=*/false);
   return Tensor(std::move(buffer), shape, s, dtype, queue);
@@ -112,6 +118,7 @@ Result<Tensor, RuntimeError> Tensor::empty(const Shape& shape, DType dtype, cons
 }
 
 Result<Tensor, RuntimeError> Tensor::upload(const HostData& data, const Queue& queue) {
+  if (auto e = runtime::check_not_capturing(queue, "an upload from the host (Tensor::upload)")) return *e;
   auto size = byte_size(data.shape, data.dtype);
   if (!size.ok()) return size.error();
   const std::size_t expected = *size;
@@ -135,7 +142,13 @@ Result<Tensor, RuntimeError> Tensor::upload(const HostData& data, const Device& 
   return upload(data, Queue::default_queue(device));
 }
 
-bool Tensor::is_contiguous() const { return strides_ == contiguous_strides(shape_); }
+bool Tensor::is_contiguous() const {
+  // A dim of extent 1 is never stepped over: its stride does not matter (views from frameworks carry any).
+  const Shape dense = contiguous_strides(shape_);
+  for (std::size_t i = 0; i < shape_.size(); ++i)
+    if (shape_[i] != 1 && strides_[i] != dense[i]) return false;
+  return true;
+}
 
 void* Tensor::data() const { return buffer_ ? buffer_->data() : nullptr; }
 
@@ -147,6 +160,8 @@ Status<RuntimeError> Tensor::poison() const {
 }
 
 Result<HostData, RuntimeError> to_host(const Tensor& tensor) {
+  // Before the copy: a copy to pageable memory in a capture would invalidate it.
+  if (auto e = runtime::check_not_capturing(tensor.queue(), "a readback to the host (to_host)")) return *e;
   HostData out;
   out.shape = tensor.shape();
   out.dtype = tensor.dtype();

@@ -44,10 +44,10 @@ int main() {
       HostData::from_f64({pages, page_size, heads, head_dim}, DType::F16,
                          std::vector<double>(static_cast<std::size_t>(pages * page_size * hidden), 0.01)),
       *queue);
-  auto values = Tensor::upload(
-      HostData::from_f64({pages, page_size, heads, head_dim}, DType::F16,
-                         std::vector<double>(static_cast<std::size_t>(pages * page_size * hidden), 0.5)),
-      *queue);
+  auto values =
+      Tensor::upload(HostData::from_f64({pages, page_size, heads, head_dim}, DType::F16,
+                                        std::vector<double>(static_cast<std::size_t>(pages * page_size * hidden), 0.5)),
+                     *queue);
   if (!gamma.ok()) return fail("gamma", gamma.error());
   if (!keys.ok()) return fail("key cache", keys.error());
   if (!values.ok()) return fail("value cache", values.error());
@@ -60,8 +60,8 @@ int main() {
 
   // The schedule: four decode sequences, one query row each, pages 0-1, 2-3, 4-5, 6-7.
   std::vector<std::vector<std::int32_t>> tables = {{0, 1}, {2, 3}, {4, 5}, {6, 7}};
-  auto host_plan = paged_attention::HostPlan::create(page_size, pages, tables, {20, 17, 32, 5}, {0, 1, 2, 3},
-                                                     {19, 16, 31, 4});
+  auto host_plan =
+      paged_attention::HostPlan::create(page_size, pages, tables, {20, 17, 32, 5}, {0, 1, 2, 3}, {19, 16, 31, 4});
   if (!host_plan.ok()) return fail("schedule", host_plan.error());
   // Uploaded once per schedule, before serving (an upload waits for the queue).
   auto plan = paged_attention::DevicePlan::upload(*host_plan, *input);
@@ -104,8 +104,8 @@ int main() {
       std::fprintf(stderr, "serving example: output %f, expected 0.5\n", v);
       return 1;
     }
-  std::printf("serving ok on %s: %llu launches, 0 compiles in the warm step, capturing=%d\n",
-              device->to_string().c_str(),
-              static_cast<unsigned long long>(after.kernel_launches - before.kernel_launches), capturing.value() ? 1 : 0);
+  std::printf(
+      "serving ok on %s: %llu launches, 0 compiles in the warm step, capturing=%d\n", device->to_string().c_str(),
+      static_cast<unsigned long long>(after.kernel_launches - before.kernel_launches), capturing.value() ? 1 : 0);
   return 0;
 }

@@ -25,12 +25,13 @@ enum class ErrorKind {
   OutOfMemory,
   CompileFailure,  // NVRTC or the host compiler rejected generated code
   LaunchFailure,
-  EmulatorFault,     // the host emulation device caught a kernel bug (divergent barrier, ...)
-  CaptureViolation,  // the queue's stream is being captured and the call would break the capture
+  EmulatorFault,  // the host emulation device caught a kernel bug (divergent barrier, ...)
   CacheFailure,
   JitDisabled,  // RUDNN_DISABLE_JIT=1 and the kernel is in no cache or pack
   IoFailure,
   Internal,
+  // Appended (the values above keep their numbers):
+  CaptureViolation,  // the queue's stream is being captured and the call would break the capture
 };
 
 RUDNN_API std::string_view error_kind_name(ErrorKind kind);

@@ -150,7 +150,8 @@ struct MlaBackwardOutputs {
 // (read by `create`: unset or 0 off, 1 on, anything else an error; later changes of the
 // environment do not touch existing workspaces). Row caching stages the visiting query rows in
 // shared memory; compaction schedules the active pages first. Neither changes a bit of the
-// result, and neither promises a speed-up (docs/paged_attention.md).
+// result, and neither promises a speed-up (docs/paged_attention.md). Not thread-safe: one call or
+// switch at a time per workspace (copies share the state).
 class RUDNN_API OrderedBackwardWorkspace {
  public:
   // For the plan's schedule and q's query rows and heads (q [queries, heads, ...] on the plan's

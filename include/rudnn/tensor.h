@@ -43,6 +43,7 @@ struct RUDNN_API HostData {
 
 class RUDNN_API Tensor {
  public:
+  static constexpr std::size_t kViewAlignment = 16;
   // Uninitialized storage of shape/dtype on `queue`'s device, owned by the tensor.
   static Result<Tensor, RuntimeError> empty(const Shape& shape, DType dtype, const Queue& queue);
   static Result<Tensor, RuntimeError> empty(const Shape& shape, DType dtype, const Device& device);
@@ -50,6 +51,7 @@ class RUDNN_API Tensor {
   // a host pointer on the host device), never freed by rudnn; the caller keeps it alive while the
   // view and the work queued on it live. `strides` in elements (empty: contiguous); a strided view
   // goes where an op takes strides, elsewhere it is rejected naming the argument and its strides.
+  // `data` must be kViewAlignment-byte aligned (the kernels' vector loads and stores).
   static Result<Tensor, RuntimeError> view(void* data, const Shape& shape, const Shape& strides, DType dtype,
                                            const Queue& queue);
   // Copies host data to a new tensor (ordered on `queue`).

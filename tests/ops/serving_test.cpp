@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -122,6 +123,18 @@ TEST(Serving, StridedViews) {
   ASSERT_FALSE(null.ok());
   EXPECT_EQ(null.error().argument(), "data");
   EXPECT_TRUE(Tensor::view(nullptr, {0, h}, {}, DType::F32, q).ok()) << "an empty view holds no bytes";
+  // Not on a 16-byte boundary (the kernels' vector loads and stores): named.
+  auto unaligned = Tensor::view(memory.data() + 1, {2, h}, {}, DType::F32, q);
+  ASSERT_FALSE(unaligned.ok());
+  EXPECT_EQ(unaligned.error().argument(), "data");
+  // A span past 63 bits.
+  auto huge = Tensor::view(memory.data(), {2}, {std::numeric_limits<std::int64_t>::max()}, DType::U8, q);
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.error().argument(), "strides");
+  // Dense with any stride on an extent-1 dim (as frameworks pass them): contiguous, and accepted.
+  auto dense = Tensor::view(memory.data(), {1, 2, h}, {999, h, 1}, DType::F32, q);
+  ASSERT_TRUE(dense.ok());
+  EXPECT_TRUE(dense->is_contiguous());
 }
 
 // Ends a simulated capture however the test leaves.
@@ -402,6 +415,14 @@ TEST(Serving, IntoVariantsOfConvolution) {
       x, w, bias, opt, *Tensor::view(x.data(), want->shape(), {}, DType::F32, x.queue()), ConvStrategy::Direct);
   ASSERT_FALSE(over_input.ok());
   EXPECT_EQ(over_input.error().argument(), "out");
+  // A wrong buffer on a cold call (a stride never planned) is named before any plan work.
+  const Stats before = stats();
+  const ConvOptions cold{{2, 1}, {0, 1}, {}, 1};
+  auto cold_bad = conv_forward_into(x, w, bias, cold, *Tensor::empty({1, 1}, DType::F32, host), ConvStrategy::Direct);
+  ASSERT_FALSE(cold_bad.ok());
+  EXPECT_EQ(cold_bad.error().argument(), "out");
+  EXPECT_EQ(stats().module_loads, before.module_loads);
+  EXPECT_EQ(stats().jit_compiles, before.jit_compiles);
   auto wrong = conv_data_backward_into(gy, w, x.shape(), opt, *Tensor::empty({2, 3, 7, 8}, DType::F32, host),
                                        ConvStrategy::Direct);
   ASSERT_FALSE(wrong.ok());

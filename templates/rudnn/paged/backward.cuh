@@ -276,6 +276,8 @@ RUDNN_DEVICE void paged_attention_backward_unit(const T* q, const T* q_rope, con
 template <int kWarps, int kKeyPerLane, int kValuePerLane, bool kValueFromKey, bool kCacheRowsFlag,
           bool kCompactHistoryFlag>
 struct HistoryPolicy : BackwardPolicy<kWarps, kKeyPerLane, kValuePerLane, kValueFromKey> {
+  static_assert(!kValueFromKey || kValuePerLane <= kKeyPerLane,
+                "paged::HistoryPolicy: the values are the keys' first columns, so they hold no more columns");
   static constexpr bool kCacheRows = kCacheRowsFlag, kCompactHistory = kCompactHistoryFlag;
   static constexpr int kItemFloats =
       static_cast<int>(shared_memory::paged_history_item_floats(kKeyPerLane, kValuePerLane));
