@@ -405,6 +405,23 @@ Result<Tensor, MoeError> SwiGluExperts::forward_sigmoid_grouped(const Tensor& in
                                                                 const std::optional<Tensor>& bias,
                                                                 GroupRoutingOptions options,
                                                                 GroupedStrategy strategy) const {
+  return forward_sigmoid_grouped_impl(input, logits, bias, options, strategy, nullptr);
+}
+
+Status<MoeError> SwiGluExperts::forward_sigmoid_grouped_into(const Tensor& input, const Tensor& logits,
+                                                             const std::optional<Tensor>& bias,
+                                                             GroupRoutingOptions options, GroupedStrategy strategy,
+                                                             const Tensor& out) const {
+  auto r = forward_sigmoid_grouped_impl(input, logits, bias, options, strategy, &out);
+  if (!r.ok()) return r.error();
+  return {};
+}
+
+Result<Tensor, MoeError> SwiGluExperts::forward_sigmoid_grouped_impl(const Tensor& input, const Tensor& logits,
+                                                                     const std::optional<Tensor>& bias,
+                                                                     GroupRoutingOptions options,
+                                                                     GroupedStrategy strategy,
+                                                                     const Tensor* into) const {
   contracts::GroupRouteSignature route_sig;
   route_sig.logits = operand(logits);
   if (bias) route_sig.bias = operand(*bias);
@@ -418,13 +435,17 @@ Result<Tensor, MoeError> SwiGluExperts::forward_sigmoid_grouped(const Tensor& in
   contracts::DispatchSignature dispatch_sig{
       operand(input), {{logits.shape()[0], options.top_k}, DType::U32, operand(logits).device}, logits.shape()[1]};
   if (auto e = contracts::check_dispatch(dispatch_sig)) return *e;
-  if (auto e = check_forward(input, logits)) return *e;
+  if (auto e = check_forward(input, logits, into)) return *e;
+  if (into && bias) {
+    const ops::NamedTensor out[] = {{into, "out"}}, others[] = {{&*bias, "bias"}};
+    if (auto e = ops::check_disjoint(out, others)) return as<MoeError>(*e);
+  }
   if (strategy == GroupedStrategy::TensorCore)
     if (auto e = contracts::check_tensor_core_experts(weights_of(*this), ops::target_for(gate_.device()).arch))
       return *e;
   auto routing = route_sigmoid_grouped(logits, bias, options);
   if (!routing.ok()) return routing.error();
-  return finish_forward(*this, *routing, input, strategy);
+  return finish_forward(*this, *routing, input, strategy, into);
 }
 
 }  // namespace rudnn::moe

@@ -215,6 +215,9 @@ class RUDNN_API SwiGluExperts {
                                            const Tensor& out) const;
   Status<MoeError> forward_into(const Tensor& input, const Tensor& logits, RoutingOptions options,
                                 const Tensor& out) const;
+  Status<MoeError> forward_sigmoid_grouped_into(const Tensor& input, const Tensor& logits,
+                                                const std::optional<Tensor>& bias, GroupRoutingOptions options,
+                                                GroupedStrategy strategy, const Tensor& out) const;
   // Training: the forward (with `strategy`) and the cache its backward needs.
   Result<SwiGluTraining, MoeError> forward_dispatched_training(const Dispatched& dispatched,
                                                                GroupedStrategy strategy) const;
@@ -234,6 +237,9 @@ class RUDNN_API SwiGluExperts {
                                         const Tensor* into) const;
   Result<Tensor, MoeError> forward_impl(const Tensor& input, const Tensor& logits, RoutingOptions options,
                                         const Tensor* into) const;
+  Result<Tensor, MoeError> forward_sigmoid_grouped_impl(const Tensor& input, const Tensor& logits,
+                                                        const std::optional<Tensor>& bias, GroupRoutingOptions options,
+                                                        GroupedStrategy strategy, const Tensor* into) const;
   Tensor gate_, up_, down_;
 };
 

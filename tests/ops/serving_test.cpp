@@ -470,6 +470,22 @@ TEST(Serving, IntoVariantsOfMoe) {
   auto wrong = dispatched->combine_into(*rows, *Tensor::empty({tokens, h + 1}, DType::F32, host));
   ASSERT_FALSE(wrong.ok());
   EXPECT_EQ(wrong.error().kind(), ErrorKind::ShapeMismatch);
+  // DeepSeek-V3 routing (4 experts in 2 groups, 1 group kept, top 2) into a buffer; the bias is an
+  // input the buffer must not overlap.
+  const Tensor bias = up({e});
+  const moe::GroupRoutingOptions grouped{2, 2, 1, true, true, 1.5f};
+  const Tensor grouped_out = *Tensor::empty({tokens, h}, DType::F32, host);
+  auto g =
+      experts->forward_sigmoid_grouped_into(input, logits, bias, grouped, moe::GroupedStrategy::Scalar, grouped_out);
+  ASSERT_TRUE(g.ok()) << g.error().message();
+  EXPECT_EQ(bytes(grouped_out),
+            bytes(*experts->forward_sigmoid_grouped(input, logits, bias, grouped, moe::GroupedStrategy::Scalar)));
+  auto over_bias = experts->forward_sigmoid_grouped_into(
+      input, logits, bias, grouped, moe::GroupedStrategy::Scalar,
+      *Tensor::view(bias.data(), {tokens, h}, {}, DType::F32, bias.queue()));  // rejected: never written
+  ASSERT_FALSE(over_bias.ok());
+  EXPECT_EQ(over_bias.error().argument(), "out");
+  EXPECT_EQ(over_bias.error().kind(), ErrorKind::InvalidValue) << over_bias.error().message();
   auto over_rows = experts->forward_dispatched_into(*dispatched, moe::GroupedStrategy::Scalar, dispatched->rows());
   ASSERT_FALSE(over_rows.ok());
   EXPECT_EQ(over_rows.error().argument(), "out");
