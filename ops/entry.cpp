@@ -15,6 +15,14 @@ std::optional<RuntimeError> check_contiguous(const Tensor& t, const char* name) 
   return RuntimeError(ErrorKind::ShapeMismatch, name, "a contiguous tensor", "strides " + shape_to_string(t.strides()));
 }
 
+std::optional<RuntimeError> check_layout(const Tensor& t, const char* name, Layout layout) {
+  if (layout == Layout::Contiguous) return check_contiguous(t, name);
+  if (t.row_stride()) return std::nullopt;
+  return RuntimeError(ErrorKind::ShapeMismatch, name,
+                      "rows with one row stride >= the last extent and unit stride in the last dim",
+                      "strides " + shape_to_string(t.strides()) + " for shape " + shape_to_string(t.shape()));
+}
+
 std::optional<RuntimeError> check_same_queue(const Tensor& t, const char* name, const Tensor& ref,
                                              const char* ref_name) {
   if (t.device() == ref.device() && !(t.queue() == ref.queue()))
@@ -37,7 +45,7 @@ std::optional<RuntimeError> check_operands(std::initializer_list<std::pair<const
 }
 
 std::optional<RuntimeError> check_output(const Tensor& out, const char* name, const Shape& shape, DType dtype,
-                                         const Tensor& ref, std::span<const NamedTensor> inputs) {
+                                         const Tensor& ref, std::span<const NamedTensor> inputs, Layout layout) {
   if (out.shape() != shape)
     return RuntimeError(ErrorKind::ShapeMismatch, name, shape_to_string(shape), shape_to_string(out.shape()));
   if (out.dtype() != dtype)
@@ -46,7 +54,7 @@ std::optional<RuntimeError> check_output(const Tensor& out, const char* name, co
   if (!(out.device() == ref.device()))
     return RuntimeError(ErrorKind::DeviceMismatch, name, "the inputs' device (" + ref.device().to_string() + ")",
                         out.device().to_string());
-  if (auto e = check_contiguous(out, name)) return e;
+  if (auto e = check_layout(out, name, layout)) return e;
   if (auto e = check_same_queue(out, name, ref, "the inputs")) return e;
   const NamedTensor self{&out, name};
   return check_disjoint(std::span(&self, 1), inputs);
@@ -134,7 +142,7 @@ Status<RuntimeError> launch(const Plan& plan, const Queue& queue, std::span<cons
   std::size_t n = 0;
   for (const Tensor* t : slots) {
     if (n == views.size()) std::abort();  // no op has that many slots
-    if (t) views[n] = {t->data(), &t->shape()};
+    if (t) views[n] = {t->data(), &t->shape(), &t->strides()};
     ++n;
   }
   return run_plan(plan, queue, std::span(views.data(), n));

@@ -24,6 +24,11 @@ inline contracts::NormOperand operand(const Tensor& t) { return {t.shape(), t.dt
 
 // ShapeMismatch naming `name` unless `t` is contiguous (the kernels index dense rows).
 std::optional<RuntimeError> check_contiguous(const Tensor& t, const char* name);
+// The layouts an operand may have: dense, or rows of dense elements with one row stride
+// (rudnn::row_stride; the normalization kernels take it, SPEC §13).
+enum class Layout { Contiguous, Rows };
+// ShapeMismatch naming `name` unless `t` has `layout`.
+std::optional<RuntimeError> check_layout(const Tensor& t, const char* name, Layout layout);
 // QueueMismatch naming `name` when `t` is on `ref`'s device but another of its queues: one call's
 // kernels run on one queue.
 std::optional<RuntimeError> check_same_queue(const Tensor& t, const char* name, const Tensor& ref,
@@ -39,9 +44,10 @@ using NamedTensor = std::pair<const Tensor*, const char*>;
 std::optional<RuntimeError> check_disjoint(std::span<const NamedTensor> outputs, std::span<const NamedTensor> others);
 
 // A caller's output buffer (the *_into entries, SPEC §13): `shape` and `dtype`, on `ref`'s device
-// and queue, contiguous, and overlapping none of `inputs` — else the error naming `name`.
+// and queue, of `layout`, and overlapping none of `inputs` — else the error naming `name`.
 std::optional<RuntimeError> check_output(const Tensor& out, const char* name, const Shape& shape, DType dtype,
-                                         const Tensor& ref, std::span<const NamedTensor> inputs);
+                                         const Tensor& ref, std::span<const NamedTensor> inputs,
+                                         Layout layout = Layout::Contiguous);
 
 // A plan-cache key: the op's name (hashed: no family holds a magic tag), then what the entry's plan
 // depends on, field by field, in the entry's own order. Fixed size: a warm call builds no string.

@@ -36,6 +36,7 @@ struct Plan {
 struct OperandView {
   void* data = nullptr;
   const Shape* shape = nullptr;
+  const Shape* strides = nullptr;  // null: contiguous (temporaries, rudnn's own tensors)
 };
 
 // The counters of the family of `op_name` ("rudnn.rms_norm" → "normalization"; an op of no family

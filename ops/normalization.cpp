@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cstring>
+#include <limits>
 #include <random>
 
 #include <fmt/format.h>
@@ -26,7 +27,14 @@ namespace {
 using contracts::NormKind;
 using ops::as;
 
-bool aligned16(const Tensor& t) { return (reinterpret_cast<std::uintptr_t>(t.data()) & 15u) == 0; }
+// Whether `t` takes the kernel's vector loads and stores: a 16-byte aligned start (the heuristic
+// then picks a width that divides h, so every dense row is aligned), and for a row-strided view
+// a row stride of whole 16-byte units too.
+bool aligned16(const Tensor& t) {
+  if ((reinterpret_cast<std::uintptr_t>(t.data()) & 15u) != 0) return false;
+  if (t.is_contiguous()) return true;
+  return static_cast<std::uint64_t>(t.row_stride().value_or(1)) * dtype_size(t.dtype()) % 16 == 0;
+}
 
 // The rows bucket: the only runtime size a tuned normalization config depends on
 // (autotune::normalization_search_space()); 0 when autotune is not asked.
@@ -53,23 +61,31 @@ Result<Tensor, NormalizationError> run(NormKind kind, const Tensor& input, const
   if (auto e = contracts::check_normalization(sig)) return *e;
   const char* input_name = kind == NormKind::Softmax ? "logits" : "input";
   // Layout only: the contract already put every operand on the input's device; a norm op reads
-  // its parameters on the input's queue.
-  for (auto [t, name] : {std::pair{&input, input_name}, {gamma, "gamma"}, {beta, "beta"}})
+  // its parameters on the input's queue. The input and the output may be row-strided views.
+  if (auto e = ops::check_layout(input, input_name, ops::Layout::Rows)) return as<NormalizationError>(*e);
+  for (auto [t, name] : {std::pair{gamma, "gamma"}, {beta, "beta"}})
     if (t)
       if (auto e = ops::check_contiguous(*t, name)) return as<NormalizationError>(*e);
   if (into) {
     const ops::NamedTensor inputs[] = {{&input, input_name}, {gamma, "gamma"}, {beta, "beta"}};
-    if (auto e = ops::check_output(*into, "out", input.shape(), input.dtype(), input, inputs))
+    if (auto e = ops::check_output(*into, "out", input.shape(), input.dtype(), input, inputs, ops::Layout::Rows))
       return as<NormalizationError>(*e);
   }
+  // The kernel steps rows with 32-bit strides (templates/rudnn/norm/row_norm.cuh).
+  for (auto [t, name] : {std::pair{&input, input_name}, {into, "out"}})
+    if (t && *t->row_stride() > std::numeric_limits<std::int32_t>::max())
+      return NormalizationError(ErrorKind::InvalidValue, name, "a row stride below 2^31 elements",
+                                std::to_string(*t->row_stride()));
 
   const Device& device = input.device();
   // Misaligned buffers take the heuristic's vector width 1; autotune is not asked for them.
-  const bool aligned = aligned16(input) && (!gamma || aligned16(*gamma)) && (!beta || aligned16(*beta));
+  const bool aligned =
+      aligned16(input) && (!gamma || aligned16(*gamma)) && (!beta || aligned16(*beta)) && (!into || aligned16(*into));
   const std::int64_t mode = ops::autotune_mode_word(aligned);
   const ops::PlanKey key = ops::PlanKeyBuilder(contracts::norm_op_name(kind))
                                .add(input.dtype())
                                .add(input.shape().back())
+                               .add(input.rank())  // the plan reads h as dim(rank − 1) of the input
                                .add(beta != nullptr)
                                .add(device)
                                .add(aligned)

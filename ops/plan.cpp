@@ -78,6 +78,11 @@ std::optional<std::int64_t> size_value(const compiler::SizeRef& ref, std::span<c
       return checked_element_count(Shape(s.begin(), s.end() - (s.empty() ? 0 : 1)));
     }
     case K::Dim: return (*operands[static_cast<std::size_t>(ref.operand)].shape)[static_cast<std::size_t>(ref.dim)];
+    case K::RowStride: {  // the entry accepted the layout (ops::check_rows); a contiguous one: the last extent
+      const OperandView& v = operands[static_cast<std::size_t>(ref.operand)];
+      if (v.strides == nullptr) return v.shape->empty() ? 1 : v.shape->back();
+      return row_stride(*v.shape, *v.strides);
+    }
   }
   return std::nullopt;
 }

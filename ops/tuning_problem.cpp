@@ -52,7 +52,7 @@ Status<RuntimeError> SlotTuningProblem::launch_plan(const Plan& plan, int input_
   std::array<OperandView, 16> views{};
   const auto& set = sets_[static_cast<std::size_t>(input_set)];
   for (std::size_t i = 0; i < set.size() && i < views.size(); ++i)
-    if (set[i]) views[i] = {set[i]->data(), &set[i]->shape()};
+    if (set[i]) views[i] = {set[i]->data(), &set[i]->shape(), &set[i]->strides()};
   return run_plan(plan, queue_, std::span(views.data(), set.size()));
 }
 

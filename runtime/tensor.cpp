@@ -142,6 +142,31 @@ Result<Tensor, RuntimeError> Tensor::upload(const HostData& data, const Device& 
   return upload(data, Queue::default_queue(device));
 }
 
+std::optional<std::int64_t> row_stride(const Shape& shape, const Shape& strides) {
+  if (shape.empty() || strides.size() != shape.size()) return std::nullopt;
+  const std::size_t last = shape.size() - 1;
+  const std::int64_t h = shape[last];
+  if (std::find(shape.begin(), shape.end(), 0) != shape.end()) return h;  // no element to step to
+  if (h != 1 && strides[last] != 1) return std::nullopt;
+  // Walk the row dims from the innermost: the first one stepped over sets the row stride, each
+  // outer one must step over whole runs of the inner ones.
+  std::optional<std::int64_t> row;
+  std::int64_t next = 0;  // the stride an outer dim must have to collapse with the ones inside it
+  for (std::size_t i = last; i-- > 0;) {
+    if (shape[i] == 1) continue;
+    if (!row) {
+      if (strides[i] < h) return std::nullopt;
+      row = strides[i];
+    } else if (strides[i] != next) {
+      return std::nullopt;
+    }
+    auto step = checked_mul(strides[i], shape[i]);
+    if (!step) return std::nullopt;
+    next = *step;
+  }
+  return row.value_or(h);
+}
+
 bool Tensor::is_contiguous() const {
   // A dim of extent 1 is never stepped over: its stride does not matter (views from frameworks carry any).
   const Shape dense = contiguous_strides(shape_);

@@ -76,6 +76,7 @@ FailureOr<SizeExpr> toSizeExpr(dialect::LaunchOp launch, dialect::SizeExprAttr a
         ref.value = f.value;
         break;
       case dialect::SizeFactor::Kind::Rows: ref.kind = SizeRef::Kind::Rows; break;
+      case dialect::SizeFactor::Kind::RowStride: ref.kind = SizeRef::Kind::RowStride; break;
       case dialect::SizeFactor::Kind::Dim:
         ref.kind = SizeRef::Kind::Dim;
         ref.dim = static_cast<int>(f.dim);

@@ -24,6 +24,13 @@ RUDNN_API std::int64_t element_count(const Shape& shape);
 RUDNN_API std::optional<std::int64_t> checked_element_count(const Shape& shape);
 RUDNN_API std::optional<std::int64_t> checked_byte_count(const Shape& shape, DType dtype);
 
+// The elements from one row to the next when (shape, strides) lay out rows of contiguous last-dim
+// elements: the last dim has stride 1 and every other dim collapses into one row index with a
+// single row stride ≥ the last extent (extent-1 dims do not count). The last extent when contiguous
+// (or when nothing is stepped over); nullopt for any other layout, or rank 0. This is the layout of
+// an engine's row-strided activations (SPEC §13), e.g. the q columns of a fused [tokens, 3·h] buffer.
+RUDNN_API std::optional<std::int64_t> row_stride(const Shape& shape, const Shape& strides);
+
 namespace runtime {
 class Buffer;
 }
@@ -68,6 +75,8 @@ class RUDNN_API Tensor {
   const Queue& queue() const { return queue_; }
   const Device& device() const { return queue_.device(); }
   bool is_contiguous() const;
+  // rudnn::row_stride of this tensor: rows with one stride, or nullopt.
+  std::optional<std::int64_t> row_stride() const { return rudnn::row_stride(shape_, strides_); }
   // The bytes from the first to one past the last element (nbytes() when contiguous; 0 when empty).
   std::size_t span_bytes() const;
   // Device address of the first element (a host pointer on the host device).

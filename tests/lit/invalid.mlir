@@ -246,6 +246,15 @@ func.func @launch_dim_out_of_range(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
 
 // -----
 
+func.func @launch_row_stride_of_rank_zero(%x: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{param 's': rows of a rank-0 operand}}
+  %0 = rudnn.launch @k(%x) header "h" function "f" args [] config {} grid [#rudnn.size<1>, #rudnn.size<1>, #rudnn.size<1>]
+         block [32, 1, 1] shared 0 params [#rudnn.param<"s" : "long long" = size(row_stride(0))>] : (tensor<f32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+
+// -----
+
 func.func @launch_block_zero(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
   // expected-error @+1 {{block: extents must be >= 1}}
   %0 = rudnn.launch @k(%x) header "h" function "f" args [] config {} grid [#rudnn.size<1>, #rudnn.size<1>, #rudnn.size<1>]

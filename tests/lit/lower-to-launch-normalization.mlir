@@ -1,6 +1,7 @@
 // rudnn-lower-to-launch: each configured normalization op becomes one rudnn.launch of
-// rudnn::norm::row_norm. Params: input, gamma, beta, output, rows, h, epsilon; the launch numbers
-// its operands, then its result.
+// rudnn::norm::row_norm. Params: input, gamma, beta, output, rows, h, epsilon and the input's and
+// output's row strides (the last extent unless a call passes a row-strided view); the launch
+// numbers its operands, then its result.
 // RUN: rudnn-opt %s --rudnn-lower-to-launch --split-input-file --verify-diagnostics | FileCheck %s
 
 // CHECK-LABEL: func.func @layer_norm
@@ -13,7 +14,9 @@
 // CHECK-SAME: params [#rudnn.param<"input" : "const rudnn::bf16*" = buffer(0)>,
 // CHECK-SAME: #rudnn.param<"gamma" : "const float*" = buffer(1)>, #rudnn.param<"beta" : "const float*" = buffer(2)>,
 // CHECK-SAME: #rudnn.param<"output" : "rudnn::bf16*" = buffer(3)>, #rudnn.param<"rows" : "long long" = size(rows(0))>,
-// CHECK-SAME: #rudnn.param<"h" : "long long" = size(dim(0, 1))>, #rudnn.param<"epsilon" : "float" = f32(9.99999974E-6)>]
+// CHECK-SAME: #rudnn.param<"h" : "long long" = size(dim(0, 1))>, #rudnn.param<"epsilon" : "float" = f32(9.99999974E-6)>,
+// CHECK-SAME: #rudnn.param<"input_row_stride" : "long long" = size(row_stride(0))>,
+// CHECK-SAME: #rudnn.param<"output_row_stride" : "long long" = size(row_stride(3))>]
 // CHECK-SAME: {origin = "rudnn.layer_norm"} : (tensor<?x4096xbf16>, tensor<4096xf32>, tensor<4096xf32>) -> tensor<?x4096xbf16>
 // CHECK: return %[[Y]]
 func.func @layer_norm(%x: tensor<?x4096xbf16>, %g: tensor<4096xf32>, %b: tensor<4096xf32>) -> tensor<?x4096xbf16> {
@@ -29,6 +32,7 @@ func.func @layer_norm(%x: tensor<?x4096xbf16>, %g: tensor<4096xf32>, %b: tensor<
 // CHECK-SAME: grid [#rudnn.size<rows(0) ceildiv 4>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 32
 // CHECK-SAME: #rudnn.param<"beta" : "const float*" = null>, #rudnn.param<"output" : "rudnn::f16*" = buffer(2)>
 // CHECK-SAME: #rudnn.param<"h" : "long long" = size(dim(0, 2))>
+// CHECK-SAME: #rudnn.param<"output_row_stride" : "long long" = size(row_stride(2))>
 func.func @layer_norm_no_beta(%x: tensor<?x?x128xf16>, %g: tensor<128xf32>) -> tensor<?x?x128xf16> {
   %0 = rudnn.layer_norm %x, %g {epsilon = 1.0e-05 : f32,
          kernel_config = {threads_per_row = 32, rows_per_block = 4, vector_width = 4}}

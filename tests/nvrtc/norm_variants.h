@@ -77,10 +77,10 @@ inline NormKernel norm_kernel(const NormConfig& c) {
       std::to_string(c.vector_width) + ">;\n" + "using T = " + t + ";\n" +
       "RUDNN_KERNEL void RUDNN_LAUNCH_BOUNDS_MIN(Policy::kBlockThreads, Policy::kMinBlocksPerSm)\n" + k.entry +
       "(const T* input, const float* gamma, const float* beta, T* output,\n"
-      "    long long rows, long long h, float epsilon) {\n"
+      "    long long rows, long long h, float epsilon, long long input_row_stride, long long output_row_stride) {\n"
       "  rudnn::norm::row_norm<rudnn::norm::" +
       kOps[static_cast<int>(c.op)] +
-      ", T, Policy>(input, gamma, beta, output, rows, h, epsilon);\n"
+      ", T, Policy>(input, gamma, beta, output, rows, h, epsilon, input_row_stride, output_row_stride);\n"
       "}\n";
   return k;
 }

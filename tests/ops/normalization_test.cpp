@@ -134,20 +134,30 @@ TEST(NormCaching, WarmCallsHitThePlanCacheAcrossRowCounts) {
   const Device device = Device::host();
   std::mt19937_64 rng(fresh_seed());
   const std::int64_t h = 96;
-  auto gamma = testing::upload({h}, DType::F32, testing::random_values(h, DType::F32, rng), device);
-  // 40 and 5 x 7 rows fall in one power-of-two rows bucket (33..64): the Autotune strategy keys
-  // plans by that bucket (with RUDNN_AUTOTUNE=off one plan serves every row count).
+  const auto g = testing::random_values(h, DType::F32, rng);
+  auto gamma = testing::upload({h}, DType::F32, g, device);
+  // 40, 5 x 7 and 6 x 8 rows fall in one power-of-two rows bucket (33..64): the Autotune strategy
+  // keys plans by that bucket (with RUDNN_AUTOTUNE=off one plan serves every row count).
   auto x1 = testing::upload({40, h}, DType::BF16, testing::random_values(40 * h, DType::BF16, rng), device);
-  auto x2 = testing::upload({5, 7, h}, DType::BF16, testing::random_values(35 * h, DType::BF16, rng), device);
+  const auto v2 = testing::random_values(35 * h, DType::BF16, rng);
+  auto x2 = testing::upload({5, 7, h}, DType::BF16, v2, device);
+  auto x3 = testing::upload({6, 8, h}, DType::BF16, testing::random_values(48 * h, DType::BF16, rng), device);
   ASSERT_TRUE(normalization::rms_norm(x1, gamma, 1e-5f).ok());
-  const Stats before = stats();
-  auto y = normalization::rms_norm(x2, gamma, 1e-5f);  // other leading dims, same bucket: same plan
+  // Another rank: its own plan (the kernel reads h as the input's last dim), from the same kernel.
+  Stats before = stats();
+  auto y = normalization::rms_norm(x2, gamma, 1e-5f);
   ASSERT_TRUE(y.ok()) << y.error().message();
-  const Stats after = stats();
-  EXPECT_EQ(after.plan_cache_hits, before.plan_cache_hits + 1);
-  EXPECT_EQ(after.plan_cache_misses, before.plan_cache_misses);
+  Stats after = stats();
+  EXPECT_EQ(after.plan_cache_misses, before.plan_cache_misses + 1);
   EXPECT_EQ(after.jit_compiles, before.jit_compiles);
   EXPECT_EQ(y->shape(), (Shape{5, 7, h}));
+  EXPECT_LE(testing::relative_l2(to_host(*y)->to_f64(), reference::rms_norm(v2, 35, h, g, 1e-5)), 1e-2);
+  // Other leading dims of that rank, same bucket: the same plan.
+  before = stats();
+  ASSERT_TRUE(normalization::rms_norm(x3, gamma, 1e-5f).ok());
+  after = stats();
+  EXPECT_EQ(after.plan_cache_hits, before.plan_cache_hits + 1);
+  EXPECT_EQ(after.plan_cache_misses, before.plan_cache_misses);
 }
 
 TEST(NormCaching, ColdPlanFromTheDiskCacheCompilesNothing) {

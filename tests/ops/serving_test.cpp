@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "rudnn/moe.h"
 #include "rudnn/normalization.h"
 #include "rudnn/stats.h"
+#include "normalization.h"
 
 namespace rudnn {
 namespace {
@@ -89,7 +91,8 @@ TEST(Serving, ContiguousViewsRunLikeOwnTensors) {
   EXPECT_EQ(memory[0], static_cast<float>(x[0])) << "the caller's memory outlives the view, untouched";
 }
 
-// A row-padded view: read back element by element; an op that takes no strides names it.
+// A row-padded view: read back element by element; where an op takes no strides it names the
+// argument and its strides.
 TEST(Serving, StridedViews) {
   const std::int64_t rows = 3, h = 4, pitch = 6;
   std::vector<float> memory(static_cast<std::size_t>(rows * pitch));
@@ -104,11 +107,14 @@ TEST(Serving, StridedViews) {
   for (std::int64_t r = 0; r < rows; ++r)
     for (std::int64_t c = 0; c < h; ++c)
       EXPECT_EQ(values[static_cast<std::size_t>(r * h + c)], static_cast<double>(r * pitch + c));
-  const Tensor gamma = testing::upload({h}, DType::F32, std::vector<double>(4, 1.0), Device::host());
-  auto rejected = rms_norm(*view, gamma, 1e-5f);
+  // gamma must be dense: every other element of the padded memory is refused, naming it.
+  const Tensor x = testing::upload({rows, h}, DType::F32, std::vector<double>(rows * h, 1.0), Device::host());
+  auto gamma = Tensor::view(memory.data(), {h}, {2}, DType::F32, Queue::default_queue(Device::host()));
+  ASSERT_TRUE(gamma.ok());
+  auto rejected = rms_norm(x, *gamma, 1e-5f);
   ASSERT_FALSE(rejected.ok());
-  EXPECT_EQ(rejected.error().argument(), "input");
-  EXPECT_NE(rejected.error().message().find("[6, 1]"), std::string::npos) << rejected.error().message();
+  EXPECT_EQ(rejected.error().argument(), "gamma");
+  EXPECT_NE(rejected.error().message().find("[2]"), std::string::npos) << rejected.error().message();
   EXPECT_FALSE(view->poison().ok()) << "its gaps are not rudnn's to write";
 
   // Bad views: strides of another rank, negative strides, a null pointer with elements.
@@ -135,6 +141,135 @@ TEST(Serving, StridedViews) {
   auto dense = Tensor::view(memory.data(), {1, 2, h}, {999, h, 1}, DType::F32, q);
   ASSERT_TRUE(dense.ok());
   EXPECT_TRUE(dense->is_contiguous());
+}
+
+// rudnn::row_stride: which layouts are rows with one stride.
+TEST(Serving, RowStrideOfLayouts) {
+  EXPECT_EQ(row_stride({4, 8}, {8, 1}), 8);
+  EXPECT_EQ(row_stride({4, 8}, {24, 1}), 24);
+  EXPECT_EQ(row_stride({2, 3, 8}, {60, 20, 1}), 20) << "outer dims collapse over whole runs of rows";
+  EXPECT_EQ(row_stride({2, 1, 3, 8}, {60, 7, 20, 1}), 20) << "an extent-1 dim's stride does not count";
+  EXPECT_EQ(row_stride({1, 8}, {5, 1}), 8) << "one row: nothing stepped over";
+  EXPECT_EQ(row_stride({8}, {1}), 8);
+  EXPECT_EQ(row_stride({0, 8}, {3, 1}), 8) << "no element";
+  EXPECT_EQ(row_stride({2, 3, 8}, {100, 20, 1}), std::nullopt) << "the outer dim does not collapse";
+  EXPECT_EQ(row_stride({4, 8}, {4, 1}), std::nullopt) << "rows would overlap";
+  EXPECT_EQ(row_stride({4, 8}, {16, 2}), std::nullopt) << "the last dim is not dense";
+  EXPECT_EQ(row_stride({}, {}), std::nullopt) << "rank 0";
+}
+
+// Normalization of row-strided views (SPEC §13): the q rows of a fused [rows, 3h] buffer in, every
+// other row of an engine's buffer out. The rows' results against the FP64 oracle; with strides of
+// whole 16-byte units the same bits as the dense call; the gaps of the output untouched. A layout
+// that is no rows, or an output sharing the input's buffer, is refused naming the argument.
+TEST(Serving, NormRowStridedViews) {
+  std::mt19937_64 rng(fresh_seed());
+  const Device host = Device::host();
+  const Queue q = Queue::default_queue(host);
+  const std::int64_t rows = 7, h = 24;
+  const auto g = testing::random_values(h, DType::F32, rng);
+  const auto bt = testing::random_values(h, DType::F32, rng);
+  const Tensor gamma = testing::upload({h}, DType::F32, g, host);
+  const Tensor beta = testing::upload({h}, DType::F32, bt, host);
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    // in_pitch 3h: whole 16-byte units (same kernel as dense); 3h + 1: not (vector width 1).
+    for (std::int64_t in_pitch : {3 * h, 3 * h + 1}) {
+      SCOPED_TRACE(std::string(dtype_name(dtype)) + " input pitch " + std::to_string(in_pitch));
+      const std::size_t esize = dtype_size(dtype);
+      const auto values = testing::random_values(static_cast<std::size_t>(rows * in_pitch), dtype, rng);
+      const HostData fused = HostData::from_f64({rows, in_pitch}, dtype, values);
+      std::vector<std::uint64_t> in_memory(fused.bytes.size() / 8 + 2);
+      std::memcpy(in_memory.data(), fused.bytes.data(), fused.bytes.size());
+      auto x = Tensor::view(in_memory.data(), {rows, h}, {in_pitch, 1}, dtype, q);  // the first h columns
+      ASSERT_TRUE(x.ok()) << x.error().message();
+      std::vector<double> xd(static_cast<std::size_t>(rows * h));
+      for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t j = 0; j < h; ++j)
+          xd[static_cast<std::size_t>(r * h + j)] = values[static_cast<std::size_t>(r * in_pitch + j)];
+      const Tensor dense = testing::upload({rows, h}, dtype, xd, host);
+      const auto xr = HostData::from_f64({rows, h}, dtype, xd).to_f64();  // the rounded input the oracle sees
+
+      // Out: rows of a [rows, 2, h] buffer (every other h-run), 3-D to exercise collapsing.
+      const std::int64_t out_pitch = 2 * h;
+      std::vector<std::uint64_t> out_memory(static_cast<std::size_t>(rows * out_pitch) * esize / 8 + 2);
+      auto out = Tensor::view(out_memory.data(), {rows, 1, h}, {out_pitch, out_pitch, 1}, dtype, q);
+      ASSERT_TRUE(out.ok()) << out.error().message();
+      auto flat_out = Tensor::view(out_memory.data(), {rows, h}, {out_pitch, 1}, dtype, q);
+      ASSERT_TRUE(flat_out.ok());
+      auto x3 = Tensor::view(in_memory.data(), {rows, 1, h}, {in_pitch, 7, 1}, dtype, q);
+      ASSERT_TRUE(x3.ok());
+
+      struct Op {
+        const char* name;
+        std::function<Status<NormalizationError>()> into;
+        std::function<Result<Tensor, NormalizationError>()> strided, dense;
+        std::vector<double> expected;
+      };
+      const std::vector<Op> ops = {
+          {"rms_norm", [&] { return normalization::rms_norm_into(*x3, gamma, 1e-5f, *out); },
+           [&] { return rms_norm(*x, gamma, 1e-5f); }, [&] { return rms_norm(dense, gamma, 1e-5f); },
+           reference::rms_norm(xr, rows, h, g, 1e-5)},
+          {"layer_norm", [&] { return normalization::layer_norm_into(*x3, gamma, beta, 1e-5f, *out); },
+           [&] { return normalization::layer_norm(*x, gamma, beta, 1e-5f); },
+           [&] { return normalization::layer_norm(dense, gamma, beta, 1e-5f); },
+           reference::layer_norm(xr, rows, h, g, bt, 1e-5)},
+          {"softmax", [&] { return normalization::softmax_last_axis_into(*x3, *out); },
+           [&] { return normalization::softmax_last_axis(*x); },
+           [&] { return normalization::softmax_last_axis(dense); }, reference::softmax(xr, rows, h)},
+      };
+      const double tol = dtype == DType::F32 ? 1e-5 : 1e-2;
+      for (const Op& op : ops) {
+        SCOPED_TRACE(op.name);
+        std::memset(out_memory.data(), 0xAB, out_memory.size() * 8);
+        auto st = op.into();
+        ASSERT_TRUE(st.ok()) << st.error().message();
+        const std::vector<double> got = to_host(*flat_out)->to_f64();
+        EXPECT_LE(testing::relative_l2(got, op.expected), tol);
+        // The gaps between the output rows: untouched.
+        const auto* raw = reinterpret_cast<const unsigned char*>(out_memory.data());
+        for (std::int64_t r = 0; r < rows; ++r)
+          for (std::size_t byte = static_cast<std::size_t>(h) * esize;
+               byte < static_cast<std::size_t>(out_pitch) * esize; ++byte)
+            ASSERT_EQ(raw[static_cast<std::size_t>(r * out_pitch) * esize + byte], 0xAB) << "row " << r;
+        auto strided = op.strided();
+        ASSERT_TRUE(strided.ok()) << strided.error().message();
+        EXPECT_EQ(bytes(*strided), to_host(*flat_out)->bytes) << "strided in, dense out: the same bits";
+        if (in_pitch * static_cast<std::int64_t>(esize) % 16 == 0)
+          EXPECT_EQ(bytes(*strided), bytes(*op.dense())) << "16-byte rows: the dense call's kernel and bits";
+      }
+    }
+  }
+  // Refused, naming the argument: rows that do not collapse into one stride, an output in the
+  // input's buffer (overlap counts whole spans), a non-dense gamma.
+  std::vector<float> memory(static_cast<std::size_t>(4 * 3 * 2 * h));
+  auto scattered = Tensor::view(memory.data(), {2, 3, h}, {5 * h, h, 1}, DType::F32, q);
+  ASSERT_TRUE(scattered.ok());
+  auto st = rms_norm(*scattered, gamma, 1e-5f);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.error().argument(), "input");
+  EXPECT_EQ(st.error().kind(), ErrorKind::ShapeMismatch);
+  EXPECT_NE(st.error().message().find("[120, 24, 1]"), std::string::npos) << st.error().message();
+  auto left = Tensor::view(memory.data(), {4, h}, {2 * h, 1}, DType::F32, q);
+  auto right = Tensor::view(memory.data() + h, {4, h}, {2 * h, 1}, DType::F32, q);
+  ASSERT_TRUE(left.ok() && right.ok());
+  auto shared = normalization::rms_norm_into(*left, gamma, 1e-5f, *right);
+  ASSERT_FALSE(shared.ok());
+  EXPECT_EQ(shared.error().argument(), "out");
+  EXPECT_EQ(shared.error().kind(), ErrorKind::InvalidValue);
+  std::vector<float> other(static_cast<std::size_t>(4 * h));
+  auto overlapping_rows = Tensor::view(other.data(), {4, h}, {h / 2, 1}, DType::F32, q);
+  ASSERT_TRUE(overlapping_rows.ok());
+  auto bad_out = normalization::rms_norm_into(*left, gamma, 1e-5f, *overlapping_rows);
+  ASSERT_FALSE(bad_out.ok());
+  EXPECT_EQ(bad_out.error().argument(), "out");
+  EXPECT_EQ(bad_out.error().kind(), ErrorKind::ShapeMismatch);
+  // A row stride of 2^31 elements or more (the kernel's strides are 32-bit): named, nothing read.
+  auto far = Tensor::view(memory.data(), {2, h}, {std::int64_t{1} << 31, 1}, DType::F32, q);
+  ASSERT_TRUE(far.ok()) << far.error().message();
+  auto too_far = rms_norm(*far, gamma, 1e-5f);
+  ASSERT_FALSE(too_far.ok());
+  EXPECT_EQ(too_far.error().argument(), "input");
+  EXPECT_EQ(too_far.error().kind(), ErrorKind::InvalidValue);
 }
 
 // Ends a simulated capture however the test leaves.
@@ -270,7 +405,8 @@ TEST(Serving, IntoVariantsMatchTheAllocatingCalls) {
   auto wrong_dtype = Tensor::empty({rows, h}, DType::F16, host);
   auto other_queue = Tensor::empty({rows, h}, DType::BF16, *q2);
   const Tensor in_place = x;
-  auto strided = Tensor::view(memory.data(), {rows, h / 2}, {h, 1}, DType::BF16, Queue::default_queue(host));
+  // Not rows of dense elements (every other element): no layout a norm takes.
+  auto strided = Tensor::view(memory.data(), {rows, h / 2}, {h, 2}, DType::BF16, Queue::default_queue(host));
   struct Case {
     const Tensor* out;
     ErrorKind kind;

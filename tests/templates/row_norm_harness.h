@@ -36,7 +36,8 @@ void entry(void** args) {
   rudnn::norm::row_norm<OpT, T, rudnn::norm::RowPolicy<kTpr, kRpb, kWidth>>(
       *static_cast<const T* const*>(args[0]), *static_cast<const float* const*>(args[1]),
       *static_cast<const float* const*>(args[2]), *static_cast<T* const*>(args[3]), *static_cast<const i64*>(args[4]),
-      *static_cast<const i64*>(args[5]), *static_cast<const float*>(args[6]));
+      *static_cast<const i64*>(args[5]), *static_cast<const float*>(args[6]), *static_cast<const i64*>(args[7]),
+      *static_cast<const i64*>(args[8]));
 }
 
 template <class OpT, class T, int kTpr, int kRpb>
@@ -111,6 +112,7 @@ struct Case {
   unsigned grid;  // blocks; fewer than ceil(rows / rows_per_block) exercises the grid stride
   bool with_beta;
   std::uint64_t seed;
+  i64 input_gap = 0, output_gap = 0;  // elements between rows: row-strided views (multiples of width)
 };
 
 inline std::string describe(const Case& c, const char* type) {
@@ -119,11 +121,13 @@ inline std::string describe(const Case& c, const char* type) {
          " h=" + std::to_string(c.h) + " threads_per_row=" + std::to_string(c.geometry.threads_per_row) +
          " rows_per_block=" + std::to_string(c.geometry.rows_per_block) + " vector_width=" + std::to_string(c.width) +
          " grid=" + std::to_string(c.grid) + (c.schedule.order == host::Schedule::Forward ? " forward" : " reverse") +
-         (c.with_beta ? " beta" : "") + " seed=" + std::to_string(c.seed);
+         (c.with_beta ? " beta" : "") + " gaps=" + std::to_string(c.input_gap) + "/" + std::to_string(c.output_gap) +
+         " seed=" + std::to_string(c.seed);
 }
 
 // Runs one case and checks: launch succeeded, every output element written (the output starts
-// as NaN bytes), nothing written past the end, relative L2 error within the dtype's bound.
+// as NaN bytes), nothing written past the end or into the gaps between strided rows, relative L2
+// error within the dtype's bound. The input's gaps hold huge values a misplaced read would show.
 template <class OpT, class T>
 void run_case(const Case& c, const char* type) {
   SCOPED_TRACE(describe(c, type));
@@ -136,12 +140,15 @@ void run_case(const Case& c, const char* type) {
   // their tiny spread (a rare but real flake seen with h = 3).
   const double offset = c.op == Op::LayerNorm && c.h >= 32 ? 4.0 : 0.0;
   const double scale = c.op == Op::Softmax ? 3.0 : 1.0;
-  std::vector<T> x(static_cast<std::size_t>(n));
-  std::vector<double> xd(x.size());
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    x[i] = to_storage<T>(offset + scale * normal(rng));
-    xd[i] = from_storage(x[i]);  // the oracle sees exactly the kernel's input
-  }
+  const i64 in_stride = c.h + c.input_gap, out_stride = c.h + c.output_gap;
+  std::vector<T> x(static_cast<std::size_t>(c.rows * in_stride), to_storage<T>(1e4));
+  std::vector<double> xd(static_cast<std::size_t>(n));
+  for (i64 r = 0; r < c.rows; ++r)
+    for (i64 j = 0; j < c.h; ++j) {
+      T& v = x[static_cast<std::size_t>(r * in_stride + j)];
+      v = to_storage<T>(offset + scale * normal(rng));
+      xd[static_cast<std::size_t>(r * c.h + j)] = from_storage(v);  // the oracle sees exactly the kernel's input
+    }
   std::vector<float> gamma(static_cast<std::size_t>(c.h)), beta(gamma.size());
   std::vector<double> gd(gamma.size()), bd;
   for (std::size_t i = 0; i < gamma.size(); ++i) {
@@ -152,7 +159,7 @@ void run_case(const Case& c, const char* type) {
   if (c.with_beta) bd.assign(beta.begin(), beta.end());
 
   constexpr std::size_t kGuard = 64;  // elements past the end that must stay untouched
-  std::vector<T> y(x.size() + kGuard);
+  std::vector<T> y(static_cast<std::size_t>(c.rows * out_stride) + kGuard);
   std::memset(y.data(), 0xFF, y.size() * sizeof(T));  // NaN in every float format
 
   std::vector<double> expected;
@@ -168,7 +175,15 @@ void run_case(const Case& c, const char* type) {
   T* out = y.data();
   const i64 rows = c.rows, h = c.h;
   const float eps = 1e-5f;
-  void* args[] = {&in, &g, &b, &out, const_cast<i64*>(&rows), const_cast<i64*>(&h), const_cast<float*>(&eps)};
+  void* args[] = {&in,
+                  &g,
+                  &b,
+                  &out,
+                  const_cast<i64*>(&rows),
+                  const_cast<i64*>(&h),
+                  const_cast<float*>(&eps),
+                  const_cast<i64*>(&in_stride),
+                  const_cast<i64*>(&out_stride)};
   const host::ThreadEntry kernel = pick<OpT, T>(c.geometry, c.width);
   ASSERT_NE(kernel, nullptr);
   const int warps = c.geometry.threads_per_row / 32;
@@ -179,16 +194,19 @@ void run_case(const Case& c, const char* type) {
   ASSERT_TRUE(status.ok()) << status.error().message();
 
   double err = 0.0, norm = 0.0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const double v = from_storage(y[i]);
-    ASSERT_FALSE(std::isnan(v)) << "element " << i << " not written";
-    err += (v - expected[i]) * (v - expected[i]);
-    norm += expected[i] * expected[i];
-  }
-  for (std::size_t i = x.size(); i < y.size(); ++i) {
-    unsigned char bytes[sizeof(T)];
-    std::memcpy(bytes, &y[i], sizeof(T));
-    for (unsigned char byte : bytes) ASSERT_EQ(byte, 0xFF) << "wrote past the end at " << i;
+  for (std::size_t i = 0; i < y.size(); ++i) {
+    const i64 r = static_cast<i64>(i) / out_stride, j = static_cast<i64>(i) % out_stride;
+    if (r < c.rows && j < c.h) {
+      const double v = from_storage(y[i]);
+      const double e = expected[static_cast<std::size_t>(r * c.h + j)];
+      ASSERT_FALSE(std::isnan(v)) << "element " << i << " not written";
+      err += (v - e) * (v - e);
+      norm += e * e;
+    } else {
+      unsigned char bytes[sizeof(T)];
+      std::memcpy(bytes, &y[i], sizeof(T));
+      for (unsigned char byte : bytes) ASSERT_EQ(byte, 0xFF) << "wrote into a gap or past the end at " << i;
+    }
   }
   const double rel = std::sqrt(err / (norm > 0 ? norm : 1.0));
   EXPECT_LE(rel, tolerance<T>());
@@ -212,6 +230,12 @@ void run_all(Op op, const char* type) {
         run_case<OpT, T>(fwd, type);
         Case rev{op, rows, h, g, width, {host::Schedule::Reverse, 0}, blocks < 2 ? blocks : 2u, false, fresh_seed()};
         run_case<OpT, T>(rev, type);
+        // Row-strided views (SPEC §13): gaps between input rows and between output rows.
+        Case strided = fwd;
+        strided.seed = fresh_seed();
+        strided.input_gap = 3 * width;
+        strided.output_gap = width;
+        run_case<OpT, T>(strided, type);
         if (::testing::Test::HasFatalFailure()) return;
       }
 }

@@ -1,6 +1,6 @@
 // One normalization op → one launch of
 //   rudnn::norm::row_norm<Op, T, RowPolicy<threads_per_row, rows_per_block, vector_width>>(
-//       input, gamma, beta, output, rows, h, epsilon)
+//       input, gamma, beta, output, rows, h, epsilon, input_row_stride, output_row_stride)
 // with block = threads_per_row * rows_per_block threads, grid.x = ceil_div(rows, rows_per_block)
 // and rows_per_block * max(1, threads_per_row / 32) * 2 floats of dynamic shared memory (the
 // template's cross-warp reduction scratch).
@@ -85,6 +85,11 @@ LogicalResult lowerNormOpToLaunch(RewriterBase& rewriter, const dialect::NormOpV
       KernelParamAttr::get(ctx, "h", "long long", KernelParamKind::Size, -1, h, {}),
       KernelParamAttr::get(ctx, "epsilon", "float", KernelParamKind::F32, -1, {},
                            b.getF32FloatAttr(static_cast<float>(norm.epsilon))),
+      // h for dense rows; a row-strided view's own stride (the entry checked its layout).
+      KernelParamAttr::get(ctx, "input_row_stride", "long long", KernelParamKind::Size, -1,
+                           size({SizeFactor::rowStride(0)}), {}),
+      KernelParamAttr::get(ctx, "output_row_stride", "long long", KernelParamKind::Size, -1,
+                           size({SizeFactor::rowStride(outputIndex)}), {}),
   };
   SmallVector<Attribute> grid = {size({SizeFactor::rows(0)}, config.rowsPerBlock), size({}), size({})};
 

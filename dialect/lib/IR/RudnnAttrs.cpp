@@ -21,7 +21,7 @@ void RudnnDialect::registerAttributes() {
 }
 
 //===----------------------------------------------------------------------===//
-// #rudnn.size<rows(0) * dim(0, 1) * 4 ceildiv 2>
+// #rudnn.size<rows(0) * dim(0, 1) * 4 ceildiv 2>, #rudnn.size<row_stride(3)>
 //===----------------------------------------------------------------------===//
 
 FailureOr<SizeExprAttr> SizeExprAttr::parseBody(AsmParser& parser) {
@@ -32,6 +32,9 @@ FailureOr<SizeExprAttr> SizeExprAttr::parseBody(AsmParser& parser) {
     if (succeeded(parser.parseOptionalKeyword("rows"))) {
       if (parser.parseLParen() || parser.parseInteger(a) || parser.parseRParen()) return failure();
       factors.push_back(SizeFactor::rows(a));
+    } else if (succeeded(parser.parseOptionalKeyword("row_stride"))) {
+      if (parser.parseLParen() || parser.parseInteger(a) || parser.parseRParen()) return failure();
+      factors.push_back(SizeFactor::rowStride(a));
     } else if (succeeded(parser.parseOptionalKeyword("dim"))) {
       if (parser.parseLParen() || parser.parseInteger(a) || parser.parseComma() || parser.parseInteger(b) ||
           parser.parseRParen())
@@ -58,6 +61,7 @@ void SizeExprAttr::printBody(llvm::raw_ostream& os) const {
         switch (f.kind) {
           case SizeFactor::Kind::Const: os << f.value; break;
           case SizeFactor::Kind::Rows: os << "rows(" << f.operand << ")"; break;
+          case SizeFactor::Kind::RowStride: os << "row_stride(" << f.operand << ")"; break;
           case SizeFactor::Kind::Dim: os << "dim(" << f.operand << ", " << f.dim << ")"; break;
         }
       },

@@ -11,8 +11,11 @@
 //   dynamic shared memory = Policy::kSharedBytes
 //                         = kRowsPerBlock * max(1, kThreadsPerRow / 32) * 2 * sizeof(float).
 //   h >= 1, h % kVectorWidth == 0, sizeof(T) * kVectorWidth <= 16 (float: width <= 4), and
-//   input/output/gamma/beta 16-byte aligned when kVectorWidth > 1. gamma is read by layer_norm and
-//   rms_norm, beta (nullable) by layer_norm; softmax reads neither. output may equal input (every
+//   input/output/gamma/beta 16-byte aligned when kVectorWidth > 1.
+//   Row r of the input starts at input + r * input_row_stride, of the output at
+//   output + r * output_row_stride (h for dense rows; more for an engine's row-strided views,
+//   SPEC §13); with kVectorWidth > 1 both strides are multiples of kVectorWidth; both < 2^31. gamma is read by
+//   layer_norm and rms_norm, beta (nullable) by layer_norm; softmax reads neither. output may equal input (every
 //   element is read by the thread that writes it, before it writes it).
 // Numerics: statistics and affine math in FP32, output converted to T (round to nearest even).
 //   layer_norm: two passes (mean, then mean of squared deviations: no E[x²] - E[x]² cancellation);
@@ -251,7 +254,7 @@ RUDNN_DEVICE void write_row(Row& row, const RowStats& s, const float* gamma, con
 
 template <class Op, class T, class P>
 RUDNN_DEVICE void normalize_rows(const T* input, const float* gamma, const float* beta, T* output, i64 rows, i64 h,
-                                 float epsilon) {
+                                 float epsilon, i64 input_row_stride, i64 output_row_stride) {
   const int lane = static_cast<int>(threadIdx.x) % P::kThreadsPerRow;
   const int slot = static_cast<int>(threadIdx.x) / P::kThreadsPerRow;
   GroupReducer<P::kWarpsPerRow> reducer(dynamic_shared<float>() + slot * GroupReducer<P::kWarpsPerRow>::kSharedFloats,
@@ -260,16 +263,22 @@ RUDNN_DEVICE void normalize_rows(const T* input, const float* gamma, const float
   // Depends on h only: uniform in the grid.
   const bool resident = nvec <= RowShape<T, P>::kResidentVectors;
   const i64 row_step = block_count() * P::kRowsPerBlock;
+  // 32-bit strides (the entry keeps them below 2^31): two registers fewer than 64-bit ones, which
+  // is what keeps the 512- and 1024-thread variants free of spills.
+  const int in_stride = static_cast<int>(input_row_stride);
+  const int out_stride = static_cast<int>(output_row_stride);
   // The trip count depends only on the block index: uniform across the block, as the barriers need.
   for (i64 base = linear_block() * P::kRowsPerBlock; base < rows; base += row_step) {
     const i64 row = base + slot;
     const bool live = row < rows;
-    const i64 offset = live ? row * h : 0;
-    RowView<T, P> view(input + offset, live ? nvec : 0, lane, resident);
+    // Both row pointers made up front: across the passes only they stay live, not the strides.
+    const i64 r = live ? row : 0;
+    T* const out_row = output + r * out_stride;
+    RowView<T, P> view(input + r * in_stride, live ? nvec : 0, lane, resident);
     RowStats s;
     stat_pass<Op, 0, P, T>(view, reducer, h, epsilon, s);
     if constexpr (Op::kPasses > 1) stat_pass<Op, 1, P, T>(view, reducer, h, epsilon, s);
-    write_row<Op, P>(view, s, gamma, beta, output + offset);
+    write_row<Op, P>(view, s, gamma, beta, out_row);
   }
 }
 
@@ -277,10 +286,11 @@ RUDNN_DEVICE void normalize_rows(const T* input, const float* gamma, const float
 
 template <class Op, class T, class Policy>
 RUDNN_DEVICE void row_norm(const T* input, const float* gamma, const float* beta, T* output, i64 rows, i64 h,
-                           float epsilon) {
+                           float epsilon, i64 input_row_stride, i64 output_row_stride) {
   static_assert(sizeof(T) * Policy::kVectorWidth <= 16,
                 "row_norm: a vector is at most 16 bytes (float: width <= 4; f16/bf16: <= 8)");
-  detail::normalize_rows<Op, T, Policy>(input, gamma, beta, output, rows, h, epsilon);
+  detail::normalize_rows<Op, T, Policy>(input, gamma, beta, output, rows, h, epsilon, input_row_stride,
+                                        output_row_stride);
 }
 
 }  // namespace rudnn::norm

@@ -11,9 +11,11 @@
 namespace rudnn::dialect {
 
 // One factor of a size expression: a constant, the rows (product of all but the last dim) of
-// operand `operand`, or dim `dim` of operand `operand`.
+// operand `operand`, dim `dim` of operand `operand`, or the row stride of operand `operand` (the
+// elements from one row to the next: the last extent when contiguous, more for a view whose rows
+// sit apart in a larger buffer, SPEC §13).
 struct SizeFactor {
-  enum class Kind : std::int64_t { Const, Rows, Dim };
+  enum class Kind : std::int64_t { Const, Rows, Dim, RowStride };
   Kind kind = Kind::Const;
   std::int64_t operand = -1;
   std::int64_t dim = -1;
@@ -22,6 +24,7 @@ struct SizeFactor {
   static SizeFactor constant(std::int64_t v) { return {Kind::Const, -1, -1, v}; }
   static SizeFactor rows(std::int64_t operand) { return {Kind::Rows, operand, -1, 1}; }
   static SizeFactor dimOf(std::int64_t operand, std::int64_t dim) { return {Kind::Dim, operand, dim, 1}; }
+  static SizeFactor rowStride(std::int64_t operand) { return {Kind::RowStride, operand, -1, 1}; }
   bool operator==(const SizeFactor&) const = default;
 };
 inline llvm::hash_code hash_value(const SizeFactor& f) {
