@@ -17,6 +17,7 @@
 #include "rudnn/compiler/kernel_op_models.h"
 #include "rudnn/compiler/main_function.h"
 #include "family.h"
+#include "rudnn/stats.h"
 
 namespace rudnn::graph {
 
@@ -158,6 +159,50 @@ Result<std::vector<Tensor>, RuntimeError> Graph::run(const std::vector<Tensor>& 
   for (std::size_t i = 0; i < results.size(); ++i)
     if (auto e = check_tensor(impl_->outputs[i], results[i])) return *e;
   return results;
+}
+
+Result<PrepareReport, RuntimeError> Graph::prepare(const std::vector<std::vector<Shape>>& buckets,
+                                                   const Queue& queue) const {
+  const Stats before = stats();
+  PrepareReport report;
+  for (std::size_t b = 0; b < buckets.size(); ++b) {
+    const std::vector<Shape>& shapes = buckets[b];
+    const std::string where = fmt::format("buckets[{}]", b);
+    if (shapes.size() != impl_->inputs.size())
+      return RuntimeError(ErrorKind::ShapeMismatch, where,
+                          fmt::format("{} shapes (one per input)", impl_->inputs.size()),
+                          std::to_string(shapes.size()));
+    std::vector<Tensor> inputs;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      const Value& declared = impl_->inputs[i];
+      const auto bytes = checked_byte_count(shapes[i], declared.dtype);
+      if (!bytes)
+        return RuntimeError(ErrorKind::InvalidValue, fmt::format("{}[{}]", where, i), "extents >= 0 that fit in memory",
+                            shape_to_string(shapes[i]), "input " + declared.name);
+      HostData zeros{shapes[i], declared.dtype, {}};
+      try {
+        zeros.bytes.assign(static_cast<std::size_t>(*bytes), std::byte{0});
+      } catch (const std::exception&) {
+        return RuntimeError(ErrorKind::OutOfMemory, fmt::format("{}[{}]", where, i),
+                            fmt::format("{} bytes of host memory", *bytes), "allocation failure");
+      }
+      auto t = Tensor::upload(zeros, queue);
+      if (!t.ok()) return t.error();
+      inputs.push_back(std::move(t.value()));
+    }
+    auto ran = run(inputs);  // checks each shape against @main's argument, naming it
+    if (!ran.ok()) {
+      const RuntimeError& e = ran.error();
+      return RuntimeError(e.kind(), e.argument(), e.expected(), e.actual(),
+                          e.detail().empty() ? where : e.detail() + "; " + where);
+    }
+    ++report.runs;
+  }
+  if (auto s = queue.synchronize(); !s.ok()) return s.error();
+  const Stats after = stats();
+  report.plans_made = static_cast<std::int64_t>(after.plan_cache_misses - before.plan_cache_misses);
+  report.kernels_compiled = static_cast<std::int64_t>(after.jit_compiles - before.jit_compiles);
+  return report;
 }
 
 }  // namespace rudnn::graph

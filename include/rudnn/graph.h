@@ -1,6 +1,7 @@
 #pragma once
 // Op graphs from MLIR text: the `func.func @main` of a module of `rudnn` ops, run op by op through
 // the public entries on one device. This is how rudnn-run and external test suites drive rudnn.
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +16,14 @@ struct Value {
   std::string name;  // `rudnn.name` attribute if present, else "arg<i>" / "result<i>"
   Shape shape;       // -1 for a dynamic extent
   DType dtype = DType::F32;
+};
+
+// What Graph::prepare did: the graph runs, and the plans and kernels they made (counted
+// process-wide: work on other threads meanwhile counts too).
+struct PrepareReport {
+  std::int64_t runs = 0;
+  std::int64_t plans_made = 0;        // plan cache misses
+  std::int64_t kernels_compiled = 0;  // JIT compiles (0 when every kernel came from a pack or the disk cache)
 };
 
 class RUDNN_API Graph {
@@ -33,6 +42,14 @@ class RUDNN_API Graph {
   // produces is checked against its declared type and every result against @main's result type
   // (a dynamic extent matches any), so what runs never silently differs from what the IR says.
   Result<std::vector<Tensor>, RuntimeError> run(const std::vector<Tensor>& inputs) const;
+  // Warm-up before serving (SPEC §13): makes the plans of every op for each bucket, one shape per
+  // @main argument (its dynamic extents resolved: a decode batch size, a prefill chunk), by running
+  // the graph once per bucket on zero-filled inputs on `queue`, then waiting for it. A later run on
+  // those shapes misses no plan and compiles nothing, so it may be captured into a CUDA graph.
+  // Zeros pick the data-dependent variants zeros pick: an MoE layer's experts plans are made for
+  // the load of zero logits (every token on the same experts), not for every load bucket.
+  // An error names the bucket (`buckets[b]`, or the argument as run() names it) and stops there.
+  Result<PrepareReport, RuntimeError> prepare(const std::vector<std::vector<Shape>>& buckets, const Queue& queue) const;
 
  private:
   struct Impl;

@@ -21,6 +21,7 @@
 #include "rudnn/attention.h"
 #include "rudnn/convolution.h"
 #include "rudnn/gated_delta.h"
+#include "rudnn/graph.h"
 #include "rudnn/moe.h"
 #include "rudnn/normalization.h"
 #include "rudnn/stats.h"
@@ -278,6 +279,72 @@ struct SimulatedCapture {
   explicit SimulatedCapture(const Queue& q) : queue(q) { queue.impl().simulate_capture(true); }
   ~SimulatedCapture() { queue.impl().simulate_capture(false); }
 };
+
+// Graph::prepare (SPEC §13 warm-up): every plan of a norm → attention step made for two buckets
+// of the token count; then runs of those shapes on real inputs miss no plan and compile nothing,
+// also inside a (simulated) capture, while an unprepared shape is refused there. Bad buckets are
+// named.
+TEST(Serving, GraphPrepareMakesEveryPlanOfTheBuckets) {
+  const char* kStep = R"(
+func.func @main(%q: tensor<1x6x?x24xbf16> {rudnn.name = "query"}, %k: tensor<1x3x?x24xbf16> {rudnn.name = "key"},
+                %v: tensor<1x3x?x24xbf16> {rudnn.name = "value"}, %g: tensor<24xf32> {rudnn.name = "q_norm"})
+    -> (tensor<1x6x?x24xbf16> {rudnn.name = "out"}) {
+  %qn = rudnn.rms_norm %q, %g {epsilon = 1.0e-06 : f32} : tensor<1x6x?x24xbf16>, tensor<24xf32>
+  %o = rudnn.attention %qn, %k, %v {scale = 0.2 : f32, causal = true, strategy = "flash_unit"}
+      : tensor<1x6x?x24xbf16>, tensor<1x3x?x24xbf16>, tensor<1x3x?x24xbf16> -> tensor<1x6x?x24xbf16>
+  return %o : tensor<1x6x?x24xbf16>
+})";
+  auto graph = graph::Graph::parse(kStep);
+  ASSERT_TRUE(graph.ok()) << graph.error().message();
+  auto queue = Queue::create(Device::host());
+  ASSERT_TRUE(queue.ok());
+  // Head counts and a head dim no other test of this binary uses: the plans start cold.
+  const std::int64_t buckets[] = {37, 41};
+  auto shapes = [](std::int64_t t) { return std::vector<Shape>{{1, 6, t, 24}, {1, 3, t, 24}, {1, 3, t, 24}, {24}}; };
+  auto report = graph->prepare({shapes(buckets[0]), shapes(buckets[1])}, *queue);
+  ASSERT_TRUE(report.ok()) << report.error().message();
+  EXPECT_EQ(report->runs, 2);
+  EXPECT_GE(report->plans_made, 2) << "at least the attention plan of each bucket";
+
+  std::mt19937_64 rng(fresh_seed());
+  auto inputs = [&](std::int64_t t) {
+    auto up = [&](const Shape& s, DType d) {
+      const auto values = testing::random_values(static_cast<std::size_t>(element_count(s)), d, rng);
+      return Tensor::upload(HostData::from_f64(s, d, values), *queue).value();
+    };
+    return std::vector<Tensor>{up({1, 6, t, 24}, DType::BF16), up({1, 3, t, 24}, DType::BF16),
+                               up({1, 3, t, 24}, DType::BF16), up({24}, DType::F32)};
+  };
+  const auto warm37 = inputs(37), warm41 = inputs(41), cold = inputs(300);
+  const Stats before = stats();
+  for (const auto* in : {&warm37, &warm41}) {
+    auto out = graph->run(*in);
+    ASSERT_TRUE(out.ok()) << out.error().message();
+  }
+  {
+    const SimulatedCapture capture(*queue);
+    auto captured = graph->run(warm41);
+    EXPECT_TRUE(captured.ok()) << captured.error().message();
+    const Stats after = stats();
+    EXPECT_EQ(after.plan_cache_misses, before.plan_cache_misses) << "every plan was made by prepare";
+    EXPECT_EQ(after.jit_compiles, before.jit_compiles);
+    auto refused = graph->run(cold);  // a shape no bucket prepared
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().kind(), ErrorKind::CaptureViolation) << refused.error().message();
+  }
+
+  // A bucket with another number of shapes, or a shape @main does not take: named.
+  auto count = graph->prepare({{{1, 6, 8, 24}}}, *queue);
+  ASSERT_FALSE(count.ok());
+  EXPECT_EQ(count.error().argument(), "buckets[0]");
+  auto wrong = graph->prepare({shapes(8), {{1, 6, 8, 24}, {1, 3, 8, 24}, {1, 3, 8, 8}, {24}}}, *queue);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().argument(), "value") << wrong.error().message();
+  EXPECT_NE(wrong.error().message().find("buckets[1]"), std::string::npos) << wrong.error().message();
+  auto negative = graph->prepare({{{1, 6, -2, 24}, {1, 3, 8, 24}, {1, 3, 8, 24}, {24}}}, *queue);
+  ASSERT_FALSE(negative.ok());
+  EXPECT_EQ(negative.error().argument(), "buckets[0][0]");
+}
 
 TEST(Serving, CaptureRejectsColdCallsAndSynchronizations) {
   std::mt19937_64 rng(fresh_seed());

@@ -14,9 +14,10 @@
 //   input/output/gamma/beta 16-byte aligned when kVectorWidth > 1.
 //   Row r of the input starts at input + r * input_row_stride, of the output at
 //   output + r * output_row_stride (h for dense rows; more for an engine's row-strided views,
-//   SPEC §13); with kVectorWidth > 1 both strides are multiples of kVectorWidth; both < 2^31. gamma is read by
-//   layer_norm and rms_norm, beta (nullable) by layer_norm; softmax reads neither. output may equal input (every
-//   element is read by the thread that writes it, before it writes it).
+//   SPEC §13); with kVectorWidth > 1 both strides are multiples of kVectorWidth; both < 2^31.
+//   gamma is read by layer_norm and rms_norm, beta (nullable) by layer_norm; softmax reads
+//   neither. output may equal input (every element is read by the thread that writes it, before
+//   it writes it).
 // Numerics: statistics and affine math in FP32, output converted to T (round to nearest even).
 //   layer_norm: two passes (mean, then mean of squared deviations: no E[x²] - E[x]² cancellation);
 //   rms_norm:   one pass (mean of squares); softmax: max, then sum of exp(x - max).
