@@ -45,11 +45,17 @@ attention::AttentionStrategy default_strategy() {
 
 namespace {
 
-// One attention call into `into` (a caller's buffer, checked) or a fresh output.
-Result<Tensor, AttentionSetupError> run(const Tensor& query, const Tensor& key, const Tensor& value,
-                                        const std::optional<Tensor>& mask, const std::optional<Tensor>& attn_bias,
-                                        AttentionModuleOptions options, attention::AttentionStrategy strategy,
-                                        const Tensor* into) {
+// What a call needs before its launch: the plan and the output's shape.
+struct Prepared {
+  std::shared_ptr<const ops::Plan> plan;
+  Shape out_shape;
+};
+
+// The contract, the caller's buffers (`into`, `workspace`: checked when given) and the plan.
+Result<Prepared, AttentionSetupError> prepare(const Tensor& query, const Tensor& key, const Tensor& value,
+                                              const std::optional<Tensor>& mask, const std::optional<Tensor>& attn_bias,
+                                              AttentionModuleOptions options, attention::AttentionStrategy strategy,
+                                              const Tensor* into, const Tensor* workspace) {
   contracts::AttentionSignature sig{operand(query), operand(key), operand(value), std::nullopt,
                                     std::nullopt,   1.0,          options.causal};
   if (mask) sig.mask = operand(*mask);
@@ -77,15 +83,17 @@ Result<Tensor, AttentionSetupError> run(const Tensor& query, const Tensor& key, 
   const Device& device = query.device();
   const std::int64_t b = query.dim(0), hq = query.dim(1), tq = query.dim(2), d = query.dim(3);
   const std::int64_t hkv = key.dim(1), tk = key.dim(2), dv = value.dim(3);
-  if (into) {
-    const ops::NamedTensor inputs[] = {{&query, "query"},
-                                       {&key, "key"},
-                                       {&value, "value"},
-                                       {mask ? &*mask : nullptr, "mask"},
-                                       {attn_bias ? &*attn_bias : nullptr, "attn_bias"}};
-    if (auto e = ops::check_output(*into, "out", {b, hq, tq, dv}, query.dtype(), query, inputs))
+  const ops::NamedTensor others[] = {{&query, "query"},
+                                     {&key, "key"},
+                                     {&value, "value"},
+                                     {mask ? &*mask : nullptr, "mask"},
+                                     {attn_bias ? &*attn_bias : nullptr, "attn_bias"},
+                                     {into, "out"}};
+  if (into)
+    if (auto e = ops::check_output(*into, "out", {b, hq, tq, dv}, query.dtype(), query, std::span(others, 5)))
       return as<AttentionSetupError>(*e);
-  }
+  if (workspace)
+    if (auto e = ops::check_workspace(*workspace, query, others)) return as<AttentionSetupError>(*e);
   const std::int64_t mode = ops::autotune_mode_word(requested == contracts::AttentionStrategy::Autotune);
   // With autotune the plan serves one (B, Tq, Tk) bucket: the tuned tile depends on it.
   const std::int64_t buckets = mode ? log2_bucket(b) | (log2_bucket(tq) << 8) | (log2_bucket(tk) << 16) : 0;
@@ -114,17 +122,68 @@ Result<Tensor, AttentionSetupError> run(const Tensor& query, const Tensor& key, 
                                          ops::target_for(device));
       });
   if (!plan.ok()) return as<AttentionSetupError>(plan.error());
-  auto out = into ? Result<Tensor, RuntimeError>(*into) : ops::output({b, hq, tq, dv}, query.dtype(), query.queue());
-  if (!out.ok()) return as<AttentionSetupError>(out.error());
+  return Prepared{plan.value(), {b, hq, tq, dv}};
+}
+
+// One attention call into `into` (a caller's buffer) or a fresh output, its temporaries in
+// `workspace` (a caller's) or from the queue's pool.
+Result<Tensor, AttentionSetupError> run(const Tensor& query, const Tensor& key, const Tensor& value,
+                                        const std::optional<Tensor>& mask, const std::optional<Tensor>& attn_bias,
+                                        AttentionModuleOptions options, attention::AttentionStrategy strategy,
+                                        const Tensor* into, const Tensor* workspace = nullptr) {
+  auto prepared = prepare(query, key, value, mask, attn_bias, options, strategy, into, workspace);
+  if (!prepared.ok()) return prepared.error();
+  const ops::Plan& plan = *prepared->plan;
   // Slots: query, key, value, mask, attn_bias (kept, maybe empty), output.
-  if (auto s = ops::launch(**plan, query.queue(),
-                           {&query, &key, &value, mask ? &*mask : nullptr, attn_bias ? &*attn_bias : nullptr, &*out});
-      !s.ok())
-    return as<AttentionSetupError>(s.error());
+  const Tensor* m = mask ? &*mask : nullptr;
+  const Tensor* bias = attn_bias ? &*attn_bias : nullptr;
+  if (workspace) {  // sized before anything is made or written
+    const Shape& os = prepared->out_shape;
+    auto bytes = ops::workspace_bytes(plan, {{query.data(), &query.shape()},
+                                             {key.data(), &key.shape()},
+                                             {value.data(), &value.shape()},
+                                             {m ? m->data() : nullptr, m ? &m->shape() : nullptr},
+                                             {bias ? bias->data() : nullptr, bias ? &bias->shape() : nullptr},
+                                             {nullptr, &os}});
+    if (!bytes.ok()) return as<AttentionSetupError>(bytes.error());
+    if (auto e = ops::check_workspace_bytes(*workspace, *bytes)) return as<AttentionSetupError>(*e);
+  }
+  auto out =
+      into ? Result<Tensor, RuntimeError>(*into) : ops::output(prepared->out_shape, query.dtype(), query.queue());
+  if (!out.ok()) return as<AttentionSetupError>(out.error());
+  const auto launched =
+      workspace ? ops::launch_in_workspace(plan, query.queue(), {&query, &key, &value, m, bias, &*out}, *workspace)
+                : ops::launch(plan, query.queue(), {&query, &key, &value, m, bias, &*out});
+  if (!launched.ok()) return as<AttentionSetupError>(launched.error());
   return std::move(out.value());
 }
 
 }  // namespace
+
+Result<std::size_t, AttentionSetupError> attention_workspace_bytes(
+    const Tensor& query, const Tensor& key, const Tensor& value, const std::optional<Tensor>& mask,
+    const std::optional<Tensor>& attn_bias, AttentionModuleOptions options, AttentionStrategy strategy) {
+  auto prepared = prepare(query, key, value, mask, attn_bias, options, strategy, nullptr, nullptr);
+  if (!prepared.ok()) return prepared.error();
+  const Shape& os = prepared->out_shape;
+  auto bytes = ops::workspace_bytes(*prepared->plan, {{nullptr, &query.shape()},
+                                                      {nullptr, &key.shape()},
+                                                      {nullptr, &value.shape()},
+                                                      {nullptr, mask ? &mask->shape() : nullptr},
+                                                      {nullptr, attn_bias ? &attn_bias->shape() : nullptr},
+                                                      {nullptr, &os}});
+  if (!bytes.ok()) return as<AttentionSetupError>(bytes.error());
+  return *bytes;
+}
+
+Status<AttentionSetupError> attention_into(const Tensor& query, const Tensor& key, const Tensor& value,
+                                           const std::optional<Tensor>& mask, const std::optional<Tensor>& attn_bias,
+                                           const Tensor& out, const Tensor& workspace, AttentionModuleOptions options,
+                                           AttentionStrategy strategy) {
+  auto r = run(query, key, value, mask, attn_bias, options, strategy, &out, &workspace);
+  if (!r.ok()) return r.error();
+  return {};
+}
 
 Result<Tensor, AttentionSetupError> attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                               const std::optional<Tensor>& mask, const std::optional<Tensor>& attn_bias,

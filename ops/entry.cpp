@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <span>
 
+#include <fmt/format.h>
+
 #include "family.h"
 
 namespace rudnn::ops {
@@ -58,6 +60,49 @@ std::optional<RuntimeError> check_output(const Tensor& out, const char* name, co
   if (auto e = check_same_queue(out, name, ref, "the inputs")) return e;
   const NamedTensor self{&out, name};
   return check_disjoint(std::span(&self, 1), inputs);
+}
+
+std::optional<RuntimeError> check_workspace(const Tensor& workspace, const Tensor& ref,
+                                            std::span<const NamedTensor> others) {
+  if (!(workspace.device() == ref.device()))
+    return RuntimeError(ErrorKind::DeviceMismatch, "workspace", "the inputs' device (" + ref.device().to_string() + ")",
+                        workspace.device().to_string());
+  if (auto e = check_contiguous(workspace, "workspace")) return e;
+  if (auto e = check_same_queue(workspace, "workspace", ref, "the inputs")) return e;
+  const NamedTensor self{&workspace, "workspace"};
+  return check_disjoint(std::span(&self, 1), others);
+}
+
+std::optional<RuntimeError> check_workspace_bytes(const Tensor& workspace, std::size_t bytes) {
+  if (workspace.nbytes() >= bytes) return std::nullopt;
+  return RuntimeError(ErrorKind::InvalidValue, "workspace", fmt::format("at least {} bytes", bytes),
+                      fmt::format("{} bytes", workspace.nbytes()));
+}
+
+namespace {
+// The operand views of a call's slots (null: an absent optional operand).
+std::size_t slot_views(std::span<const Tensor* const> slots, std::array<OperandView, 16>& views) {
+  std::size_t n = 0;
+  for (const Tensor* t : slots) {
+    if (n == views.size()) std::abort();  // no op has that many slots
+    if (t) views[n] = {t->data(), &t->shape(), &t->strides()};
+    ++n;
+  }
+  return n;
+}
+}  // namespace
+
+Status<RuntimeError> launch_in_workspace(const Plan& plan, const Queue& queue,
+                                         std::initializer_list<const Tensor*> slots, const Tensor& workspace) {
+  std::array<OperandView, 16> views{};
+  const std::size_t n = slot_views(std::span<const Tensor* const>(slots.begin(), slots.size()), views);
+  return run_plan_in_workspace(plan, queue, std::span(views.data(), n), workspace.data(), workspace.nbytes());
+}
+
+Result<std::size_t, RuntimeError> workspace_bytes(const Plan& plan, std::initializer_list<OperandView> slots) {
+  auto layout = workspace_layout(plan, std::span(slots.begin(), slots.size()));
+  if (!layout.ok()) return layout.error();
+  return layout->bytes;
 }
 
 runtime::StatCounters* family_counters_of(std::string_view op_name) {
@@ -139,12 +184,7 @@ Status<RuntimeError> launch(const Plan& plan, const Queue& queue, std::initializ
 
 Status<RuntimeError> launch(const Plan& plan, const Queue& queue, std::span<const Tensor* const> slots) {
   std::array<OperandView, 16> views{};
-  std::size_t n = 0;
-  for (const Tensor* t : slots) {
-    if (n == views.size()) std::abort();  // no op has that many slots
-    if (t) views[n] = {t->data(), &t->shape(), &t->strides()};
-    ++n;
-  }
+  const std::size_t n = slot_views(slots, views);
   return run_plan(plan, queue, std::span(views.data(), n));
 }
 

@@ -49,6 +49,20 @@ std::optional<RuntimeError> check_output(const Tensor& out, const char* name, co
                                          const Tensor& ref, std::span<const NamedTensor> inputs,
                                          Layout layout = Layout::Contiguous);
 
+// A caller's workspace (SPEC §13: temporaries from the engine's memory): on `ref`'s device and
+// queue, contiguous, overlapping none of `others` — else the error naming `workspace`. Its size is
+// checked against the plan's layout by check_workspace_bytes.
+std::optional<RuntimeError> check_workspace(const Tensor& workspace, const Tensor& ref,
+                                            std::span<const NamedTensor> others);
+// InvalidValue naming `workspace` unless it holds `bytes`.
+std::optional<RuntimeError> check_workspace_bytes(const Tensor& workspace, std::size_t bytes);
+// launch, with the plan's temporaries carved out of `workspace` (checked: check_workspace_bytes).
+Status<RuntimeError> launch_in_workspace(const Plan& plan, const Queue& queue,
+                                         std::initializer_list<const Tensor*> slots, const Tensor& workspace);
+// The bytes launch_in_workspace needs for these slots (a slot may be a shape only: an output the
+// caller has not made yet).
+Result<std::size_t, RuntimeError> workspace_bytes(const Plan& plan, std::initializer_list<OperandView> slots);
+
 // A plan-cache key: the op's name (hashed: no family holds a magic tag), then what the entry's plan
 // depends on, field by field, in the entry's own order. Fixed size: a warm call builds no string.
 class PlanKeyBuilder {

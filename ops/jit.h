@@ -1,4 +1,5 @@
 #pragma once
+#include <array>
 // The cold path shared by every op family: lowered kernels → compiled binaries (pack, disk cache or
 // compiler: ops/kernel_lookup.cpp) → loaded kernels → a Plan; and the warm path: a Plan + operands →
 // launches (ops/plan.cpp).
@@ -57,6 +58,24 @@ void set_poison_outputs(bool on);
 // run_plan adds the plan's temporaries (stream-ordered allocations, released after the launches);
 // slots past the op's own may supply a temporary instead (a workspace the caller owns).
 Status<RuntimeError> run_plan(const Plan& plan, const Queue& queue, std::span<const OperandView> operands);
+
+// One caller workspace in place of a plan's temporaries (SPEC §13): temporary i at offsets[i]
+// (256-byte aligned) with shapes[i]; the workspace holds at least `bytes` (0: the plan has none).
+struct WorkspaceLayout {
+  static constexpr std::size_t kAlignment = 256;
+  static constexpr std::size_t kMaxTemporaries = 8;
+  std::size_t count = 0;
+  std::array<Shape, kMaxTemporaries> shapes;
+  std::array<std::size_t, kMaxTemporaries> offsets{};
+  std::size_t bytes = 0;
+};
+// The layout of `plan`'s temporaries for a call's operand and result slots (`operands`: their
+// shapes; data may be null). An overflowing size is an error naming the plan's op.
+Result<WorkspaceLayout, RuntimeError> workspace_layout(const Plan& plan, std::span<const OperandView> operands);
+// run_plan with every temporary carved out of `workspace` (`workspace_bytes` of it): the call
+// allocates nothing.
+Status<RuntimeError> run_plan_in_workspace(const Plan& plan, const Queue& queue, std::span<const OperandView> operands,
+                                           void* workspace, std::size_t workspace_bytes);
 
 // The binary of one kernel for `device`: the kernel packs of RUDNN_KERNEL_PACK (first), the disk
 // cache, else a compile. With RUDNN_DISABLE_JIT=1 a kernel in neither is a JitDisabled error that

@@ -111,11 +111,22 @@ namespace {
 
 Status<RuntimeError> launch_kernels(const Plan& plan, const Queue& queue, std::span<const OperandView> operands);
 
+constexpr std::size_t kMaxSlots = 24;
+
+// A temporary's shape for `elements` elements: the IR's static extents, its one dynamic extent
+// taking the rest.
+void temporary_shape(const compiler::Temporary& t, std::int64_t elements, Shape& shape) {
+  shape = t.shape;
+  std::int64_t known = 1;
+  for (std::int64_t d : t.shape) known *= d < 0 ? 1 : d;  // static extents of the IR: small
+  for (std::int64_t& d : shape)
+    if (d < 0) d = known > 0 ? elements / known : 0;
+}
+
 // The call's operands plus its temporaries, allocated on the queue for the duration of the launches.
 // A caller may supply a temporary (operands past first_temporary_slot, non-null): a workspace it
 // owns (paged attention's SplitWorkspace), so that warm calls allocate nothing.
 Status<RuntimeError> run_with_temporaries(const Plan& plan, const Queue& queue, std::span<const OperandView> operands) {
-  constexpr std::size_t kMaxSlots = 24;
   const std::size_t first = static_cast<std::size_t>(plan.first_temporary_slot);
   const std::size_t total = first + plan.temporaries.size();
   if (operands.size() < first || operands.size() > total || total > kMaxSlots)
@@ -146,11 +157,7 @@ Status<RuntimeError> run_with_temporaries(const Plan& plan, const Queue& queue, 
                               shape_to_string(*operands[i].shape));
       continue;
     }
-    shapes[i] = t.shape;
-    std::int64_t known = 1;
-    for (std::int64_t d : t.shape) known *= d < 0 ? 1 : d;  // static extents of the IR: small
-    for (std::int64_t& d : shapes[i])
-      if (d < 0) d = known > 0 ? *elements / known : 0;
+    temporary_shape(t, *elements, shapes[i]);
     const std::size_t bytes = static_cast<std::size_t>(*byte_count);
     auto memory = backend.allocate(bytes, stream);
     if (!memory.ok()) {
@@ -170,6 +177,51 @@ Status<RuntimeError> run_with_temporaries(const Plan& plan, const Queue& queue, 
 }
 
 }  // namespace
+
+Result<WorkspaceLayout, RuntimeError> workspace_layout(const Plan& plan, std::span<const OperandView> operands) {
+  const std::size_t first = static_cast<std::size_t>(plan.first_temporary_slot);
+  WorkspaceLayout layout;
+  layout.count = plan.temporaries.size();
+  if (operands.size() != first || layout.count > WorkspaceLayout::kMaxTemporaries || first + layout.count > kMaxSlots)
+    return RuntimeError(
+        ErrorKind::Internal, plan.op_name,
+        fmt::format("{} operand slots and at most {} temporaries", first, WorkspaceLayout::kMaxTemporaries),
+        fmt::format("{} slots, {} temporaries", operands.size(), layout.count));
+  std::array<OperandView, kMaxSlots> views{};
+  std::copy(operands.begin(), operands.end(), views.begin());
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < layout.count; ++i) {
+    const compiler::Temporary& t = plan.temporaries[i];
+    const auto elements = evaluate(t.elements, std::span<const OperandView>(views.data(), first + i));
+    const auto bytes = elements ? checked_mul(std::max<std::int64_t>(*elements, 1), t.element_bytes) : std::nullopt;
+    const auto start =
+        checked_add(static_cast<std::int64_t>(offset), static_cast<std::int64_t>(WorkspaceLayout::kAlignment - 1));
+    if (!bytes || !start || !checked_add(*start, *bytes))
+      return size_overflow(fmt::format("temporary {}", i), plan.op_name);
+    temporary_shape(t, *elements, layout.shapes[i]);
+    offset = static_cast<std::size_t>(*start) / WorkspaceLayout::kAlignment * WorkspaceLayout::kAlignment;
+    layout.offsets[i] = offset;
+    offset += static_cast<std::size_t>(*bytes);
+    views[first + i] = {nullptr, &layout.shapes[i]};
+  }
+  layout.bytes = offset;
+  return layout;
+}
+
+Status<RuntimeError> run_plan_in_workspace(const Plan& plan, const Queue& queue, std::span<const OperandView> operands,
+                                           void* workspace, std::size_t workspace_bytes) {
+  auto layout = workspace_layout(plan, operands);
+  if (!layout.ok()) return layout.error();
+  if (layout->bytes > workspace_bytes || (layout->bytes > 0 && workspace == nullptr))
+    return RuntimeError(ErrorKind::Internal, "workspace of " + plan.op_name,
+                        fmt::format("at least {} bytes", layout->bytes), std::to_string(workspace_bytes));
+  std::array<OperandView, kMaxSlots> views{};
+  std::copy(operands.begin(), operands.end(), views.begin());
+  const std::size_t first = operands.size();
+  for (std::size_t i = 0; i < layout->count; ++i)
+    views[first + i] = {static_cast<std::byte*>(workspace) + layout->offsets[i], &layout->shapes[i]};
+  return run_plan(plan, queue, std::span<const OperandView>(views.data(), first + layout->count));
+}
 
 Status<RuntimeError> run_plan(const Plan& plan, const Queue& queue, std::span<const OperandView> operands) {
   if (!plan.temporaries.empty()) return run_with_temporaries(plan, queue, operands);

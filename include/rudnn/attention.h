@@ -2,6 +2,7 @@
 // Attention (SPEC §5): softmax(scale · Q Kᵀ + bias, excluded keys masked) V with grouped-query heads.
 // A call whose inputs or strategy do not fit is an AttentionSetupError that names the requirement —
 // never a silent substitution — and launches nothing.
+#include <cstddef>
 #include <optional>
 
 #include "rudnn/error.h"
@@ -38,11 +39,30 @@ RUDNN_API Result<Tensor, AttentionSetupError> attention(const Tensor& query, con
                                                         AttentionStrategy strategy = default_strategy());
 // The same into a caller's buffer `out` (SPEC §13): [B, Hq, Tq, Dv] in the query dtype, contiguous,
 // on the query's device and queue, overlapping no input. A rejected call names `out` and writes
-// nothing. Temporaries (Fallback's scores) still come from the queue's stream-ordered pool.
+// nothing. Temporaries (Fallback's scores) come from the queue's stream-ordered pool; the overload
+// with a workspace below takes them from the caller's memory.
 RUDNN_API Status<AttentionSetupError> attention_into(const Tensor& query, const Tensor& key, const Tensor& value,
                                                      const std::optional<Tensor>& mask,
                                                      const std::optional<Tensor>& attn_bias, const Tensor& out,
                                                      AttentionModuleOptions options = {},
+                                                     AttentionStrategy strategy = default_strategy());
+
+// The bytes of scratch an attention call with these inputs, options and strategy needs (Fallback's
+// FP32 scores, [B, Hq, Tq, Tk]; 0 for the fused kernels), for the workspace overload below. Makes
+// the call's plan, as the call would: a cold query lowers and compiles (and is a CaptureViolation
+// inside a capture); a rejected call's error is returned.
+RUDNN_API Result<std::size_t, AttentionSetupError> attention_workspace_bytes(
+    const Tensor& query, const Tensor& key, const Tensor& value, const std::optional<Tensor>& mask,
+    const std::optional<Tensor>& attn_bias, AttentionModuleOptions options = {},
+    AttentionStrategy strategy = default_strategy());
+// attention_into with every temporary in `workspace`, a caller's buffer (e.g. a U8 Tensor::view)
+// of at least attention_workspace_bytes: contiguous, on the query's device and queue, overlapping
+// no input and not `out`. The call then allocates nothing. A workspace too small is InvalidValue
+// naming `workspace` with the bytes it needs; nothing is written.
+RUDNN_API Status<AttentionSetupError> attention_into(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                     const std::optional<Tensor>& mask,
+                                                     const std::optional<Tensor>& attn_bias, const Tensor& out,
+                                                     const Tensor& workspace, AttentionModuleOptions options = {},
                                                      AttentionStrategy strategy = default_strategy());
 
 }  // namespace rudnn::attention

@@ -515,6 +515,72 @@ TEST(Serving, IntoVariantsMatchTheAllocatingCalls) {
   EXPECT_EQ(aliased.error().kind(), ErrorKind::InvalidValue);
 }
 
+// Attention's temporaries in a caller's workspace (SPEC §13): the size query, then a call into the
+// caller's out and workspace that allocates nothing and writes the allocating call's bits. The
+// fused kernels need none; a workspace too small, overlapping an input or out, or on another queue
+// is named, and nothing is written.
+TEST(Serving, AttentionWorkspaceFromTheCaller) {
+  std::mt19937_64 rng(fresh_seed());
+  const Device host = Device::host();
+  const std::int64_t b = 1, hq = 4, hkv = 2, t = 9, d = 16;
+  auto up = [&](const Shape& s) { return random_tensor(s, DType::F16, rng); };
+  const Tensor q = up({b, hq, t, d}), k = up({b, hkv, t, d}), v = up({b, hkv, t, d});
+  const attention::AttentionModuleOptions causal{std::nullopt, true};
+  using attention::AttentionStrategy;
+  auto none =
+      attention::attention_workspace_bytes(q, k, v, std::nullopt, std::nullopt, causal, AttentionStrategy::FlashUnit);
+  ASSERT_TRUE(none.ok()) << none.error().message();
+  EXPECT_EQ(*none, 0u) << "one fused kernel: no temporaries";
+  auto need =
+      attention::attention_workspace_bytes(q, k, v, std::nullopt, std::nullopt, causal, AttentionStrategy::Fallback);
+  ASSERT_TRUE(need.ok()) << need.error().message();
+  EXPECT_GE(*need, static_cast<std::size_t>(b * hq * t * t * 4)) << "Fallback's FP32 scores";
+
+  const Queue queue = Queue::default_queue(host);
+  std::vector<std::uint64_t> ws_memory(*need / 8 + 1, 0x5555555555555555ull);
+  auto workspace = Tensor::view(ws_memory.data(), {static_cast<std::int64_t>(*need)}, {}, DType::U8, queue);
+  ASSERT_TRUE(workspace.ok()) << workspace.error().message();
+  std::vector<std::uint16_t> out_memory(static_cast<std::size_t>(b * hq * t * d), 0x7777);
+  auto out = Tensor::view(out_memory.data(), {b, hq, t, d}, {}, DType::F16, queue);
+  ASSERT_TRUE(out.ok());
+  const auto want =
+      bytes(*attention::attention(q, k, v, std::nullopt, std::nullopt, causal, AttentionStrategy::Fallback));
+  const Stats before = stats();
+  auto st = attention::attention_into(q, k, v, std::nullopt, std::nullopt, *out, *workspace, causal,
+                                      AttentionStrategy::Fallback);
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  EXPECT_EQ(stats().device_allocations, before.device_allocations) << "the temporaries came from the workspace";
+  EXPECT_EQ(bytes(*out), want);
+  EXPECT_NE(ws_memory[0], 0x5555555555555555ull) << "the scores went into the caller's workspace";
+  // The fused kernels take a workspace of any size (they need none).
+  auto fused = attention::attention_into(q, k, v, std::nullopt, std::nullopt, *out, *workspace, causal,
+                                         AttentionStrategy::FlashUnit);
+  EXPECT_TRUE(fused.ok()) << fused.error().message();
+
+  // Rejected, naming `workspace`: too small, overlapping out or an input, on another queue.
+  std::fill(out_memory.begin(), out_memory.end(), 0x7777);
+  const auto before_bytes = bytes(*out);
+  auto small = Tensor::view(ws_memory.data(), {static_cast<std::int64_t>(*need) - 1}, {}, DType::U8, queue);
+  auto q2 = Queue::create(host);
+  ASSERT_TRUE(q2.ok());
+  auto elsewhere = Tensor::empty({static_cast<std::int64_t>(*need)}, DType::U8, *q2);
+  auto over_out = Tensor::view(out_memory.data(), {8}, {}, DType::U8, queue);
+  const Tensor over_query = q;
+  struct Case {
+    const Tensor* workspace;
+    ErrorKind kind;
+  };
+  for (const Case& c : {Case{&*small, ErrorKind::InvalidValue}, Case{&*elsewhere, ErrorKind::QueueMismatch},
+                        Case{&*over_out, ErrorKind::InvalidValue}, Case{&over_query, ErrorKind::InvalidValue}}) {
+    auto bad = attention::attention_into(q, k, v, std::nullopt, std::nullopt, *out, *c.workspace, causal,
+                                         AttentionStrategy::Fallback);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.error().kind(), c.kind) << bad.error().message();
+    EXPECT_EQ(bad.error().argument(), "workspace") << bad.error().message();
+  }
+  EXPECT_EQ(bytes(*out), before_bytes) << "a rejected call writes nothing";
+}
+
 // The gated delta rule and paged attention into caller buffers: the allocating calls' bits; the
 // buffers' own lines (the state not in place, the split workspace not overlapped).
 TEST(Serving, IntoVariantsOfGatedDeltaAndPagedAttention) {
