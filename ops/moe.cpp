@@ -277,8 +277,24 @@ Status<MoeError> SwiGluExperts::forward_dispatched_into(const Dispatched& dispat
   return {};
 }
 
+Result<std::size_t, MoeError> SwiGluExperts::workspace_bytes(const Dispatched& dispatched,
+                                                             GroupedStrategy strategy) const {
+  std::size_t bytes = 0;
+  auto r = experts_impl(dispatched, strategy, nullptr, nullptr, &bytes);
+  if (!r.ok()) return r.error();
+  return bytes;
+}
+
+Status<MoeError> SwiGluExperts::forward_dispatched_into(const Dispatched& dispatched, GroupedStrategy strategy,
+                                                        const Tensor& out, const Tensor& workspace) const {
+  auto r = experts_impl(dispatched, strategy, &out, &workspace);
+  if (!r.ok()) return r.error();
+  return {};
+}
+
 Result<Tensor, MoeError> SwiGluExperts::experts_impl(const Dispatched& dispatched, GroupedStrategy strategy,
-                                                     const Tensor* into) const {
+                                                     const Tensor* into, const Tensor* workspace,
+                                                     std::size_t* bytes_needed) const {
   const Tensor& rows = dispatched.rows();
   contracts::ExpertsSignature sig{weights_of(*this), operand(rows), operand(dispatched.expert_offsets())};
   if (auto e = contracts::check_experts(sig)) return *e;
@@ -290,14 +306,14 @@ Result<Tensor, MoeError> SwiGluExperts::experts_impl(const Dispatched& dispatche
   if (!chosen.ok()) return chosen.error();
   const contracts::ExpertsStrategy resolved = chosen.value();
   const std::int64_t n = rows.shape()[0];
-  if (into) {
-    const ops::NamedTensor inputs[] = {{&rows, "dispatched"},
-                                       {&dispatched.expert_offsets(), "dispatched"},
-                                       {&gate_, "gate"},
-                                       {&up_, "up"},
-                                       {&down_, "down"}};
-    if (auto e = ops::check_output(*into, "out", {n, hidden()}, dtype(), rows, inputs)) return as<MoeError>(*e);
-  }
+  const ops::NamedTensor others[] = {{&rows, "dispatched"}, {&dispatched.expert_offsets(), "dispatched"},
+                                     {&gate_, "gate"},      {&up_, "up"},
+                                     {&down_, "down"},      {into, "out"}};
+  if (into)
+    if (auto e = ops::check_output(*into, "out", {n, hidden()}, dtype(), rows, std::span(others, 5)))
+      return as<MoeError>(*e);
+  if (workspace)
+    if (auto e = ops::check_workspace(*workspace, rows, others)) return as<MoeError>(*e);
   const std::int64_t bucket = load_bucket(n, experts());
   const std::int64_t mode = ops::autotune_mode_word(true);
   const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.swiglu_experts")
@@ -316,11 +332,28 @@ Result<Tensor, MoeError> SwiGluExperts::experts_impl(const Dispatched& dispatche
                                        ops::target_for(device));
       });
   if (!plan.ok()) return as<MoeError>(plan.error());
+  const Tensor& offsets = dispatched.expert_offsets();
+  if (workspace || bytes_needed) {  // sized before anything is made or written
+    const Shape out_shape{n, hidden()};
+    auto bytes = ops::workspace_bytes(**plan, {{rows.data(), &rows.shape()},
+                                               {offsets.data(), &offsets.shape()},
+                                               {gate_.data(), &gate_.shape()},
+                                               {up_.data(), &up_.shape()},
+                                               {down_.data(), &down_.shape()},
+                                               {nullptr, &out_shape}});
+    if (!bytes.ok()) return as<MoeError>(bytes.error());
+    if (bytes_needed) {
+      *bytes_needed = *bytes;
+      return rows;  // nothing runs: the caller reads *bytes_needed
+    }
+    if (auto e = ops::check_workspace_bytes(*workspace, *bytes)) return as<MoeError>(*e);
+  }
   auto out = into ? Result<Tensor, RuntimeError>(*into) : ops::output({n, hidden()}, dtype(), rows.queue());
   if (!out.ok()) return as<MoeError>(out.error());
-  if (auto s = ops::launch(**plan, rows.queue(), {&rows, &dispatched.expert_offsets(), &gate_, &up_, &down_, &*out});
-      !s.ok())
-    return as<MoeError>(s.error());
+  const auto launched = workspace ? ops::launch_in_workspace(**plan, rows.queue(),
+                                                             {&rows, &offsets, &gate_, &up_, &down_, &*out}, *workspace)
+                                  : ops::launch(**plan, rows.queue(), {&rows, &offsets, &gate_, &up_, &down_, &*out});
+  if (!launched.ok()) return as<MoeError>(launched.error());
   return std::move(out.value());
 }
 

@@ -10,6 +10,7 @@
 //   auto rows = experts->forward_dispatched(*dispatched);
 //   auto out = dispatched->combine(*rows);
 #include <cstdint>
+#include <cstddef>
 #include <optional>
 
 #include "rudnn/error.h"
@@ -213,6 +214,13 @@ class RUDNN_API SwiGluExperts {
   // come from the queue's stream-ordered pool).
   Status<MoeError> forward_dispatched_into(const Dispatched& dispatched, GroupedStrategy strategy,
                                            const Tensor& out) const;
+  // The experts' temporaries in the caller's memory: the bytes the call needs (the activations
+  // [T·top_k, inter] of the resolved strategy; it makes the call's plan, as the call would), and
+  // the call with them in `workspace` (contiguous, on the rows' device and queue, overlapping no
+  // input and not `out`; too small: InvalidValue naming `workspace`, nothing written).
+  Result<std::size_t, MoeError> workspace_bytes(const Dispatched& dispatched, GroupedStrategy strategy) const;
+  Status<MoeError> forward_dispatched_into(const Dispatched& dispatched, GroupedStrategy strategy, const Tensor& out,
+                                           const Tensor& workspace) const;
   Status<MoeError> forward_into(const Tensor& input, const Tensor& logits, RoutingOptions options,
                                 const Tensor& out) const;
   Status<MoeError> forward_sigmoid_grouped_into(const Tensor& input, const Tensor& logits,
@@ -233,8 +241,10 @@ class RUDNN_API SwiGluExperts {
       : gate_(std::move(gate)), up_(std::move(up)), down_(std::move(down)) {}
   // Every check of a forward call before anything runs (and of its output buffer, when given).
   std::optional<MoeError> check_forward(const Tensor& input, const Tensor& logits, const Tensor* out = nullptr) const;
-  Result<Tensor, MoeError> experts_impl(const Dispatched& dispatched, GroupedStrategy strategy,
-                                        const Tensor* into) const;
+  // The experts into `into` (or a fresh output), their temporaries in `workspace` (or the pool);
+  // with `bytes_needed` only the workspace size is computed (into *bytes_needed) and nothing runs.
+  Result<Tensor, MoeError> experts_impl(const Dispatched& dispatched, GroupedStrategy strategy, const Tensor* into,
+                                        const Tensor* workspace = nullptr, std::size_t* bytes_needed = nullptr) const;
   Result<Tensor, MoeError> forward_impl(const Tensor& input, const Tensor& logits, RoutingOptions options,
                                         const Tensor* into) const;
   Result<Tensor, MoeError> forward_sigmoid_grouped_impl(const Tensor& input, const Tensor& logits,

@@ -760,5 +760,50 @@ TEST(Serving, IntoVariantsOfMoe) {
   EXPECT_EQ(over_rows.error().argument(), "out");
 }
 
+// The experts' activations in a caller's workspace: the size query ([T·top_k, inter] at least),
+// then the rows into the caller's out with no allocation and the allocating call's bits; a
+// workspace too small or overlapping the dispatched rows is named, and nothing is written.
+TEST(Serving, MoeExpertsWorkspaceFromTheCaller) {
+  std::mt19937_64 rng(fresh_seed());
+  const Device host = Device::host();
+  auto up = [&](const Shape& s) { return random_tensor(s, DType::BF16, rng); };
+  const std::int64_t e = 4, inter = 32, h = 64, tokens = 6, top_k = 2;
+  auto experts = moe::SwiGluExperts::create(up({e, inter, h}), up({e, inter, h}), up({e, h, inter}));
+  ASSERT_TRUE(experts.ok()) << experts.error().message();
+  auto routing = moe::route(random_tensor({tokens, e}, DType::F32, rng), moe::RoutingOptions{top_k, true});
+  ASSERT_TRUE(routing.ok());
+  auto dispatched = routing->dispatch(up({tokens, h}));
+  ASSERT_TRUE(dispatched.ok());
+  const Queue queue = Queue::default_queue(host);
+  for (auto strategy : {moe::GroupedStrategy::Scalar, moe::GroupedStrategy::TensorCore}) {
+    SCOPED_TRACE(strategy == moe::GroupedStrategy::Scalar ? "Scalar" : "TensorCore");
+    auto need = experts->workspace_bytes(*dispatched, strategy);
+    ASSERT_TRUE(need.ok()) << need.error().message();
+    EXPECT_GE(*need, static_cast<std::size_t>(tokens * top_k * inter * 2)) << "the activations";
+    std::vector<std::uint64_t> ws_memory(*need / 8 + 1);
+    auto workspace = Tensor::view(ws_memory.data(), {static_cast<std::int64_t>(*need)}, {}, DType::U8, queue);
+    ASSERT_TRUE(workspace.ok());
+    const Tensor out = *Tensor::empty({tokens * top_k, h}, DType::BF16, host);
+    const auto want = bytes(*experts->forward_dispatched_with_strategy(*dispatched, strategy));
+    const Stats before = stats();
+    auto st = experts->forward_dispatched_into(*dispatched, strategy, out, *workspace);
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    EXPECT_EQ(stats().device_allocations, before.device_allocations);
+    EXPECT_EQ(bytes(out), want);
+
+    ASSERT_TRUE(out.poison().ok());
+    const auto poisoned = bytes(out);
+    auto small = Tensor::view(ws_memory.data(), {static_cast<std::int64_t>(*need) - 2}, {}, DType::U8, queue);
+    auto too_small = experts->forward_dispatched_into(*dispatched, strategy, out, *small);
+    ASSERT_FALSE(too_small.ok());
+    EXPECT_EQ(too_small.error().argument(), "workspace");
+    EXPECT_EQ(too_small.error().kind(), ErrorKind::InvalidValue);
+    auto over_rows = experts->forward_dispatched_into(*dispatched, strategy, out, dispatched->rows());
+    ASSERT_FALSE(over_rows.ok());
+    EXPECT_EQ(over_rows.error().argument(), "workspace");
+    EXPECT_EQ(bytes(out), poisoned) << "a rejected call writes nothing";
+  }
+}
+
 }  // namespace
 }  // namespace rudnn
