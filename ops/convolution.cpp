@@ -59,19 +59,6 @@ ConvInfo info_of(const ops::Plan& plan, const contracts::ConvSignature& sig, con
   return info;
 }
 
-// The device bytes of the call's temporaries: channels-first copies of the inputs and the result,
-// and the weight backward's FP32 split sums.
-std::int64_t workspace_bytes(const contracts::ConvSignature& sig, const contracts::ConvGeometry& g,
-                             const std::optional<conv_config::Choice>& choice, DType dtype) {
-  const std::int64_t e = static_cast<std::int64_t>(dtype_size(dtype));
-  const std::int64_t in = g.batch * g.input_pixels() * g.channels, out = g.batch * g.output_pixels() * g.out_channels,
-                     weights = g.out_channels * g.taps() * (g.channels / g.groups);
-  std::int64_t bytes = 0;
-  if (!sig.channels_last) bytes += e * (in + out + weights);  // two inputs and the result, swapped
-  if (sig.direction == ConvDirection::WeightBackward && choice) bytes += conv_config::splitWorkspaceBytes(*choice, g);
-  return bytes;
-}
-
 struct Call {
   contracts::ConvSignature sig;
   ConvStrategy strategy;
@@ -80,7 +67,31 @@ struct Call {
   std::vector<std::pair<const Tensor*, const char*>> tensors;
   // The *_into entries' buffers, checked after the call's own lines and before any plan work.
   std::function<std::optional<ConvSetupError>(const Call&)> check_outputs;
+  std::vector<ops::NamedTensor> buffers;  // those buffers, for the workspace's overlap check
+  const Tensor* workspace = nullptr;      // a caller's workspace for the temporaries
 };
+
+// The call's temporaries: the exact bytes of the plan's workspace layout into `info` (when asked),
+// checked against the caller's workspace (when given).
+std::optional<ConvSetupError> size_workspace(const ops::Plan& plan, std::initializer_list<ops::OperandView> slots,
+                                             const Tensor* workspace, ConvInfo* info) {
+  if (!workspace && !info) return std::nullopt;
+  auto bytes = ops::workspace_bytes(plan, slots);
+  if (!bytes.ok()) return as<ConvSetupError>(bytes.error());
+  if (info) info->workspace_bytes = static_cast<std::int64_t>(*bytes);
+  if (workspace)
+    if (auto e = ops::check_workspace_bytes(*workspace, *bytes)) return as<ConvSetupError>(*e);
+  return std::nullopt;
+}
+
+// A tensor's slot view for size_workspace.
+ops::OperandView view_of(const Tensor& t) { return {t.data(), &t.shape(), &t.strides()}; }
+
+// The plan's kernels on the call's queue, the temporaries in the caller's workspace when given.
+Status<RuntimeError> launch(const ops::Plan& plan, const Call& call, std::initializer_list<const Tensor*> slots) {
+  return call.workspace ? ops::launch_in_workspace(plan, call.first->queue(), slots, *call.workspace)
+                        : ops::launch(plan, call.first->queue(), slots);
+}
 
 Result<std::shared_ptr<const ops::Plan>, ConvSetupError> plan_for(const Call& call, ConvInfo* info) {
   const contracts::ConvSignature& sig = call.sig;
@@ -92,6 +103,11 @@ Result<std::shared_ptr<const ops::Plan>, ConvSetupError> plan_for(const Call& ca
       return as<ConvSetupError>(*e);
   if (call.check_outputs)
     if (auto e = call.check_outputs(call)) return *e;
+  if (call.workspace) {
+    std::vector<ops::NamedTensor> others = call.tensors;
+    others.insert(others.end(), call.buffers.begin(), call.buffers.end());
+    if (auto e = ops::check_workspace(*call.workspace, *call.first, others)) return as<ConvSetupError>(*e);
+  }
   const Device& device = call.first->device();
   const contracts::ConvGeometry g = contracts::conv_geometry(sig);
   const DType dtype = call.first->dtype();
@@ -131,11 +147,7 @@ Result<std::shared_ptr<const ops::Plan>, ConvSetupError> plan_for(const Call& ca
       });
   if (!plan.ok()) return as<ConvSetupError>(plan.error());
   // Warm calls build the report only when the caller asks for it.
-  if (info) {
-    *info = info_of(**plan, sig, g, call.strategy, dtype, tensor_cores);
-    info->workspace_bytes =
-        workspace_bytes(sig, g, conv_config::choiceOf((*plan)->kernels.front().launch.config.values), dtype);
-  }
+  if (info) *info = info_of(**plan, sig, g, call.strategy, dtype, tensor_cores);  // workspace: size_workspace
   return std::shared_ptr<const ops::Plan>(*plan);
 }
 
@@ -150,7 +162,8 @@ std::optional<ConvSetupError> check_into(const Tensor* into, const char* name, c
 
 Result<Tensor, ConvSetupError> forward(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                                        const ConvOptions& options, ConvStrategy strategy, ConvInfo* info,
-                                       bool channels_last, const Tensor* into = nullptr) {
+                                       bool channels_last, const Tensor* into = nullptr,
+                                       const Tensor* workspace = nullptr) {
   Call call{{ConvDirection::Forward, channels_last, operand(input), operand(weight), std::nullopt, std::nullopt,
              params_of(options)},
             strategy,
@@ -161,17 +174,25 @@ Result<Tensor, ConvSetupError> forward(const Tensor& input, const Tensor& weight
     call.sig.bias = operand(*bias);
     call.tensors.push_back({&*bias, "bias"});
   }
-  if (into)
+  if (into) {
     call.check_outputs = [&](const Call& c) {
       return check_into(into, "out", contracts::conv_output_shape(c.sig), input.dtype(), c);
     };
+    call.buffers = {{into, "out"}};
+  }
+  call.workspace = workspace;
   auto plan = plan_for(call, info);
   if (!plan.ok()) return plan.error();
   const Shape out_shape = contracts::conv_output_shape(call.sig);
+  const Tensor* b = bias ? &*bias : nullptr;
+  if (auto e = size_workspace(**plan,
+                              {view_of(input), view_of(weight), b ? view_of(*b) : ops::OperandView{},
+                               ops::OperandView{nullptr, &out_shape}},
+                              workspace, info))
+    return *e;
   auto out = into ? Result<Tensor, RuntimeError>(*into) : ops::output(out_shape, input.dtype(), input.queue());
   if (!out.ok()) return as<ConvSetupError>(out.error());
-  if (auto s = ops::launch(**plan, input.queue(), {&input, &weight, bias ? &*bias : nullptr, &*out}); !s.ok())
-    return as<ConvSetupError>(s.error());
+  if (auto s = launch(**plan, call, {&input, &weight, b, &*out}); !s.ok()) return as<ConvSetupError>(s.error());
   return std::move(out.value());
 }
 
@@ -211,7 +232,7 @@ namespace {
 
 Result<Tensor, ConvSetupError> data_backward(const Tensor& grad_output, const Tensor& weight, const Shape& input_shape,
                                              const ConvOptions& options, ConvStrategy strategy, ConvLayout layout,
-                                             ConvInfo* info, const Tensor* into) {
+                                             ConvInfo* info, const Tensor* into, const Tensor* workspace = nullptr) {
   contracts::Operand shape_only{input_shape, grad_output.dtype(), ops::device_id(grad_output.device())};
   Call call{{ConvDirection::DataBackward, layout == ConvLayout::ChannelsLast, shape_only, operand(weight), std::nullopt,
              operand(grad_output), params_of(options)},
@@ -219,24 +240,30 @@ Result<Tensor, ConvSetupError> data_backward(const Tensor& grad_output, const Te
             false,
             &grad_output,
             {{&grad_output, "grad_output"}, {&weight, "weight"}}};
-  if (into)
+  if (into) {
     call.check_outputs = [&](const Call& c) {
       return check_into(into, "grad_input", input_shape, grad_output.dtype(), c);
     };
+    call.buffers = {{into, "grad_input"}};
+  }
+  call.workspace = workspace;
   auto plan = plan_for(call, info);
   if (!plan.ok()) return plan.error();
+  if (auto e = size_workspace(**plan, {view_of(grad_output), view_of(weight), ops::OperandView{nullptr, &input_shape}},
+                              workspace, info))
+    return *e;
   auto out =
       into ? Result<Tensor, RuntimeError>(*into) : ops::output(input_shape, grad_output.dtype(), grad_output.queue());
   if (!out.ok()) return as<ConvSetupError>(out.error());
-  if (auto s = ops::launch(**plan, grad_output.queue(), {&grad_output, &weight, &*out}); !s.ok())
-    return as<ConvSetupError>(s.error());
+  if (auto s = launch(**plan, call, {&grad_output, &weight, &*out}); !s.ok()) return as<ConvSetupError>(s.error());
   return std::move(out.value());
 }
 
 Result<ConvWeightGrads, ConvSetupError> weight_backward(const Tensor& input, const Tensor& grad_output,
                                                         const Shape& weight_shape, const ConvOptions& options,
                                                         bool with_bias_grad, ConvStrategy strategy, ConvLayout layout,
-                                                        ConvInfo* info, const ConvWeightGrads* into) {
+                                                        ConvInfo* info, const ConvWeightGrads* into,
+                                                        const Tensor* workspace = nullptr) {
   contracts::Operand shape_only{weight_shape, input.dtype(), ops::device_id(input.device())};
   Call call{{ConvDirection::WeightBackward, layout == ConvLayout::ChannelsLast, operand(input), shape_only,
              std::nullopt, operand(grad_output), params_of(options)},
@@ -252,8 +279,19 @@ Result<ConvWeightGrads, ConvSetupError> weight_backward(const Tensor& input, con
       with_weight_grad.tensors.push_back({&into->grad_weight, "grad_weight"});
       return check_into(&*into->grad_bias, "grad_bias", {weight_shape[0]}, DType::F32, with_weight_grad);
     };
+  if (into) {
+    call.buffers = {{&into->grad_weight, "grad_weight"}};
+    if (into->grad_bias) call.buffers.push_back({&*into->grad_bias, "grad_bias"});
+  }
+  call.workspace = workspace;
   auto plan = plan_for(call, info);
   if (!plan.ok()) return plan.error();
+  const Shape bias_shape{weight_shape[0]};
+  if (auto e = size_workspace(**plan,
+                              {view_of(input), view_of(grad_output), ops::OperandView{nullptr, &weight_shape},
+                               with_bias_grad ? ops::OperandView{nullptr, &bias_shape} : ops::OperandView{}},
+                              workspace, info))
+    return *e;
   auto dw =
       into ? Result<Tensor, RuntimeError>(into->grad_weight) : ops::output(weight_shape, input.dtype(), input.queue());
   if (!dw.ok()) return as<ConvSetupError>(dw.error());
@@ -264,8 +302,8 @@ Result<ConvWeightGrads, ConvSetupError> weight_backward(const Tensor& input, con
     if (!made.ok()) return as<ConvSetupError>(made.error());
     db = std::move(made.value());
   }
-  auto s = db ? ops::launch(**plan, input.queue(), {&input, &grad_output, &*dw, &*db})
-              : ops::launch(**plan, input.queue(), {&input, &grad_output, &*dw});
+  auto s = db ? launch(**plan, call, {&input, &grad_output, &*dw, &*db})
+              : launch(**plan, call, {&input, &grad_output, &*dw});
   if (!s.ok()) return as<ConvSetupError>(s.error());
   return ConvWeightGrads{std::move(dw.value()), std::move(db)};
 }
@@ -295,29 +333,31 @@ Status<ConvSetupError> status_of(const R& r) {
 
 Status<ConvSetupError> conv_forward_into(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                                          const ConvOptions& options, const Tensor& out, ConvStrategy strategy,
-                                         ConvInfo* info) {
-  return status_of(forward(input, weight, bias, options, strategy, info, false, &out));
+                                         ConvInfo* info, const Tensor* workspace) {
+  return status_of(forward(input, weight, bias, options, strategy, info, false, &out, workspace));
 }
 
 Status<ConvSetupError> conv_forward_nhwc_into(const Tensor& input, const Tensor& weight,
                                               const std::optional<Tensor>& bias, const ConvOptions& options,
-                                              const Tensor& out, ConvStrategy strategy, ConvInfo* info) {
-  return status_of(forward(input, weight, bias, options, strategy, info, true, &out));
+                                              const Tensor& out, ConvStrategy strategy, ConvInfo* info,
+                                              const Tensor* workspace) {
+  return status_of(forward(input, weight, bias, options, strategy, info, true, &out, workspace));
 }
 
 Status<ConvSetupError> conv_data_backward_into(const Tensor& grad_output, const Tensor& weight,
                                                const Shape& input_shape, const ConvOptions& options,
                                                const Tensor& grad_input, ConvStrategy strategy, ConvLayout layout,
-                                               ConvInfo* info) {
-  return status_of(data_backward(grad_output, weight, input_shape, options, strategy, layout, info, &grad_input));
+                                               ConvInfo* info, const Tensor* workspace) {
+  return status_of(
+      data_backward(grad_output, weight, input_shape, options, strategy, layout, info, &grad_input, workspace));
 }
 
 Status<ConvSetupError> conv_weight_backward_into(const Tensor& input, const Tensor& grad_output,
                                                  const Shape& weight_shape, const ConvOptions& options,
                                                  const ConvWeightGrads& grads, ConvStrategy strategy, ConvLayout layout,
-                                                 ConvInfo* info) {
+                                                 ConvInfo* info, const Tensor* workspace) {
   return status_of(weight_backward(input, grad_output, weight_shape, options, grads.grad_bias.has_value(), strategy,
-                                   layout, info, &grads));
+                                   layout, info, &grads, workspace));
 }
 
 }  // namespace rudnn::convolution

@@ -44,8 +44,10 @@ enum class ConvStrategy {
 enum class ConvAlgorithm { Direct, Depthwise, ImplicitGemm, ImplicitGemmTensorCore };
 struct ConvInfo {
   ConvAlgorithm algorithm = ConvAlgorithm::Direct;
-  std::string tile;                  // the kernel config ("algorithm=2,bm=128,...")
-  std::int64_t workspace_bytes = 0;  // device temporaries of the call (layout copies, split sums)
+  std::string tile;  // the kernel config ("algorithm=2,bm=128,...")
+  // Device temporaries of the call (layout copies, split sums): the bytes a caller's workspace for
+  // the same call needs (the *_into entries' `workspace`).
+  std::int64_t workspace_bytes = 0;
   bool substituted = false;
   std::string reason;  // why, when substituted
 };
@@ -91,26 +93,29 @@ RUDNN_API Result<ConvWeightGrads, ConvSetupError> conv_weight_backward(
 // The same into caller buffers (SPEC §13): each the allocating call's result shape and dtype,
 // contiguous, on the input's device and queue, overlapping no input (nor each other). A rejected
 // call names the buffer (out, grad_input, grad_weight, grad_bias) and writes nothing. The weight
-// gradient's bias gradient is computed when grads.grad_bias holds a buffer.
+// gradient's bias gradient is computed when grads.grad_bias holds a buffer. With `workspace` (a
+// caller's buffer: contiguous, on the input's device and queue, overlapping no input and no output)
+// the call's temporaries come from it and the call allocates nothing; it must hold the
+// ConvInfo::workspace_bytes of the same call (e.g. the warm-up's), else InvalidValue naming it.
 RUDNN_API Status<ConvSetupError> conv_forward_into(const Tensor& input, const Tensor& weight,
                                                    const std::optional<Tensor>& bias, const ConvOptions& options,
                                                    const Tensor& out, ConvStrategy strategy = default_strategy(),
-                                                   ConvInfo* info = nullptr);
+                                                   ConvInfo* info = nullptr, const Tensor* workspace = nullptr);
 RUDNN_API Status<ConvSetupError> conv_forward_nhwc_into(const Tensor& input, const Tensor& weight,
                                                         const std::optional<Tensor>& bias, const ConvOptions& options,
                                                         const Tensor& out, ConvStrategy strategy = default_strategy(),
-                                                        ConvInfo* info = nullptr);
+                                                        ConvInfo* info = nullptr, const Tensor* workspace = nullptr);
 RUDNN_API Status<ConvSetupError> conv_data_backward_into(const Tensor& grad_output, const Tensor& weight,
                                                          const Shape& input_shape, const ConvOptions& options,
                                                          const Tensor& grad_input,
                                                          ConvStrategy strategy = default_strategy(),
                                                          ConvLayout layout = ConvLayout::ChannelsFirst,
-                                                         ConvInfo* info = nullptr);
+                                                         ConvInfo* info = nullptr, const Tensor* workspace = nullptr);
 RUDNN_API Status<ConvSetupError> conv_weight_backward_into(const Tensor& input, const Tensor& grad_output,
                                                            const Shape& weight_shape, const ConvOptions& options,
                                                            const ConvWeightGrads& grads,
                                                            ConvStrategy strategy = default_strategy(),
                                                            ConvLayout layout = ConvLayout::ChannelsFirst,
-                                                           ConvInfo* info = nullptr);
+                                                           ConvInfo* info = nullptr, const Tensor* workspace = nullptr);
 
 }  // namespace rudnn::convolution

@@ -760,6 +760,80 @@ TEST(Serving, IntoVariantsOfMoe) {
   EXPECT_EQ(over_rows.error().argument(), "out");
 }
 
+// Convolution's temporaries (channels-first layout copies, the weight gradient's split sums) in a
+// caller's workspace of ConvInfo::workspace_bytes: the allocating calls' bits, no allocation; one
+// byte short, or overlapping an input or the output, is named and writes nothing.
+TEST(Serving, ConvWorkspaceFromTheCaller) {
+  using namespace convolution;
+  std::mt19937_64 rng(fresh_seed());
+  const Device host = Device::host();
+  const Queue queue = Queue::default_queue(host);
+  auto up = [&](const Shape& s) { return random_tensor(s, DType::F32, rng); };
+  const ConvOptions opt{{1, 1}, {1, 1}, {}, 1};
+  const Tensor x = up({2, 4, 6, 5}), w = up({8, 4, 3, 3}), bias = up({8});
+  const auto strategy = ConvStrategy::ImplicitGemm;
+  auto workspace_of = [&](std::int64_t bytes, std::vector<std::uint64_t>& memory) {
+    memory.assign(static_cast<std::size_t>(bytes) / 8 + 1, 0);
+    return *Tensor::view(memory.data(), {bytes}, {}, DType::U8, queue);
+  };
+  std::vector<std::uint64_t> memory;
+
+  ConvInfo info;
+  auto want = conv_forward(x, w, bias, opt, strategy, &info);
+  ASSERT_TRUE(want.ok()) << want.error().message();
+  ASSERT_GT(info.workspace_bytes, 0) << "channels-first: the layout copies";
+  const Tensor out = *Tensor::empty(want->shape(), DType::F32, host);
+  Stats before = stats();
+  const Tensor fwd_ws = workspace_of(info.workspace_bytes, memory);
+  auto st = conv_forward_into(x, w, bias, opt, out, strategy, nullptr, &fwd_ws);
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  EXPECT_EQ(stats().device_allocations, before.device_allocations);
+  EXPECT_EQ(bytes(out), bytes(*want));
+  ASSERT_TRUE(out.poison().ok());
+  const auto poisoned = bytes(out);
+  const Tensor short_ws = workspace_of(info.workspace_bytes - 1, memory);
+  auto small = conv_forward_into(x, w, bias, opt, out, strategy, nullptr, &short_ws);
+  ASSERT_FALSE(small.ok());
+  EXPECT_EQ(small.error().argument(), "workspace");
+  EXPECT_EQ(small.error().kind(), ErrorKind::InvalidValue);
+  auto over_out = conv_forward_into(x, w, bias, opt, out, strategy, nullptr, &out);
+  ASSERT_FALSE(over_out.ok());
+  EXPECT_EQ(over_out.error().argument(), "workspace");
+  auto over_input = conv_forward_into(x, w, bias, opt, out, strategy, nullptr, &x);
+  ASSERT_FALSE(over_input.ok());
+  EXPECT_EQ(over_input.error().argument(), "workspace");
+  EXPECT_EQ(bytes(out), poisoned) << "a rejected call writes nothing";
+
+  const Tensor gy = up(want->shape());
+  ConvInfo data_info;
+  auto gx_want = conv_data_backward(gy, w, x.shape(), opt, strategy, ConvLayout::ChannelsFirst, &data_info);
+  ASSERT_TRUE(gx_want.ok()) << gx_want.error().message();
+  const Tensor gx = *Tensor::empty(x.shape(), DType::F32, host);
+  const Tensor data_ws = workspace_of(data_info.workspace_bytes, memory);
+  before = stats();
+  ASSERT_TRUE(
+      conv_data_backward_into(gy, w, x.shape(), opt, gx, strategy, ConvLayout::ChannelsFirst, nullptr, &data_ws).ok());
+  EXPECT_EQ(stats().device_allocations, before.device_allocations);
+  EXPECT_EQ(bytes(gx), bytes(*gx_want));
+
+  ConvInfo weight_info;
+  auto wg = conv_weight_backward(x, gy, w.shape(), opt, true, strategy, ConvLayout::ChannelsFirst, &weight_info);
+  ASSERT_TRUE(wg.ok()) << wg.error().message();
+  const ConvWeightGrads grads{*Tensor::empty(w.shape(), DType::F32, host), *Tensor::empty({8}, DType::F32, host)};
+  const Tensor weight_ws = workspace_of(weight_info.workspace_bytes, memory);
+  before = stats();
+  auto ws =
+      conv_weight_backward_into(x, gy, w.shape(), opt, grads, strategy, ConvLayout::ChannelsFirst, nullptr, &weight_ws);
+  ASSERT_TRUE(ws.ok()) << ws.error().message();
+  EXPECT_EQ(stats().device_allocations, before.device_allocations);
+  EXPECT_EQ(bytes(grads.grad_weight), bytes(wg->grad_weight));
+  EXPECT_EQ(bytes(*grads.grad_bias), bytes(*wg->grad_bias));
+  auto over_bias_grad = conv_weight_backward_into(x, gy, w.shape(), opt, grads, strategy, ConvLayout::ChannelsFirst,
+                                                  nullptr, &*grads.grad_bias);
+  ASSERT_FALSE(over_bias_grad.ok());
+  EXPECT_EQ(over_bias_grad.error().argument(), "workspace");
+}
+
 // The experts' activations in a caller's workspace: the size query ([T·top_k, inter] at least),
 // then the rows into the caller's out with no allocation and the allocating call's bits; a
 // workspace too small or overlapping the dispatched rows is named, and nothing is written.
