@@ -51,12 +51,23 @@ int main() {
   if (!gamma.ok()) return fail("gamma", gamma.error());
   if (!keys.ok()) return fail("key cache", keys.error());
   if (!values.ok()) return fail("value cache", values.error());
-  std::vector<double> x(static_cast<std::size_t>(tokens * hidden));
+  // The hidden states are the first `hidden` columns of a fused [tokens, 3·hidden] buffer (as a
+  // fused QKV projection leaves them): a row-strided view, which normalization reads in place.
+  std::vector<double> x(static_cast<std::size_t>(tokens * 3 * hidden));
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = 0.001 * static_cast<double>(i % 97);
-  auto filled = Tensor::upload(HostData::from_f64({tokens, hidden}, DType::F16, x), *queue);
-  if (!filled.ok()) return fail("input", filled.error());
-  auto input = Tensor::view(filled->data(), {tokens, hidden}, {}, DType::F16, *queue);
+  auto fused = Tensor::upload(HostData::from_f64({tokens, 3 * hidden}, DType::F16, x), *queue);
+  if (!fused.ok()) return fail("input", fused.error());
+  auto input = Tensor::view(fused->data(), {tokens, hidden}, {3 * hidden, 1}, DType::F16, *queue);
   if (!input.ok()) return fail("view", input.error());
+  // The engine's buffers for the step's results: the normed rows (the queries) and the output.
+  auto normed_memory = Tensor::empty({tokens, hidden}, DType::F16, *queue);
+  auto out_memory = Tensor::empty({tokens, heads, head_dim}, DType::F16, *queue);
+  if (!normed_memory.ok()) return fail("engine buffer", normed_memory.error());
+  if (!out_memory.ok()) return fail("engine buffer", out_memory.error());
+  auto normed = Tensor::view(normed_memory->data(), {tokens, hidden}, {}, DType::F16, *queue);
+  auto q = Tensor::view(normed_memory->data(), {tokens, heads, head_dim}, {}, DType::F16, *queue);
+  auto out = Tensor::view(out_memory->data(), {tokens, heads, head_dim}, {}, DType::F16, *queue);
+  if (!normed.ok() || !q.ok() || !out.ok()) return fail("view", Error(normed.ok() ? q.error() : normed.error()));
 
   // The schedule: four decode sequences, one query row each, pages 0-1, 2-3, 4-5, 6-7.
   std::vector<std::vector<std::int32_t>> tables = {{0, 1}, {2, 3}, {4, 5}, {6, 7}};
@@ -67,15 +78,12 @@ int main() {
   auto plan = paged_attention::DevicePlan::upload(*host_plan, *input);
   if (!plan.ok()) return fail("plan", plan.error());
 
-  // One decode step: norm, then paged attention over the cache (the norm's rows as the queries).
-  auto step = [&]() -> Result<Tensor, Error> {
-    auto normed = normalization::rms_norm(*input, *gamma, 1e-6f);
-    if (!normed.ok()) return Error(normed.error());
-    auto q = Tensor::view(normed->data(), {tokens, heads, head_dim}, {}, DType::F16, *queue);
-    if (!q.ok()) return Error(q.error());
-    auto out = plan->attention(*q, *keys, *values, 0.17f, true);
-    if (!out.ok()) return Error(out.error());
-    return std::move(out.value());
+  // One decode step into the engine's buffers: norm, then paged attention over the cache (the
+  // norm's rows as the queries).
+  auto step = [&]() -> Status<Error> {
+    if (auto s = normalization::rms_norm_into(*input, *gamma, 1e-6f, *normed); !s.ok()) return Error(s.error());
+    if (auto s = plan->attention_into(*q, *keys, *values, 0.17f, true, *out); !s.ok()) return Error(s.error());
+    return {};
   };
 
   // 3. Warm-up before serving (and before any CUDA graph capture): the first call of each shape
@@ -91,7 +99,7 @@ int main() {
   if (!served.ok()) return fail("serving step", served.error());
   auto capturing = queue->is_capturing();
   if (!capturing.ok()) return fail("is_capturing", capturing.error());
-  auto result = to_host(*served);
+  auto result = to_host(*out);
   if (!result.ok()) return fail("readback", result.error());
   const Stats after = stats();
   if (after.jit_compiles != before.jit_compiles || after.module_loads != before.module_loads) {
