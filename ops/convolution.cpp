@@ -286,11 +286,12 @@ Result<ConvWeightGrads, ConvSetupError> weight_backward(const Tensor& input, con
   call.workspace = workspace;
   auto plan = plan_for(call, info);
   if (!plan.ok()) return plan.error();
+  // The launch's slots: the bias gradient's only when asked (the plan has no slot for it otherwise).
   const Shape bias_shape{weight_shape[0]};
-  if (auto e = size_workspace(**plan,
-                              {view_of(input), view_of(grad_output), ops::OperandView{nullptr, &weight_shape},
-                               with_bias_grad ? ops::OperandView{nullptr, &bias_shape} : ops::OperandView{}},
-                              workspace, info))
+  const ops::OperandView in_view = view_of(input), gy_view = view_of(grad_output), dw_view{nullptr, &weight_shape};
+  if (auto e = with_bias_grad
+                   ? size_workspace(**plan, {in_view, gy_view, dw_view, {nullptr, &bias_shape}}, workspace, info)
+                   : size_workspace(**plan, {in_view, gy_view, dw_view}, workspace, info))
     return *e;
   auto dw =
       into ? Result<Tensor, RuntimeError>(into->grad_weight) : ops::output(weight_shape, input.dtype(), input.queue());

@@ -71,9 +71,11 @@ Result<Tensor, NormalizationError> run(NormKind kind, const Tensor& input, const
     if (auto e = ops::check_output(*into, "out", input.shape(), input.dtype(), input, inputs, ops::Layout::Rows))
       return as<NormalizationError>(*e);
   }
-  // The kernel steps rows with 32-bit strides (templates/rudnn/norm/row_norm.cuh).
+  // The kernel steps rows with 32-bit strides (templates/rudnn/norm/row_norm.cuh); one row never
+  // steps.
+  const bool rows_step = input.numel() > input.shape().back();
   for (auto [t, name] : {std::pair{&input, input_name}, {into, "out"}})
-    if (t && *t->row_stride() > std::numeric_limits<std::int32_t>::max())
+    if (t && rows_step && *t->row_stride() > std::numeric_limits<std::int32_t>::max())
       return NormalizationError(ErrorKind::InvalidValue, name, "a row stride below 2^31 elements",
                                 std::to_string(*t->row_stride()));
 

@@ -67,7 +67,9 @@ int main() {
   auto normed = Tensor::view(normed_memory->data(), {tokens, hidden}, {}, DType::F16, *queue);
   auto q = Tensor::view(normed_memory->data(), {tokens, heads, head_dim}, {}, DType::F16, *queue);
   auto out = Tensor::view(out_memory->data(), {tokens, heads, head_dim}, {}, DType::F16, *queue);
-  if (!normed.ok() || !q.ok() || !out.ok()) return fail("view", Error(normed.ok() ? q.error() : normed.error()));
+  if (!normed.ok()) return fail("view", normed.error());
+  if (!q.ok()) return fail("view", q.error());
+  if (!out.ok()) return fail("view", out.error());
 
   // The schedule: four decode sequences, one query row each, pages 0-1, 2-3, 4-5, 6-7.
   std::vector<std::vector<std::int32_t>> tables = {{0, 1}, {2, 3}, {4, 5}, {6, 7}};

@@ -828,6 +828,17 @@ TEST(Serving, ConvWorkspaceFromTheCaller) {
   EXPECT_EQ(stats().device_allocations, before.device_allocations);
   EXPECT_EQ(bytes(grads.grad_weight), bytes(wg->grad_weight));
   EXPECT_EQ(bytes(*grads.grad_bias), bytes(*wg->grad_bias));
+  // Without the bias gradient (a plan with one slot fewer): sized, and run in the workspace.
+  ConvInfo no_bias_info;
+  auto wg_only = conv_weight_backward(x, gy, w.shape(), opt, false, strategy, ConvLayout::ChannelsFirst, &no_bias_info);
+  ASSERT_TRUE(wg_only.ok()) << wg_only.error().message();
+  ASSERT_GT(no_bias_info.workspace_bytes, 0);
+  const Tensor no_bias_ws = workspace_of(no_bias_info.workspace_bytes, memory);
+  const ConvWeightGrads weight_only{*Tensor::empty(w.shape(), DType::F32, host), std::nullopt};
+  auto only = conv_weight_backward_into(x, gy, w.shape(), opt, weight_only, strategy, ConvLayout::ChannelsFirst,
+                                        nullptr, &no_bias_ws);
+  ASSERT_TRUE(only.ok()) << only.error().message();
+  EXPECT_EQ(bytes(weight_only.grad_weight), bytes(wg_only->grad_weight));
   auto over_bias_grad = conv_weight_backward_into(x, gy, w.shape(), opt, grads, strategy, ConvLayout::ChannelsFirst,
                                                   nullptr, &*grads.grad_bias);
   ASSERT_FALSE(over_bias_grad.ok());
