@@ -137,17 +137,6 @@ Result<Tensor, AttentionSetupError> run(const Tensor& query, const Tensor& key, 
   // Slots: query, key, value, mask, attn_bias (kept, maybe empty), output.
   const Tensor* m = mask ? &*mask : nullptr;
   const Tensor* bias = attn_bias ? &*attn_bias : nullptr;
-  if (workspace) {  // sized before anything is made or written
-    const Shape& os = prepared->out_shape;
-    auto bytes = ops::workspace_bytes(plan, {{query.data(), &query.shape()},
-                                             {key.data(), &key.shape()},
-                                             {value.data(), &value.shape()},
-                                             {m ? m->data() : nullptr, m ? &m->shape() : nullptr},
-                                             {bias ? bias->data() : nullptr, bias ? &bias->shape() : nullptr},
-                                             {nullptr, &os}});
-    if (!bytes.ok()) return as<AttentionSetupError>(bytes.error());
-    if (auto e = ops::check_workspace_bytes(*workspace, *bytes)) return as<AttentionSetupError>(*e);
-  }
   auto out =
       into ? Result<Tensor, RuntimeError>(*into) : ops::output(prepared->out_shape, query.dtype(), query.queue());
   if (!out.ok()) return as<AttentionSetupError>(out.error());

@@ -71,20 +71,18 @@ struct Call {
   const Tensor* workspace = nullptr;      // a caller's workspace for the temporaries
 };
 
-// The call's temporaries: the exact bytes of the plan's workspace layout into `info` (when asked),
-// checked against the caller's workspace (when given).
-std::optional<ConvSetupError> size_workspace(const ops::Plan& plan, std::initializer_list<ops::OperandView> slots,
-                                             const Tensor* workspace, ConvInfo* info) {
-  if (!workspace && !info) return std::nullopt;
+// The call's temporaries for `info` (when asked): the exact bytes of the plan's workspace layout,
+// what a caller's workspace for the call must hold (launch_in_workspace checks it).
+std::optional<ConvSetupError> report_workspace(const ops::Plan& plan, std::initializer_list<ops::OperandView> slots,
+                                               ConvInfo* info) {
+  if (!info) return std::nullopt;
   auto bytes = ops::workspace_bytes(plan, slots);
   if (!bytes.ok()) return as<ConvSetupError>(bytes.error());
-  if (info) info->workspace_bytes = static_cast<std::int64_t>(*bytes);
-  if (workspace)
-    if (auto e = ops::check_workspace_bytes(*workspace, *bytes)) return as<ConvSetupError>(*e);
+  info->workspace_bytes = static_cast<std::int64_t>(*bytes);
   return std::nullopt;
 }
 
-// A tensor's slot view for size_workspace.
+// A tensor's slot view for report_workspace.
 ops::OperandView view_of(const Tensor& t) { return {t.data(), &t.shape(), &t.strides()}; }
 
 // The plan's kernels on the call's queue, the temporaries in the caller's workspace when given.
@@ -185,10 +183,10 @@ Result<Tensor, ConvSetupError> forward(const Tensor& input, const Tensor& weight
   if (!plan.ok()) return plan.error();
   const Shape out_shape = contracts::conv_output_shape(call.sig);
   const Tensor* b = bias ? &*bias : nullptr;
-  if (auto e = size_workspace(**plan,
-                              {view_of(input), view_of(weight), b ? view_of(*b) : ops::OperandView{},
-                               ops::OperandView{nullptr, &out_shape}},
-                              workspace, info))
+  if (auto e = report_workspace(**plan,
+                                {view_of(input), view_of(weight), b ? view_of(*b) : ops::OperandView{},
+                                 ops::OperandView{nullptr, &out_shape}},
+                                info))
     return *e;
   auto out = into ? Result<Tensor, RuntimeError>(*into) : ops::output(out_shape, input.dtype(), input.queue());
   if (!out.ok()) return as<ConvSetupError>(out.error());
@@ -249,8 +247,8 @@ Result<Tensor, ConvSetupError> data_backward(const Tensor& grad_output, const Te
   call.workspace = workspace;
   auto plan = plan_for(call, info);
   if (!plan.ok()) return plan.error();
-  if (auto e = size_workspace(**plan, {view_of(grad_output), view_of(weight), ops::OperandView{nullptr, &input_shape}},
-                              workspace, info))
+  if (auto e = report_workspace(**plan,
+                                {view_of(grad_output), view_of(weight), ops::OperandView{nullptr, &input_shape}}, info))
     return *e;
   auto out =
       into ? Result<Tensor, RuntimeError>(*into) : ops::output(input_shape, grad_output.dtype(), grad_output.queue());
@@ -289,9 +287,8 @@ Result<ConvWeightGrads, ConvSetupError> weight_backward(const Tensor& input, con
   // The launch's slots: the bias gradient's only when asked (the plan has no slot for it otherwise).
   const Shape bias_shape{weight_shape[0]};
   const ops::OperandView in_view = view_of(input), gy_view = view_of(grad_output), dw_view{nullptr, &weight_shape};
-  if (auto e = with_bias_grad
-                   ? size_workspace(**plan, {in_view, gy_view, dw_view, {nullptr, &bias_shape}}, workspace, info)
-                   : size_workspace(**plan, {in_view, gy_view, dw_view}, workspace, info))
+  if (auto e = with_bias_grad ? report_workspace(**plan, {in_view, gy_view, dw_view, {nullptr, &bias_shape}}, info)
+                              : report_workspace(**plan, {in_view, gy_view, dw_view}, info))
     return *e;
   auto dw =
       into ? Result<Tensor, RuntimeError>(into->grad_weight) : ops::output(weight_shape, input.dtype(), input.queue());

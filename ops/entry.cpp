@@ -6,8 +6,6 @@
 #include <cstddef>
 #include <span>
 
-#include <fmt/format.h>
-
 #include "family.h"
 
 namespace rudnn::ops {
@@ -71,12 +69,6 @@ std::optional<RuntimeError> check_workspace(const Tensor& workspace, const Tenso
   if (auto e = check_same_queue(workspace, "workspace", ref, "the inputs")) return e;
   const NamedTensor self{&workspace, "workspace"};
   return check_disjoint(std::span(&self, 1), others);
-}
-
-std::optional<RuntimeError> check_workspace_bytes(const Tensor& workspace, std::size_t bytes) {
-  if (workspace.nbytes() >= bytes) return std::nullopt;
-  return RuntimeError(ErrorKind::InvalidValue, "workspace", fmt::format("at least {} bytes", bytes),
-                      fmt::format("{} bytes", workspace.nbytes()));
 }
 
 namespace {

@@ -51,12 +51,11 @@ std::optional<RuntimeError> check_output(const Tensor& out, const char* name, co
 
 // A caller's workspace (SPEC §13: temporaries from the engine's memory): on `ref`'s device and
 // queue, contiguous, overlapping none of `others` — else the error naming `workspace`. Its size is
-// checked against the plan's layout by check_workspace_bytes.
+// checked by launch_in_workspace, against the plan's layout for the call.
 std::optional<RuntimeError> check_workspace(const Tensor& workspace, const Tensor& ref,
                                             std::span<const NamedTensor> others);
-// InvalidValue naming `workspace` unless it holds `bytes`.
-std::optional<RuntimeError> check_workspace_bytes(const Tensor& workspace, std::size_t bytes);
-// launch, with the plan's temporaries carved out of `workspace` (checked: check_workspace_bytes).
+// launch, with the plan's temporaries carved out of `workspace`; too small is InvalidValue naming
+// `workspace`, before any launch.
 Status<RuntimeError> launch_in_workspace(const Plan& plan, const Queue& queue,
                                          std::initializer_list<const Tensor*> slots, const Tensor& workspace);
 // The bytes launch_in_workspace needs for these slots (a slot may be a shape only: an output the

@@ -1,8 +1,8 @@
 #pragma once
-#include <array>
 // The cold path shared by every op family: lowered kernels → compiled binaries (pack, disk cache or
 // compiler: ops/kernel_lookup.cpp) → loaded kernels → a Plan; and the warm path: a Plan + operands →
 // launches (ops/plan.cpp).
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -73,7 +73,7 @@ struct WorkspaceLayout {
 // shapes; data may be null). An overflowing size is an error naming the plan's op.
 Result<WorkspaceLayout, RuntimeError> workspace_layout(const Plan& plan, std::span<const OperandView> operands);
 // run_plan with every temporary carved out of `workspace` (`workspace_bytes` of it): the call
-// allocates nothing.
+// allocates nothing. Too small is InvalidValue naming `workspace`, before any launch.
 Status<RuntimeError> run_plan_in_workspace(const Plan& plan, const Queue& queue, std::span<const OperandView> operands,
                                            void* workspace, std::size_t workspace_bytes);
 

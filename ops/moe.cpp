@@ -333,7 +333,7 @@ Result<Tensor, MoeError> SwiGluExperts::experts_impl(const Dispatched& dispatche
       });
   if (!plan.ok()) return as<MoeError>(plan.error());
   const Tensor& offsets = dispatched.expert_offsets();
-  if (workspace || bytes_needed) {  // sized before anything is made or written
+  if (bytes_needed) {  // the size query: nothing runs
     const Shape out_shape{n, hidden()};
     auto bytes = ops::workspace_bytes(**plan, {{rows.data(), &rows.shape()},
                                                {offsets.data(), &offsets.shape()},
@@ -342,11 +342,8 @@ Result<Tensor, MoeError> SwiGluExperts::experts_impl(const Dispatched& dispatche
                                                {down_.data(), &down_.shape()},
                                                {nullptr, &out_shape}});
     if (!bytes.ok()) return as<MoeError>(bytes.error());
-    if (bytes_needed) {
-      *bytes_needed = *bytes;
-      return rows;  // nothing runs: the caller reads *bytes_needed
-    }
-    if (auto e = ops::check_workspace_bytes(*workspace, *bytes)) return as<MoeError>(*e);
+    *bytes_needed = *bytes;
+    return rows;  // the caller reads *bytes_needed
   }
   auto out = into ? Result<Tensor, RuntimeError>(*into) : ops::output({n, hidden()}, dtype(), rows.queue());
   if (!out.ok()) return as<MoeError>(out.error());

@@ -27,14 +27,14 @@ namespace {
 using contracts::NormKind;
 using ops::as;
 
-// Whether `t` takes the kernel's vector loads and stores: a 16-byte aligned start (the heuristic
-// then picks a width that divides h, so every dense row is aligned), and for a row-strided view
-// a row stride of whole 16-byte units too.
-bool aligned16(const Tensor& t) {
+// Whether `t`, whose rows are `row_stride` elements apart, takes the kernel's vector loads and
+// stores: a 16-byte aligned start (the heuristic then picks a width that divides h, so every dense
+// row is aligned), and for a row-strided view a row stride of whole 16-byte units too.
+bool aligned16(const Tensor& t, std::int64_t row_stride) {
   if ((reinterpret_cast<std::uintptr_t>(t.data()) & 15u) != 0) return false;
-  if (t.is_contiguous()) return true;
-  return static_cast<std::uint64_t>(t.row_stride().value_or(1)) * dtype_size(t.dtype()) % 16 == 0;
+  return row_stride == t.shape().back() || static_cast<std::uint64_t>(row_stride) * dtype_size(t.dtype()) % 16 == 0;
 }
+bool aligned16(const Tensor& t) { return aligned16(t, t.shape().back()); }  // dense (gamma, beta)
 
 // The rows bucket: the only runtime size a tuned normalization config depends on
 // (autotune::normalization_search_space()); 0 when autotune is not asked.
@@ -71,18 +71,20 @@ Result<Tensor, NormalizationError> run(NormKind kind, const Tensor& input, const
     if (auto e = ops::check_output(*into, "out", input.shape(), input.dtype(), input, inputs, ops::Layout::Rows))
       return as<NormalizationError>(*e);
   }
-  // The kernel steps rows with 32-bit strides (templates/rudnn/norm/row_norm.cuh); one row never
-  // steps.
+  // Both layouts were accepted above, so each has a row stride. The kernel steps rows with 32-bit
+  // strides (templates/rudnn/norm/row_norm.cuh); one row never steps.
+  const std::int64_t input_stride = *input.row_stride();
+  const std::int64_t out_stride = into ? *into->row_stride() : input.shape().back();
   const bool rows_step = input.numel() > input.shape().back();
-  for (auto [t, name] : {std::pair{&input, input_name}, {into, "out"}})
-    if (t && rows_step && *t->row_stride() > std::numeric_limits<std::int32_t>::max())
+  for (auto [stride, name] : {std::pair{input_stride, input_name}, {out_stride, "out"}})
+    if (rows_step && stride > std::numeric_limits<std::int32_t>::max())
       return NormalizationError(ErrorKind::InvalidValue, name, "a row stride below 2^31 elements",
-                                std::to_string(*t->row_stride()));
+                                std::to_string(stride));
 
   const Device& device = input.device();
   // Misaligned buffers take the heuristic's vector width 1; autotune is not asked for them.
-  const bool aligned =
-      aligned16(input) && (!gamma || aligned16(*gamma)) && (!beta || aligned16(*beta)) && (!into || aligned16(*into));
+  const bool aligned = aligned16(input, input_stride) && (!gamma || aligned16(*gamma)) && (!beta || aligned16(*beta)) &&
+                       (!into || aligned16(*into, out_stride));
   const std::int64_t mode = ops::autotune_mode_word(aligned);
   const ops::PlanKey key = ops::PlanKeyBuilder(contracts::norm_op_name(kind))
                                .add(input.dtype())

@@ -78,7 +78,7 @@ std::optional<std::int64_t> size_value(const compiler::SizeRef& ref, std::span<c
       return checked_element_count(Shape(s.begin(), s.end() - (s.empty() ? 0 : 1)));
     }
     case K::Dim: return (*operands[static_cast<std::size_t>(ref.operand)].shape)[static_cast<std::size_t>(ref.dim)];
-    case K::RowStride: {  // the entry accepted the layout (ops::check_rows); a contiguous one: the last extent
+    case K::RowStride: {  // the entry accepted the layout (ops::check_layout); a contiguous one: the last extent
       const OperandView& v = operands[static_cast<std::size_t>(ref.operand)];
       if (v.strides == nullptr) return v.shape->empty() ? 1 : v.shape->back();
       return row_stride(*v.shape, *v.strides);
@@ -212,9 +212,10 @@ Status<RuntimeError> run_plan_in_workspace(const Plan& plan, const Queue& queue,
                                            void* workspace, std::size_t workspace_bytes) {
   auto layout = workspace_layout(plan, operands);
   if (!layout.ok()) return layout.error();
+  // Checked here, before any launch, so a caller's output is untouched when it is too small.
   if (layout->bytes > workspace_bytes || (layout->bytes > 0 && workspace == nullptr))
-    return RuntimeError(ErrorKind::Internal, "workspace of " + plan.op_name,
-                        fmt::format("at least {} bytes", layout->bytes), std::to_string(workspace_bytes));
+    return RuntimeError(ErrorKind::InvalidValue, "workspace", fmt::format("at least {} bytes", layout->bytes),
+                        fmt::format("{} bytes", workspace_bytes), "for " + plan.op_name);
   std::array<OperandView, kMaxSlots> views{};
   std::copy(operands.begin(), operands.end(), views.begin());
   const std::size_t first = operands.size();
