@@ -92,6 +92,24 @@ void BM_AttentionIntoWrappedView(benchmark::State& state) {
 }
 BENCHMARK(BM_AttentionIntoWrappedView)->Unit(benchmark::kMicrosecond);
 
+// The same on token-major views ([B, T, H, D] memory read as [B, H, T, D]): the strided path's
+// layout checks and stride parameters.
+void BM_AttentionIntoTokenMajorViews(benchmark::State& state) {
+  Engine engine = Engine::make();
+  const std::int64_t t = 0;
+  Tensor q = engine.view({1, kHeads, t, kDim}, {t * kHeads * kDim, kDim, kHeads * kDim, 1}, DType::BF16);
+  Tensor k = engine.view({1, kKvHeads, t, kDim}, {t * kKvHeads * kDim, kDim, kKvHeads * kDim, 1}, DType::BF16);
+  Tensor out = engine.view({1, kHeads, t, kDim}, {t * kHeads * kDim, kDim, kHeads * kDim, 1}, DType::BF16);
+  const auto strategy = attention::AttentionStrategy::FlashUnit;
+  if (auto s = attention::attention_into(q, k, k, std::nullopt, std::nullopt, out, {}, strategy); !s.ok())
+    return state.SkipWithError(s.error().message().c_str());
+  for (auto _ : state) {
+    auto s = attention::attention_into(q, k, k, std::nullopt, std::nullopt, out, {}, strategy);
+    benchmark::DoNotOptimize(s);
+  }
+}
+BENCHMARK(BM_AttentionIntoTokenMajorViews)->Unit(benchmark::kMicrosecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -3,7 +3,11 @@
 // attention candidate: ops/tuning/attention.cpp.
 #include "rudnn/attention.h"
 
+#include <array>
 #include <cmath>
+#include <cstdint>
+
+#include <fmt/format.h>
 
 #include "contracts/attention.h"
 #include "entry.h"
@@ -23,6 +27,39 @@ contracts::AttentionStrategy to_contract(attention::AttentionStrategy s) {
     case attention::AttentionStrategy::Fallback: return contracts::AttentionStrategy::Fallback;
     case attention::AttentionStrategy::Autotune: return contracts::AttentionStrategy::Autotune;
   }
+  return contracts::AttentionStrategy::Fallback;
+}
+
+// Whether the tensor-core kernel can copy the rows of `t` with 16-byte cp.async and stores: a 16-byte
+// aligned start and, in every dim it steps over, a stride of whole 16-byte units.
+bool rows_aligned16(const Tensor& t) {
+  if ((reinterpret_cast<std::uintptr_t>(t.data()) & 15u) != 0) return false;
+  for (std::size_t d = 0; d + 1 < t.shape().size(); ++d)
+    if (t.shape()[d] > 1 && static_cast<std::uint64_t>(t.strides()[d]) * dtype_size(t.dtype()) % 16 != 0) return false;
+  return true;
+}
+
+// Whether the rows of `t` [B, H, T, X] within each batch are evenly spaced, head after head (a dense
+// tensor's are; a token-major view's are not when T > 1 and H > 1).
+bool heads_tq_rows_apart(const Tensor& t) {
+  return t.dim(1) == 1 || t.dim(2) == 1 || t.strides()[1] == t.dim(2) * t.strides()[2];
+}
+
+// Strides along the dims `t` steps over (a dim of extent 1 may carry any), for comparing layouts.
+std::array<std::int64_t, 3> stepped_strides(const Tensor& t) {
+  std::array<std::int64_t, 3> s{};
+  for (std::size_t d = 0; d < 3; ++d) s[d] = t.shape()[d] > 1 ? t.strides()[d] : 0;
+  return s;
+}
+
+// The strategy that runs: the requested one, except that Autotune on views the tensor-core kernel
+// cannot copy (rows_aligned16, or value strides other than the key's) chooses between the plain-core
+// ones (docs/serving.md).
+contracts::AttentionStrategy effective_strategy(contracts::AttentionStrategy requested, bool aligned,
+                                                const contracts::AttentionSignature& sig, const std::string& arch) {
+  if (requested != contracts::AttentionStrategy::Autotune || aligned) return requested;
+  if (!contracts::check_strategy_fits(sig, contracts::AttentionStrategy::FlashUnit, arch))
+    return contracts::AttentionStrategy::FlashUnit;
   return contracts::AttentionStrategy::Fallback;
 }
 
@@ -65,20 +102,28 @@ Result<Prepared, AttentionSetupError> prepare(const Tensor& query, const Tensor&
   else if (query.rank() == 4 && query.dim(3) > 0)
     sig.scale = 1.0 / std::sqrt(static_cast<double>(query.dim(3)));
   if (auto e = contracts::check_attention(sig)) return *e;
-  const contracts::AttentionStrategy requested = to_contract(strategy);
+  const contracts::AttentionStrategy asked = to_contract(strategy);
 #if !RUDNN_HAS_AUTOTUNE
-  if (requested == contracts::AttentionStrategy::Autotune)
+  if (asked == contracts::AttentionStrategy::Autotune)
     return AttentionSetupError(ErrorKind::Unsupported, "strategy", "a build with the autotune component for Autotune",
                                "a build without it");
 #endif
-  if (requested != contracts::AttentionStrategy::Autotune)
-    if (auto e = contracts::check_strategy_fits(sig, requested, ops::target_for(query.device()).arch)) return *e;
-  if (auto e = ops::check_operands({{&query, "query"},
-                                    {&key, "key"},
-                                    {&value, "value"},
-                                    {mask ? &*mask : nullptr, "mask"},
-                                    {attn_bias ? &*attn_bias : nullptr, "attn_bias"}}))
-    return as<AttentionSetupError>(*e);
+  const std::string& arch = ops::target_for(query.device()).arch;
+  if (asked != contracts::AttentionStrategy::Autotune)
+    if (auto e = contracts::check_strategy_fits(sig, asked, arch)) return *e;
+  // Query, key, value (and out, below) may be views with any strides but a dense last dim (SPEC
+  // §13: an engine's token-major or fused QKV buffers); mask and bias are dense.
+  for (auto [t, name] : {std::pair{&query, "query"}, {&key, "key"}, {&value, "value"}})
+    if (auto e = ops::check_layout(*t, name, ops::Layout::Strided)) return as<AttentionSetupError>(*e);
+  for (auto [t, name] : {std::pair{mask ? &*mask : nullptr, "mask"}, {attn_bias ? &*attn_bias : nullptr, "attn_bias"}})
+    if (t)
+      if (auto e = ops::check_contiguous(*t, name)) return as<AttentionSetupError>(*e);
+  for (auto [t, name] : {std::pair{&key, "key"},
+                         {&value, "value"},
+                         {mask ? &*mask : nullptr, "mask"},
+                         {attn_bias ? &*attn_bias : nullptr, "attn_bias"}})
+    if (t)
+      if (auto e = ops::check_same_queue(*t, name, query, "query")) return as<AttentionSetupError>(*e);
 
   const Device& device = query.device();
   const std::int64_t b = query.dim(0), hq = query.dim(1), tq = query.dim(2), d = query.dim(3);
@@ -90,10 +135,32 @@ Result<Prepared, AttentionSetupError> prepare(const Tensor& query, const Tensor&
                                      {attn_bias ? &*attn_bias : nullptr, "attn_bias"},
                                      {into, "out"}};
   if (into)
-    if (auto e = ops::check_output(*into, "out", {b, hq, tq, dv}, query.dtype(), query, std::span(others, 5)))
+    if (auto e = ops::check_output(*into, "out", {b, hq, tq, dv}, query.dtype(), query, std::span(others, 5),
+                                   ops::Layout::Strided))
       return as<AttentionSetupError>(*e);
   if (workspace)
     if (auto e = ops::check_workspace(*workspace, query, others)) return as<AttentionSetupError>(*e);
+  // The tensor-core kernel copies whole rows 16 bytes at a time, and steps K and V alike.
+  bool aligned = true;
+  for (auto [t, name] : {std::pair{&query, "query"}, {&key, "key"}, {&value, "value"}, {into, "out"}}) {
+    if (!t || rows_aligned16(*t)) continue;
+    aligned = false;
+    if (asked == contracts::AttentionStrategy::FlashBlackboxAccelerated)
+      return AttentionSetupError(
+          ErrorKind::Unsupported, name,
+          "FlashBlackboxAccelerated: a 16-byte aligned start and strides of whole 16-byte units (8 elements)",
+          fmt::format("address {} with strides {}", t->data(), shape_to_string(t->strides())));
+  }
+  if (aligned && stepped_strides(key) != stepped_strides(value)) {
+    aligned = false;
+    if (asked == contracts::AttentionStrategy::FlashBlackboxAccelerated)
+      return AttentionSetupError(
+          ErrorKind::Unsupported, "value", "FlashBlackboxAccelerated: the key's strides",
+          fmt::format("strides {} (key {})", shape_to_string(value.strides()), shape_to_string(key.strides())));
+  }
+  const contracts::AttentionStrategy requested = effective_strategy(asked, aligned, sig, arch);
+  // Token-major prefill with grouped heads: the tensor-core kernel takes one head per panel.
+  const bool head_panels = hq > hkv && !(heads_tq_rows_apart(query) && (!into || heads_tq_rows_apart(*into)));
   const std::int64_t mode = ops::autotune_mode_word(requested == contracts::AttentionStrategy::Autotune);
   // With autotune the plan serves one (B, Tq, Tk) bucket: the tuned tile depends on it.
   const std::int64_t buckets = mode ? log2_bucket(b) | (log2_bucket(tq) << 8) | (log2_bucket(tk) << 16) : 0;
@@ -115,11 +182,13 @@ Result<Prepared, AttentionSetupError> prepare(const Tensor& query, const Tensor&
                                 .add_bits(static_cast<float>(sig.scale))
                                 .add(mode)
                                 .add(buckets)
+                                .add(head_panels)
                                 .key();
   auto plan =
       ops::cached_plan(pkey, query.queue(), ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
-        return compiler::lower_attention(compiler::AttentionRequest{sig, requested, std::nullopt, provider},
-                                         ops::target_for(device));
+        compiler::AttentionRequest request{sig, requested, std::nullopt, provider};
+        request.head_panels = head_panels;
+        return compiler::lower_attention(request, ops::target_for(device));
       });
   if (!plan.ok()) return as<AttentionSetupError>(plan.error());
   return Prepared{plan.value(), {b, hq, tq, dv}};

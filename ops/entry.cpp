@@ -15,8 +15,38 @@ std::optional<RuntimeError> check_contiguous(const Tensor& t, const char* name) 
   return RuntimeError(ErrorKind::ShapeMismatch, name, "a contiguous tensor", "strides " + shape_to_string(t.strides()));
 }
 
+namespace {
+
+// Whether no two elements of `t` share storage: ordered by stride, each dim stepped over must step
+// past the whole span of the ones inside it (sufficient, and what every engine's view satisfies).
+bool elements_disjoint(const Tensor& t) {
+  std::array<std::pair<std::int64_t, std::int64_t>, 8> dims{};  // (stride, extent) of stepped dims
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < t.shape().size(); ++i) {
+    if (t.shape()[i] == 0) return true;  // no element at all
+    if (t.shape()[i] == 1) continue;
+    if (n == dims.size()) return false;
+    dims[n++] = {t.strides()[i], t.shape()[i]};
+  }
+  std::sort(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(n));
+  std::int64_t span = 1;  // elements the dims so far cover
+  for (std::size_t i = 0; i < n; ++i) {
+    if (dims[i].first < span) return false;
+    span = dims[i].first * dims[i].second;  // the view's span fits in 63 bits (Tensor::view)
+  }
+  return true;
+}
+
+}  // namespace
+
 std::optional<RuntimeError> check_layout(const Tensor& t, const char* name, Layout layout) {
   if (layout == Layout::Contiguous) return check_contiguous(t, name);
+  if (layout == Layout::Strided) {
+    const std::size_t last = t.shape().size() - 1;
+    if (t.shape().empty() || t.shape()[last] <= 1 || t.strides()[last] == 1) return std::nullopt;
+    return RuntimeError(ErrorKind::ShapeMismatch, name, "unit stride in the last dim (any strides in the others)",
+                        "strides " + shape_to_string(t.strides()) + " for shape " + shape_to_string(t.shape()));
+  }
   if (t.row_stride()) return std::nullopt;
   return RuntimeError(ErrorKind::ShapeMismatch, name,
                       "rows with one row stride >= the last extent and unit stride in the last dim",
@@ -55,6 +85,9 @@ std::optional<RuntimeError> check_output(const Tensor& out, const char* name, co
     return RuntimeError(ErrorKind::DeviceMismatch, name, "the inputs' device (" + ref.device().to_string() + ")",
                         out.device().to_string());
   if (auto e = check_layout(out, name, layout)) return e;
+  if (layout == Layout::Strided && !elements_disjoint(out))
+    return RuntimeError(ErrorKind::InvalidValue, name, "strides under which no two elements share storage",
+                        "strides " + shape_to_string(out.strides()) + " for shape " + shape_to_string(out.shape()));
   if (auto e = check_same_queue(out, name, ref, "the inputs")) return e;
   const NamedTensor self{&out, name};
   return check_disjoint(std::span(&self, 1), inputs);

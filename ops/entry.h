@@ -24,9 +24,11 @@ inline contracts::NormOperand operand(const Tensor& t) { return {t.shape(), t.dt
 
 // ShapeMismatch naming `name` unless `t` is contiguous (the kernels index dense rows).
 std::optional<RuntimeError> check_contiguous(const Tensor& t, const char* name);
-// The layouts an operand may have: dense, or rows of dense elements with one row stride
-// (rudnn::row_stride; the normalization kernels take it, SPEC §13).
-enum class Layout { Contiguous, Rows };
+// The layouts an operand may have (SPEC §13): dense; rows of dense elements with one row stride
+// (rudnn::row_stride; the normalization kernels take it); or any stride in every dim but the last,
+// which is dense (the attention kernels take one stride per dim). An output of either strided
+// layout must also never put two elements in one place.
+enum class Layout { Contiguous, Rows, Strided };
 // ShapeMismatch naming `name` unless `t` has `layout`.
 std::optional<RuntimeError> check_layout(const Tensor& t, const char* name, Layout layout);
 // QueueMismatch naming `name` when `t` is on `ref`'s device but another of its queues: one call's

@@ -40,8 +40,24 @@ struct RoutingPlanAccess {
 
 namespace {
 
+// A routing's two outputs: fresh, or a caller's buffers (checked before anything runs).
+struct RouteOutputs {
+  const Tensor* indices = nullptr;
+  const Tensor* weights = nullptr;
+};
+
 Result<RoutingPlan, MoeError> run(bool grouped, const contracts::GroupRouteSignature& sig, const Tensor& logits,
-                                  const Tensor* bias) {
+                                  const Tensor* bias, RouteOutputs into = {}) {
+  const Shape out_shape{logits.shape()[0], sig.top_k};
+  if (into.indices) {
+    const ops::NamedTensor inputs[] = {{&logits, "logits"}, {bias, "bias"}};
+    const ops::NamedTensor outputs[] = {{into.indices, "expert_indices"}, {into.weights, "weights"}};
+    if (auto e = ops::check_output(*into.indices, "expert_indices", out_shape, DType::U32, logits, inputs))
+      return as<MoeError>(*e);
+    if (auto e = ops::check_output(*into.weights, "weights", out_shape, logits.dtype(), logits, inputs))
+      return as<MoeError>(*e);
+    if (auto e = ops::check_disjoint(outputs, {})) return as<MoeError>(*e);
+  }
   const Device& device = logits.device();
   const std::int64_t mode = ops::autotune_mode_word(true);
   ops::PlanKeyBuilder key(grouped ? "rudnn.route_sigmoid_grouped" : "rudnn.route");
@@ -61,10 +77,11 @@ Result<RoutingPlan, MoeError> run(bool grouped, const contracts::GroupRouteSigna
                                });
   if (!plan.ok()) return as<MoeError>(plan.error());
 
-  const Shape out_shape{logits.shape()[0], sig.top_k};
-  auto indices = ops::output(out_shape, DType::U32, logits.queue());
+  auto indices =
+      into.indices ? Result<Tensor, RuntimeError>(*into.indices) : ops::output(out_shape, DType::U32, logits.queue());
   if (!indices.ok()) return as<MoeError>(indices.error());
-  auto weights = ops::output(out_shape, logits.dtype(), logits.queue());
+  auto weights = into.weights ? Result<Tensor, RuntimeError>(*into.weights)
+                              : ops::output(out_shape, logits.dtype(), logits.queue());
   if (!weights.ok()) return as<MoeError>(weights.error());
   if (out_shape[0] > 0) {
     // Slots: logits, [bias (kept, maybe empty, for grouped routing)], indices, weights.
@@ -114,7 +131,9 @@ Result<RoutingPlan, MoeError> RoutingPlan::create(Tensor expert_indices, Tensor 
   return RoutingPlan(std::move(expert_indices), std::move(weights), experts);
 }
 
-Result<RoutingPlan, MoeError> route(const Tensor& logits, RoutingOptions options) {
+namespace {
+
+Result<RoutingPlan, MoeError> route_impl(const Tensor& logits, RoutingOptions options, RouteOutputs into) {
   contracts::RouteSignature sig{operand(logits), options.top_k, options.renormalize};
   if (auto e = contracts::check_route(sig)) return *e;
   if (auto e = check_layout(logits, "logits")) return *e;
@@ -122,11 +141,11 @@ Result<RoutingPlan, MoeError> route(const Tensor& logits, RoutingOptions options
   g.logits = sig.logits;
   g.top_k = options.top_k;
   g.renormalize = options.renormalize;
-  return run(false, g, logits, nullptr);
+  return run(false, g, logits, nullptr, into);
 }
 
-Result<RoutingPlan, MoeError> route_sigmoid_grouped(const Tensor& logits, const std::optional<Tensor>& bias,
-                                                    GroupRoutingOptions options) {
+Result<RoutingPlan, MoeError> route_sigmoid_grouped_impl(const Tensor& logits, const std::optional<Tensor>& bias,
+                                                         GroupRoutingOptions options, RouteOutputs into) {
   contracts::GroupRouteSignature sig;
   sig.logits = operand(logits);
   if (bias) sig.bias = operand(*bias);
@@ -143,18 +162,59 @@ Result<RoutingPlan, MoeError> route_sigmoid_grouped(const Tensor& logits, const 
     if (!(bias->queue() == logits.queue()))
       return MoeError(ErrorKind::QueueMismatch, "bias", "the logits' queue", "another queue of the same device");
   }
-  return run(true, sig, logits, bias ? &*bias : nullptr);
+  return run(true, sig, logits, bias ? &*bias : nullptr, into);
+}
+
+}  // namespace
+
+Result<RoutingPlan, MoeError> route(const Tensor& logits, RoutingOptions options) {
+  return route_impl(logits, options, {});
+}
+
+Result<RoutingPlan, MoeError> route_into(const Tensor& logits, RoutingOptions options, const Tensor& expert_indices,
+                                         const Tensor& weights) {
+  return route_impl(logits, options, {&expert_indices, &weights});
+}
+
+Result<RoutingPlan, MoeError> route_sigmoid_grouped(const Tensor& logits, const std::optional<Tensor>& bias,
+                                                    GroupRoutingOptions options) {
+  return route_sigmoid_grouped_impl(logits, bias, options, {});
+}
+
+Result<RoutingPlan, MoeError> route_sigmoid_grouped_into(const Tensor& logits, const std::optional<Tensor>& bias,
+                                                         GroupRoutingOptions options, const Tensor& expert_indices,
+                                                         const Tensor& weights) {
+  return route_sigmoid_grouped_impl(logits, bias, options, {&expert_indices, &weights});
 }
 
 // --- dispatch, experts, combine -------------------------------------------------------------
 
-Result<Dispatched, MoeError> RoutingPlan::dispatch(const Tensor& input) const {
+Result<Dispatched, MoeError> RoutingPlan::dispatch(const Tensor& input) const { return dispatch_impl(input, nullptr); }
+
+Result<Dispatched, MoeError> RoutingPlan::dispatch_into(const Tensor& input, const Tensor& rows, const Tensor& offsets,
+                                                        const Tensor& slots) const {
+  const Tensor* const into[] = {&rows, &offsets, &slots};
+  return dispatch_impl(input, into);
+}
+
+Result<Dispatched, MoeError> RoutingPlan::dispatch_impl(const Tensor& input, const Tensor* const* into) const {
   contracts::DispatchSignature sig{operand(input), operand(indices_), experts_};
   if (auto e = contracts::check_dispatch(sig)) return *e;
   if (auto e = check_layout(input, "input")) return *e;
   if (auto e = same_queue(input, "input", indices_, "the routing")) return *e;
   const Device& device = input.device();
   const std::int64_t tokens = input.shape()[0], hidden = input.shape()[1], k = top_k();
+  const Shape shapes[] = {{tokens * k, hidden}, {experts_ + 1}, {tokens, k}};
+  const DType dtypes[] = {input.dtype(), DType::U32, DType::U32};
+  const char* const names[] = {"rows", "offsets", "slots"};
+  if (into) {
+    // The combine reads the weights later: they count as an input too.
+    const ops::NamedTensor inputs[] = {{&input, "input"}, {&indices_, "expert_indices"}, {&weights_, "weights"}};
+    for (int i = 0; i < 3; ++i)
+      if (auto e = ops::check_output(*into[i], names[i], shapes[i], dtypes[i], input, inputs)) return as<MoeError>(*e);
+    const ops::NamedTensor outputs[] = {{into[0], names[0]}, {into[1], names[1]}, {into[2], names[2]}};
+    if (auto e = ops::check_disjoint(outputs, {})) return as<MoeError>(*e);
+  }
   const std::int64_t mode = ops::autotune_mode_word(true);
   const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.dispatch")
                                .add(input.dtype())
@@ -172,11 +232,14 @@ Result<Dispatched, MoeError> RoutingPlan::dispatch(const Tensor& input) const {
         return compiler::lower_dispatch(request, ops::target_for(device));
       });
   if (!plan.ok()) return as<MoeError>(plan.error());
-  auto rows = ops::output({tokens * k, hidden}, input.dtype(), input.queue());
+  auto buffer = [&](int i) {
+    return into ? Result<Tensor, RuntimeError>(*into[i]) : ops::output(shapes[i], dtypes[i], input.queue());
+  };
+  auto rows = buffer(0);
   if (!rows.ok()) return as<MoeError>(rows.error());
-  auto offsets = ops::output({experts_ + 1}, DType::U32, input.queue());
+  auto offsets = buffer(1);
   if (!offsets.ok()) return as<MoeError>(offsets.error());
-  auto slots = ops::output({tokens, k}, DType::U32, input.queue());
+  auto slots = buffer(2);
   if (!slots.ok()) return as<MoeError>(slots.error());
   if (auto s = ops::launch(**plan, input.queue(), {&input, &indices_, &*rows, &*offsets, &*slots}); !s.ok())
     return as<MoeError>(s.error());

@@ -83,6 +83,17 @@ std::optional<std::int64_t> size_value(const compiler::SizeRef& ref, std::span<c
       if (v.strides == nullptr) return v.shape->empty() ? 1 : v.shape->back();
       return row_stride(*v.shape, *v.strides);
     }
+    case K::Stride: {  // the entry accepted the view's strides; a contiguous operand: the later extents
+      const OperandView& v = operands[static_cast<std::size_t>(ref.operand)];
+      const auto d = static_cast<std::size_t>(ref.dim);
+      // A dim of extent 1 is never stepped over: 0, whatever a caller's view carries there, so that
+      // kernels comparing layouts (flash_mma's key and value strides) see only what they step.
+      if ((*v.shape)[d] == 1) return 0;
+      if (v.strides != nullptr) return (*v.strides)[d];
+      std::optional<std::int64_t> stride = 1;
+      for (std::size_t i = d + 1; stride && i < v.shape->size(); ++i) stride = checked_mul(*stride, (*v.shape)[i]);
+      return stride;
+    }
   }
   return std::nullopt;
 }
@@ -253,9 +264,9 @@ Status<RuntimeError> launch_kernels(const Plan& plan, const Queue& queue, std::s
     g.dynamic_shared_bytes = static_cast<std::uint32_t>(l.dynamic_shared_bytes);
 
     // Argument storage without heap allocation: one 8-byte slot per parameter.
-    constexpr std::size_t kMaxParams = 32;
+    constexpr std::size_t kMaxParams = 40;
     if (l.params.size() > kMaxParams)
-      return RuntimeError(ErrorKind::Internal, "kernel " + l.entry, "at most 32 parameters",
+      return RuntimeError(ErrorKind::Internal, "kernel " + l.entry, "at most 40 parameters",
                           std::to_string(l.params.size()));
     alignas(8) std::array<std::uint64_t, kMaxParams> slots{};
     std::array<void*, kMaxParams> args{};

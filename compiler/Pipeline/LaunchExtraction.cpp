@@ -81,6 +81,10 @@ FailureOr<SizeExpr> toSizeExpr(dialect::LaunchOp launch, dialect::SizeExprAttr a
         ref.kind = SizeRef::Kind::Dim;
         ref.dim = static_cast<int>(f.dim);
         break;
+      case dialect::SizeFactor::Kind::Stride:
+        ref.kind = SizeRef::Kind::Stride;
+        ref.dim = static_cast<int>(f.dim);
+        break;
     }
     if (ref.kind != SizeRef::Kind::Const) {
       FailureOr<int> slot = slots.slotOf(launch, f.operand);

@@ -56,6 +56,7 @@ Result<LoweredOp, RuntimeError> lower_attention(const AttentionRequest& request,
                                          b.getStringAttr(contracts::strategy_name(request.strategy)), DictionaryAttr());
   func::ReturnOp::create(b, b.getUnknownLoc(), op->getResults());
   if (request.config) op->setAttr(dialect::kKernelConfigAttrName, toDictionary(&ctx, *request.config));
+  if (request.head_panels) op->setAttr(dialect::kHeadPanelsAttrName, b.getUnitAttr());
 
   SlotMap slots;
   slots.argSlot = {0, 1, 2};

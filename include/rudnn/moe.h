@@ -96,6 +96,13 @@ class RUDNN_API RoutingPlan {
   // input [T, H] (any float dtype, the routing's device and queue): each token's row copied once per
   // selected expert into compact per-expert rows. No capacity limit, no dropped token.
   Result<Dispatched, MoeError> dispatch(const Tensor& input) const;
+  // The same into a caller's buffers (SPEC §13), which the returned Dispatched then refers to (keep
+  // them alive and unmodified while it is used): rows [T·top_k, H] in the input's dtype, offsets
+  // [experts + 1] U32, slots [T, top_k] U32; each contiguous, on the input's device and queue,
+  // overlapping no other and none of the input, the indices and the weights. A rejected call names
+  // the buffer and writes nothing.
+  Result<Dispatched, MoeError> dispatch_into(const Tensor& input, const Tensor& rows, const Tensor& offsets,
+                                             const Tensor& slots) const;
 
   // Training: keeps this selection and recomputes its weights from `logits` [T, E] with
   // selected_router_weights (FP32). The logits are saved (not copied): do not modify them before
@@ -106,6 +113,8 @@ class RUDNN_API RoutingPlan {
   // Defined only inside the library (ops/moe.cpp): the routing ops build plans they made valid
   // without create()'s read-back.
   friend struct RoutingPlanAccess;
+  // dispatch, into `into` = {rows, offsets, slots} when given.
+  Result<Dispatched, MoeError> dispatch_impl(const Tensor& input, const Tensor* const* into) const;
   RoutingPlan(Tensor expert_indices, Tensor weights, std::int64_t experts)
       : indices_(std::move(expert_indices)), weights_(std::move(weights)), experts_(experts) {}
   Tensor indices_, weights_;
@@ -288,6 +297,12 @@ RUDNN_API Result<Tensor, MoeError> selected_router_backward(const Tensor& logits
 // index), optionally renormalized, converted to the logits' dtype. A row containing NaN or +inf,
 // or of all −inf, gets NaN weights and the indices 0..top_k−1.
 RUDNN_API Result<RoutingPlan, MoeError> route(const Tensor& logits, RoutingOptions options);
+// route into a caller's buffers (SPEC §13): expert_indices [T, top_k] U32 and weights [T, top_k] in
+// the logits' dtype, each contiguous, on the logits' device and queue, overlapping neither the
+// logits nor each other. The returned plan refers to them. A rejected call names the buffer and
+// writes nothing.
+RUDNN_API Result<RoutingPlan, MoeError> route_into(const Tensor& logits, RoutingOptions options,
+                                                   const Tensor& expert_indices, const Tensor& weights);
 
 // logits [T, E] F32/F16/BF16, E ≤ 1024; bias F32 [E] (same device and queue), selection only.
 // s = sigmoid(logit) in FP32, c = s + bias; group score = top-two sum or max of c; the
@@ -296,5 +311,10 @@ RUDNN_API Result<RoutingPlan, MoeError> route(const Tensor& logits, RoutingOptio
 // indices 0..top_k−1.
 RUDNN_API Result<RoutingPlan, MoeError> route_sigmoid_grouped(const Tensor& logits, const std::optional<Tensor>& bias,
                                                               GroupRoutingOptions options);
+// route_sigmoid_grouped into a caller's buffers, as route_into (neither may overlap the bias either).
+RUDNN_API Result<RoutingPlan, MoeError> route_sigmoid_grouped_into(const Tensor& logits,
+                                                                   const std::optional<Tensor>& bias,
+                                                                   GroupRoutingOptions options,
+                                                                   const Tensor& expert_indices, const Tensor& weights);
 
 }  // namespace rudnn::moe

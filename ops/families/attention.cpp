@@ -29,6 +29,8 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
   if (auto e = require_static(at.getValue(), {1, 3}, where, "value")) return *e;
   compiler::AttentionRequest request;
   request.strategy = *contracts::parse_attention_strategy(at.getStrategy());
+  // An engine that calls with token-major views and grouped heads marks the op (docs/serving.md).
+  request.head_panels = at->hasAttr(dialect::kHeadPanelsAttrName);
   auto& sig = request.signature;
   sig.query = operand_of(at.getQuery());
   sig.key = operand_of(at.getKey());

@@ -8,9 +8,9 @@
 // CHECK-LABEL: func.func @gqa
 // CHECK: rudnn.attention %{{.*}}, %{{.*}}, %{{.*}} mask(%{{.*}} : tensor<1x1x?x?xui8>) {causal = true, scale = 1.250000e-01 : f32, strategy = "autotune"}
 // LAUNCH-LABEL: func.func @gqa
-// LAUNCH: rudnn.launch @rudnn_attention_flash_mma_bf16_mask_nobias_d128_m128_n32(
-// LAUNCH-SAME: args ["rudnn::bf16", "rudnn::u8", "void", "rudnn::attention::FlashMmaPolicy<128, 128, 32>"]
-// LAUNCH-SAME: grid [#rudnn.size<4 * dim(0, 2) ceildiv 128>, #rudnn.size<dim(0, 0) * 8>, #rudnn.size<1>] block [128, 1, 1] shared 69632
+// LAUNCH: rudnn.launch @rudnn_attention_flash_mma_bf16_mask_nobias_d128_m64_n64(
+// LAUNCH-SAME: args ["rudnn::bf16", "rudnn::u8", "void", "rudnn::attention::FlashMmaPolicy<128, 64, 64>"]
+// LAUNCH-SAME: grid [#rudnn.size<4 * dim(0, 2) ceildiv 64>, #rudnn.size<dim(0, 0) * 8>, #rudnn.size<1>] block [128, 1, 1] shared 87040
 // LAUNCH-SAME: #rudnn.param<"mask_batch_stride" : "long long" = size(0)>, #rudnn.param<"mask_head_stride" : "long long" = size(0)>
 // LAUNCH-SAME: #rudnn.param<"causal" : "long long" = size(1)>
 func.func @gqa(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>, %m: tensor<1x1x?x?xui8>)

@@ -246,6 +246,24 @@ func.func @launch_dim_out_of_range(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
 
 // -----
 
+func.func @launch_stride_dim_out_of_range(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
+  // expected-error @+1 {{param 's': dim 2 out of range for 'tensor<?x16xf32>'}}
+  %0 = rudnn.launch @k(%x) header "h" function "f" args [] config {} grid [#rudnn.size<1>, #rudnn.size<1>, #rudnn.size<1>]
+         block [32, 1, 1] shared 0 params [#rudnn.param<"s" : "long long" = size(stride(0, 2))>] : (tensor<?x16xf32>) -> tensor<?x16xf32>
+  return %0 : tensor<?x16xf32>
+}
+
+// -----
+
+func.func @launch_stride_negative_dim(%x: tensor<?x16xf32>) -> tensor<?x16xf32> {
+  // expected-error @+1 {{size dim index must be >= 0, got -1}}
+  %0 = rudnn.launch @k(%x) header "h" function "f" args [] config {} grid [#rudnn.size<stride(0, -1)>, #rudnn.size<1>, #rudnn.size<1>]
+         block [32, 1, 1] shared 0 params [] : (tensor<?x16xf32>) -> tensor<?x16xf32>
+  return %0 : tensor<?x16xf32>
+}
+
+// -----
+
 func.func @launch_row_stride_of_rank_zero(%x: tensor<f32>) -> tensor<f32> {
   // expected-error @+1 {{param 's': rows of a rank-0 operand}}
   %0 = rudnn.launch @k(%x) header "h" function "f" args [] config {} grid [#rudnn.size<1>, #rudnn.size<1>, #rudnn.size<1>]

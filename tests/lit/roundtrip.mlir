@@ -49,7 +49,8 @@ func.func @launch(%x: tensor<?x64xf32>, %g: tensor<64xf32>) -> tensor<?x64xf32> 
   // CHECK-SAME: params [#rudnn.param<"x" : "const float*" = buffer(0)>, #rudnn.param<"none" : "const float*" = null>,
   // CHECK-SAME: #rudnn.param<"y" : "float*" = buffer(2)>, #rudnn.param<"n" : "long long" = size(rows(0) ceildiv 2)>,
   // CHECK-SAME: #rudnn.param<"eps" : "float" = f32(5.000000e-01)>, #rudnn.param<"inf" : "float" = f32(0x7F800000)>,
-  // CHECK-SAME: #rudnn.param<"pitch" : "long long" = size(row_stride(2))>]
+  // CHECK-SAME: #rudnn.param<"pitch" : "long long" = size(row_stride(2))>,
+  // CHECK-SAME: #rudnn.param<"token" : "long long" = size(stride(0, 0) * 2)>]
   // CHECK-SAME: {origin = "rudnn.rms_norm"} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
   %0 = rudnn.launch @k(%x, %g) header "h.cuh" function "ns::f" args ["A", "float"]
          config {rows_per_block = 4} grid [#rudnn.size<rows(0) ceildiv 4>, #rudnn.size<dim(0, 1) * 2 * rows(1)>, #rudnn.size<1 * 1>]
@@ -57,7 +58,8 @@ func.func @launch(%x: tensor<?x64xf32>, %g: tensor<64xf32>) -> tensor<?x64xf32> 
          params [#rudnn.param<"x" : "const float*" = buffer(0)>, #rudnn.param<"none" : "const float*" = null>,
                  #rudnn.param<"y" : "float*" = buffer(2)>, #rudnn.param<"n" : "long long" = size(rows(0) ceildiv 2)>,
                  #rudnn.param<"eps" : "float" = f32(0.5)>, #rudnn.param<"inf" : "float" = f32(0x7F800000)>,
-                 #rudnn.param<"pitch" : "long long" = size(row_stride(2))>]
+                 #rudnn.param<"pitch" : "long long" = size(row_stride(2))>,
+                 #rudnn.param<"token" : "long long" = size(stride(0, 0) * 2)>]
          {origin = "rudnn.rms_norm"} : (tensor<?x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
   return %0 : tensor<?x64xf32>
 }

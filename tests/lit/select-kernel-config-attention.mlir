@@ -5,9 +5,9 @@
 // RUN: rudnn-opt %s --rudnn-select-kernel-config | FileCheck %s
 // RUN: rudnn-opt %s --rudnn-select-kernel-config="arch=sm_75" | FileCheck %s --check-prefix=TURING
 
-// bf16, D = 128: the 128x32 flash_mma tile; on sm_75 flash_unit's 32x32 tile with 8 threads per row.
+// bf16, D = 128: the 64x64 flash_mma tile; on sm_75 flash_unit's 32x32 tile with 8 threads per row.
 // CHECK-LABEL: func.func @autotune
-// CHECK: rudnn.attention {{.*}}kernel_config = {block_m = 128 : i64, block_n = 32 : i64, strategy = 0 : i64}
+// CHECK: rudnn.attention {{.*}}kernel_config = {block_m = 64 : i64, block_n = 64 : i64, strategy = 0 : i64}
 // TURING-LABEL: func.func @autotune
 // TURING: kernel_config = {block_m = 32 : i64, block_n = 32 : i64, max_value_dim = 128 : i64, strategy = 1 : i64, threads_per_row = 8 : i64}
 func.func @autotune(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>) -> tensor<?x32x?x128xbf16> {

@@ -1,7 +1,8 @@
 // Every registered attention variant (compiler::attention_variants for each strategy: the tensor-core
 // flash kernel per head dim, FlashUnit's tiles, Fallback's three kernels) for f32/f16/bf16, without
 // and with a mask and an f32 bias, lowered by the compiler and compiled with NVRTC for sm_80 and
-// sm_90a: no spills, no stack, no static shared memory. Shared sources are compiled once.
+// sm_90a: no spills, no stack, no static shared memory. The tensor-core kernel also with one head per
+// panel (rudnn.head_panels). Shared sources are compiled once.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -37,13 +38,16 @@ std::vector<Variant> attention_variants() {
       sig.bias = rudnn::contracts::AttentionOperand{{2, 1, 64, 64}, DType::F32, 0};
     }
     sig.causal = true;
-    for (const auto& config : compiler::attention_variants(strategy, dtype, d, d)) {
-      auto lowered = compiler::lower_attention({sig, strategy, config, nullptr}, compiler::Target{});
-      EXPECT_TRUE(lowered.ok()) << (lowered.ok() ? "" : lowered.error().message());
-      if (!lowered.ok()) continue;
-      for (const auto& l : lowered->launches)
-        if (seen.insert(l.source).second) out.push_back({l.entry, l.source});
-    }
+    for (const auto& config : compiler::attention_variants(strategy, dtype, d, d))
+      for (bool head_panels : {false, true}) {
+        compiler::AttentionRequest request{sig, strategy, config, nullptr};
+        request.head_panels = head_panels;
+        auto lowered = compiler::lower_attention(request, compiler::Target{});
+        EXPECT_TRUE(lowered.ok()) << (lowered.ok() ? "" : lowered.error().message());
+        if (!lowered.ok()) continue;
+        for (const auto& l : lowered->launches)
+          if (seen.insert(l.source).second) out.push_back({l.entry, l.source});
+      }
   };
   for (bool mods : {false, true}) {
     for (DType dtype : {DType::F16, DType::BF16})

@@ -581,6 +581,157 @@ TEST(Serving, AttentionWorkspaceFromTheCaller) {
   EXPECT_EQ(bytes(*out), before_bytes) << "a rejected call writes nothing";
 }
 
+// Attention on an engine's views (SPEC §13): Q, K and V are slices of one token-major fused QKV
+// projection [B, T, Hq + 2·Hkv, D], and out rows of a token-major [B, T, Hq·D + pad] buffer. Every
+// strategy writes the dense call's bits into the view and leaves the padding alone; the allocating
+// call reads the views too. Strides the tensor-core kernel cannot copy (rows not whole 16-byte units)
+// are Unsupported naming the tensor for FlashBlackboxAccelerated, and Autotune then runs a plain-core
+// kernel. Layouts no kernel takes are named: a strided last dim, an out whose rows overlap, a strided
+// mask. Nothing is written by a rejected call. Prefill (Tq = 9: the tensor-core kernel takes one head
+// per panel) and decode (Tq = 1: the group's heads share a panel).
+void attention_on_views(std::int64_t t) {
+  std::mt19937_64 rng(fresh_seed());
+  const Device host = Device::host();
+  const Queue queue = Queue::default_queue(host);
+  const std::int64_t b = 2, hq = 4, hkv = 2, d = 64, width = (hq + 2 * hkv) * d, pad = 8;
+  using attention::AttentionStrategy;
+  const attention::AttentionModuleOptions causal{std::nullopt, true};
+  const auto fused_values = testing::random_values(static_cast<std::size_t>(b * t * width), DType::F16, rng);
+  const HostData fused = HostData::from_f64({b * t * width}, DType::F16, fused_values);
+  std::vector<std::uint64_t> qkv_memory(fused.bytes.size() / 8 + 1);
+  std::memcpy(qkv_memory.data(), fused.bytes.data(), fused.bytes.size());
+  auto* qkv = reinterpret_cast<std::uint16_t*>(qkv_memory.data());
+  // Head h of the slice starting at column `first` as [B, H, T, D] (strided) and as a dense copy.
+  auto slice = [&](std::int64_t first, std::int64_t heads, std::int64_t row_pitch) {
+    auto view = Tensor::view(qkv + first * d, {b, heads, t, d}, {t * row_pitch, d, row_pitch, 1}, DType::F16, queue);
+    std::vector<double> dense(static_cast<std::size_t>(b * heads * t * d));
+    for (std::int64_t bi = 0; bi < b; ++bi)
+      for (std::int64_t h = 0; h < heads; ++h)
+        for (std::int64_t i = 0; i < t; ++i)
+          for (std::int64_t c = 0; c < d; ++c)
+            dense[static_cast<std::size_t>(((bi * heads + h) * t + i) * d + c)] =
+                fused_values[static_cast<std::size_t>(bi * t * row_pitch + i * row_pitch + (first + h) * d + c)];
+    return std::pair{*view, testing::upload({b, heads, t, d}, DType::F16, dense, host)};
+  };
+  const auto [q, q_dense] = slice(0, hq, width);
+  const auto [k, k_dense] = slice(hq, hkv, width);
+  const auto [v, v_dense] = slice(hq + hkv, hkv, width);
+
+  const std::int64_t out_pitch = hq * d + pad;
+  std::vector<std::uint16_t> out_memory(static_cast<std::size_t>(b * t * out_pitch), 0x7777);
+  auto out = Tensor::view(out_memory.data(), {b, hq, t, d}, {t * out_pitch, d, out_pitch, 1}, DType::F16, queue);
+  ASSERT_TRUE(out.ok()) << out.error().message();
+  auto padding_untouched = [&] {
+    for (std::int64_t r = 0; r < b * t; ++r)
+      for (std::int64_t c = hq * d; c < out_pitch; ++c)
+        if (out_memory[static_cast<std::size_t>(r * out_pitch + c)] != 0x7777) return false;
+    return true;
+  };
+  for (AttentionStrategy s :
+       {AttentionStrategy::FlashBlackboxAccelerated, AttentionStrategy::FlashUnit, AttentionStrategy::Fallback}) {
+    SCOPED_TRACE(static_cast<int>(s));
+    const auto want = bytes(*attention::attention(q_dense, k_dense, v_dense, std::nullopt, std::nullopt, causal, s));
+    std::fill(out_memory.begin(), out_memory.end(), 0x7777);
+    auto st = attention::attention_into(q, k, v, std::nullopt, std::nullopt, *out, causal, s);
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    EXPECT_EQ(bytes(*out), want) << "the views give the dense call's bits";
+    EXPECT_TRUE(padding_untouched()) << "wrote into the engine's padding";
+    auto allocated = attention::attention(q, k, v, std::nullopt, std::nullopt, causal, s);
+    ASSERT_TRUE(allocated.ok()) << allocated.error().message();
+    EXPECT_EQ(bytes(*allocated), want) << "the allocating call reads the views too";
+  }
+
+  // K rows 4 elements (8 bytes) apart from whole 16-byte units: the tensor-core kernel cannot copy
+  // them. Its own strategy names the key; Autotune runs FlashUnit instead.
+  std::vector<std::uint16_t> k_memory(static_cast<std::size_t>(b * hkv * t * (d + 4)));
+  const auto k_host = to_host(k_dense)->bytes;
+  for (std::int64_t r = 0; r < b * hkv * t; ++r)
+    std::memcpy(&k_memory[static_cast<std::size_t>(r * (d + 4))], k_host.data() + r * d * 2, d * 2);
+  auto k_odd =
+      Tensor::view(k_memory.data(), {b, hkv, t, d}, {hkv * t * (d + 4), t * (d + 4), d + 4, 1}, DType::F16, queue);
+  ASSERT_TRUE(k_odd.ok()) << k_odd.error().message();
+  std::fill(out_memory.begin(), out_memory.end(), 0x7777);
+  const auto untouched = bytes(*out);
+  auto mma = attention::attention_into(q, *k_odd, v, std::nullopt, std::nullopt, *out, causal,
+                                       AttentionStrategy::FlashBlackboxAccelerated);
+  ASSERT_FALSE(mma.ok());
+  EXPECT_EQ(mma.error().kind(), ErrorKind::Unsupported);
+  EXPECT_EQ(mma.error().argument(), "key") << mma.error().message();
+  EXPECT_EQ(bytes(*out), untouched);
+  const auto unit = bytes(*attention::attention(q_dense, k_dense, v_dense, std::nullopt, std::nullopt, causal,
+                                                AttentionStrategy::FlashUnit));
+  auto tuned =
+      attention::attention_into(q, *k_odd, v, std::nullopt, std::nullopt, *out, causal, AttentionStrategy::Autotune);
+  ASSERT_TRUE(tuned.ok()) << tuned.error().message();
+  EXPECT_EQ(bytes(*out), unit) << "Autotune on unaligned rows runs the plain-core kernel";
+
+  // Layouts no attention kernel takes, each named; nothing written.
+  std::fill(out_memory.begin(), out_memory.end(), 0x7777);
+  auto strided_last = Tensor::view(qkv, {b, hq, t, d}, {t * width, d, width, 2}, DType::F16, queue);
+  auto overlapping =
+      Tensor::view(out_memory.data(), {b, hq, t, d}, {t * out_pitch, 0, out_pitch, 1}, DType::F16, queue);
+  std::vector<std::uint8_t> mask_memory(static_cast<std::size_t>(2 * t * t), 0);
+  auto strided_mask =
+      Tensor::view(mask_memory.data(), {1, 1, t, t}, {2 * t * t, 2 * t * t, 2 * t, 1}, DType::U8, queue);
+  ASSERT_TRUE(strided_last.ok() && overlapping.ok() && strided_mask.ok());
+  auto last =
+      attention::attention(*strided_last, k, v, std::nullopt, std::nullopt, causal, AttentionStrategy::FlashUnit);
+  ASSERT_FALSE(last.ok());
+  EXPECT_EQ(last.error().argument(), "query") << last.error().message();
+  auto overlap = attention::attention_into(q, k, v, std::nullopt, std::nullopt, *overlapping, causal,
+                                           AttentionStrategy::FlashUnit);
+  ASSERT_FALSE(overlap.ok());
+  EXPECT_EQ(overlap.error().kind(), ErrorKind::InvalidValue);
+  EXPECT_EQ(overlap.error().argument(), "out") << overlap.error().message();
+  if (t > 1) {  // a [1, 1, 1, 1] mask is dense whatever its strides
+    auto masked =
+        attention::attention_into(q, k, v, *strided_mask, std::nullopt, *out, causal, AttentionStrategy::FlashUnit);
+    ASSERT_FALSE(masked.ok());
+    EXPECT_EQ(masked.error().argument(), "mask") << masked.error().message();
+  }
+  EXPECT_EQ(bytes(*out), untouched) << "a rejected call writes nothing";
+}
+
+TEST(Serving, AttentionStridedViews) {
+  for (std::int64_t t : {9, 1}) {
+    SCOPED_TRACE("q_len " + std::to_string(t));
+    attention_on_views(t);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+// Layouts at the edges of the tensor-core kernel's rules, through FlashBlackboxAccelerated: a key
+// whose extent-1 batch dim carries an odd stride (frameworks pass any; the value is dense) runs,
+// and a dense query with a token-major out (one head per panel, chosen by out alone) gives the
+// dense call's bits.
+TEST(Serving, AttentionViewsAtTheKernelsEdges) {
+  std::mt19937_64 rng(fresh_seed());
+  const Device host = Device::host();
+  const Queue queue = Queue::default_queue(host);
+  const std::int64_t hq = 4, hkv = 2, t = 9, d = 64;
+  using attention::AttentionStrategy;
+  const attention::AttentionModuleOptions causal{std::nullopt, true};
+  const Tensor q = random_tensor({1, hq, t, d}, DType::BF16, rng), k = random_tensor({1, hkv, t, d}, DType::BF16, rng),
+               v = random_tensor({1, hkv, t, d}, DType::BF16, rng);
+  const auto want = bytes(
+      *attention::attention(q, k, v, std::nullopt, std::nullopt, causal, AttentionStrategy::FlashBlackboxAccelerated));
+
+  auto k_odd_batch = Tensor::view(k.data(), {1, hkv, t, d}, {12345, t * d, d, 1}, DType::BF16, queue);
+  ASSERT_TRUE(k_odd_batch.ok()) << k_odd_batch.error().message();
+  auto odd = attention::attention(q, *k_odd_batch, v, std::nullopt, std::nullopt, causal,
+                                  AttentionStrategy::FlashBlackboxAccelerated);
+  ASSERT_TRUE(odd.ok()) << odd.error().message();
+  EXPECT_EQ(bytes(*odd), want);
+
+  std::vector<std::uint16_t> out_memory(static_cast<std::size_t>(t * hq * d), 0x7777);
+  auto token_major = Tensor::view(out_memory.data(), {1, hq, t, d}, {t * hq * d, d, hq * d, 1}, DType::BF16, queue);
+  ASSERT_TRUE(token_major.ok()) << token_major.error().message();
+  auto st = attention::attention_into(q, k, v, std::nullopt, std::nullopt, *token_major, causal,
+                                      AttentionStrategy::FlashBlackboxAccelerated);
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  EXPECT_EQ(bytes(*token_major), want);
+}
+
 // The gated delta rule and paged attention into caller buffers: the allocating calls' bits; the
 // buffers' own lines (the state not in place, the split workspace not overlapped).
 TEST(Serving, IntoVariantsOfGatedDeltaAndPagedAttention) {
@@ -758,6 +909,168 @@ TEST(Serving, IntoVariantsOfMoe) {
   auto over_rows = experts->forward_dispatched_into(*dispatched, moe::GroupedStrategy::Scalar, dispatched->rows());
   ASSERT_FALSE(over_rows.ok());
   EXPECT_EQ(over_rows.error().argument(), "out");
+}
+
+// MoE routing and dispatch into caller buffers: both routings and the dispatch write the allocating
+// calls' bits into the caller's memory, and the plans they return use it (the combine of the
+// caller-buffer dispatch gives the same output). A buffer of the wrong shape or dtype, on another
+// queue, over an input or over another output is named; nothing is written.
+TEST(Serving, RoutingAndDispatchIntoCallerBuffers) {
+  std::mt19937_64 rng(fresh_seed());
+  const Device host = Device::host();
+  const Queue queue = Queue::default_queue(host);
+  const std::int64_t e = 8, h = 24, tokens = 7, k = 2;
+  const Tensor input = random_tensor({tokens, h}, DType::BF16, rng),
+               logits = random_tensor({tokens, e}, DType::BF16, rng);
+  const Tensor bias = random_tensor({e}, DType::F32, rng);
+  auto make = [&](const Shape& s, DType d) { return *Tensor::empty(s, d, queue); };
+
+  const moe::RoutingOptions options{k, true};
+  const moe::GroupRoutingOptions grouped{k, 4, 2, true, true, 2.5f};
+  for (bool sigmoid : {false, true}) {
+    SCOPED_TRACE(sigmoid ? "route_sigmoid_grouped_into" : "route_into");
+    auto want = sigmoid ? moe::route_sigmoid_grouped(logits, bias, grouped) : moe::route(logits, options);
+    ASSERT_TRUE(want.ok()) << want.error().message();
+    const Tensor indices = make({tokens, k}, DType::U32), weights = make({tokens, k}, DType::BF16);
+    auto got = sigmoid ? moe::route_sigmoid_grouped_into(logits, bias, grouped, indices, weights)
+                       : moe::route_into(logits, options, indices, weights);
+    ASSERT_TRUE(got.ok()) << got.error().message();
+    EXPECT_EQ(bytes(indices), bytes(want->expert_indices()));
+    EXPECT_EQ(bytes(weights), bytes(want->weights()));
+    EXPECT_EQ(got->expert_indices().data(), indices.data()) << "the plan uses the caller's buffers";
+    EXPECT_EQ(got->weights().data(), weights.data());
+
+    // Dispatch into caller buffers from the caller-buffer routing; the combine reads them.
+    auto dispatched = want->dispatch(input);
+    ASSERT_TRUE(dispatched.ok()) << dispatched.error().message();
+    const Tensor rows = make({tokens * k, h}, DType::BF16), offsets = make({e + 1}, DType::U32),
+                 slots = make({tokens, k}, DType::U32);
+    auto into = got->dispatch_into(input, rows, offsets, slots);
+    ASSERT_TRUE(into.ok()) << into.error().message();
+    EXPECT_EQ(bytes(offsets), bytes(dispatched->expert_offsets()));
+    // Rows within an expert come in no fixed order (atomic ranking): each (token, choice) slot must
+    // hold that token's row.
+    const auto row_bits = bytes(rows), input_bits = bytes(input);
+    const auto slot_values = to_host(slots)->to_f64();
+    const std::size_t row_bytes = static_cast<std::size_t>(h) * 2;
+    for (std::int64_t tk = 0; tk < tokens * k; ++tk) {
+      const auto slot = static_cast<std::size_t>(slot_values[static_cast<std::size_t>(tk)]);
+      ASSERT_LT(slot, static_cast<std::size_t>(tokens * k));
+      EXPECT_EQ(0, std::memcmp(row_bits.data() + slot * row_bytes,
+                               input_bits.data() + static_cast<std::size_t>(tk / k) * row_bytes, row_bytes))
+          << "slot of token " << tk / k << " choice " << tk % k;
+    }
+    EXPECT_EQ(bytes(*into->combine(rows)), bytes(*dispatched->combine(dispatched->rows())));
+  }
+
+  // Rejected, naming the buffer, before anything runs.
+  const Tensor indices = make({tokens, k}, DType::U32), weights = make({tokens, k}, DType::BF16);
+  auto q2 = Queue::create(host);
+  ASSERT_TRUE(q2.ok());
+  struct Bad {
+    Tensor indices, weights;
+    const char* argument;
+    ErrorKind kind;
+  };
+  const Bad bad_routes[] = {
+      {make({tokens, k + 1}, DType::U32), weights, "expert_indices", ErrorKind::ShapeMismatch},
+      {indices, make({tokens, k}, DType::F32), "weights", ErrorKind::UnsupportedDType},
+      {*Tensor::empty({tokens, k}, DType::U32, *q2), weights, "expert_indices", ErrorKind::QueueMismatch},
+      {*Tensor::view(logits.data(), {tokens, k}, {}, DType::U32, queue), weights, "expert_indices",
+       ErrorKind::InvalidValue},
+      {indices, *Tensor::view(indices.data(), {tokens, k}, {}, DType::BF16, queue), "weights", ErrorKind::InvalidValue},
+  };
+  const Stats before = stats();
+  for (const Bad& b : bad_routes) {
+    auto r = moe::route_into(logits, options, b.indices, b.weights);
+    ASSERT_FALSE(r.ok()) << b.argument;
+    EXPECT_EQ(r.error().argument(), b.argument) << r.error().message();
+    EXPECT_EQ(r.error().kind(), b.kind) << r.error().message();
+  }
+  auto over_bias = moe::route_sigmoid_grouped_into(
+      logits, bias, grouped, *Tensor::view(bias.data(), {tokens, k}, {}, DType::U32, queue), weights);
+  ASSERT_FALSE(over_bias.ok());
+  EXPECT_EQ(over_bias.error().argument(), "expert_indices") << over_bias.error().message();
+  EXPECT_EQ(stats().kernel_launches, before.kernel_launches) << "rejected routings launch nothing";
+
+  auto routing = moe::route(logits, options);
+  ASSERT_TRUE(routing.ok());
+  const Tensor rows = make({tokens * k, h}, DType::BF16), offsets = make({e + 1}, DType::U32),
+               slots = make({tokens, k}, DType::U32);
+  const Stats routed = stats();
+  struct BadDispatch {
+    Tensor rows, offsets, slots;
+    const char* argument;
+  };
+  const BadDispatch bad_dispatches[] = {
+      {make({tokens * k, h}, DType::F32), offsets, slots, "rows"},
+      {rows, make({e}, DType::U32), slots, "offsets"},
+      {rows, offsets, make({tokens, k}, DType::I32), "slots"},
+      {*Tensor::view(input.data(), {tokens * k, h}, {}, DType::BF16, queue), offsets, slots, "rows"},
+      {rows, offsets, *Tensor::view(routing->weights().data(), {tokens, k}, {}, DType::U32, queue), "slots"},
+      {rows, *Tensor::view(slots.data(), {e + 1}, {}, DType::U32, queue), slots, "slots"},
+  };
+  for (const BadDispatch& b : bad_dispatches) {
+    auto d = routing->dispatch_into(input, b.rows, b.offsets, b.slots);
+    ASSERT_FALSE(d.ok()) << b.argument;
+    EXPECT_EQ(d.error().argument(), b.argument) << d.error().message();
+  }
+  EXPECT_EQ(stats().kernel_launches, routed.kernel_launches) << "rejected dispatches launch nothing";
+}
+
+// A whole MoE layer in the engine's memory (route_into → dispatch_into → the experts into a buffer
+// with a workspace → combine_into), warm, then again inside a (simulated) capture: no plan is
+// made, nothing reads back or allocates, and the captured step gives the warm step's bits.
+TEST(Serving, MoeStepInCallerMemoryUnderCapture) {
+  std::mt19937_64 rng(fresh_seed());
+  auto made = Queue::create(Device::host());
+  ASSERT_TRUE(made.ok());
+  const Queue& q = *made;
+  const std::int64_t e = 4, inter = 8, h = 16, tokens = 6, k = 2;
+  auto upload = [&](const Shape& s) {
+    auto data = HostData::from_f64(s, DType::F32,
+                                   testing::random_values(static_cast<std::size_t>(element_count(s)), DType::F32, rng));
+    return std::move(Tensor::upload(data, q).value());
+  };
+  auto experts = moe::SwiGluExperts::create(upload({e, inter, h}), upload({e, inter, h}), upload({e, h, inter}));
+  ASSERT_TRUE(experts.ok()) << experts.error().message();
+  const Tensor input = upload({tokens, h}), logits = upload({tokens, e});
+  auto buffer = [&](const Shape& s, DType d) { return *Tensor::empty(s, d, q); };
+  const Tensor indices = buffer({tokens, k}, DType::U32), weights = buffer({tokens, k}, DType::F32),
+               rows = buffer({tokens * k, h}, DType::F32), offsets = buffer({e + 1}, DType::U32),
+               slots = buffer({tokens, k}, DType::U32), expert_out = buffer({tokens * k, h}, DType::F32),
+               out = buffer({tokens, h}, DType::F32);
+  std::optional<Tensor> workspace;
+  auto step = [&]() -> Status<MoeError> {
+    auto routing = moe::route_into(logits, {k, true}, indices, weights);
+    if (!routing.ok()) return routing.error();
+    auto dispatched = routing->dispatch_into(input, rows, offsets, slots);
+    if (!dispatched.ok()) return dispatched.error();
+    if (!workspace) {
+      auto bytes = experts->workspace_bytes(*dispatched, moe::GroupedStrategy::Scalar);
+      if (!bytes.ok()) return bytes.error();
+      workspace = buffer({static_cast<std::int64_t>(*bytes)}, DType::U8);
+    }
+    if (auto s = experts->forward_dispatched_into(*dispatched, moe::GroupedStrategy::Scalar, expert_out, *workspace);
+        !s.ok())
+      return s;
+    return dispatched->combine_into(expert_out, out);
+  };
+  ASSERT_TRUE(step().ok());
+  const auto warm = bytes(out);
+  EXPECT_EQ(warm, bytes(*experts->forward(input, logits, {k, true}))) << "the layer's bits";
+  std::fill_n(static_cast<std::byte*>(out.data()), out.nbytes(), std::byte{0xFF});
+  const Stats before = stats();
+  {
+    SimulatedCapture capture(q);
+    auto captured = step();
+    ASSERT_TRUE(captured.ok()) << captured.error().message();
+  }
+  EXPECT_EQ(stats().plan_cache_misses, before.plan_cache_misses);
+  EXPECT_EQ(stats().jit_compiles, before.jit_compiles);
+  EXPECT_EQ(stats().host_synchronizations, before.host_synchronizations);
+  EXPECT_EQ(stats().device_allocations, before.device_allocations) << "every buffer was the engine's";
+  EXPECT_EQ(bytes(out), warm);
 }
 
 // Convolution's temporaries (channels-first layout copies, the weight gradient's split sums) in a

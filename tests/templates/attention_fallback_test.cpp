@@ -95,10 +95,12 @@ TEST(AttentionFallbackTemplate, SoftmaxRows) {
     const void* ptr[7] = {nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, ws.data()};
     i64 sizes[12] = {1, 4, 4, 1, tk, 1, 1, 0, 0, 0, 0, 0};  // B=1, Hq=4, Tq=1: 4 rows of Tk
     float scale = 1.0f;
-    void* argv[20];
+    i64 strides[12] = {};  // the softmax reads only the workspace
+    void* argv[32];
     for (int i = 0; i < 7; ++i) argv[i] = &ptr[i];
     for (int i = 0; i < 12; ++i) argv[7 + i] = &sizes[i];
     argv[19] = &scale;
+    for (int i = 0; i < 12; ++i) argv[20 + i] = &strides[i];
     auto st = host::launch(entry, argv, {blocks, 1, 1}, {threads, 1, 1}, shared, {order, 0});
     ASSERT_TRUE(st.ok()) << st.error().message();
     attention_test::expect_guard_intact(ws, 4 * tk, "workspace");

@@ -7,6 +7,7 @@
 // reverse schedules; outputs poisoned (NaN bytes) before the run, guards past the end checked.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -14,6 +15,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "attention_views.h"
 #include "host/emulator.h"
 #include "reference/attention.h"
 #include "row_norm_harness.h"  // to_storage / from_storage / tolerance / fresh_seed
@@ -29,6 +31,9 @@ using rudnn::u8;
 
 template <int kD>
 using DefaultPolicy = typename rudnn::attention::FlashMmaDefault<kD>::type;
+// The default tile of kD with one query head per panel (kHeadPanels) or the group's.
+template <int kD, bool kHeadPanels>
+using PolicyOf = rudnn::attention::FlashMmaPolicy<kD, DefaultPolicy<kD>::kBM, DefaultPolicy<kD>::kBN, kHeadPanels>;
 
 template <class T, class MB, class BB, class P>
 void entry(void** a) {
@@ -36,7 +41,8 @@ void entry(void** a) {
   rudnn::attention::flash_attention_mma<T, MB, BB, P>(
       *static_cast<const T* const*>(a[0]), *static_cast<const T* const*>(a[1]), *static_cast<const T* const*>(a[2]),
       *static_cast<const MB* const*>(a[3]), *static_cast<const BB* const*>(a[4]), *static_cast<T* const*>(a[5]), i(6),
-      i(7), i(8), i(9), i(10), i(11), i(12), i(13), i(14), i(15), i(16), i(17), *static_cast<const float*>(a[18]));
+      i(7), i(8), i(9), i(10), i(11), i(12), i(13), i(14), i(15), i(16), i(17), *static_cast<const float*>(a[18]),
+      i(19), i(20), i(21), i(22), i(23), i(24), i(25), i(26), i(27), i(28), i(29), i(30));
 }
 
 constexpr std::size_t kGuard = 24;  // output elements past the end that must keep their 0xFF bytes
@@ -58,6 +64,7 @@ struct Case {
   bool extras_kernel = false;  // the mask/bias build even though neither is given (null at run time)
   bool extreme = false;        // logits ±1e4 before scale
   unsigned grid = 0;           // 0: the launch formula
+  bool token_major = false;    // q, k, v and out as [B, T, H, D] with 8 spares after each row (SPEC §13)
 };
 
 struct Extra {
@@ -107,9 +114,9 @@ Tensor<T> random_rows(std::size_t rows, i64 d, bool extreme, std::mt19937_64& rn
   return t;
 }
 
-template <class T, int kD, class MB, class BB>
+template <class T, int kD, class MB, class BB, bool kHeadPanels>
 void run_one(const Case& c, const char* type, host::Schedule order) {
-  using P = DefaultPolicy<kD>;
+  using P = PolicyOf<kD, kHeadPanels>;
   const std::uint64_t seed = row_norm_test::fresh_seed();
   SCOPED_TRACE(describe(c, type, kD, order, seed));
   std::mt19937_64 rng(seed);
@@ -151,29 +158,58 @@ void run_one(const Case& c, const char* type, host::Schedule order) {
   const std::size_t n_out = sz(c.batch * c.q_heads * c.q_len * kD);
   std::vector<T> out(n_out + kGuard);
   std::memset(out.data(), 0xFF, out.size() * sizeof(T));
+  // Dense, or token-major with 8 spares after each row (the rows stay 16-byte aligned).
+  const i64 gap = c.token_major ? 8 : 0;
+  auto layout = [&](i64 heads, i64 len) {
+    return c.token_major ? attention_test::TokenMajor{c.batch, heads, len, kD, gap}
+                         : attention_test::TokenMajor{c.batch, heads, len, kD, 0};
+  };
+  const attention_test::TokenMajor q_at = layout(c.q_heads, c.q_len), kv_at = layout(c.kv_heads, c.kv_len);
+  const std::vector<T> q_view = q_at.scatter(q.stored), k_view = kv_at.scatter(k.stored),
+                       v_view = kv_at.scatter(v.stored);
+  std::vector<T> out_view(sz(q_at.elems()) + kGuard);  // the guard: spares past the last row
+  std::memset(out_view.data(), 0xFF, out_view.size() * sizeof(T));
+  i64 strides[12];
+  auto put = [&](int at, const attention_test::TokenMajor& t) {
+    const auto s = t.strides();
+    // A dense tensor's strides are (H·T·D, T·D, D); token-major ones (T·H·R, R, H·R), R = D + gap.
+    strides[at] = s[0];
+    strides[at + 1] = c.token_major ? s[1] : t.len * kD;
+    strides[at + 2] = c.token_major ? s[2] : kD;
+  };
+  put(0, q_at);
+  put(3, kv_at);
+  put(6, kv_at);
+  put(9, q_at);
 
-  const T* a0 = q.stored.data();
-  const T* a1 = k.stored.data();
-  const T* a2 = v.stored.data();
+  const T* a0 = c.token_major ? q_view.data() : q.stored.data();
+  const T* a1 = c.token_major ? k_view.data() : k.stored.data();
+  const T* a2 = c.token_major ? v_view.data() : v.stored.data();
   const MB* a3 = nullptr;
   const BB* a4 = nullptr;
   if constexpr (!std::is_void_v<MB>) a3 = mx.size ? mask.data() : nullptr;
   if constexpr (std::is_same_v<BB, float>) a4 = bx.size ? bias_f.data() : nullptr;
   if constexpr (std::is_same_v<BB, T>) a4 = bx.size ? bias_t.data() : nullptr;
-  T* a5 = out.data();
+  T* a5 = c.token_major ? out_view.data() : out.data();
   i64 sizes[12] = {c.batch, c.q_heads,       c.kv_heads,     c.q_len,         c.kv_len,       kD,
                    kD,      mx.batch_stride, mx.head_stride, bx.batch_stride, bx.head_stride, c.causal ? 1 : 0};
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(kD)));
-  void* args[19] = {&a0, &a1, &a2, &a3, &a4, &a5};
+  void* args[31] = {&a0, &a1, &a2, &a3, &a4, &a5};
   for (int i = 0; i < 12; ++i) args[6 + i] = &sizes[i];
   args[18] = const_cast<float*>(&scale);
+  for (int i = 0; i < 12; ++i) args[19 + i] = &strides[i];
 
-  const i64 m_blocks = (group * c.q_len + P::kBM - 1) / P::kBM;
-  const unsigned formula = static_cast<unsigned>(c.batch * c.kv_heads * m_blocks);
+  const i64 panel_heads = kHeadPanels ? 1 : group;
+  const i64 m_blocks = (panel_heads * c.q_len + P::kBM - 1) / P::kBM;
+  const unsigned formula = static_cast<unsigned>(c.batch * c.q_heads / panel_heads * m_blocks);
   const host::Dim3 grid{c.grid ? c.grid : formula, 1, 1};
   auto st = host::launch(&entry<T, MB, BB, P>, args, grid, {static_cast<unsigned>(P::kThreads), 1, 1},
                          static_cast<std::size_t>(P::kSharedBytes), {order, 0});
   ASSERT_TRUE(st.ok()) << st.error().message();
+  if (c.token_major) {
+    ASSERT_TRUE(q_at.spares_untouched(out_view)) << "wrote between the rows of the out view";
+    out = q_at.gather(out_view, kGuard);
+  }
 
   rudnn::reference::AttentionShape shape{c.batch, c.q_heads, c.kv_heads, c.q_len, c.kv_len, kD, kD};
   const auto want = rudnn::reference::attention(q.value, k.value, v.value, shape, mask_ref, bias_ref,
@@ -209,9 +245,15 @@ void run_one(const Case& c, const char* type, host::Schedule order) {
 template <class T, int kD>
 void run_case(const Case& c, const char* type, host::Schedule order) {
   const bool extras = c.extras_kernel || c.mask != Extent::None || c.bias != Extent::None;
-  if (!extras) return run_one<T, kD, void, void>(c, type, order);
-  if (c.bias_in_t) return run_one<T, kD, u8, T>(c, type, order);
-  run_one<T, kD, u8, float>(c, type, order);
+  // Token-major heads with GQA and Tq > 1 are not Tq rows apart: one head per panel (as the
+  // entry chooses, ops/attention.cpp).
+  if (c.token_major && c.q_heads > c.kv_heads && c.q_len > 1) {
+    if (!extras) return run_one<T, kD, void, void, true>(c, type, order);
+    return run_one<T, kD, u8, float, true>(c, type, order);
+  }
+  if (!extras) return run_one<T, kD, void, void, false>(c, type, order);
+  if (c.bias_in_t) return run_one<T, kD, u8, T, false>(c, type, order);
+  run_one<T, kD, u8, float, false>(c, type, order);
 }
 
 // The shared list (small: the emulator runs every mma lane by lane).
@@ -249,6 +291,17 @@ std::vector<Case> shared_cases() {
   Case gs{"grid-stride", 2, 8, 2, 70, 40, true};
   gs.grid = 3;
   cs.push_back(gs);
+  Case tm{"token-major-views-gqa4-causal-mask", 2, 8, 2, 37, 70, true};
+  tm.token_major = true;
+  tm.mask = Extent::Full;
+  cs.push_back(tm);
+  Case td{"token-major-views-decode-gqa2", 2, 4, 2, 1, 45};
+  td.token_major = true;
+  cs.push_back(td);
+  Case tmha{"token-major-views-mha", 1, 2, 2, 70, 33, true};
+  tmha.token_major = true;
+  tmha.bias = Extent::OverBatch;
+  cs.push_back(tmha);
   return cs;
 }
 
@@ -283,13 +336,49 @@ TEST(AttentionFlashMmaTemplate, HeadDimMismatchTraps) {
   rudnn::bf16* a5 = buf.data();
   i64 sizes[12] = {1, 1, 1, 1, 1, 32, 32, 0, 0, 0, 0, 0};
   float scale = 1.0f;
-  void* args[19] = {&a0, &a0, &a0, &a3, &a3, &a5};
+  i64 strides[12] = {32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32, 32};
+  void* args[31] = {&a0, &a0, &a0, &a3, &a3, &a5};
   for (int i = 0; i < 12; ++i) args[6 + i] = &sizes[i];
   args[18] = &scale;
+  for (int i = 0; i < 12; ++i) args[19 + i] = &strides[i];
   auto st = host::launch(&entry<rudnn::bf16, void, void, P>, args, {1, 1, 1}, {P::kThreads, 1, 1},
                          static_cast<std::size_t>(P::kSharedBytes), {host::Schedule::Forward, 0});
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.error().message().find("head_dim"), std::string::npos) << st.error().message();
+}
+
+// Layouts a build cannot serve trap rather than read the wrong rows: group panels over token-major
+// heads (GQA, Tq = 2: heads 64 elements apart, tokens 128), and value rows 128 elements apart where
+// the key's are 64 (the launcher passes 0 for an extent-1 dim's stride, so only stepped ones differ).
+TEST(AttentionFlashMmaTemplate, LayoutMismatchTraps) {
+  rudnn_emu_bind(host::emulator_api());
+  using P = DefaultPolicy<64>;
+  std::vector<rudnn::bf16> buf(8 * 64 * 64);
+  const rudnn::bf16* a0 = buf.data();
+  const void* a3 = nullptr;
+  rudnn::bf16* a5 = buf.data() + 4 * 64 * 64;
+  i64 sizes[12] = {1, 2, 1, 2, 2, 64, 64, 0, 0, 0, 0, 0};
+  float scale = 1.0f;
+  struct Layout {
+    const char* message;
+    i64 strides[12];  // q, k, v, out: (batch, head, token)
+  };
+  const Layout layouts[] = {
+      {"Tq rows apart", {256, 64, 128, 128, 128, 64, 128, 128, 64, 256, 128, 64}},
+      {"value strides", {256, 128, 64, 128, 128, 64, 128, 128, 128, 256, 128, 64}},
+  };
+  for (const Layout& l : layouts) {
+    i64 strides[12];
+    std::copy(std::begin(l.strides), std::end(l.strides), strides);
+    void* args[31] = {&a0, &a0, &a0, &a3, &a3, &a5};
+    for (int i = 0; i < 12; ++i) args[6 + i] = &sizes[i];
+    args[18] = &scale;
+    for (int i = 0; i < 12; ++i) args[19 + i] = &strides[i];
+    auto st = host::launch(&entry<rudnn::bf16, void, void, P>, args, {1, 1, 1}, {P::kThreads, 1, 1},
+                           static_cast<std::size_t>(P::kSharedBytes), {host::Schedule::Forward, 0});
+    ASSERT_FALSE(st.ok()) << l.message;
+    EXPECT_NE(st.error().message().find(l.message), std::string::npos) << st.error().message();
+  }
 }
 
 }  // namespace

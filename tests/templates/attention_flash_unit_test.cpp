@@ -5,6 +5,8 @@
 // runs), outputs poisoned, guards past the end, fresh seeds.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,11 +27,12 @@ using rudnn::u8;
 
 template <class T, class MB, class BB, class P>
 void unit_entry(void** a) {
-  A::flash_attention_unit<T, MB, BB, P>(arg<const T*>(a, 0), arg<const T*>(a, 1), arg<const T*>(a, 2),
-                                        arg<const MB*>(a, 3), arg<const BB*>(a, 4), arg<T*>(a, 5), arg<i64>(a, 6),
-                                        arg<i64>(a, 7), arg<i64>(a, 8), arg<i64>(a, 9), arg<i64>(a, 10),
-                                        arg<i64>(a, 11), arg<i64>(a, 12), arg<i64>(a, 13), arg<i64>(a, 14),
-                                        arg<i64>(a, 15), arg<i64>(a, 16), arg<i64>(a, 17), arg<float>(a, 18));
+  const attention_test::StrideArgs s{a, 19};
+  A::flash_attention_unit<T, MB, BB, P>(
+      arg<const T*>(a, 0), arg<const T*>(a, 1), arg<const T*>(a, 2), arg<const MB*>(a, 3), arg<const BB*>(a, 4),
+      arg<T*>(a, 5), arg<i64>(a, 6), arg<i64>(a, 7), arg<i64>(a, 8), arg<i64>(a, 9), arg<i64>(a, 10), arg<i64>(a, 11),
+      arg<i64>(a, 12), arg<i64>(a, 13), arg<i64>(a, 14), arg<i64>(a, 15), arg<i64>(a, 16), arg<i64>(a, 17),
+      arg<float>(a, 18), s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11]);
 }
 
 enum class Pol { Small, Medium, Large };
@@ -52,7 +55,7 @@ struct Variant {
 
 template <class T, class P>
 void launch_unit(const Problem<T>& p, const Variant& v, host::ScheduleOptions order, unsigned grid_cap,
-                 std::vector<T>& out) {
+                 std::vector<T>& out, attention_test::Views<T>* views) {
   const Case& c = p.c;
   host::ThreadEntry entry = v.void_extras ? &unit_entry<T, void, void, P>
                             : c.bias_in_t ? &unit_entry<T, u8, T, P>
@@ -61,22 +64,30 @@ void launch_unit(const Problem<T>& p, const Variant& v, host::ScheduleOptions or
   const i64 tiles = c.batch * c.kv_heads * ((panel_rows + P::kBM - 1) / P::kBM);
   unsigned blocks = static_cast<unsigned>(tiles);
   if (grid_cap) blocks = std::min(blocks, grid_cap);
-  attention_test::LaunchArgs args(p, out.data(), nullptr);
+  std::optional<attention_test::LaunchArgs> args;
+  if (views)
+    args.emplace(p, *views, nullptr);
+  else
+    args.emplace(p, out.data(), nullptr);
   const auto shared = static_cast<std::size_t>(P::shared_bytes(c.head_dim, c.value_dim));
-  auto st = host::launch(entry, args.argv, {blocks, 1, 1}, {static_cast<unsigned>(P::kThreads), 1, 1}, shared, order);
+  auto st = host::launch(entry, args->argv, {blocks, 1, 1}, {static_cast<unsigned>(P::kThreads), 1, 1}, shared, order);
   ASSERT_TRUE(st.ok()) << st.error().message();
 }
 
+// The output (dense, with its guard); with `views` the kernel reads and writes those instead.
 template <class T>
-std::vector<T> run_unit(const Problem<T>& p, const Variant& v, host::ScheduleOptions order) {
+std::vector<T> run_unit(const Problem<T>& p, const Variant& v, host::ScheduleOptions order,
+                        attention_test::Views<T>* views = nullptr) {
   std::vector<T> out = attention_test::poisoned<T>(p.out_elems());
   const unsigned cap = order.order == Schedule::Forward ? 0u : 3u;
   switch (v.policy) {
-    case Pol::Small: launch_unit<T, A::FlashUnitSmall>(p, v, order, cap, out); break;
-    case Pol::Medium: launch_unit<T, A::FlashUnitMedium>(p, v, order, cap, out); break;
-    case Pol::Large: launch_unit<T, A::FlashUnitLarge>(p, v, order, cap, out); break;
+    case Pol::Small: launch_unit<T, A::FlashUnitSmall>(p, v, order, cap, out, views); break;
+    case Pol::Medium: launch_unit<T, A::FlashUnitMedium>(p, v, order, cap, out, views); break;
+    case Pol::Large: launch_unit<T, A::FlashUnitLarge>(p, v, order, cap, out, views); break;
   }
-  return out;
+  if (!views) return out;
+  EXPECT_TRUE(views->out_at.spares_untouched(views->out)) << "wrote between the rows of the out view";
+  return views->out_at.gather(views->out, attention_test::kGuard);
 }
 
 std::string trace(const Case& c, const Variant& v, Schedule order, std::uint64_t seed) {
@@ -165,6 +176,38 @@ void equivalence_suite() {
 TEST(AttentionFlashUnitTemplate, MatchesFallbackF32) { equivalence_suite<float>(); }
 TEST(AttentionFlashUnitTemplate, MatchesFallbackF16) { equivalence_suite<rudnn::f16>(); }
 TEST(AttentionFlashUnitTemplate, MatchesFallbackBF16) { equivalence_suite<rudnn::bf16>(); }
+
+// Token-major views with spares after every row (SPEC §13: an engine's buffers): the same bits as the
+// dense call, the spares untouched; and Fallback on the same views.
+template <class T>
+void views_suite() {
+  rudnn_emu_bind(host::emulator_api());
+  const auto all = attention_test::shared_cases();
+  int n = 0;
+  for (const Case& c : {all[0], all[2], all[4], all[9], all[10]}) {
+    const std::uint64_t seed = row_norm_test::fresh_seed();
+    const Schedule order = n % 2 == 0 ? Schedule::Forward : Schedule::Reverse;
+    const Variant uv{c.value_dim <= 64 ? Pol::Small : Pol::Medium, false};
+    SCOPED_TRACE(trace(c, uv, order, seed) + " token-major views");
+    const auto p = attention_test::make_problem<T>(c, seed);
+    attention_test::Views<T> views(p, 3 + n, 5);
+    const auto strided = run_unit<T>(p, uv, {order, seed}, &views);
+    const auto dense = run_unit<T>(p, uv, {order, seed});
+    attention_test::Views<T> fallback_views(p, 1, 2);
+    const auto fallback = attention_test::fb::run_fallback<T>(p, {n % 2 == 0, n % 3, false}, {order, seed},
+                                                              order == Schedule::Forward ? 0u : 3u, &fallback_views);
+    ++n;
+    if (::testing::Test::HasFailure()) return;
+    attention_test::check_output(p, strided);
+    attention_test::check_output(p, fallback);
+    ASSERT_EQ(0, std::memcmp(strided.data(), dense.data(), static_cast<std::size_t>(p.out_elems()) * sizeof(T)))
+        << "FlashUnit on views differs from the dense call";
+  }
+}
+
+TEST(AttentionFlashUnitTemplate, TokenMajorViewsF32) { views_suite<float>(); }
+TEST(AttentionFlashUnitTemplate, TokenMajorViewsF16) { views_suite<rudnn::f16>(); }
+TEST(AttentionFlashUnitTemplate, TokenMajorViewsBF16) { views_suite<rudnn::bf16>(); }
 
 // A value dim past the policy's registers is refused (an emulator fault naming the trap), never
 // silently truncated.

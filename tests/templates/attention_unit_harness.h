@@ -10,11 +10,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "attention_views.h"
 #include "host/emulator.h"
 #include "reference/attention.h"
 #include "row_norm_harness.h"  // to_storage / from_storage / tolerance / fresh_seed
@@ -208,20 +210,72 @@ Problem<T> make_problem(const Case& c, std::uint64_t seed) {
   return p;
 }
 
-// The kernels' argument list: pointers, then the twelve sizes, then the scale. Every value lives
-// here and argv points at it, as cuLaunchKernel's convention has it.
+constexpr std::size_t kGuard = 64;  // output elements past the end that must stay NaN bytes
+
+// Token-major views of a problem's q, k and v (`gap` spares after each row) and a poisoned
+// token-major out (`out_gap` spares): what an engine passes (SPEC §13).
+template <class T>
+struct Views {
+  TokenMajor q_at, k_at, v_at, out_at;
+  std::vector<T> q, k, v, out;
+
+  Views(const Problem<T>& p, i64 gap, i64 out_gap)
+      : q_at{p.c.batch, p.c.q_heads, p.c.q_len, p.c.head_dim, gap},
+        k_at{p.c.batch, p.c.kv_heads, p.c.kv_len, p.c.head_dim, gap},
+        v_at{p.c.batch, p.c.kv_heads, p.c.kv_len, p.c.value_dim, gap + 1},
+        out_at{p.c.batch, p.c.q_heads, p.c.q_len, p.c.value_dim, out_gap},
+        q(q_at.scatter(p.q)),
+        k(k_at.scatter(p.k)),
+        v(v_at.scatter(p.v)),
+        out(static_cast<std::size_t>(out_at.elems()) + kGuard) {  // kGuard spares past the last row
+    std::memset(out.data(), 0xFF, out.size() * sizeof(T));
+  }
+};
+
+// The kernels' argument list: pointers, then the twelve sizes, the scale and the (batch, head,
+// token) strides of q, k, v and out. Every value lives here and argv points at it, as
+// cuLaunchKernel's convention has it.
 struct LaunchArgs {
   const void* ptr[7] = {};
   i64 sizes[12] = {};
   float scale = 0.0f;
-  void* argv[20] = {};
+  i64 strides[12] = {};
+  void* argv[32] = {};
   int count = 0;
 
+  // Dense q, k, v and out.
   template <class T>
   LaunchArgs(const Problem<T>& p, void* out, float* workspace) {
-    ptr[0] = p.q.data();
-    ptr[1] = p.k.data();
-    ptr[2] = p.v.data();
+    const Case& c = p.c;
+    const TokenMajor dense[4] = {{c.batch, c.q_heads, c.q_len, c.head_dim, 0},
+                                 {c.batch, c.kv_heads, c.kv_len, c.head_dim, 0},
+                                 {c.batch, c.kv_heads, c.kv_len, c.value_dim, 0},
+                                 {c.batch, c.q_heads, c.q_len, c.value_dim, 0}};
+    i64* s = strides;
+    for (const TokenMajor& t : dense) {  // [B, H, T, X]: (H·T·X, T·X, X)
+      *s++ = t.heads * t.len * t.dim;
+      *s++ = t.len * t.dim;
+      *s++ = t.dim;
+    }
+    fill(p, p.q.data(), p.k.data(), p.v.data(), out, workspace);
+  }
+  // The token-major views of `views`.
+  template <class T>
+  LaunchArgs(const Problem<T>& p, Views<T>& views, float* workspace) {
+    i64* s = strides;
+    for (const TokenMajor* t : {&views.q_at, &views.k_at, &views.v_at, &views.out_at})
+      for (i64 x : t->strides()) *s++ = x;
+    fill(p, views.q.data(), views.k.data(), views.v.data(), views.out.data(), workspace);
+  }
+  LaunchArgs(const LaunchArgs&) = delete;
+  LaunchArgs& operator=(const LaunchArgs&) = delete;
+
+ private:
+  template <class T>
+  void fill(const Problem<T>& p, const void* q, const void* k, const void* v, void* out, float* workspace) {
+    ptr[0] = q;
+    ptr[1] = k;
+    ptr[2] = v;
     ptr[3] = p.mask_ptr();
     ptr[4] = p.bias_ptr();
     ptr[5] = out;
@@ -235,9 +289,15 @@ struct LaunchArgs {
     for (int i = 0; i < pointers; ++i) argv[count++] = &ptr[i];
     for (i64& x : sizes) argv[count++] = &x;
     argv[count++] = &scale;
+    for (i64& x : strides) argv[count++] = &x;
   }
-  LaunchArgs(const LaunchArgs&) = delete;
-  LaunchArgs& operator=(const LaunchArgs&) = delete;
+};
+
+// The twelve strides that follow the scale in a kernel's argument list (from argument `first`).
+struct StrideArgs {
+  void** a;
+  int first;
+  i64 operator[](int i) const { return *static_cast<const i64*>(a[first + i]); }
 };
 
 // Argument i of a kernel entry (emulator convention: args[i] points at the value).
@@ -249,8 +309,6 @@ X arg(void** a, int i) {
     return *static_cast<const X*>(a[i]);
   }
 }
-
-constexpr std::size_t kGuard = 64;
 
 // An output buffer of n elements plus the guard, all NaN bytes.
 template <class T>
@@ -310,29 +368,35 @@ using host::Schedule;
 
 template <class T, class MB, class BB, class P>
 void scores_entry(void** a) {
+  const StrideArgs s{a, 20};
   A::attention_scores<T, MB, BB, P>(arg<const T*>(a, 0), arg<const T*>(a, 1), arg<const void*>(a, 2),
                                     arg<const MB*>(a, 3), arg<const BB*>(a, 4), arg<void*>(a, 5), arg<float*>(a, 6),
                                     arg<i64>(a, 7), arg<i64>(a, 8), arg<i64>(a, 9), arg<i64>(a, 10), arg<i64>(a, 11),
                                     arg<i64>(a, 12), arg<i64>(a, 13), arg<i64>(a, 14), arg<i64>(a, 15), arg<i64>(a, 16),
-                                    arg<i64>(a, 17), arg<i64>(a, 18), arg<float>(a, 19));
+                                    arg<i64>(a, 17), arg<i64>(a, 18), arg<float>(a, 19), s[0], s[1], s[2], s[3], s[4],
+                                    s[5], s[6], s[7], s[8], s[9], s[10], s[11]);
 }
 
 template <class P>
 void softmax_entry(void** a) {
+  const StrideArgs s{a, 20};
   A::attention_softmax<P>(arg<const void*>(a, 0), arg<const void*>(a, 1), arg<const void*>(a, 2),
                           arg<const void*>(a, 3), arg<const void*>(a, 4), arg<void*>(a, 5), arg<float*>(a, 6),
                           arg<i64>(a, 7), arg<i64>(a, 8), arg<i64>(a, 9), arg<i64>(a, 10), arg<i64>(a, 11),
                           arg<i64>(a, 12), arg<i64>(a, 13), arg<i64>(a, 14), arg<i64>(a, 15), arg<i64>(a, 16),
-                          arg<i64>(a, 17), arg<i64>(a, 18), arg<float>(a, 19));
+                          arg<i64>(a, 17), arg<i64>(a, 18), arg<float>(a, 19), s[0], s[1], s[2], s[3], s[4], s[5], s[6],
+                          s[7], s[8], s[9], s[10], s[11]);
 }
 
 template <class T, class P>
 void weighted_sum_entry(void** a) {
-  A::attention_weighted_sum<T, P>(
-      arg<const void*>(a, 0), arg<const void*>(a, 1), arg<const T*>(a, 2), arg<const void*>(a, 3),
-      arg<const void*>(a, 4), arg<T*>(a, 5), arg<const float*>(a, 6), arg<i64>(a, 7), arg<i64>(a, 8), arg<i64>(a, 9),
-      arg<i64>(a, 10), arg<i64>(a, 11), arg<i64>(a, 12), arg<i64>(a, 13), arg<i64>(a, 14), arg<i64>(a, 15),
-      arg<i64>(a, 16), arg<i64>(a, 17), arg<i64>(a, 18), arg<float>(a, 19));
+  const StrideArgs s{a, 20};
+  A::attention_weighted_sum<T, P>(arg<const void*>(a, 0), arg<const void*>(a, 1), arg<const T*>(a, 2),
+                                  arg<const void*>(a, 3), arg<const void*>(a, 4), arg<T*>(a, 5),
+                                  arg<const float*>(a, 6), arg<i64>(a, 7), arg<i64>(a, 8), arg<i64>(a, 9),
+                                  arg<i64>(a, 10), arg<i64>(a, 11), arg<i64>(a, 12), arg<i64>(a, 13), arg<i64>(a, 14),
+                                  arg<i64>(a, 15), arg<i64>(a, 16), arg<i64>(a, 17), arg<i64>(a, 18), arg<float>(a, 19),
+                                  s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11]);
 }
 
 // One configuration of the three launches.
@@ -391,21 +455,27 @@ std::vector<Launch> launches(const Case& c, const Variant& v) {
   return out;
 }
 
-// Runs the three Fallback kernels on p and returns the output (with its guard). `grid_cap` > 0 limits
-// every launch to that many blocks. Checks the workspace was fully written and its guard kept.
+// Runs the three Fallback kernels on p and returns the output (dense, with its guard). `grid_cap` > 0
+// limits every launch to that many blocks; `views`: read and write those (its out is the result,
+// gathered) rather than p's dense buffers. Checks the workspace was fully written and its guard kept.
 template <class T>
-std::vector<T> run_fallback(const Problem<T>& p, const Variant& v, host::ScheduleOptions order, unsigned grid_cap) {
+std::vector<T> run_fallback(const Problem<T>& p, const Variant& v, host::ScheduleOptions order, unsigned grid_cap,
+                            Views<T>* views = nullptr) {
   const Case& c = p.c;
   const i64 ws_elems = c.batch * c.q_heads * c.q_len * c.kv_len;
   std::vector<T> out = poisoned<T>(p.out_elems());
   std::vector<float> ws = poisoned<float>(ws_elems);
-  LaunchArgs args(p, out.data(), ws.data());
+  std::optional<LaunchArgs> args;
+  if (views)
+    args.emplace(p, *views, ws.data());
+  else
+    args.emplace(p, out.data(), ws.data());
   const std::vector<Launch> ls = launches<T>(c, v);
   for (std::size_t s = 0; s < ls.size(); ++s) {
     const Launch& l = ls[s];
     unsigned blocks = static_cast<unsigned>(std::max<i64>(1, l.blocks));
     if (grid_cap) blocks = std::min(blocks, grid_cap);
-    auto st = host::launch(l.entry, args.argv, {blocks, 1, 1}, {l.threads, 1, 1}, l.shared, order);
+    auto st = host::launch(l.entry, args->argv, {blocks, 1, 1}, {l.threads, 1, 1}, l.shared, order);
     if (!st.ok()) {
       ADD_FAILURE() << "launch " << s << ": " << st.error().message();
       return out;
@@ -418,7 +488,9 @@ std::vector<T> run_fallback(const Problem<T>& p, const Variant& v, host::Schedul
         }
     expect_guard_intact(ws, ws_elems, "workspace");
   }
-  return out;
+  if (!views) return out;
+  EXPECT_TRUE(views->out_at.spares_untouched(views->out)) << "wrote between the rows of the out view";
+  return views->out_at.gather(views->out, kGuard);
 }
 
 }  // namespace fb

@@ -1,7 +1,10 @@
 // Every attention kernel takes one argument list (templates/rudnn/attention/problem.cuh):
 //   q, k, v, mask, bias, out, [workspace], batch, q_heads, kv_heads, q_len, kv_len, head_dim,
-//   value_dim, mask_batch_stride, mask_head_stride, bias_batch_stride, bias_head_stride, causal, scale
-// with unused pointers typed `const void*`/`void*` and passed null. Heads and head dims are static in
+//   value_dim, mask_batch_stride, mask_head_stride, bias_batch_stride, bias_head_stride, causal, scale,
+//   then the (batch, head, token) element strides of q, k, v and out (#rudnn.size<stride(k, d)>: the
+//   call's views, SPEC §13)
+// with unused pointers typed `const void*`/`void*` and passed null (and the strides of an output
+// that is not the launch's, 0). Heads and head dims are static in
 // the IR (batch and lengths dynamic), so a row tile grid is (⌈group·Tq / block_m⌉, B·Hkv[, ...]); the
 // kernels stride over their linear block index, so any grid is correct.
 #include "Conversion/AttentionToLaunch/AttentionToLaunch.h"
@@ -84,8 +87,9 @@ class AttentionLauncher {
     }
   }
 
-  // The sizes and the scale, in the shared order.
-  void sizes(LaunchBuilder& l) const {
+  // The sizes, the scale and the strides, in the shared order; `out`: the output's slot in this
+  // launch (< 0: not one of its operands or results).
+  void sizes(LaunchBuilder& l, std::int64_t out) const {
     l.sizeParam("batch", l.size({SizeFactor::dimOf(0, 0)}))
         .constant("q_heads", s_.hq)
         .constant("kv_heads", s_.hkv)
@@ -96,12 +100,22 @@ class AttentionLauncher {
     broadcastStrides(l, "mask", n_.mask);
     broadcastStrides(l, "bias", n_.bias);
     l.constant("causal", op_.getCausal() ? 1 : 0).f32("scale", op_.getScale().convertToFloat());
+    for (auto [name, slot] : {std::pair{"q", std::int64_t{0}}, {"k", 1}, {"v", 2}, {"out", out}})
+      for (auto [dim, what] : {std::pair{0, "batch"}, {1, "head"}, {2, "token"}}) {
+        const std::string param = std::string(name) + "_" + what + "_stride";
+        if (slot < 0)
+          l.constant(param, 0);
+        else
+          l.sizeParam(param, l.size({SizeFactor::strideOf(slot, dim)}));
+      }
   }
 
-  // grid (⌈group·Tq / blockM⌉, B·Hkv, z).
-  void rowTileGrid(LaunchBuilder& l, std::int64_t blockM, dialect::SizeExprAttr z = {}) const {
-    l.grid(l.size({SizeFactor::constant(s_.hq / s_.hkv), SizeFactor::dimOf(0, 2)}, blockM),
-           l.size({SizeFactor::dimOf(0, 0), SizeFactor::constant(s_.hkv)}), z);
+  // grid (⌈group·Tq / blockM⌉, B·Hkv, z): a row tile per block of each panel; with one head per panel
+  // (rudnn.head_panels), (⌈Tq / blockM⌉, B·Hq).
+  void rowTileGrid(LaunchBuilder& l, std::int64_t blockM, dialect::SizeExprAttr z = {}, bool headPanels = false) const {
+    const std::int64_t panelHeads = headPanels ? 1 : s_.hq / s_.hkv;
+    l.grid(l.size({SizeFactor::constant(panelHeads), SizeFactor::dimOf(0, 2)}, blockM),
+           l.size({SizeFactor::dimOf(0, 0), SizeFactor::constant(s_.hq / panelHeads)}), z);
   }
 
  private:
@@ -167,11 +181,15 @@ LogicalResult lowerAttentionOpToLaunch(RewriterBase& rewriter, dialect::Attentio
   const std::string mods = fmt::format("{}, {}", a.mb(), a.bb());
   if (tile->kind != Kind::Fallback) {
     const bool mma = tile->kind == Kind::FlashMma;
-    const std::string policy =
-        mma ? fmt::format("rudnn::attention::FlashMmaPolicy<{}, {}, {}>", s.d, tile->blockM, tile->blockN)
-            : fmt::format("rudnn::attention::FlashUnitPolicy<{}, {}, {}, {}>", tile->blockM, tile->blockN,
-                          tile->threadsPerRow, tile->maxValueDim);
-    LaunchBuilder l(op, fmt::format("rudnn_attention_{}_{}", mma ? "flash_mma" : "flash_unit", suffix),
+    // Only the tensor-core kernel needs to know (the others place any row of any layout).
+    const bool headPanels = mma && op->hasAttr(dialect::kHeadPanelsAttrName);
+    const std::string policy = mma ? fmt::format("rudnn::attention::FlashMmaPolicy<{}, {}, {}{}>", s.d, tile->blockM,
+                                                 tile->blockN, headPanels ? ", true" : "")
+                                   : fmt::format("rudnn::attention::FlashUnitPolicy<{}, {}, {}, {}>", tile->blockM,
+                                                 tile->blockN, tile->threadsPerRow, tile->maxValueDim);
+    LaunchBuilder l(op,
+                    fmt::format("rudnn_attention_{}_{}{}", mma ? "flash_mma" : "flash_unit", suffix,
+                                headPanels ? "_head_panels" : ""),
                     mma ? "rudnn/attention/flash_mma.cuh" : "rudnn/attention/flash_unit.cuh",
                     mma ? "rudnn::attention::flash_attention_mma" : "rudnn::attention::flash_attention_unit");
     l.templateArgs({t, a.mb(), a.bb(), policy})
@@ -179,11 +197,14 @@ LogicalResult lowerAttentionOpToLaunch(RewriterBase& rewriter, dialect::Attentio
         .operands(a.operands())
         .results({op.getOutput().getType()});
     a.pointers(l, true, true, true, out, (t + "*").c_str(), -2, "");
-    a.sizes(l);
-    a.rowTileGrid(l, tile->blockM);
+    a.sizes(l, out);
+    a.rowTileGrid(l, tile->blockM, {}, headPanels);
     l.block(dialect::attention_config::threads(*tile))
         .shared(mma ? dialect::attention_config::flashMmaSharedBytes(*tile)
                     : dialect::attention_config::flashUnitSharedBytes(*tile, s.d, s.dv));
+    // FlashUnit's 256 threads with a budget of 128 registers (two blocks per SM): under
+    // __launch_bounds__(256) alone ptxas picks as few as 64-80 for some builds and spills.
+    if (!mma) l.minBlocks(2);
     rewriter.replaceOp(op, l.create(rewriter)->getResults());
     return success();
   }
@@ -202,7 +223,7 @@ LogicalResult lowerAttentionOpToLaunch(RewriterBase& rewriter, dialect::Attentio
       .results({workspaceType}, {scores.size({SizeFactor::dimOf(0, 0), SizeFactor::constant(s.hq),
                                               SizeFactor::dimOf(0, 2), SizeFactor::dimOf(1, 2)})});
   a.pointers(scores, true, false, true, -1, "", out, "float*");
-  a.sizes(scores);
+  a.sizes(scores, -1);
   a.rowTileGrid(scores, tile->blockM, scores.size({SizeFactor::dimOf(1, 2)}, 64));
   scores.block(256).shared(dialect::attention_config::fallbackTileSharedBytes(*tile));
   dialect::LaunchOp scored = scores.create(rewriter);
@@ -216,7 +237,7 @@ LogicalResult lowerAttentionOpToLaunch(RewriterBase& rewriter, dialect::Attentio
       .config(op.getKernelConfigAttr())
       .operands(withWorkspace);
   a.pointers(softmax, false, false, false, -1, "", out, "float*");
-  a.sizes(softmax);
+  a.sizes(softmax, -1);
   softmax.grid(softmax.size({SizeFactor::dimOf(0, 0), SizeFactor::constant(s.hq), SizeFactor::dimOf(0, 2)}, rows))
       .block(tile->softmaxThreads * rows)
       .shared(dialect::attention_config::fallbackSoftmaxSharedBytes(*tile));
@@ -229,7 +250,7 @@ LogicalResult lowerAttentionOpToLaunch(RewriterBase& rewriter, dialect::Attentio
       .operands(withWorkspace)
       .results({op.getOutput().getType()});
   a.pointers(sum, false, true, false, out + 1, (t + "*").c_str(), out, "const float*");
-  a.sizes(sum);
+  a.sizes(sum, out + 1);
   a.rowTileGrid(sum, tile->blockM, sum.size({SizeFactor::constant(s.dv)}, 64));
   sum.block(256).shared(dialect::attention_config::fallbackTileSharedBytes(*tile));
   rewriter.replaceOp(op, sum.create(rewriter)->getResults());

@@ -10,11 +10,12 @@ namespace rudnn::dialect::attention_config {
 namespace {
 
 // flash_mma tiles per head dim (each spill-free for sm_80 and sm_90a, shared memory within sm_80's
-// 163 KiB opt-in): D = 64 <128,64>, 96 <128,64>, 128 <128,32> and <64,64>, 256 <64,32>.
+// 163 KiB opt-in): D = 64 <128,64>, 96 <128,32> and <64,64>, 128 <64,64>, 256 <64,32> (flash_mma.cuh says
+// why D = 128 has no 128-row tile).
 struct MmaEntry {
   std::int64_t d, bm, bn;
 };
-constexpr MmaEntry kMma[] = {{64, 128, 64}, {96, 128, 64}, {128, 128, 32}, {128, 64, 64}, {256, 64, 32}};
+constexpr MmaEntry kMma[] = {{64, 128, 64}, {96, 128, 32}, {96, 64, 64}, {128, 64, 64}, {256, 64, 32}};
 
 // flash_unit: {block_m, block_n, threads_per_row, max_value_dim}; serves D, Dv ≤ max_value_dim.
 constexpr std::int64_t kUnit[][4] = {{64, 32, 4, 64}, {32, 32, 8, 128}, {16, 32, 16, 256}};

@@ -18,7 +18,7 @@ LogicalResult verifySize(LaunchOp op, SizeExprAttr size, StringRef where) {
     Value value =
         f.operand < op->getNumOperands() ? op->getOperand(f.operand) : op->getResult(f.operand - op->getNumOperands());
     auto type = cast<RankedTensorType>(value.getType());
-    if (f.kind == SizeFactor::Kind::Dim && f.dim >= type.getRank())
+    if ((f.kind == SizeFactor::Kind::Dim || f.kind == SizeFactor::Kind::Stride) && f.dim >= type.getRank())
       return op.emitOpError() << where << ": dim " << f.dim << " out of range for " << type;
     if ((f.kind == SizeFactor::Kind::Rows || f.kind == SizeFactor::Kind::RowStride) && type.getRank() < 1)
       return op.emitOpError() << where << ": rows of a rank-0 operand";

@@ -21,7 +21,7 @@ void RudnnDialect::registerAttributes() {
 }
 
 //===----------------------------------------------------------------------===//
-// #rudnn.size<rows(0) * dim(0, 1) * 4 ceildiv 2>, #rudnn.size<row_stride(3)>
+// #rudnn.size<rows(0) * dim(0, 1) * 4 ceildiv 2>, #rudnn.size<row_stride(3)>, #rudnn.size<stride(0, 2)>
 //===----------------------------------------------------------------------===//
 
 FailureOr<SizeExprAttr> SizeExprAttr::parseBody(AsmParser& parser) {
@@ -40,6 +40,11 @@ FailureOr<SizeExprAttr> SizeExprAttr::parseBody(AsmParser& parser) {
           parser.parseRParen())
         return failure();
       factors.push_back(SizeFactor::dimOf(a, b));
+    } else if (succeeded(parser.parseOptionalKeyword("stride"))) {
+      if (parser.parseLParen() || parser.parseInteger(a) || parser.parseComma() || parser.parseInteger(b) ||
+          parser.parseRParen())
+        return failure();
+      factors.push_back(SizeFactor::strideOf(a, b));
     } else {
       if (parser.parseInteger(a)) return failure();
       // A factor 1 changes nothing; dropping it keeps one spelling per expression.
@@ -63,6 +68,7 @@ void SizeExprAttr::printBody(llvm::raw_ostream& os) const {
           case SizeFactor::Kind::Rows: os << "rows(" << f.operand << ")"; break;
           case SizeFactor::Kind::RowStride: os << "row_stride(" << f.operand << ")"; break;
           case SizeFactor::Kind::Dim: os << "dim(" << f.operand << ", " << f.dim << ")"; break;
+          case SizeFactor::Kind::Stride: os << "stride(" << f.operand << ", " << f.dim << ")"; break;
         }
       },
       " * ");
@@ -90,7 +96,7 @@ LogicalResult SizeExprAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "size constant must be >= 0, got " << f.value;
     if (f.kind != SizeFactor::Kind::Const && f.operand < 0)
       return emitError() << "size operand index must be >= 0, got " << f.operand;
-    if (f.kind == SizeFactor::Kind::Dim && f.dim < 0)
+    if ((f.kind == SizeFactor::Kind::Dim || f.kind == SizeFactor::Kind::Stride) && f.dim < 0)
       return emitError() << "size dim index must be >= 0, got " << f.dim;
   }
   return success();

@@ -14,8 +14,10 @@
 //   q, k, v, mask, bias, out, workspace,
 //   batch, q_heads, kv_heads, q_len, kv_len, head_dim, value_dim,
 //   mask_batch_stride, mask_head_stride, bias_batch_stride, bias_head_stride, causal (i64),
-//   scale (float).
-// Pointers a kernel does not use are typed const void* there and never read.
+//   scale (float),
+//   the (batch, head, token) element strides of q, k, v and out (attention/problem.cuh).
+// Pointers a kernel does not use are typed const void* there and never read; the workspace is
+// always dense.
 //
 // Launch geometry (every kernel strides over its linear block index, so any grid ≥ 1 is correct;
 // the counts below are the natural total, which the launcher may split over x, y and z):
@@ -98,8 +100,14 @@ template <class T, class MB, class BB, class P, template <class, class> class Va
 RUDNN_DEVICE void attention_scores(const T* q, const T* k, const void* /*v*/, const MB* mask, const BB* bias,
                                    void* /*out*/, float* scores, i64 batch, i64 q_heads, i64 kv_heads, i64 q_len,
                                    i64 kv_len, i64 head_dim, i64 value_dim, i64 mask_batch_stride, i64 mask_head_stride,
-                                   i64 bias_batch_stride, i64 bias_head_stride, i64 causal, float scale) {
+                                   i64 bias_batch_stride, i64 bias_head_stride, i64 causal, float scale,
+                                   i64 q_batch_stride, i64 q_head_stride, i64 q_token_stride, i64 k_batch_stride,
+                                   i64 k_head_stride, i64 k_token_stride, i64 /*v_batch_stride*/, i64 /*v_head_stride*/,
+                                   i64 /*v_token_stride*/, i64 /*out_batch_stride*/, i64 /*out_head_stride*/,
+                                   i64 /*out_token_stride*/) {
   const Problem pr(batch, q_heads, kv_heads, q_len, kv_len, head_dim, value_dim);
+  const RowStrides qs{q_batch_stride, q_head_stride, q_token_stride};
+  const RowStrides ks{k_batch_stride, k_head_stride, k_token_stride};
   const Variant<MB, BB> variant(mask, bias, mask_batch_stride, mask_head_stride, bias_batch_stride, bias_head_stride,
                                 q_len, kv_len, causal);
   const int tid = static_cast<int>(threadIdx.x);
@@ -112,16 +120,16 @@ RUDNN_DEVICE void attention_scores(const T* q, const T* k, const void* /*v*/, co
     const i64 rows = min_i64(P::kBM, pr.panel_rows - c.m0);
     const i64 cols = min_i64(P::kBN, Tk - c.n0);
     const i64 row0 = pr.panel_row0(c.panel) + c.m0;
-    const T* qt = q + row0 * D;
-    const T* kt = k + (c.panel * Tk + c.n0) * D;
+    const PanelRows q_rows = pr.query_rows(c.panel, qs);
+    const T* kt = k + pr.key_row0(c.panel, ks) + c.n0 * ks.token;
     float acc[P::kTM][P::kTN];
     // A tile every row of which is causally blind to every key writes −inf without a product
     // (uniform over the block: it depends on the tile only).
     const i64 product_len = c.n0 < variant.key_end(pr.last_position(c.m0, c.m0 + rows)) ? D : 0;
     tile_product<P, true>(
         acc, product_len, dynamic_shared<float>(), tid,
-        [&](int r, i64 d) { return r < rows && d < D ? to_float(qt[r * D + d]) : 0.0f; },
-        [&](int j, i64 d) { return j < cols && d < D ? to_float(kt[j * D + d]) : 0.0f; });
+        [&](int r, i64 d) { return r < rows && d < D ? to_float(q[q_rows(c.m0 + r) + d]) : 0.0f; },
+        [&](int j, i64 d) { return j < cols && d < D ? to_float(kt[j * ks.token + d]) : 0.0f; });
     RUDNN_UNROLL
     for (int i = 0; i < P::kTM; ++i) {
       const int r = ty * P::kTM + i;
@@ -143,7 +151,11 @@ RUDNN_DEVICE void attention_softmax(const void* /*q*/, const void* /*k*/, const 
                                     const void* /*bias*/, void* /*out*/, float* scores, i64 batch, i64 q_heads,
                                     i64 /*kv_heads*/, i64 q_len, i64 kv_len, i64 /*head_dim*/, i64 /*value_dim*/,
                                     i64 /*mask_batch_stride*/, i64 /*mask_head_stride*/, i64 /*bias_batch_stride*/,
-                                    i64 /*bias_head_stride*/, i64 /*causal*/, float /*scale*/) {
+                                    i64 /*bias_head_stride*/, i64 /*causal*/, float /*scale*/, i64 /*q_batch_stride*/,
+                                    i64 /*q_head_stride*/, i64 /*q_token_stride*/, i64 /*k_batch_stride*/,
+                                    i64 /*k_head_stride*/, i64 /*k_token_stride*/, i64 /*v_batch_stride*/,
+                                    i64 /*v_head_stride*/, i64 /*v_token_stride*/, i64 /*out_batch_stride*/,
+                                    i64 /*out_head_stride*/, i64 /*out_token_stride*/) {
   const int tid = static_cast<int>(threadIdx.x);
   const int slot = tid / P::kTPR;
   const int t = tid % P::kTPR;
@@ -183,8 +195,14 @@ RUDNN_DEVICE void attention_weighted_sum(const void* /*q*/, const void* /*k*/, c
                                          const void* /*bias*/, T* out, const float* probs, i64 batch, i64 q_heads,
                                          i64 kv_heads, i64 q_len, i64 kv_len, i64 head_dim, i64 value_dim,
                                          i64 /*mask_batch_stride*/, i64 /*mask_head_stride*/, i64 /*bias_batch_stride*/,
-                                         i64 /*bias_head_stride*/, i64 causal, float /*scale*/) {
+                                         i64 /*bias_head_stride*/, i64 causal, float /*scale*/, i64 /*q_batch_stride*/,
+                                         i64 /*q_head_stride*/, i64 /*q_token_stride*/, i64 /*k_batch_stride*/,
+                                         i64 /*k_head_stride*/, i64 /*k_token_stride*/, i64 v_batch_stride,
+                                         i64 v_head_stride, i64 v_token_stride, i64 out_batch_stride,
+                                         i64 out_head_stride, i64 out_token_stride) {
   const Problem pr(batch, q_heads, kv_heads, q_len, kv_len, head_dim, value_dim);
+  const RowStrides vs{v_batch_stride, v_head_stride, v_token_stride};
+  const RowStrides os{out_batch_stride, out_head_stride, out_token_stride};
   // The key range only (no mask or bias here: excluded keys already have probability 0).
   const Variant<void, void> variant(nullptr, nullptr, 0, 0, 0, 0, q_len, kv_len, causal);
   const int tid = static_cast<int>(threadIdx.x);
@@ -198,19 +216,20 @@ RUDNN_DEVICE void attention_weighted_sum(const void* /*q*/, const void* /*k*/, c
     const i64 cols = min_i64(P::kBN, Dv - c.n0);
     const i64 row0 = pr.panel_row0(c.panel) + c.m0;
     const float* pt = probs + row0 * Tk;
-    const T* vt = v + c.panel * Tk * Dv + c.n0;
+    const T* vt = v + pr.key_row0(c.panel, vs) + c.n0;
+    const PanelRows out_rows = pr.query_rows(c.panel, os);
     // Keys past the last one any row of the tile sees causally have probability 0: not read.
     const i64 keys = max_i64(0, variant.key_end(pr.last_position(c.m0, c.m0 + rows)));
     float acc[P::kTM][P::kTN];
     tile_product<P, false>(
         acc, keys, dynamic_shared<float>(), tid,
         [&](int r, i64 j) { return r < rows && j < keys ? pt[r * Tk + j] : 0.0f; },
-        [&](int col, i64 j) { return col < cols && j < keys ? to_float(vt[j * Dv + col]) : 0.0f; });
+        [&](int col, i64 j) { return col < cols && j < keys ? to_float(vt[j * vs.token + col]) : 0.0f; });
     RUDNN_UNROLL
     for (int i = 0; i < P::kTM; ++i) {
       const int r = ty * P::kTM + i;
       if (r >= rows) continue;
-      T* out_row = out + (row0 + r) * Dv + c.n0;
+      T* out_row = out + out_rows(c.m0 + r) + c.n0;
       RUDNN_UNROLL
       for (int j = 0; j < P::kTN; ++j) {
         const int col = tx * P::kTN + j;

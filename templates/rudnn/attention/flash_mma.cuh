@@ -4,15 +4,16 @@
 //
 //   out = softmax(scale · Q·Kᵀ + bias, excluded keys removed) · V      FP32 accumulation, output T
 //
-// Layout: query [B, Hq, Tq, D], key [B, Hkv, Tk, D], value [B, Hkv, Tk, Dv], out [B, Hq, Tq, Dv], all
-// contiguous; Hq % Hkv == 0, query head h reads kv head h / (Hq/Hkv). Mask (u8, nonzero = excluded)
-// and bias (float or T), both optional and logically [B, Hq, Tq, Tk] with element strides
-// (batch_stride, head_stride, Tk, 1), 0 = broadcast; see attention/variant.cuh for MB/BB (void = not
-// compiled in) and the score variant (Variant, default DefaultVariant). Causal is bottom-right
-// aligned: query i sees key j iff j ≤ i + Tk − Tq. A row with no kept key outputs zeros.
+// Layout: query [B, Hq, Tq, D], key [B, Hkv, Tk, D], value [B, Hkv, Tk, Dv], out [B, Hq, Tq, Dv], the
+// last dims dense and the others stepping by the (batch, head, token) strides of each (the last 12
+// parameters; attention/problem.cuh); Hq % Hkv == 0, query head h reads kv head h / (Hq/Hkv). Mask (u8, nonzero =
+// excluded) and bias (float or T), both optional and logically [B, Hq, Tq, Tk] with element strides (batch_stride,
+// head_stride, Tk, 1), 0 = broadcast; see attention/variant.cuh for MB/BB (void = not compiled in) and the score
+// variant (Variant, default DefaultVariant). Causal is bottom-right aligned: query i sees key j iff j ≤ i + Tk − Tq. A
+// row with no kept key outputs zeros.
 //
 // Work decomposition. The group = Hq/Hkv query heads of one kv head are consecutive, so for each
-// (b, kv head) — a "panel" — their group·Tq query rows are contiguous in Q and in out. A block takes a
+// (b, kv head) — a "panel" — their group·Tq query rows form one block of Q and of out. A block takes a
 // tile of kBM panel rows (all sharing one K/V stream: with GQA the group's heads share every K/V
 // tile, and decode (Tq = 1) fills a tile with the group's rows) and walks the key tiles:
 //   prologue   Q tile + key tile 0 (K and V) by cp.async, one commit group
@@ -37,21 +38,27 @@
 //          (over 48 KiB: set cudaFuncAttributeMaxDynamicSharedMemorySize).
 // Requirements: head_dim == value_dim == kHeadDim, 1 ≤ kv_heads, q_heads % kv_heads == 0,
 // q_heads < 2^31, group·Tq < 2^31 and B·Hkv·ceil(group·Tq / kBlockM) < 2^31 (each else trap); q, k,
-// v, out 16-byte aligned (cp.async and 16-byte stores); finite scale.
+// v, out 16-byte aligned and every stride a multiple of 8 elements (cp.async and 16-byte stores of
+// whole rows); value strides equal to the key strides (one offset and one row step serve both
+// streams: a second set would cost the registers D = 96 does not have; the launcher passes 0 for
+// the stride of an extent-1 dim, so only stepped dims can differ); finite scale.
 // Tq = 0 or B·Hq = 0 writes nothing; Tk = 0 writes zeros.
 //
 // Policies (4 warps; kMI = kBlockM/64 m16 row tiles per warp) checked with NVRTC 13 under
-// RUDNN_LAUNCH_BOUNDS(128), f16 and bf16, MB/BB ∈ {void/void, u8/float, u8/T}, sm_80 and sm_90a:
-// no spills, no stack frame, no static shared memory. Registers per thread (sm_80 / sm_90a, range
-// over the MB/BB builds) and dynamic shared memory:
-//   FlashMmaPolicy< 64, 128, 64>  228-233 / 234-239   55296 B   default D = 64
-//   FlashMmaPolicy< 96, 128, 64>  252-255 / 244-255   79872 B   default D = 96
-//   FlashMmaPolicy<128, 128, 32>  247-248 / 251-253   69632 B   default D = 128
-//   FlashMmaPolicy<256,  64, 32>  229-241 / 239      101376 B   default D = 256
-//   FlashMmaPolicy<128,  64, 64>  169-177 / 178-187   87040 B   alternative D = 128 (kMI = 1)
-//   FlashMmaPolicy<256,  64, 64>  238-248 / 241-251  168960 B   D = 256, sm_90 only (> sm_80's 163 KiB)
+// RUDNN_LAUNCH_BOUNDS(128), f16 and bf16, MB/BB ∈ {void/void, u8/float}, group panels and
+// kHeadPanels, sm_80 and sm_90a: no spills, no stack frame, no static shared memory. Registers per
+// thread (sm_80 / sm_90a, range over those builds) and dynamic shared memory:
+//   FlashMmaPolicy< 64, 128, 64>  229-240 / 233-241   55296 B   default D = 64
+//   FlashMmaPolicy< 96, 128, 32>  242-245 / 244-248   53248 B   default D = 96
+//   FlashMmaPolicy< 96,  64, 64>  159-164 / 127-134   79872 B   alternative D = 96 (kMI = 1)
+//   FlashMmaPolicy<128,  64, 64>  162-165 / 130-165   87040 B   default D = 128 (kMI = 1)
+//   FlashMmaPolicy<256,  64, 32>  238-242 / 241-242  101376 B   default D = 256
+//   FlashMmaPolicy<256,  64, 64>  (not registered)   168960 B   D = 256, sm_90 only (> sm_80's 163 KiB)
 // FlashMmaPolicy<128, 128, 64> does NOT fit (S and O need ~200 registers before addresses; ptxas
-// spills 56-168 bytes), hence 32-key tiles for D = 128. The register counts are what ptxas chose
+// spills 56-168 bytes). Since the kernel takes strides (rows a runtime stride apart), neither do
+// <128, 128, 32> (4-12 bytes in every formulation tried: it sat at 247 of 255 registers before) nor
+// <96, 128, 64> (12-40 bytes): D = 128 runs 64-row tiles, D = 96 32-key tiles. Each policy also
+// builds with kHeadPanels (one head per panel), equally spill-free. The register counts are what ptxas chose
 // with the full 255 available (it spends the slack on early ldmatrix); at 2 blocks of 128 threads
 // per SM that costs no occupancy. Keep new variants spill-free: the margins are small.
 #include "rudnn/attention/flash_mma_epilogue.cuh"
@@ -64,7 +71,9 @@
 
 namespace rudnn::attention {
 
-template <int kHeadDim, int kBlockM, int kBlockN>
+// kHeadPanels: a work item's panel (attention/problem.cuh) is one query head rather than the group of
+// a kv head; see "Panels" in flash_attention_mma.
+template <int kHeadDim, int kBlockM, int kBlockN, bool kHeadPanels = false>
 struct FlashMmaPolicy {
   static constexpr int kWarps = 4;
   static_assert(kHeadDim % 16 == 0 && kHeadDim >= 16 && kHeadDim <= 256,
@@ -73,6 +82,7 @@ struct FlashMmaPolicy {
   static_assert(kBlockN % 16 == 0 && kBlockN >= 16 && kBlockN <= 128, "FlashMmaPolicy: key tile of whole k16 steps");
 
   static constexpr int kD = kHeadDim;
+  static constexpr bool kPerHeadPanels = kHeadPanels;
   static constexpr int kBM = kBlockM;
   static constexpr int kBN = kBlockN;
   static constexpr int kThreads = 32 * kWarps;
@@ -94,11 +104,11 @@ struct FlashMmaDefault<64> {
 };
 template <>
 struct FlashMmaDefault<96> {
-  using type = FlashMmaPolicy<96, 128, 64>;
+  using type = FlashMmaPolicy<96, 128, 32>;  // 64-key tiles spill once the kernel takes strides
 };
 template <>
 struct FlashMmaDefault<128> {
-  using type = FlashMmaPolicy<128, 128, 32>;  // 64-key tiles spill (S + O exceed 255 registers)
+  using type = FlashMmaPolicy<128, 64, 64>;  // 128-row tiles spill (see the table)
 };
 template <>
 struct FlashMmaDefault<256> {
@@ -129,7 +139,10 @@ template <class T, class MB, class BB, class Policy, template <class, class> cla
 RUDNN_DEVICE void flash_attention_mma(const T* q, const T* k, const T* v, const MB* mask, const BB* bias, T* out,
                                       i64 batch, i64 q_heads, i64 kv_heads, i64 q_len, i64 kv_len, i64 head_dim,
                                       i64 value_dim, i64 mask_batch_stride, i64 mask_head_stride, i64 bias_batch_stride,
-                                      i64 bias_head_stride, i64 causal, float scale) {
+                                      i64 bias_head_stride, i64 causal, float scale, i64 q_batch_stride,
+                                      i64 q_head_stride, i64 q_token_stride, i64 k_batch_stride, i64 k_head_stride,
+                                      i64 k_token_stride, i64 v_batch_stride, i64 v_head_stride, i64 v_token_stride,
+                                      i64 out_batch_stride, i64 out_head_stride, i64 out_token_stride) {
   using P = Policy;
   using Smem = typename P::Smem;
   constexpr int kD = P::kD, kBM = P::kBM, kBN = P::kBN, kMI = P::kMI, kNI = P::kNI, kDI = P::kDI, kLd = P::kLd;
@@ -137,6 +150,8 @@ RUDNN_DEVICE void flash_attention_mma(const T* q, const T* k, const T* v, const 
     trap("rudnn::attention::flash_attention_mma: blockDim must be (Policy::kThreads, 1, 1)");
   if (head_dim != kD || value_dim != kD)
     trap("rudnn::attention::flash_attention_mma: head_dim and value_dim must equal Policy::kHeadDim");
+  if (v_batch_stride != k_batch_stride || v_head_stride != k_head_stride || v_token_stride != k_token_stride)
+    trap("rudnn::attention::flash_attention_mma: value strides must equal key strides");
   if (q_len <= 0 || batch <= 0 || q_heads <= 0) return;
   if (kv_heads < 1 || kv_heads > q_heads || q_heads >= (i64{1} << 31) ||
       q_heads != flash_mma::div32(q_heads, kv_heads) * kv_heads)
@@ -147,9 +162,23 @@ RUDNN_DEVICE void flash_attention_mma(const T* q, const T* k, const T* v, const 
   const int lane = tid & 31;
   const int warp_row0 = (tid >> 5) * 16 * kMI;
   const i64 group = flash_mma::div32(q_heads, kv_heads);
-  const i64 panel_rows = group * q_len;
+  // Panels. By default a panel holds the group's heads, which needs their rows evenly spaced in q
+  // and in out (dense heads; or decode, Tq = 1, whose rows are the heads): the group then shares
+  // every K/V tile. Policy::kPerHeadPanels takes any strides (token-major prefill with GQA), one head
+  // per panel, each streaming its K/V. Either way row m of a panel is at base + m·step, with no
+  // division on the copies: D = 128 has no registers to spare for one, nor for choosing the panel
+  // kind at run time.
+  constexpr bool kHeadPanels = P::kPerHeadPanels;
+  const i64 q_step = q_len == 1 ? q_head_stride : q_token_stride;
+  const i64 out_step = q_len == 1 ? out_head_stride : out_token_stride;
+  if (!kHeadPanels && group > 1 && q_len > 1 &&
+      (q_head_stride != q_len * q_token_stride || out_head_stride != q_len * out_token_stride))
+    trap(
+        "rudnn::attention::flash_attention_mma: group panels need q and out heads Tq rows apart (else kPerHeadPanels)");
+  const i64 panels_per_batch = kHeadPanels ? q_heads : kv_heads;
+  const i64 panel_rows = (kHeadPanels ? 1 : group) * q_len;
   const i64 m_blocks = (panel_rows + kBM - 1) / kBM;
-  const i64 items = batch * kv_heads * m_blocks;
+  const i64 items = batch * panels_per_batch * m_blocks;
   if (panel_rows >= (i64{1} << 31) || items >= (i64{1} << 31))
     trap("rudnn::attention::flash_attention_mma: group·Tq and the work items must be < 2^31");
   // The work loop in 32 bits (w < items < 2^31 and step ≤ 2^31: no overflow): a 64-bit bound and
@@ -163,12 +192,14 @@ RUDNN_DEVICE void flash_attention_mma(const T* q, const T* k, const T* v, const 
                                 q_len, kv_len, causal);
 
   for (u32 w = first < items ? static_cast<u32>(first) : items32; w < items32; w += step) {
-    // ---- work item: panel p (batch b, kv head kvh), rows [m0, m0 + rows) of it. 32-bit where the
-    // checks above allow: fewer registers live across the key loop.
+    // ---- work item: panel p (batch b, query heads from head0, kv head kvh), rows [m0, m0 + rows) of
+    // it. 32-bit where the checks above allow: fewer registers live across the key loop.
     const int p = static_cast<int>(w / static_cast<u32>(m_blocks));
     const int m0 = static_cast<int>(m_blocks - 1 - (w - p * m_blocks)) * kBM;  // heaviest (last) block first
     const int rows = panel_rows - m0 < kBM ? static_cast<int>(panel_rows - m0) : kBM;
-    const i64 b = flash_mma::div32(p, kv_heads), head0 = (p - b * kv_heads) * group;
+    const i64 b = flash_mma::div32(p, panels_per_batch), panel = p - b * panels_per_batch;
+    const i64 kvh = kHeadPanels ? flash_mma::div32(panel, group) : panel;
+    const i64 head0 = kHeadPanels ? panel : panel * group;
 
     const auto mods = variant.panel(b, head0);
     // Keys the tile reads at all, and the leading key tiles that every row of the tile sees whole
@@ -178,15 +209,19 @@ RUDNN_DEVICE void flash_attention_mma(const T* q, const T* k, const T* v, const 
     const i64 key_end_all = mods.key_end(flash_mma::first_position(m0, m0 + rows, q_len));
     const int n_tiles = key_end > 0 ? static_cast<int>((key_end + kBN - 1) / kBN) : 0;
     const int whole_tiles = mods.elementwise() || key_end_all <= 0 ? 0 : static_cast<int>(key_end_all / kBN);
-    const i64 kv_offset = static_cast<i64>(p) * kv_len * kD;
+    // Key (and value) row n of the panel: kv_offset + n · k_token_stride.
+    const i64 kv_offset = b * k_batch_stride + kvh * k_head_stride;
+    auto key_rows = [&](i64 n0) { return [=](int r) { return k + kv_offset + (n0 + r) * k_token_stride; }; };
+    auto value_rows = [&](i64 n0) { return [=](int r) { return v + kv_offset + (n0 + r) * k_token_stride; }; };
 
     // ---- prologue
     __syncthreads();  // every warp is done with the previous item's shared memory
     if (n_tiles > 0) {
-      flash_mma::copy_rows_async<T, kBM, kD, P::kThreads>(Smem::q(smem),
-                                                          q + (static_cast<i64>(p) * panel_rows + m0) * kD, rows, tid);
-      flash_mma::copy_rows_async<T, kBN, kD, P::kThreads>(Smem::k(smem, 0), k + kv_offset, kv_len, tid);
-      flash_mma::copy_rows_async<T, kBN, kD, P::kThreads>(Smem::v(smem, 0), v + kv_offset, kv_len, tid);
+      const T* q_panel = q + b * q_batch_stride + head0 * q_head_stride;
+      flash_mma::copy_rows_async<T, kBM, kD, P::kThreads>(
+          Smem::q(smem), [&](int r) { return q_panel + (m0 + r) * q_step; }, rows, tid);
+      flash_mma::copy_rows_async<T, kBN, kD, P::kThreads>(Smem::k(smem, 0), key_rows(0), kv_len, tid);
+      flash_mma::copy_rows_async<T, kBN, kD, P::kThreads>(Smem::v(smem, 0), value_rows(0), kv_len, tid);
     }
     cp_async_commit();
 
@@ -204,10 +239,8 @@ RUDNN_DEVICE void flash_attention_mma(const T* q, const T* k, const T* v, const 
       __syncthreads();
       if (t + 1 < n_tiles) {
         const i64 n1 = static_cast<i64>(t + 1) * kBN;
-        flash_mma::copy_rows_async<T, kBN, kD, P::kThreads>(Smem::k(smem, stage ^ 1), k + kv_offset + n1 * kD,
-                                                            kv_len - n1, tid);
-        flash_mma::copy_rows_async<T, kBN, kD, P::kThreads>(Smem::v(smem, stage ^ 1), v + kv_offset + n1 * kD,
-                                                            kv_len - n1, tid);
+        flash_mma::copy_rows_async<T, kBN, kD, P::kThreads>(Smem::k(smem, stage ^ 1), key_rows(n1), kv_len - n1, tid);
+        flash_mma::copy_rows_async<T, kBN, kD, P::kThreads>(Smem::v(smem, stage ^ 1), value_rows(n1), kv_len - n1, tid);
       }
       cp_async_commit();
 
@@ -223,9 +256,10 @@ RUDNN_DEVICE void flash_attention_mma(const T* q, const T* k, const T* v, const 
     // ---- epilogue
     float inv[kMI][2];
     softmax.finish(inv);
-    flash_mma::store_output<T, kMI, kDI, kLd>(Smem::q(smem) + warp_row0 * kLd,
-                                              out + (static_cast<i64>(p) * panel_rows + m0 + warp_row0) * kD,
-                                              rows - warp_row0, o.c, inv, lane);
+    T* const out_rows = out + b * out_batch_stride + head0 * out_head_stride + (m0 + warp_row0) * out_step;
+    flash_mma::store_output<T, kMI, kDI, kLd>(
+        Smem::q(smem) + warp_row0 * kLd, [&](int r) { return out_rows + r * out_step; }, rows - warp_row0, o.c, inv,
+        lane);
   }
 }
 

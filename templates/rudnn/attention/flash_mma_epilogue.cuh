@@ -8,13 +8,12 @@
 
 namespace rudnn::attention::flash_mma {
 
-// staging: the warp's first row in shared memory (row stride kLd ≥ 8·kDI); out_rows: the output row
-// of the warp's first row (row stride 8·kDI elements, 16-byte aligned); rows at or past rows_left
-// are not stored. inv: per-row normalizers from OnlineSoftmax::finish.
-template <class T, int kMI, int kDI, int kLd>
-RUDNN_DEVICE void store_output(T* staging, T* out_rows, i64 rows_left, const float (&o)[kMI][kDI][4],
+// staging: the warp's first row in shared memory (row stride kLd ≥ 8·kDI); out_row(r): where the
+// warp's row r starts in the output (16-byte aligned); rows at or past rows_left are not stored.
+// inv: per-row normalizers from OnlineSoftmax::finish.
+template <class T, int kMI, int kDI, int kLd, class RowOf>
+RUDNN_DEVICE void store_output(T* staging, const RowOf& out_row, i64 rows_left, const float (&o)[kMI][kDI][4],
                                const float (&inv)[kMI][2], int lane) {
-  constexpr int kD = 8 * kDI;
   __syncwarp();  // every lane of the warp is done reading its Q rows (the last warp_scores)
   RUDNN_UNROLL
   for (int mi = 0; mi < kMI; ++mi) RUDNN_UNROLL
@@ -35,7 +34,7 @@ RUDNN_DEVICE void store_output(T* staging, T* out_rows, i64 rows_left, const flo
     const int c = lane + 32 * i;
     const int r = c / kDI;
     const int col = (c - r * kDI) * 8;
-    if (r < rows_left) store_vec<T, 8>(out_rows + r * kD + col, load_vec<T, 8>(staging + r * kLd + col));
+    if (r < rows_left) store_vec<T, 8>(out_row(r) + col, load_vec<T, 8>(staging + r * kLd + col));
   }
 }
 

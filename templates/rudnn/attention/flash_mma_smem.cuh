@@ -41,34 +41,33 @@ struct SmemLayout {
   }
 };
 
-// Issues this thread's share of the 16-byte cp.async copies of a kRows x kD tile whose first row is
-// `src` (rows kD elements apart, 16-byte aligned) into `dst` (row stride kD + 8). Rows at or past
+// Issues this thread's share of the 16-byte cp.async copies of a kRows x kD tile into `dst` (row
+// stride kD + 8); row r of the source starts at row(r) (16-byte aligned). Rows at or past
 // `valid_rows` are zero-filled through the src-size operand and read nothing, so query and key
 // tails need no other code: their scores come out as exact zeros (masked later) and their values
 // multiply probabilities by exact zeros. No commit: the caller groups copies.
-template <class T, int kRows, int kD, int kThreads>
-RUDNN_DEVICE void copy_rows_async(T* dst, const T* src, i64 valid_rows, int tid) {
+template <class T, int kRows, int kD, int kThreads, class RowOf>
+RUDNN_DEVICE void copy_rows_async(T* dst, const RowOf& row, i64 valid_rows, int tid) {
   static_assert(sizeof(T) == 2, "copy_rows_async: 16-bit elements");
   static_assert(kD % 8 == 0, "copy_rows_async: rows are whole 16-byte chunks");
   constexpr int kLd = kD + 8;
   constexpr int kChunksPerRow = kD / 8;
   constexpr int kChunks = kRows * kChunksPerRow;
   constexpr int kPerThread = (kChunks + kThreads - 1) / kThreads;
+  // A zero-fill copy still names an address: the tile's first row (never dereferenced).
+  const T* first = row(0);
   if constexpr (kThreads % kChunksPerRow == 0) {
-    // Each thread keeps one column and walks rows kRowStep apart: one pointer per call and
-    // immediate offsets, rather than per-chunk addresses that the compiler would hoist out of the
-    // key loop and keep in (or spill from) registers.
+    // Each thread keeps one column and walks rows kRowStep apart.
     constexpr int kRowStep = kThreads / kChunksPerRow;
     const int r0 = tid / kChunksPerRow;
     const int col = (tid - r0 * kChunksPerRow) * 8;
-    const T* s = src + r0 * kD + col;
     T* d = dst + r0 * kLd + col;
     RUDNN_UNROLL
     for (int i = 0; i < kPerThread; ++i) {
-      if (kChunks % kThreads != 0 && r0 + i * kRowStep >= kRows) break;
-      const bool ok = r0 + i * kRowStep < valid_rows;
-      // A zero-fill copy still names an address: the tile's first row (never dereferenced).
-      cp_async_cg16(d + i * kRowStep * kLd, ok ? s + i * kRowStep * kD : src, ok ? 16u : 0u);
+      const int r = r0 + i * kRowStep;
+      if (kChunks % kThreads != 0 && r >= kRows) break;
+      const bool ok = r < valid_rows;
+      cp_async_cg16(d + i * kRowStep * kLd, ok ? row(r) + col : first, ok ? 16u : 0u);
     }
   } else {
     RUDNN_UNROLL
@@ -78,7 +77,7 @@ RUDNN_DEVICE void copy_rows_async(T* dst, const T* src, i64 valid_rows, int tid)
       const int r = c / kChunksPerRow;
       const int col = (c - r * kChunksPerRow) * 8;
       const bool ok = r < valid_rows;
-      cp_async_cg16(dst + r * kLd + col, ok ? src + r * kD + col : src, ok ? 16u : 0u);
+      cp_async_cg16(dst + r * kLd + col, ok ? row(r) + col : first, ok ? 16u : 0u);
     }
   }
 }

@@ -20,8 +20,9 @@
 //
 // Parameters (launch order): q, k, v, mask, bias, out, batch, q_heads, kv_heads, q_len, kv_len,
 // head_dim, value_dim, mask_batch_stride, mask_head_stride, bias_batch_stride, bias_head_stride,
-// causal (i64), scale (float). MB ∈ {u8, void}, BB ∈ {float, T, void} and the score variant as in
-// attention/variant.cuh.
+// causal (i64), scale (float), then the (batch, head, token) element strides of q, k, v and out
+// (attention/problem.cuh; any values, the last dims dense). MB ∈ {u8, void}, BB ∈ {float, T, void}
+// and the score variant as in attention/variant.cuh.
 //
 // Launch geometry: block Policy::kThreads = kBlockM·kThreadsPerRow threads; grid.x =
 // B·Hkv·⌈group·Tq / kBlockM⌉ (strided over the linear block index: any grid ≥ 1 is correct). Dynamic shared memory,
@@ -69,14 +70,14 @@ using FlashUnitLarge = FlashUnitPolicy<16, 32, 16, 256>;
 
 namespace flash_unit_detail {
 
-// Stages `count` rows of `len` elements (global row stride `len`) into FP32 rows of `stride`
+// Stages `count` rows of `len` elements (row r of the source at row(r)) into FP32 rows of `stride`
 // floats, zero-filling columns [len, padded) and whole rows [count, kRows). One warp per row at a
 // time, lanes along the row (coalesced).
-template <int kRows, int kThreads, class T>
-RUDNN_DEVICE void stage_rows(float* dst, i64 stride, const T* src, i64 count, i64 len, i64 padded, int tid) {
+template <int kRows, int kThreads, class RowOf>
+RUDNN_DEVICE void stage_rows(float* dst, i64 stride, const RowOf& row, i64 count, i64 len, i64 padded, int tid) {
   const int lane = tid & 31;
   for (int r = tid >> 5; r < kRows; r += kThreads / 32) {
-    const T* s = src + r * len;
+    const auto* s = row(r < count ? r : 0);
     float* d = dst + r * stride;
     for (i64 c = lane; c < padded; c += 32) d[c] = r < count && c < len ? to_float(s[c]) : 0.0f;
   }
@@ -122,13 +123,21 @@ template <class T, class MB, class BB, class P, template <class, class> class Va
 RUDNN_DEVICE void flash_attention_unit(const T* q, const T* k, const T* v, const MB* mask, const BB* bias, T* out,
                                        i64 batch, i64 q_heads, i64 kv_heads, i64 q_len, i64 kv_len, i64 head_dim,
                                        i64 value_dim, i64 mask_batch_stride, i64 mask_head_stride,
-                                       i64 bias_batch_stride, i64 bias_head_stride, i64 causal, float scale) {
+                                       i64 bias_batch_stride, i64 bias_head_stride, i64 causal, float scale,
+                                       i64 q_batch_stride, i64 q_head_stride, i64 q_token_stride, i64 k_batch_stride,
+                                       i64 k_head_stride, i64 k_token_stride, i64 v_batch_stride, i64 v_head_stride,
+                                       i64 v_token_stride, i64 out_batch_stride, i64 out_head_stride,
+                                       i64 out_token_stride) {
   // Columns past kMaxValueDim would have no accumulator: refuse rather than drop them.
   if (value_dim > P::kMaxDv) trap("flash_attention_unit: value_dim exceeds the policy's kMaxValueDim");
   const Problem pr(batch, q_heads, kv_heads, q_len, kv_len, head_dim, value_dim);
   const Variant<MB, BB> variant(mask, bias, mask_batch_stride, mask_head_stride, bias_batch_stride, bias_head_stride,
                                 q_len, kv_len, causal);
-  const i64 D = head_dim, Dv = value_dim, Tk = kv_len;
+  const RowStrides qs{q_batch_stride, q_head_stride, q_token_stride};
+  const RowStrides ks{k_batch_stride, k_head_stride, k_token_stride};
+  const RowStrides vs{v_batch_stride, v_head_stride, v_token_stride};
+  const RowStrides os{out_batch_stride, out_head_stride, out_token_stride};
+  const i64 D = head_dim, Dv = value_dim;
   const i64 ds = P::stride_qk(D);
   const i64 d_padded = (D + 3) / 4 * 4;
   const float scale_log2 = scale * kLog2e;
@@ -150,16 +159,19 @@ RUDNN_DEVICE void flash_attention_unit(const T* q, const T* k, const T* v, const
     const i64 panel = tile / m_tiles;
     const i64 m0 = (tile % m_tiles) * P::kBM;
     const i64 rows = min_i64(P::kBM, pr.panel_rows - m0);
-    const i64 row0 = pr.panel_row0(panel) + m0;
-    const T* kp = k + panel * Tk * D;
-    const T* vp = v + panel * Tk * Dv;
+    const PanelRows q_rows = pr.query_rows(panel, qs);
+    const T* kp = k + pr.key_row0(panel, ks);
+    const T* vp = v + pr.key_row0(panel, vs);
     // Uniform over the block: the last key any of its rows sees.
     const i64 key_stop = max_i64(0, variant.key_end(pr.last_position(m0, m0 + rows)));
     const bool live = row < rows;
+    // This row's output (computed here: kept live as one pointer rather than its inputs).
+    T* const orow = out + pr.query_rows(panel, os)(live ? m0 + row : m0);
     const auto mods = pr.row_view(variant, panel, live ? m0 + row : m0);
 
     __syncthreads();  // the previous tile's readers of sq are done
-    flash_unit_detail::stage_rows<P::kBM, P::kThreads>(sq, ds, q + row0 * D, rows, D, d_padded, tid);
+    flash_unit_detail::stage_rows<P::kBM, P::kThreads>(
+        sq, ds, [&](int r) { return q + q_rows(m0 + r); }, rows, D, d_padded, tid);
 
     flash_unit_detail::OnlineRow<P::kTPR> state;
     float acc[P::kValuesPerThread];
@@ -167,10 +179,12 @@ RUDNN_DEVICE void flash_attention_unit(const T* q, const T* k, const T* v, const
     for (int u = 0; u < P::kValuesPerThread; ++u) acc[u] = 0.0f;
 
     for (i64 key0 = 0; key0 < key_stop; key0 += P::kBN) {
-      const i64 keys = min_i64(P::kBN, Tk - key0);
+      const i64 keys = min_i64(P::kBN, kv_len - key0);
       __syncthreads();  // sk, sv and sp of the previous key tile have been read
-      flash_unit_detail::stage_rows<P::kBN, P::kThreads>(sk, ds, kp + key0 * D, keys, D, d_padded, tid);
-      flash_unit_detail::stage_rows<P::kBN, P::kThreads>(sv, Dv, vp + key0 * Dv, keys, Dv, Dv, tid);
+      flash_unit_detail::stage_rows<P::kBN, P::kThreads>(
+          sk, ds, [&](int r) { return kp + (key0 + r) * ks.token; }, keys, D, d_padded, tid);
+      flash_unit_detail::stage_rows<P::kBN, P::kThreads>(
+          sv, Dv, [&](int r) { return vp + (key0 + r) * vs.token; }, keys, Dv, Dv, tid);
       __syncthreads();
 
       // Scores of this lane's keys key0 + sub + t·kTPR, in the log2 domain.
@@ -218,7 +232,6 @@ RUDNN_DEVICE void flash_attention_unit(const T* q, const T* k, const T* v, const
     // Epilogue: divide by the row sum; a row that kept no key (sum 0) writes zeros.
     if (live) {
       const float inv = state.sum > 0.0f ? 1.0f / state.sum : 0.0f;
-      T* orow = out + (row0 + row) * Dv;
       RUDNN_UNROLL
       for (int u = 0; u < P::kValuesPerThread; ++u)
         if (u < values) orow[sub + u * P::kTPR] = from_float<T>(acc[u] * inv);

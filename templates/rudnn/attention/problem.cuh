@@ -4,15 +4,19 @@
 // additive bias. Shared by the Fallback kernels (attention/fallback.cuh) and FlashUnit
 // (attention/flash_unit.cuh).
 //
-// Layout: query [B, Hq, Tq, D], key [B, Hkv, Tk, D], value [B, Hkv, Tk, Dv], output [B, Hq, Tq, Dv],
-// all contiguous; Hq % Hkv == 0 and query head h reads kv head h / (Hq / Hkv).
+// Layout: query [B, Hq, Tq, D], key [B, Hkv, Tk, D], value [B, Hkv, Tk, Dv], output [B, Hq, Tq, Dv];
+// Hq % Hkv == 0 and query head h reads kv head h / (Hq / Hkv). The last dim of each is dense; the
+// other three step by the operand's RowStrides (batch, head, token), so a kernel reads an engine's
+// views as they are: token-major [B, T, H, D] memory, the Q, K and V slices of one fused projection
+// buffer, a cache with room past Tk (SPEC §13). A contiguous tensor has strides (H·T·X, T·X, X).
 //
 // Panels. The `group` = Hq / Hkv query heads of one kv head are consecutive in Hq, so for a fixed
-// (b, kv head) their query rows form one contiguous block of group·Tq rows, in the query, in the
-// output and in an FP32 score workspace [B, Hq, Tq, Tk] alike. Kernels tile these panels, not single
-// heads: decode (Tq = 1) with GQA then still fills a tile with the rows of the whole group, and the
-// group's rows read the same K/V tile from shared memory. Panel p = b·Hkv + kv_head owns global
-// rows p·group·Tq + m, m ∈ [0, group·Tq); its keys start at key + p·Tk·D, values at value + p·Tk·Dv.
+// (b, kv head) their query rows form one block of group·Tq rows (head in group, position), in the
+// query, in the output and in an FP32 score workspace [B, Hq, Tq, Tk] alike. Kernels tile these
+// panels, not single heads: decode (Tq = 1) with GQA then still fills a tile with the rows of the
+// whole group, and the group's rows read the same K/V tile from shared memory. Panel p = b·Hkv +
+// kv_head owns rows m ∈ [0, group·Tq): global row p·group·Tq + m of the (dense) score workspace, and
+// the query and output rows PanelRows places; its key j is at key_row0(p) + j·token stride.
 //
 // Which keys a query row sees (causal, mask) and the additive bias are the score variant's
 // (attention/variant.cuh); Problem only maps panel rows to (batch, head, position) for it.
@@ -34,6 +38,23 @@ RUDNN_DEVICE i64 min_i64(i64 a, i64 b) { return a < b ? a : b; }
 RUDNN_DEVICE i64 max_i64(i64 a, i64 b) { return a > b ? a : b; }
 RUDNN_DEVICE i64 ceil_div(i64 a, i64 b) { return (a + b - 1) / b; }
 
+// Element strides of one [B, H, T, X] operand along B, H and T (X is dense).
+struct RowStrides {
+  i64 batch, head, token;
+};
+
+// Where the rows of one panel sit in the query or the output: row m (head m / len of the group,
+// position m % len) starts at element base + (m / len)·head + (m % len)·token.
+struct PanelRows {
+  i64 base, head, token, len;
+  RUDNN_DEVICE i64 operator()(i64 m) const {
+    if (head == len * token) return base + m * token;  // evenly spaced rows (a dense tensor): no division
+    // 32 bits where both fit (always, short of 2^31 rows): a 64-bit division is a subroutine call.
+    const i64 g = ((m | len) >> 31) == 0 ? static_cast<i64>(static_cast<u32>(m) / static_cast<u32>(len)) : m / len;
+    return base + g * head + (m - g * len) * token;
+  }
+};
+
 // The sizes of one call in the kernels' parameter order, plus the panel geometry derived from them.
 struct Problem {
   i64 batch, q_heads, kv_heads, q_len, kv_len, head_dim, value_dim;
@@ -53,8 +74,17 @@ struct Problem {
         panel_rows(hq / hkv * tq),
         panels(b * hkv) {}
 
-  // First global row (of query, output, workspace) of panel p.
+  // First global row of panel p in the dense score workspace [B, Hq, Tq, Tk].
   RUDNN_DEVICE i64 panel_row0(i64 p) const { return p * panel_rows; }
+
+  // The rows of panel p in the query or the output, whose strides are `s`.
+  RUDNN_DEVICE PanelRows query_rows(i64 p, const RowStrides& s) const {
+    return {(p / kv_heads) * s.batch + (p % kv_heads) * group * s.head, s.head, s.token, q_len};
+  }
+  // The element of key (or value) row 0 of panel p, whose strides are `s`; key j is j·s.token on.
+  RUDNN_DEVICE i64 key_row0(i64 p, const RowStrides& s) const {
+    return (p / kv_heads) * s.batch + (p % kv_heads) * s.head;
+  }
 
   // The largest query position among panel rows [m0, m1) (m1 > m0): a tile of rows reads keys up to
   // the variant's key_end of it. Rows of one panel run over (head in group, i) with i fastest, so a

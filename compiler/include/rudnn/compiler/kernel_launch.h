@@ -12,10 +12,10 @@ namespace rudnn::compiler {
 // A runtime value the launch depends on. Operands are numbered as the op's operands in order
 // (an absent optional operand keeps its slot), then its results.
 struct SizeRef {
-  enum class Kind { Const, Rows, Dim, RowStride };
+  enum class Kind { Const, Rows, Dim, RowStride, Stride };
   Kind kind = Kind::Const;
-  int operand = -1;        // Rows, Dim, RowStride (elements between rows: the last extent unless a view)
-  int dim = -1;            // Dim: index into the operand's shape
+  int operand = -1;        // Rows, Dim, RowStride (elements between rows: the last extent unless a view), Stride
+  int dim = -1;            // Dim, Stride (the element stride of that dim; 0 at extent 1): index into the shape
   std::int64_t value = 1;  // Const
 };
 

@@ -117,6 +117,9 @@ struct AttentionRequest {
   contracts::AttentionStrategy strategy = contracts::AttentionStrategy::Fallback;
   std::optional<KernelConfig> config;  // forced (tests, autotune); otherwise the heuristic / provider
   ConfigProvider* provider = nullptr;  // asked when `config` is empty (the ops layer's autotune)
+  // The query's or output's heads are not Tq rows apart (SPEC §13 views: token-major prefill with
+  // Hq > Hkv): the op gets rudnn.head_panels, and the tensor-core kernel one query head per panel.
+  bool head_panels = false;
 };
 Result<LoweredOp, RuntimeError> lower_attention(const AttentionRequest& request, const Target& target);
 

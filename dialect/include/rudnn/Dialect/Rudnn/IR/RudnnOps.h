@@ -37,6 +37,9 @@ std::optional<NormOpView> asNormOp(mlir::Operation* op);
 // Name of the discardable unit attribute that says "buffers may not be 16-byte aligned":
 // the kernel config must then use vector_width 1.
 inline constexpr const char* kUnalignedAttrName = "rudnn.unaligned";
+// On rudnn.attention: the call's query or output heads are not Tq rows apart (token-major prefill
+// with grouped-query heads), so the tensor-core kernel takes one query head per panel.
+inline constexpr const char* kHeadPanelsAttrName = "rudnn.head_panels";
 inline constexpr const char* kKernelConfigAttrName = "kernel_config";
 // Optional on rudnn.launch: the kernel's minimum resident blocks per SM (__launch_bounds__'s second
 // argument in the emitted wrapper).
