@@ -77,11 +77,17 @@ void BM_AttentionAllocating(benchmark::State& state) {
 }
 BENCHMARK(BM_AttentionAllocating)->Unit(benchmark::kMicrosecond);
 
+// Dense views, and token-major ones ([B, T, H, D] memory read as [B, H, T, D]: the strided path's
+// layout checks and stride parameters).
 void BM_AttentionIntoWrappedView(benchmark::State& state) {
   Engine engine = Engine::make();
-  Tensor q = engine.view({1, kHeads, 0, kDim}, {}, DType::BF16);
-  Tensor k = engine.view({1, kKvHeads, 0, kDim}, {}, DType::BF16);
-  Tensor out = engine.view({1, kHeads, 0, kDim}, {}, DType::BF16);
+  const bool token_major = state.range(0) != 0;
+  auto strides = [&](std::int64_t heads) {  // of an empty sequence: only the layout class matters
+    return token_major ? Shape{0, kDim, heads * kDim, 1} : Shape{};
+  };
+  Tensor q = engine.view({1, kHeads, 0, kDim}, strides(kHeads), DType::BF16);
+  Tensor k = engine.view({1, kKvHeads, 0, kDim}, strides(kKvHeads), DType::BF16);
+  Tensor out = engine.view({1, kHeads, 0, kDim}, strides(kHeads), DType::BF16);
   const auto strategy = attention::AttentionStrategy::FlashUnit;
   if (auto s = attention::attention_into(q, k, k, std::nullopt, std::nullopt, out, {}, strategy); !s.ok())
     return state.SkipWithError(s.error().message().c_str());
@@ -89,26 +95,9 @@ void BM_AttentionIntoWrappedView(benchmark::State& state) {
     auto s = attention::attention_into(q, k, k, std::nullopt, std::nullopt, out, {}, strategy);
     benchmark::DoNotOptimize(s);
   }
+  state.SetLabel(token_major ? "token-major views" : "dense views");
 }
-BENCHMARK(BM_AttentionIntoWrappedView)->Unit(benchmark::kMicrosecond);
-
-// The same on token-major views ([B, T, H, D] memory read as [B, H, T, D]): the strided path's
-// layout checks and stride parameters.
-void BM_AttentionIntoTokenMajorViews(benchmark::State& state) {
-  Engine engine = Engine::make();
-  const std::int64_t t = 0;
-  Tensor q = engine.view({1, kHeads, t, kDim}, {t * kHeads * kDim, kDim, kHeads * kDim, 1}, DType::BF16);
-  Tensor k = engine.view({1, kKvHeads, t, kDim}, {t * kKvHeads * kDim, kDim, kKvHeads * kDim, 1}, DType::BF16);
-  Tensor out = engine.view({1, kHeads, t, kDim}, {t * kHeads * kDim, kDim, kHeads * kDim, 1}, DType::BF16);
-  const auto strategy = attention::AttentionStrategy::FlashUnit;
-  if (auto s = attention::attention_into(q, k, k, std::nullopt, std::nullopt, out, {}, strategy); !s.ok())
-    return state.SkipWithError(s.error().message().c_str());
-  for (auto _ : state) {
-    auto s = attention::attention_into(q, k, k, std::nullopt, std::nullopt, out, {}, strategy);
-    benchmark::DoNotOptimize(s);
-  }
-}
-BENCHMARK(BM_AttentionIntoTokenMajorViews)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_AttentionIntoWrappedView)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 
