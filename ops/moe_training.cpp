@@ -1,6 +1,9 @@
 // The MoE first-order training entries of SPEC §10 (router weights and their backward, combine and
 // dispatch backward, the experts' backward on plain or tensor cores): contract → layout and queue
 // checks → plan (one per dtypes, options and strategy: every extent is a runtime size) → launch.
+#include <array>
+#include <span>
+
 #include <fmt/format.h>
 
 #include "contracts/moe_training.h"
@@ -28,13 +31,48 @@ contracts::RouterWeightsSignature router_signature(const Tensor& logits, const T
   return sig;
 }
 
-// selected_router_weights (grad_weights null) or selected_router_backward.
+// A caller's buffers for a call's outputs, each checked against its shape and dtype, the inputs and
+// the other outputs (ops::check_output, ops::check_disjoint).
+struct IntoBuffer {
+  const Tensor* tensor;
+  const char* name;
+  Shape shape;
+  DType dtype;
+};
+std::optional<MoeError> check_into(std::span<const IntoBuffer> outputs, const Tensor& ref,
+                                   std::span<const ops::NamedTensor> inputs) {
+  std::array<ops::NamedTensor, 4> named{};
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const IntoBuffer& o = outputs[i];
+    if (auto e = ops::check_output(*o.tensor, o.name, o.shape, o.dtype, ref, inputs)) return as<MoeError>(*e);
+    named[i] = {o.tensor, o.name};
+  }
+  if (auto e = ops::check_disjoint(std::span(named.data(), outputs.size()), {})) return as<MoeError>(*e);
+  return std::nullopt;
+}
+
+// A caller's buffer, or a fresh output on `queue`.
+Result<Tensor, MoeError> output_or(const Tensor* into, const Shape& shape, DType dtype, const Queue& queue) {
+  if (into) return *into;
+  auto out = ops::output(shape, dtype, queue);
+  if (!out.ok()) return as<MoeError>(out.error());
+  return std::move(out.value());
+}
+
+// selected_router_weights (grad_weights null) or selected_router_backward, into `into` when given.
 Result<Tensor, MoeError> run_router(const Tensor& logits, const Tensor& indices, const Tensor* grad_weights,
-                                    const RouterWeightOptions& options) {
+                                    const RouterWeightOptions& options, const Tensor* into = nullptr) {
   const contracts::RouterWeightsSignature sig = router_signature(logits, indices, grad_weights, options);
   if (auto e = contracts::check_router_weights(sig)) return *e;
   if (auto e = ops::check_operands({{&logits, "logits"}, {&indices, "indices"}, {grad_weights, "grad_weights"}}))
     return as<MoeError>(*e);
+  const Shape out_shape = grad_weights ? logits.shape() : indices.shape();
+  const DType out_dtype = grad_weights ? logits.dtype() : DType::F32;
+  if (into) {
+    const ops::NamedTensor inputs[] = {{&logits, "logits"}, {&indices, "indices"}, {grad_weights, "grad_weights"}};
+    const IntoBuffer out[] = {{into, "out", out_shape, out_dtype}};
+    if (auto e = check_into(out, logits, inputs)) return *e;
+  }
   const Device& device = logits.device();
   const ops::PlanKey key = ops::PlanKeyBuilder(grad_weights ? "rudnn.router_backward" : "rudnn.router_weights")
                                .add(logits.dtype())
@@ -48,9 +86,8 @@ Result<Tensor, MoeError> run_router(const Tensor& logits, const Tensor& indices,
     return compiler::lower_router_weights({sig, std::nullopt}, ops::target_for(device));
   });
   if (!plan.ok()) return as<MoeError>(plan.error());
-  auto out = grad_weights ? ops::output(logits.shape(), logits.dtype(), logits.queue())
-                          : ops::output(indices.shape(), DType::F32, logits.queue());
-  if (!out.ok()) return as<MoeError>(out.error());
+  auto out = output_or(into, out_shape, out_dtype, logits.queue());
+  if (!out.ok()) return out.error();
   const Status<RuntimeError> launched =
       grad_weights ? ops::launch(**plan, logits.queue(), {&logits, &indices, grad_weights, &*out})
                    : ops::launch(**plan, logits.queue(), {&logits, &indices, &*out});
@@ -68,6 +105,20 @@ Result<Tensor, MoeError> selected_router_weights(const Tensor& logits, const Ten
 Result<Tensor, MoeError> selected_router_backward(const Tensor& logits, const Tensor& indices,
                                                   const Tensor& grad_weights, RouterWeightOptions options) {
   return run_router(logits, indices, &grad_weights, options);
+}
+
+Status<MoeError> selected_router_weights_into(const Tensor& logits, const Tensor& indices, RouterWeightOptions options,
+                                              const Tensor& out) {
+  auto r = run_router(logits, indices, nullptr, options, &out);
+  if (!r.ok()) return r.error();
+  return {};
+}
+
+Status<MoeError> selected_router_backward_into(const Tensor& logits, const Tensor& indices, const Tensor& grad_weights,
+                                               RouterWeightOptions options, const Tensor& out) {
+  auto r = run_router(logits, indices, &grad_weights, options, &out);
+  if (!r.ok()) return r.error();
+  return {};
 }
 
 Result<RouterTrainingPlan, MoeError> RoutingPlan::into_training(const Tensor& logits,
@@ -95,6 +146,21 @@ Result<CombineGradients, MoeError> Dispatched::combine_backward(const Tensor& ex
 Result<CombineGradients, MoeError> Dispatched::combine_backward_with_strategy(const Tensor& expert_output,
                                                                               const Tensor& grad_output,
                                                                               CombineGradientStrategy strategy) const {
+  return combine_backward_impl(expert_output, grad_output, strategy, nullptr);
+}
+
+Status<MoeError> Dispatched::combine_backward_into(const Tensor& expert_output, const Tensor& grad_output,
+                                                   CombineGradientStrategy strategy,
+                                                   const CombineGradients& into) const {
+  auto r = combine_backward_impl(expert_output, grad_output, strategy, &into);
+  if (!r.ok()) return r.error();
+  return {};
+}
+
+Result<CombineGradients, MoeError> Dispatched::combine_backward_impl(const Tensor& expert_output,
+                                                                     const Tensor& grad_output,
+                                                                     CombineGradientStrategy strategy,
+                                                                     const CombineGradients* into) const {
   const Tensor& weights = routing_.weights();
   contracts::CombineBackwardSignature sig{{operand(expert_output), operand(slots_), operand(weights)},
                                           operand(grad_output)};
@@ -108,6 +174,13 @@ Result<CombineGradients, MoeError> Dispatched::combine_backward_with_strategy(co
     if (auto e = ops::check_contiguous(*t, name)) return as<MoeError>(*e);
     if (auto e = ops::check_same_queue(*t, name, slots_, "the routing")) return as<MoeError>(*e);
   }
+  if (into) {
+    const ops::NamedTensor inputs[] = {
+        {&expert_output, "expert_output"}, {&grad_output, "grad_output"}, {&slots_, "slots"}, {&weights, "weights"}};
+    const IntoBuffer outs[] = {{&into->dexpert, "dexpert", expert_output.shape(), expert_output.dtype()},
+                               {&into->dweights, "dweights", {tokens(), top_k()}, DType::F32}};
+    if (auto e = check_into(outs, expert_output, inputs)) return *e;
+  }
   const bool plane = strategy == CombineGradientStrategy::Plane;
   const Device& device = expert_output.device();
   const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.combine_backward")
@@ -120,10 +193,11 @@ Result<CombineGradients, MoeError> Dispatched::combine_backward_with_strategy(co
     return compiler::lower_combine_backward({sig, plane, std::nullopt}, ops::target_for(device));
   });
   if (!plan.ok()) return as<MoeError>(plan.error());
-  auto dexpert = ops::output(expert_output.shape(), expert_output.dtype(), expert_output.queue());
-  if (!dexpert.ok()) return as<MoeError>(dexpert.error());
-  auto dweights = ops::output({tokens(), top_k()}, DType::F32, expert_output.queue());
-  if (!dweights.ok()) return as<MoeError>(dweights.error());
+  auto dexpert =
+      output_or(into ? &into->dexpert : nullptr, expert_output.shape(), expert_output.dtype(), expert_output.queue());
+  if (!dexpert.ok()) return dexpert.error();
+  auto dweights = output_or(into ? &into->dweights : nullptr, {tokens(), top_k()}, DType::F32, expert_output.queue());
+  if (!dweights.ok()) return dweights.error();
   if (auto s = ops::launch(**plan, expert_output.queue(),
                            {&expert_output, &grad_output, &slots_, &weights, &*dexpert, &*dweights});
       !s.ok())
@@ -132,6 +206,16 @@ Result<CombineGradients, MoeError> Dispatched::combine_backward_with_strategy(co
 }
 
 Result<Tensor, MoeError> Dispatched::dispatch_backward(const Tensor& drows) const {
+  return dispatch_backward_impl(drows, nullptr);
+}
+
+Status<MoeError> Dispatched::dispatch_backward_into(const Tensor& drows, const Tensor& out) const {
+  auto r = dispatch_backward_impl(drows, &out);
+  if (!r.ok()) return r.error();
+  return {};
+}
+
+Result<Tensor, MoeError> Dispatched::dispatch_backward_impl(const Tensor& drows, const Tensor* into) const {
   contracts::DispatchBackwardSignature sig{operand(drows), operand(slots_)};
   if (auto e = contracts::check_dispatch_backward(sig)) return *e;
   if (drows.dim(1) != hidden())
@@ -140,14 +224,19 @@ Result<Tensor, MoeError> Dispatched::dispatch_backward(const Tensor& drows) cons
                     shape_to_string(drows.shape()));
   if (auto e = ops::check_contiguous(drows, "drows")) return as<MoeError>(*e);
   if (auto e = ops::check_same_queue(drows, "drows", slots_, "the routing")) return as<MoeError>(*e);
+  if (into) {
+    const ops::NamedTensor inputs[] = {{&drows, "drows"}, {&slots_, "slots"}};
+    const IntoBuffer out[] = {{into, "out", {tokens(), hidden()}, drows.dtype()}};
+    if (auto e = check_into(out, drows, inputs)) return *e;
+  }
   const Device& device = drows.device();
   const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.dispatch_backward").add(drows.dtype()).add(device).key();
   auto plan = ops::cached_plan(key, drows.queue(), ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
     return compiler::lower_dispatch_backward({sig, std::nullopt}, ops::target_for(device));
   });
   if (!plan.ok()) return as<MoeError>(plan.error());
-  auto out = ops::output({tokens(), hidden()}, drows.dtype(), drows.queue());
-  if (!out.ok()) return as<MoeError>(out.error());
+  auto out = output_or(into, {tokens(), hidden()}, drows.dtype(), drows.queue());
+  if (!out.ok()) return out.error();
   if (auto s = ops::launch(**plan, drows.queue(), {&drows, &slots_, &*out}); !s.ok()) return as<MoeError>(s.error());
   return std::move(out.value());
 }
@@ -178,6 +267,18 @@ Result<ExpertGradients, MoeError> SwiGluTrainingCache::backward(const Tensor& de
 
 Result<ExpertGradients, MoeError> SwiGluTrainingCache::backward_with_strategy(const Tensor& dexpert,
                                                                               GroupedStrategy strategy) const {
+  return backward_impl(dexpert, strategy, nullptr);
+}
+
+Status<MoeError> SwiGluTrainingCache::backward_into(const Tensor& dexpert, GroupedStrategy strategy,
+                                                    const ExpertGradients& into) const {
+  auto r = backward_impl(dexpert, strategy, &into);
+  if (!r.ok()) return r.error();
+  return {};
+}
+
+Result<ExpertGradients, MoeError> SwiGluTrainingCache::backward_impl(const Tensor& dexpert, GroupedStrategy strategy,
+                                                                     const ExpertGradients* into) const {
   contracts::ExpertsBackwardSignature sig{
       {{operand(gate_), operand(up_), operand(down_)}, operand(rows_), operand(offsets_)},
       operand(slots_),
@@ -198,6 +299,16 @@ Result<ExpertGradients, MoeError> SwiGluTrainingCache::backward_with_strategy(co
   if (!chosen.ok()) return chosen.error();
   const contracts::ExpertsStrategy resolved = chosen.value();
   const std::int64_t experts = gate_.dim(0), inter = gate_.dim(1), hidden = gate_.dim(2);
+  const Shape weight_shape{experts, inter, hidden}, down_shape{experts, hidden, inter};
+  if (into) {
+    const ops::NamedTensor inputs[] = {{&rows_, "rows"}, {&offsets_, "offsets"}, {&slots_, "slots"},   {&gate_, "gate"},
+                                       {&up_, "up"},     {&down_, "down"},       {&dexpert, "dexpert"}};
+    const IntoBuffer outs[] = {{&into->dinput, "dinput", rows_.shape(), rows_.dtype()},
+                               {&into->dgate, "dgate", weight_shape, DType::F32},
+                               {&into->dup, "dup", weight_shape, DType::F32},
+                               {&into->ddown, "ddown", down_shape, DType::F32}};
+    if (auto e = check_into(outs, rows_, inputs)) return *e;
+  }
   const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.swiglu_experts_backward")
                                .add(rows_.dtype())
                                .add(device)
@@ -207,14 +318,14 @@ Result<ExpertGradients, MoeError> SwiGluTrainingCache::backward_with_strategy(co
     return compiler::lower_experts_backward({sig, resolved, std::nullopt}, ops::target_for(device));
   });
   if (!plan.ok()) return as<MoeError>(plan.error());
-  auto dinput = ops::output(rows_.shape(), rows_.dtype(), rows_.queue());
-  if (!dinput.ok()) return as<MoeError>(dinput.error());
-  auto dgate = ops::output({experts, inter, hidden}, DType::F32, rows_.queue());
-  if (!dgate.ok()) return as<MoeError>(dgate.error());
-  auto dup = ops::output({experts, inter, hidden}, DType::F32, rows_.queue());
-  if (!dup.ok()) return as<MoeError>(dup.error());
-  auto ddown = ops::output({experts, hidden, inter}, DType::F32, rows_.queue());
-  if (!ddown.ok()) return as<MoeError>(ddown.error());
+  auto dinput = output_or(into ? &into->dinput : nullptr, rows_.shape(), rows_.dtype(), rows_.queue());
+  if (!dinput.ok()) return dinput.error();
+  auto dgate = output_or(into ? &into->dgate : nullptr, weight_shape, DType::F32, rows_.queue());
+  if (!dgate.ok()) return dgate.error();
+  auto dup = output_or(into ? &into->dup : nullptr, weight_shape, DType::F32, rows_.queue());
+  if (!dup.ok()) return dup.error();
+  auto ddown = output_or(into ? &into->ddown : nullptr, down_shape, DType::F32, rows_.queue());
+  if (!ddown.ok()) return ddown.error();
   if (auto s =
           ops::launch(**plan, rows_.queue(),
                       {&rows_, &offsets_, &slots_, &gate_, &up_, &down_, &dexpert, &*dinput, &*dgate, &*dup, &*ddown});

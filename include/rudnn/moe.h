@@ -154,9 +154,19 @@ class RUDNN_API Dispatched {
   // The gradient of dispatch: drows [T·top_k, H] in rows() order → [T, H], each token's selected rows
   // summed in FP32 in j order (no routing weight: combine_backward applied it), in drows' dtype.
   Result<Tensor, MoeError> dispatch_backward(const Tensor& drows) const;
+  // The same two into a caller's buffers (SPEC §13): `into`'s dexpert and dweights, or `out` [T, H]
+  // in drows' dtype; the shapes and dtypes above, contiguous, on the inputs' device and queue,
+  // overlapping no input (nor each other). A rejected call names the buffer and writes nothing.
+  Status<MoeError> combine_backward_into(const Tensor& expert_output, const Tensor& grad_output,
+                                         CombineGradientStrategy strategy, const CombineGradients& into) const;
+  Status<MoeError> dispatch_backward_into(const Tensor& drows, const Tensor& out) const;
 
  private:
   friend class RoutingPlan;
+  Result<CombineGradients, MoeError> combine_backward_impl(const Tensor& expert_output, const Tensor& grad_output,
+                                                           CombineGradientStrategy strategy,
+                                                           const CombineGradients* into) const;
+  Result<Tensor, MoeError> dispatch_backward_impl(const Tensor& drows, const Tensor* into) const;
   Dispatched(RoutingPlan routing, Tensor rows, Tensor offsets, Tensor slots)
       : routing_(std::move(routing)), rows_(std::move(rows)), offsets_(std::move(offsets)), slots_(std::move(slots)) {}
   Result<Tensor, MoeError> combine_impl(const Tensor& expert_output, const Tensor* into) const;
@@ -177,9 +187,16 @@ class RUDNN_API SwiGluTrainingCache {
   // Scalar or Auto (Auto takes TensorCore where it is supported and built; the tensor-core backward
   // is not built yet, so Auto runs Scalar and TensorCore is an Unsupported error).
   Result<ExpertGradients, MoeError> backward_with_strategy(const Tensor& dexpert, GroupedStrategy strategy) const;
+  // The same into a caller's buffers (SPEC §13): dinput, dgate, dup, ddown with the shapes and dtypes
+  // of ExpertGradients, contiguous, on the rows' device and queue, overlapping no input (nor each
+  // other). The intermediates come from the queue's pool. A rejected call names the buffer and writes
+  // nothing.
+  Status<MoeError> backward_into(const Tensor& dexpert, GroupedStrategy strategy, const ExpertGradients& into) const;
 
  private:
   friend class SwiGluExperts;
+  Result<ExpertGradients, MoeError> backward_impl(const Tensor& dexpert, GroupedStrategy strategy,
+                                                  const ExpertGradients* into) const;
   SwiGluTrainingCache(Tensor gate, Tensor up, Tensor down, Tensor rows, Tensor offsets, Tensor slots)
       : gate_(std::move(gate)),
         up_(std::move(up)),
@@ -292,6 +309,14 @@ RUDNN_API Result<Tensor, MoeError> selected_router_weights(const Tensor& logits,
 // dtype (repeated indices add up; a row with an illegal index is NaN).
 RUDNN_API Result<Tensor, MoeError> selected_router_backward(const Tensor& logits, const Tensor& indices,
                                                             const Tensor& grad_weights, RouterWeightOptions options);
+// Both into a caller's buffer `out` (SPEC §13): F32 [T, top_k], resp. [T, E] in the logits' dtype;
+// contiguous, on the logits' device and queue, overlapping no input. A rejected call names `out`
+// and writes nothing.
+RUDNN_API Status<MoeError> selected_router_weights_into(const Tensor& logits, const Tensor& indices,
+                                                        RouterWeightOptions options, const Tensor& out);
+RUDNN_API Status<MoeError> selected_router_backward_into(const Tensor& logits, const Tensor& indices,
+                                                         const Tensor& grad_weights, RouterWeightOptions options,
+                                                         const Tensor& out);
 
 // logits [T, E] F32/F16/BF16. Softmax over all E in FP32, the top_k experts (ties to the smaller
 // index), optionally renormalized, converted to the logits' dtype. A row containing NaN or +inf,

@@ -1018,6 +1018,89 @@ TEST(Serving, RoutingAndDispatchIntoCallerBuffers) {
   EXPECT_EQ(stats().kernel_launches, routed.kernel_launches) << "rejected dispatches launch nothing";
 }
 
+// The MoE training entries into caller buffers (router weights and their backward, the combine,
+// experts and dispatch backward): the allocating calls' bits into buffers that start as garbage. A
+// buffer of the wrong shape, over an input or over another output of the call is named, and a
+// rejected call launches nothing.
+TEST(Serving, IntoVariantsOfMoeTraining) {
+  std::mt19937_64 rng(fresh_seed());
+  const Device host = Device::host();
+  auto up = [&](const Shape& s) { return random_tensor(s, DType::F32, rng); };
+  // A buffer full of garbage (0x7F bytes), so that only what the call writes can match.
+  auto garbage = [&](const Shape& s, DType d) {
+    Tensor t = *Tensor::empty(s, d, host);
+    std::fill_n(static_cast<std::byte*>(t.data()), t.nbytes(), std::byte{0x7F});
+    return t;
+  };
+  const std::int64_t e = 4, inter = 8, h = 16, tokens = 5, k = 2;
+  auto experts = moe::SwiGluExperts::create(up({e, inter, h}), up({e, inter, h}), up({e, h, inter}));
+  ASSERT_TRUE(experts.ok()) << experts.error().message();
+  const Tensor input = up({tokens, h}), logits = up({tokens, e});
+  auto routing = moe::route(logits, {k, true});
+  ASSERT_TRUE(routing.ok());
+  const Tensor& indices = routing->expert_indices();
+  const moe::RouterWeightOptions ro{};
+
+  const Tensor w = garbage({tokens, k}, DType::F32);
+  ASSERT_TRUE(moe::selected_router_weights_into(logits, indices, ro, w).ok());
+  EXPECT_EQ(bytes(w), bytes(*moe::selected_router_weights(logits, indices, ro)));
+  const Tensor grad_w = up({tokens, k}), dlogits = garbage({tokens, e}, DType::F32);
+  ASSERT_TRUE(moe::selected_router_backward_into(logits, indices, grad_w, ro, dlogits).ok());
+  EXPECT_EQ(bytes(dlogits), bytes(*moe::selected_router_backward(logits, indices, grad_w, ro)));
+
+  auto dispatched = routing->dispatch(input);
+  ASSERT_TRUE(dispatched.ok());
+  auto training = experts->forward_dispatched_training(*dispatched, moe::GroupedStrategy::Scalar);
+  ASSERT_TRUE(training.ok()) << training.error().message();
+  const Tensor grad_out = up({tokens, h});
+  auto want_cb = dispatched->combine_backward(training->output, grad_out);
+  ASSERT_TRUE(want_cb.ok());
+  const moe::CombineGradients cb{garbage({tokens * k, h}, DType::F32), garbage({tokens, k}, DType::F32)};
+  for (auto strategy : {moe::CombineGradientStrategy::Serial, moe::CombineGradientStrategy::Plane}) {
+    ASSERT_TRUE(dispatched->combine_backward_into(training->output, grad_out, strategy, cb).ok());
+    auto want = dispatched->combine_backward_with_strategy(training->output, grad_out, strategy);
+    EXPECT_EQ(bytes(cb.dexpert), bytes(want->dexpert));
+    EXPECT_EQ(bytes(cb.dweights), bytes(want->dweights));
+  }
+  auto want_eg = training->cache.backward(want_cb->dexpert);
+  ASSERT_TRUE(want_eg.ok()) << want_eg.error().message();
+  const moe::ExpertGradients eg{garbage({tokens * k, h}, DType::F32), garbage({e, inter, h}, DType::F32),
+                                garbage({e, inter, h}, DType::F32), garbage({e, h, inter}, DType::F32)};
+  auto st = training->cache.backward_into(want_cb->dexpert, moe::GroupedStrategy::Scalar, eg);
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  EXPECT_EQ(bytes(eg.dinput), bytes(want_eg->dinput));
+  EXPECT_EQ(bytes(eg.dgate), bytes(want_eg->dgate));
+  EXPECT_EQ(bytes(eg.dup), bytes(want_eg->dup));
+  EXPECT_EQ(bytes(eg.ddown), bytes(want_eg->ddown));
+  const Tensor dx = garbage({tokens, h}, DType::F32);
+  ASSERT_TRUE(dispatched->dispatch_backward_into(want_eg->dinput, dx).ok());
+  EXPECT_EQ(bytes(dx), bytes(*dispatched->dispatch_backward(want_eg->dinput)));
+
+  // Rejected, naming the buffer; nothing launches.
+  const Stats before = stats();
+  auto short_w = moe::selected_router_weights_into(logits, indices, ro, garbage({tokens, k + 1}, DType::F32));
+  ASSERT_FALSE(short_w.ok());
+  EXPECT_EQ(short_w.error().argument(), "out");
+  EXPECT_EQ(short_w.error().kind(), ErrorKind::ShapeMismatch);
+  auto over_logits = moe::selected_router_backward_into(logits, indices, grad_w, ro, logits);
+  ASSERT_FALSE(over_logits.ok());
+  EXPECT_EQ(over_logits.error().argument(), "out");
+  // dweights over the routing weights, which the call reads.
+  auto cb_bad = dispatched->combine_backward_into(training->output, grad_out, moe::CombineGradientStrategy::Serial,
+                                                  {garbage({tokens * k, h}, DType::F32), routing->weights()});
+  ASSERT_FALSE(cb_bad.ok());
+  EXPECT_EQ(cb_bad.error().argument(), "dweights") << cb_bad.error().message();
+  const moe::ExpertGradients shared{eg.dinput, eg.dgate, eg.dgate, eg.ddown};
+  auto eg_bad = training->cache.backward_into(want_cb->dexpert, moe::GroupedStrategy::Scalar, shared);
+  ASSERT_FALSE(eg_bad.ok());
+  EXPECT_EQ(eg_bad.error().argument(), "dup") << eg_bad.error().message();
+  auto db_bad = dispatched->dispatch_backward_into(want_eg->dinput, garbage({tokens, h}, DType::BF16));
+  ASSERT_FALSE(db_bad.ok());
+  EXPECT_EQ(db_bad.error().argument(), "out");
+  EXPECT_EQ(db_bad.error().kind(), ErrorKind::UnsupportedDType);
+  EXPECT_EQ(stats().kernel_launches, before.kernel_launches) << "rejected calls launch nothing";
+}
+
 // A whole MoE layer in the engine's memory (route_into → dispatch_into → the experts into a buffer
 // with a workspace → combine_into), warm, then again inside a (simulated) capture: no plan is
 // made, nothing reads back or allocates, and the captured step gives the warm step's bits.
