@@ -369,11 +369,17 @@ Result<Tensor, MoeError> SwiGluExperts::experts_impl(const Dispatched& dispatche
   if (!chosen.ok()) return chosen.error();
   const contracts::ExpertsStrategy resolved = chosen.value();
   const std::int64_t n = rows.shape()[0];
-  const ops::NamedTensor others[] = {{&rows, "dispatched"}, {&dispatched.expert_offsets(), "dispatched"},
-                                     {&gate_, "gate"},      {&up_, "up"},
-                                     {&down_, "down"},      {into, "out"}};
+  // The slots and the routing weights count as inputs too: the combine reads them after the experts.
+  const ops::NamedTensor others[] = {{&rows, "dispatched"},
+                                     {&dispatched.expert_offsets(), "dispatched"},
+                                     {&dispatched.slots(), "dispatched"},
+                                     {&dispatched.routing().weights(), "dispatched"},
+                                     {&gate_, "gate"},
+                                     {&up_, "up"},
+                                     {&down_, "down"},
+                                     {into, "out"}};
   if (into)
-    if (auto e = ops::check_output(*into, "out", {n, hidden()}, dtype(), rows, std::span(others, 5)))
+    if (auto e = ops::check_output(*into, "out", {n, hidden()}, dtype(), rows, std::span(others, 7)))
       return as<MoeError>(*e);
   if (workspace)
     if (auto e = ops::check_workspace(*workspace, rows, others)) return as<MoeError>(*e);

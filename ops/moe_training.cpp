@@ -2,6 +2,7 @@
 // dispatch backward, the experts' backward on plain or tensor cores): contract → layout and queue
 // checks → plan (one per dtypes, options and strategy: every extent is a runtime size) → launch.
 #include <array>
+#include <cstdlib>
 #include <span>
 
 #include <fmt/format.h>
@@ -42,6 +43,7 @@ struct IntoBuffer {
 std::optional<MoeError> check_into(std::span<const IntoBuffer> outputs, const Tensor& ref,
                                    std::span<const ops::NamedTensor> inputs) {
   std::array<ops::NamedTensor, 4> named{};
+  if (outputs.size() > named.size()) std::abort();  // no entry has more outputs
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const IntoBuffer& o = outputs[i];
     if (auto e = ops::check_output(*o.tensor, o.name, o.shape, o.dtype, ref, inputs)) return as<MoeError>(*e);

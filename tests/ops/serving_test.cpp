@@ -909,6 +909,14 @@ TEST(Serving, IntoVariantsOfMoe) {
   auto over_rows = experts->forward_dispatched_into(*dispatched, moe::GroupedStrategy::Scalar, dispatched->rows());
   ASSERT_FALSE(over_rows.ok());
   EXPECT_EQ(over_rows.error().argument(), "out");
+  // The slots are read by the combine after the experts: a workspace over them is refused.
+  const Tensor& slots = dispatched->slots();
+  auto over_slots = experts->forward_dispatched_into(
+      *dispatched, moe::GroupedStrategy::Scalar, rows_out,
+      *Tensor::view(slots.data(), {static_cast<std::int64_t>(slots.nbytes())}, {}, DType::U8, slots.queue()));
+  ASSERT_FALSE(over_slots.ok());
+  EXPECT_EQ(over_slots.error().argument(), "workspace");
+  EXPECT_NE(over_slots.error().message().find("overlapping"), std::string::npos) << over_slots.error().message();
 }
 
 // MoE routing and dispatch into caller buffers: both routings and the dispatch write the allocating
@@ -920,10 +928,23 @@ TEST(Serving, RoutingAndDispatchIntoCallerBuffers) {
   const Device host = Device::host();
   const Queue queue = Queue::default_queue(host);
   const std::int64_t e = 8, h = 24, tokens = 7, k = 2;
-  const Tensor input = random_tensor({tokens, h}, DType::BF16, rng),
-               logits = random_tensor({tokens, e}, DType::BF16, rng);
-  const Tensor bias = random_tensor({e}, DType::F32, rng);
-  auto make = [&](const Shape& s, DType d) { return *Tensor::empty(s, d, queue); };
+  // The input and the bias sit at the start of buffers large enough for the overlapping views the
+  // rejections below make (a regressed check must fail an expectation, not write past a buffer).
+  auto in_memory = [&](const Shape& s, DType d, std::vector<std::uint64_t>& memory, std::size_t bytes) {
+    const HostData data = to_host(random_tensor(s, d, rng)).value();
+    memory.assign(bytes / 8 + 1, 0);
+    std::memcpy(memory.data(), data.bytes.data(), data.bytes.size());
+    return *Tensor::view(memory.data(), s, {}, d, queue);
+  };
+  std::vector<std::uint64_t> input_memory, bias_memory;
+  const Tensor input = in_memory({tokens, h}, DType::BF16, input_memory, tokens * k * h * 2);
+  const Tensor logits = random_tensor({tokens, e}, DType::BF16, rng);
+  const Tensor bias = in_memory({e}, DType::F32, bias_memory, tokens * k * 4);
+  auto make = [&](const Shape& s, DType d) {
+    Tensor t = *Tensor::empty(s, d, queue);
+    std::fill_n(static_cast<std::byte*>(t.data()), t.nbytes(), std::byte{0x7F});  // garbage
+    return t;
+  };
 
   const moe::RoutingOptions options{k, true};
   const moe::GroupRoutingOptions grouped{k, 4, 2, true, true, 2.5f};
@@ -1007,7 +1028,7 @@ TEST(Serving, RoutingAndDispatchIntoCallerBuffers) {
       {rows, make({e}, DType::U32), slots, "offsets"},
       {rows, offsets, make({tokens, k}, DType::I32), "slots"},
       {*Tensor::view(input.data(), {tokens * k, h}, {}, DType::BF16, queue), offsets, slots, "rows"},
-      {rows, offsets, *Tensor::view(routing->weights().data(), {tokens, k}, {}, DType::U32, queue), "slots"},
+      {rows, offsets, *Tensor::view(routing->expert_indices().data(), {tokens, k}, {}, DType::U32, queue), "slots"},
       {rows, *Tensor::view(slots.data(), {e + 1}, {}, DType::U32, queue), slots, "slots"},
   };
   for (const BadDispatch& b : bad_dispatches) {
