@@ -108,7 +108,7 @@ Result<Prepared, AttentionSetupError> prepare(const Tensor& query, const Tensor&
     return AttentionSetupError(ErrorKind::Unsupported, "strategy", "a build with the autotune component for Autotune",
                                "a build without it");
 #endif
-  const std::string& arch = ops::target_for(query.device()).arch;
+  const std::string& arch = query.device().info().arch;  // target_for's arch, without copying DeviceInfo
   if (asked != contracts::AttentionStrategy::Autotune)
     if (auto e = contracts::check_strategy_fits(sig, asked, arch)) return *e;
   // Query, key, value (and out, below) may be views with any strides but a dense last dim (SPEC
@@ -206,8 +206,7 @@ Result<Tensor, AttentionSetupError> run(const Tensor& query, const Tensor& key, 
   // Slots: query, key, value, mask, attn_bias (kept, maybe empty), output.
   const Tensor* m = mask ? &*mask : nullptr;
   const Tensor* bias = attn_bias ? &*attn_bias : nullptr;
-  auto out =
-      into ? Result<Tensor, RuntimeError>(*into) : ops::output(prepared->out_shape, query.dtype(), query.queue());
+  auto out = ops::output_or(into, prepared->out_shape, query.dtype(), query.queue());
   if (!out.ok()) return as<AttentionSetupError>(out.error());
   const auto launched =
       workspace ? ops::launch_in_workspace(plan, query.queue(), {&query, &key, &value, m, bias, &*out}, *workspace)

@@ -188,7 +188,7 @@ Result<Tensor, ConvSetupError> forward(const Tensor& input, const Tensor& weight
                                  ops::OperandView{nullptr, &out_shape}},
                                 info))
     return *e;
-  auto out = into ? Result<Tensor, RuntimeError>(*into) : ops::output(out_shape, input.dtype(), input.queue());
+  auto out = ops::output_or(into, out_shape, input.dtype(), input.queue());
   if (!out.ok()) return as<ConvSetupError>(out.error());
   if (auto s = launch(**plan, call, {&input, &weight, b, &*out}); !s.ok()) return as<ConvSetupError>(s.error());
   return std::move(out.value());
@@ -250,8 +250,7 @@ Result<Tensor, ConvSetupError> data_backward(const Tensor& grad_output, const Te
   if (auto e = report_workspace(**plan,
                                 {view_of(grad_output), view_of(weight), ops::OperandView{nullptr, &input_shape}}, info))
     return *e;
-  auto out =
-      into ? Result<Tensor, RuntimeError>(*into) : ops::output(input_shape, grad_output.dtype(), grad_output.queue());
+  auto out = ops::output_or(into, input_shape, grad_output.dtype(), grad_output.queue());
   if (!out.ok()) return as<ConvSetupError>(out.error());
   if (auto s = launch(**plan, call, {&grad_output, &weight, &*out}); !s.ok()) return as<ConvSetupError>(s.error());
   return std::move(out.value());
@@ -290,13 +289,11 @@ Result<ConvWeightGrads, ConvSetupError> weight_backward(const Tensor& input, con
   if (auto e = with_bias_grad ? report_workspace(**plan, {in_view, gy_view, dw_view, {nullptr, &bias_shape}}, info)
                               : report_workspace(**plan, {in_view, gy_view, dw_view}, info))
     return *e;
-  auto dw =
-      into ? Result<Tensor, RuntimeError>(into->grad_weight) : ops::output(weight_shape, input.dtype(), input.queue());
+  auto dw = ops::output_or(into ? &into->grad_weight : nullptr, weight_shape, input.dtype(), input.queue());
   if (!dw.ok()) return as<ConvSetupError>(dw.error());
   std::optional<Tensor> db;
   if (with_bias_grad) {
-    auto made = into ? Result<Tensor, RuntimeError>(*into->grad_bias)
-                     : ops::output({weight_shape[0]}, DType::F32, input.queue());
+    auto made = ops::output_or(into ? &*into->grad_bias : nullptr, {weight_shape[0]}, DType::F32, input.queue());
     if (!made.ok()) return as<ConvSetupError>(made.error());
     db = std::move(made.value());
   }

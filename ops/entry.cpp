@@ -42,8 +42,7 @@ bool elements_disjoint(const Tensor& t) {
 std::optional<RuntimeError> check_layout(const Tensor& t, const char* name, Layout layout) {
   if (layout == Layout::Contiguous) return check_contiguous(t, name);
   if (layout == Layout::Strided) {
-    const std::size_t last = t.shape().size() - 1;
-    if (t.shape().empty() || t.shape()[last] <= 1 || t.strides()[last] == 1) return std::nullopt;
+    if (t.shape().empty() || t.shape().back() <= 1 || t.strides().back() == 1) return std::nullopt;
     return RuntimeError(ErrorKind::ShapeMismatch, name, "unit stride in the last dim (any strides in the others)",
                         "strides " + shape_to_string(t.strides()) + " for shape " + shape_to_string(t.shape()));
   }
@@ -91,6 +90,23 @@ std::optional<RuntimeError> check_output(const Tensor& out, const char* name, co
   if (auto e = check_same_queue(out, name, ref, "the inputs")) return e;
   const NamedTensor self{&out, name};
   return check_disjoint(std::span(&self, 1), inputs);
+}
+
+std::optional<RuntimeError> check_outputs(std::span<const OutputBuffer> outputs, const Tensor& ref,
+                                          std::span<const NamedTensor> inputs) {
+  std::array<NamedTensor, 4> named{};
+  if (outputs.size() > named.size()) std::abort();  // no entry has more outputs
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const OutputBuffer& o = outputs[i];
+    if (auto e = check_output(*o.tensor, o.name, o.shape, o.dtype, ref, inputs)) return e;
+    named[i] = {o.tensor, o.name};
+  }
+  return check_disjoint(std::span(named.data(), outputs.size()), {});
+}
+
+Result<Tensor, RuntimeError> output_or(const Tensor* into, const Shape& shape, DType dtype, const Queue& queue) {
+  if (into) return *into;
+  return output(shape, dtype, queue);
 }
 
 std::optional<RuntimeError> check_workspace(const Tensor& workspace, const Tensor& ref,

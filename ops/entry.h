@@ -50,6 +50,19 @@ std::optional<RuntimeError> check_disjoint(std::span<const NamedTensor> outputs,
 std::optional<RuntimeError> check_output(const Tensor& out, const char* name, const Shape& shape, DType dtype,
                                          const Tensor& ref, std::span<const NamedTensor> inputs,
                                          Layout layout = Layout::Contiguous);
+// One of a call's several outputs in a caller's buffer: the buffer, its name, shape and dtype.
+struct OutputBuffer {
+  const Tensor* tensor;
+  const char* name;
+  Shape shape;
+  DType dtype;
+};
+// check_output (contiguous) for each of `outputs` in order, then that no two of them overlap (the
+// later one named): the entries with several outputs (MoE routing, dispatch, training).
+std::optional<RuntimeError> check_outputs(std::span<const OutputBuffer> outputs, const Tensor& ref,
+                                          std::span<const NamedTensor> inputs);
+// The caller's buffer `into`, or (null) a fresh output of `shape` and `dtype` on `queue`.
+Result<Tensor, RuntimeError> output_or(const Tensor* into, const Shape& shape, DType dtype, const Queue& queue);
 
 // A caller's workspace (SPEC §13: temporaries from the engine's memory): on `ref`'s device and
 // queue, contiguous, overlapping none of `others` — else the error naming `workspace`. Its size is

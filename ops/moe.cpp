@@ -51,12 +51,9 @@ Result<RoutingPlan, MoeError> run(bool grouped, const contracts::GroupRouteSigna
   const Shape out_shape{logits.shape()[0], sig.top_k};
   if (into.indices) {
     const ops::NamedTensor inputs[] = {{&logits, "logits"}, {bias, "bias"}};
-    const ops::NamedTensor outputs[] = {{into.indices, "expert_indices"}, {into.weights, "weights"}};
-    if (auto e = ops::check_output(*into.indices, "expert_indices", out_shape, DType::U32, logits, inputs))
-      return as<MoeError>(*e);
-    if (auto e = ops::check_output(*into.weights, "weights", out_shape, logits.dtype(), logits, inputs))
-      return as<MoeError>(*e);
-    if (auto e = ops::check_disjoint(outputs, {})) return as<MoeError>(*e);
+    const ops::OutputBuffer outputs[] = {{into.indices, "expert_indices", out_shape, DType::U32},
+                                         {into.weights, "weights", out_shape, logits.dtype()}};
+    if (auto e = ops::check_outputs(outputs, logits, inputs)) return as<MoeError>(*e);
   }
   const Device& device = logits.device();
   const std::int64_t mode = ops::autotune_mode_word(true);
@@ -77,11 +74,9 @@ Result<RoutingPlan, MoeError> run(bool grouped, const contracts::GroupRouteSigna
                                });
   if (!plan.ok()) return as<MoeError>(plan.error());
 
-  auto indices =
-      into.indices ? Result<Tensor, RuntimeError>(*into.indices) : ops::output(out_shape, DType::U32, logits.queue());
+  auto indices = ops::output_or(into.indices, out_shape, DType::U32, logits.queue());
   if (!indices.ok()) return as<MoeError>(indices.error());
-  auto weights = into.weights ? Result<Tensor, RuntimeError>(*into.weights)
-                              : ops::output(out_shape, logits.dtype(), logits.queue());
+  auto weights = ops::output_or(into.weights, out_shape, logits.dtype(), logits.queue());
   if (!weights.ok()) return as<MoeError>(weights.error());
   if (out_shape[0] > 0) {
     // Slots: logits, [bias (kept, maybe empty, for grouped routing)], indices, weights.
@@ -204,16 +199,14 @@ Result<Dispatched, MoeError> RoutingPlan::dispatch_impl(const Tensor& input, con
   if (auto e = same_queue(input, "input", indices_, "the routing")) return *e;
   const Device& device = input.device();
   const std::int64_t tokens = input.shape()[0], hidden = input.shape()[1], k = top_k();
-  const Shape shapes[] = {{tokens * k, hidden}, {experts_ + 1}, {tokens, k}};
-  const DType dtypes[] = {input.dtype(), DType::U32, DType::U32};
-  const char* const names[] = {"rows", "offsets", "slots"};
+  // The three outputs: rows, offsets, slots (the caller's buffers when `into`).
+  const ops::OutputBuffer outputs[] = {{into ? into[0] : nullptr, "rows", {tokens * k, hidden}, input.dtype()},
+                                       {into ? into[1] : nullptr, "offsets", {experts_ + 1}, DType::U32},
+                                       {into ? into[2] : nullptr, "slots", {tokens, k}, DType::U32}};
   if (into) {
     // The combine reads the weights later: they count as an input too.
     const ops::NamedTensor inputs[] = {{&input, "input"}, {&indices_, "expert_indices"}, {&weights_, "weights"}};
-    for (int i = 0; i < 3; ++i)
-      if (auto e = ops::check_output(*into[i], names[i], shapes[i], dtypes[i], input, inputs)) return as<MoeError>(*e);
-    const ops::NamedTensor outputs[] = {{into[0], names[0]}, {into[1], names[1]}, {into[2], names[2]}};
-    if (auto e = ops::check_disjoint(outputs, {})) return as<MoeError>(*e);
+    if (auto e = ops::check_outputs(outputs, input, inputs)) return as<MoeError>(*e);
   }
   const std::int64_t mode = ops::autotune_mode_word(true);
   const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.dispatch")
@@ -233,7 +226,8 @@ Result<Dispatched, MoeError> RoutingPlan::dispatch_impl(const Tensor& input, con
       });
   if (!plan.ok()) return as<MoeError>(plan.error());
   auto buffer = [&](int i) {
-    return into ? Result<Tensor, RuntimeError>(*into[i]) : ops::output(shapes[i], dtypes[i], input.queue());
+    const ops::OutputBuffer& o = outputs[i];
+    return ops::output_or(o.tensor, o.shape, o.dtype, input.queue());
   };
   auto rows = buffer(0);
   if (!rows.ok()) return as<MoeError>(rows.error());
@@ -290,8 +284,7 @@ Result<Tensor, MoeError> Dispatched::combine_impl(const Tensor& expert_output, c
                                  return compiler::lower_combine(request, ops::target_for(device));
                                });
   if (!plan.ok()) return as<MoeError>(plan.error());
-  auto out = into ? Result<Tensor, RuntimeError>(*into)
-                  : ops::output({tokens(), hidden()}, expert_output.dtype(), expert_output.queue());
+  auto out = ops::output_or(into, {tokens(), hidden()}, expert_output.dtype(), expert_output.queue());
   if (!out.ok()) return as<MoeError>(out.error());
   if (auto s = ops::launch(**plan, expert_output.queue(), {&expert_output, &slots_, &routing_.weights(), &*out});
       !s.ok())
@@ -414,7 +407,7 @@ Result<Tensor, MoeError> SwiGluExperts::experts_impl(const Dispatched& dispatche
     *bytes_needed = *bytes;
     return rows;  // the caller reads *bytes_needed
   }
-  auto out = into ? Result<Tensor, RuntimeError>(*into) : ops::output({n, hidden()}, dtype(), rows.queue());
+  auto out = ops::output_or(into, {n, hidden()}, dtype(), rows.queue());
   if (!out.ok()) return as<MoeError>(out.error());
   const auto launched = workspace ? ops::launch_in_workspace(**plan, rows.queue(),
                                                              {&rows, &offsets, &gate_, &up_, &down_, &*out}, *workspace)

@@ -1,8 +1,6 @@
 // The MoE first-order training entries of SPEC §10 (router weights and their backward, combine and
 // dispatch backward, the experts' backward on plain or tensor cores): contract → layout and queue
 // checks → plan (one per dtypes, options and strategy: every extent is a runtime size) → launch.
-#include <array>
-#include <cstdlib>
 #include <span>
 
 #include <fmt/format.h>
@@ -32,31 +30,9 @@ contracts::RouterWeightsSignature router_signature(const Tensor& logits, const T
   return sig;
 }
 
-// A caller's buffers for a call's outputs, each checked against its shape and dtype, the inputs and
-// the other outputs (ops::check_output, ops::check_disjoint).
-struct IntoBuffer {
-  const Tensor* tensor;
-  const char* name;
-  Shape shape;
-  DType dtype;
-};
-std::optional<MoeError> check_into(std::span<const IntoBuffer> outputs, const Tensor& ref,
-                                   std::span<const ops::NamedTensor> inputs) {
-  std::array<ops::NamedTensor, 4> named{};
-  if (outputs.size() > named.size()) std::abort();  // no entry has more outputs
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    const IntoBuffer& o = outputs[i];
-    if (auto e = ops::check_output(*o.tensor, o.name, o.shape, o.dtype, ref, inputs)) return as<MoeError>(*e);
-    named[i] = {o.tensor, o.name};
-  }
-  if (auto e = ops::check_disjoint(std::span(named.data(), outputs.size()), {})) return as<MoeError>(*e);
-  return std::nullopt;
-}
-
-// A caller's buffer, or a fresh output on `queue`.
+// ops::output_or as the family's error type.
 Result<Tensor, MoeError> output_or(const Tensor* into, const Shape& shape, DType dtype, const Queue& queue) {
-  if (into) return *into;
-  auto out = ops::output(shape, dtype, queue);
+  auto out = ops::output_or(into, shape, dtype, queue);
   if (!out.ok()) return as<MoeError>(out.error());
   return std::move(out.value());
 }
@@ -72,8 +48,8 @@ Result<Tensor, MoeError> run_router(const Tensor& logits, const Tensor& indices,
   const DType out_dtype = grad_weights ? logits.dtype() : DType::F32;
   if (into) {
     const ops::NamedTensor inputs[] = {{&logits, "logits"}, {&indices, "indices"}, {grad_weights, "grad_weights"}};
-    const IntoBuffer out[] = {{into, "out", out_shape, out_dtype}};
-    if (auto e = check_into(out, logits, inputs)) return *e;
+    const ops::OutputBuffer out[] = {{into, "out", out_shape, out_dtype}};
+    if (auto e = ops::check_outputs(out, logits, inputs)) return as<MoeError>(*e);
   }
   const Device& device = logits.device();
   const ops::PlanKey key = ops::PlanKeyBuilder(grad_weights ? "rudnn.router_backward" : "rudnn.router_weights")
@@ -179,9 +155,9 @@ Result<CombineGradients, MoeError> Dispatched::combine_backward_impl(const Tenso
   if (into) {
     const ops::NamedTensor inputs[] = {
         {&expert_output, "expert_output"}, {&grad_output, "grad_output"}, {&slots_, "slots"}, {&weights, "weights"}};
-    const IntoBuffer outs[] = {{&into->dexpert, "dexpert", expert_output.shape(), expert_output.dtype()},
-                               {&into->dweights, "dweights", {tokens(), top_k()}, DType::F32}};
-    if (auto e = check_into(outs, expert_output, inputs)) return *e;
+    const ops::OutputBuffer outs[] = {{&into->dexpert, "dexpert", expert_output.shape(), expert_output.dtype()},
+                                      {&into->dweights, "dweights", {tokens(), top_k()}, DType::F32}};
+    if (auto e = ops::check_outputs(outs, expert_output, inputs)) return as<MoeError>(*e);
   }
   const bool plane = strategy == CombineGradientStrategy::Plane;
   const Device& device = expert_output.device();
@@ -228,8 +204,8 @@ Result<Tensor, MoeError> Dispatched::dispatch_backward_impl(const Tensor& drows,
   if (auto e = ops::check_same_queue(drows, "drows", slots_, "the routing")) return as<MoeError>(*e);
   if (into) {
     const ops::NamedTensor inputs[] = {{&drows, "drows"}, {&slots_, "slots"}};
-    const IntoBuffer out[] = {{into, "out", {tokens(), hidden()}, drows.dtype()}};
-    if (auto e = check_into(out, drows, inputs)) return *e;
+    const ops::OutputBuffer out[] = {{into, "out", {tokens(), hidden()}, drows.dtype()}};
+    if (auto e = ops::check_outputs(out, drows, inputs)) return as<MoeError>(*e);
   }
   const Device& device = drows.device();
   const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.dispatch_backward").add(drows.dtype()).add(device).key();
@@ -305,11 +281,11 @@ Result<ExpertGradients, MoeError> SwiGluTrainingCache::backward_impl(const Tenso
   if (into) {
     const ops::NamedTensor inputs[] = {{&rows_, "rows"}, {&offsets_, "offsets"}, {&slots_, "slots"},   {&gate_, "gate"},
                                        {&up_, "up"},     {&down_, "down"},       {&dexpert, "dexpert"}};
-    const IntoBuffer outs[] = {{&into->dinput, "dinput", rows_.shape(), rows_.dtype()},
-                               {&into->dgate, "dgate", weight_shape, DType::F32},
-                               {&into->dup, "dup", weight_shape, DType::F32},
-                               {&into->ddown, "ddown", down_shape, DType::F32}};
-    if (auto e = check_into(outs, rows_, inputs)) return *e;
+    const ops::OutputBuffer outs[] = {{&into->dinput, "dinput", rows_.shape(), rows_.dtype()},
+                                      {&into->dgate, "dgate", weight_shape, DType::F32},
+                                      {&into->dup, "dup", weight_shape, DType::F32},
+                                      {&into->ddown, "ddown", down_shape, DType::F32}};
+    if (auto e = ops::check_outputs(outs, rows_, inputs)) return as<MoeError>(*e);
   }
   const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.swiglu_experts_backward")
                                .add(rows_.dtype())

@@ -104,7 +104,7 @@ Result<Tensor, NormalizationError> run(NormKind kind, const Tensor& input, const
         return compiler::lower_normalization(request, ops::target_for(device));
       });
   if (!plan.ok()) return as<NormalizationError>(plan.error());
-  auto out = into ? Result<Tensor, RuntimeError>(*into) : ops::output(input.shape(), input.dtype(), input.queue());
+  auto out = ops::output_or(into, input.shape(), input.dtype(), input.queue());
   if (!out.ok()) return as<NormalizationError>(out.error());
   // Slots: input, [gamma, [beta]], output (beta's slot is kept, empty, for a layer_norm without one).
   Status<RuntimeError> launched = kind == NormKind::Softmax ? ops::launch(**plan, input.queue(), {&input, &*out})

@@ -314,8 +314,7 @@ Result<Tensor, Err> run_attention(const DevicePlan::State& s, contracts::PagedAt
     return compiler::lower_paged_attention(compiler::PagedAttentionRequest{sig, std::nullopt}, ops::target_for(device));
   });
   if (!plan.ok()) return as<Err>(plan.error());
-  auto out = into ? Result<Tensor, RuntimeError>(*into)
-                  : ops::output({d.queries, d.q_heads, d.value_dim}, q.dtype(), q.queue());
+  auto out = ops::output_or(into, {d.queries, d.q_heads, d.value_dim}, q.dtype(), q.queue());
   if (!out.ok()) return as<Err>(out.error());
   const Tensor* ws = workspace ? &workspace->storage() : nullptr;
   const Status<RuntimeError> launched = mla ? ops::launch(**plan, q.queue(),
