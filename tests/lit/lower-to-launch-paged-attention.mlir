@@ -165,6 +165,28 @@ func.func @mla_h128(%q: tensor<?x128x512xf32>, %qp: tensor<?x128x64xf32>, %laten
   return %o : tensor<?x128x512xf32>
 }
 
+// MLA on tensor cores (R = 512, P = 64, H = 128, f16): paged_mla_mma with MlaMmaPolicy<R, P, 32>,
+// the plain kernel's parameters, 256 threads (8 warps), shared (64 + 2 · 32) · 584 · 2 + 64 · 40 · 2
+// + 3 · 64 · 4 = 155392.
+// CHECK-LABEL: func.func @mla_tensor_cores
+// CHECK: rudnn.launch @rudnn_paged_mla_mma_f16_r512_p64_64x32(
+// CHECK-SAME: header "rudnn/paged/mla_mma.cuh" function "rudnn::paged::paged_mla_mma" args ["rudnn::f16", "rudnn::paged::MlaMmaPolicy<512, 64, 32>"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0)>, #rudnn.size<1>, #rudnn.size<1>] block [256, 1, 1] shared 155392
+// CHECK-SAME: #rudnn.param<"q_rope" : "const rudnn::f16*" = buffer(1)>
+// CHECK-SAME: #rudnn.param<"v" : "const rudnn::f16*" = null>
+// CHECK-SAME: #rudnn.param<"out" : "rudnn::f16*" = buffer(8)>, #rudnn.param<"partial" : "float*" = null>
+// CHECK-SAME: #rudnn.param<"rope_dim" : "long long" = size(64)>
+// CHECK-NOT: rudnn.launch
+func.func @mla_tensor_cores(%q: tensor<?x128x512xf16>, %qp: tensor<?x128x64xf16>, %latent: tensor<?x?x1x512xf16>,
+                            %kp: tensor<?x?x1x64xf16>, %table: tensor<?x?xi32>, %lengths: tensor<?xi32>, %seq: tensor<?xi32>,
+                            %pos: tensor<?xi32>) -> tensor<?x128x512xf16> {
+  %o = rudnn.paged_mla %q, %qp, %latent, %kp, %table, %lengths, %seq, %pos {scale = 0.0721687824 : f32, causal = true, splits = 1,
+         kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 32, row_lanes = 0, max_value_dim = 512}}
+       : tensor<?x128x512xf16>, tensor<?x128x64xf16>, tensor<?x?x1x512xf16>, tensor<?x?x1x64xf16>, tensor<?x?xi32>,
+         tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x128x512xf16>
+  return %o : tensor<?x128x512xf16>
+}
+
 // Append (Hkv 8, D = 128, Dv = 64, bf16): copy key_cache (slot 2) → new_key_cache (slot 8) and
 // value_cache (slot 3) → new_value_cache (slot 9) over pages · page_size · Hkv · D elements (a fixed
 // grid of 1024 blocks of 256 threads, 16-byte copies), then the

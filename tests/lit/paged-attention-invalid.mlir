@@ -450,10 +450,10 @@ func.func @config_tensor_core_value(%a0: tensor<?x32x128xbf16>, %a1: tensor<64x1
 
 // -----
 
-// tensor_core 1: f16/bf16, D = Dv in {64, 96, 128, 256}, not MLA; 64 or 128 rows, block_keys a multiple of 16 in 16..=128, row_lanes 0, max_value_dim D, shared memory ≤ 227 KiB.
+// tensor_core 1 (attention): f16/bf16, D = Dv in {64, 96, 128, 256}; 64 or 128 rows, block_keys a multiple of 16 in 16..=128, row_lanes 0, max_value_dim D, shared memory ≤ 227 KiB.
 
 func.func @config_tensor_core_f32(%a0: tensor<?x32x128xf32>, %a1: tensor<64x16x8x128xf32>, %a2: tensor<64x16x8x128xf32>, %a3: tensor<?x?xi32>, %a4: tensor<?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>) {
-  // expected-error @+1 {{kernel_config: tensor_core 1 needs f16/bf16, D = Dv in {64, 96, 128, 256} and no MLA; got key dim 128 value dim 128}}
+  // expected-error @+1 {{kernel_config: tensor_core 1 needs f16/bf16 and D = Dv in {64, 96, 128, 256}; got key dim 128 value dim 128}}
   %o = rudnn.paged_attention %a0, %a1, %a2, %a3, %a4, %a5, %a6 {scale = 0.125 : f32, causal = true, splits = 1, kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 64, row_lanes = 0, max_value_dim = 128}} : tensor<?x32x128xf32>, tensor<64x16x8x128xf32>, tensor<64x16x8x128xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x32x128xf32>
   return
 }
@@ -461,7 +461,7 @@ func.func @config_tensor_core_f32(%a0: tensor<?x32x128xf32>, %a1: tensor<64x16x8
 // -----
 
 func.func @config_tensor_core_value_dim(%a0: tensor<?x32x128xbf16>, %a1: tensor<64x16x8x128xbf16>, %a2: tensor<64x16x8x64xbf16>, %a3: tensor<?x?xi32>, %a4: tensor<?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>) {
-  // expected-error @+1 {{kernel_config: tensor_core 1 needs f16/bf16, D = Dv in {64, 96, 128, 256} and no MLA; got key dim 128 value dim 64}}
+  // expected-error @+1 {{kernel_config: tensor_core 1 needs f16/bf16 and D = Dv in {64, 96, 128, 256}; got key dim 128 value dim 64}}
   %o = rudnn.paged_attention %a0, %a1, %a2, %a3, %a4, %a5, %a6 {scale = 0.125 : f32, causal = true, splits = 1, kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 64, row_lanes = 0, max_value_dim = 128}} : tensor<?x32x128xbf16>, tensor<64x16x8x128xbf16>, tensor<64x16x8x64xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x32x64xbf16>
   return
 }
@@ -469,7 +469,7 @@ func.func @config_tensor_core_value_dim(%a0: tensor<?x32x128xbf16>, %a1: tensor<
 // -----
 
 func.func @config_tensor_core_head_dim(%a0: tensor<?x32x192xbf16>, %a1: tensor<64x16x8x192xbf16>, %a2: tensor<64x16x8x192xbf16>, %a3: tensor<?x?xi32>, %a4: tensor<?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>) {
-  // expected-error @+1 {{kernel_config: tensor_core 1 needs f16/bf16, D = Dv in {64, 96, 128, 256} and no MLA; got key dim 192 value dim 192}}
+  // expected-error @+1 {{kernel_config: tensor_core 1 needs f16/bf16 and D = Dv in {64, 96, 128, 256}; got key dim 192 value dim 192}}
   %o = rudnn.paged_attention %a0, %a1, %a2, %a3, %a4, %a5, %a6 {scale = 0.125 : f32, causal = true, splits = 1, kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 64, row_lanes = 0, max_value_dim = 192}} : tensor<?x32x192xbf16>, tensor<64x16x8x192xbf16>, tensor<64x16x8x192xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x32x192xbf16>
   return
 }
@@ -678,9 +678,37 @@ func.func @mla_result(%a0: tensor<?x16x512xbf16>, %a1: tensor<?x16x64xbf16>, %a2
 
 // -----
 
-func.func @mla_config_tensor_core(%a0: tensor<?x16x128xbf16>, %a1: tensor<?x16x64xbf16>, %a2: tensor<64x64x1x128xbf16>, %a3: tensor<64x64x1x64xbf16>, %a4: tensor<?x?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>, %a7: tensor<?xi32>) {
-  // expected-error @+1 {{kernel_config: tensor_core 1 needs f16/bf16, D = Dv in {64, 96, 128, 256} and no MLA; got key dim 192 value dim 128 (MLA)}}
-  %o = rudnn.paged_mla %a0, %a1, %a2, %a3, %a4, %a5, %a6, %a7 {scale = 0.125 : f32, causal = false, splits = 1, kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 64, row_lanes = 0, max_value_dim = 128}} : tensor<?x16x128xbf16>, tensor<?x16x64xbf16>, tensor<64x64x1x128xbf16>, tensor<64x64x1x64xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16x128xbf16>
+func.func @mla_config_tensor_core(%a0: tensor<?x16x192xbf16>, %a1: tensor<?x16x64xbf16>, %a2: tensor<64x64x1x192xbf16>, %a3: tensor<64x64x1x64xbf16>, %a4: tensor<?x?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>, %a7: tensor<?xi32>) {
+  // expected-error @+1 {{kernel_config: tensor_core 1 for MLA needs f16/bf16, R a multiple of 128 up to 512 and Pr a multiple of 16 in 16..=256; got R 192 Pr 64}}
+  %o = rudnn.paged_mla %a0, %a1, %a2, %a3, %a4, %a5, %a6, %a7 {scale = 0.125 : f32, causal = false, splits = 1, kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 32, row_lanes = 0, max_value_dim = 192}} : tensor<?x16x192xbf16>, tensor<?x16x64xbf16>, tensor<64x64x1x192xbf16>, tensor<64x64x1x64xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16x192xbf16>
+  return
+}
+
+// -----
+
+// MLA on tensor cores: f32 is the plain kernel's.
+func.func @mla_config_tensor_core_f32(%a0: tensor<?x16x128xf32>, %a1: tensor<?x16x64xf32>, %a2: tensor<64x64x1x128xf32>, %a3: tensor<64x64x1x64xf32>, %a4: tensor<?x?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>, %a7: tensor<?xi32>) {
+  // expected-error @+1 {{kernel_config: tensor_core 1 for MLA needs f16/bf16, R a multiple of 128 up to 512 and Pr a multiple of 16 in 16..=256; got R 128 Pr 64}}
+  %o = rudnn.paged_mla %a0, %a1, %a2, %a3, %a4, %a5, %a6, %a7 {scale = 0.125 : f32, causal = false, splits = 1, kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 32, row_lanes = 0, max_value_dim = 128}} : tensor<?x16x128xf32>, tensor<?x16x64xf32>, tensor<64x64x1x128xf32>, tensor<64x64x1x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16x128xf32>
+  return
+}
+
+// -----
+
+// MLA on tensor cores: 64 panel rows only.
+func.func @mla_config_tensor_core_rows(%a0: tensor<?x16x128xbf16>, %a1: tensor<?x16x64xbf16>, %a2: tensor<64x64x1x128xbf16>, %a3: tensor<64x64x1x64xbf16>, %a4: tensor<?x?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>, %a7: tensor<?xi32>) {
+  // expected-error @+1 {{kernel_config: paged_mma 128x32 d128: expected block_rows 64, block_keys 32 or 64, row_lanes 0, max_value_dim 128 (R)}}
+  %o = rudnn.paged_mla %a0, %a1, %a2, %a3, %a4, %a5, %a6, %a7 {scale = 0.125 : f32, causal = false, splits = 1, kernel_config = {tensor_core = 1, block_rows = 128, block_keys = 32, row_lanes = 0, max_value_dim = 128}} : tensor<?x16x128xbf16>, tensor<?x16x64xbf16>, tensor<64x64x1x128xbf16>, tensor<64x64x1x64xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16x128xbf16>
+  return
+}
+
+// -----
+
+// MLA on tensor cores at R = 512 / P = 64 with 64-key tiles: two stages of 576-column rows next to Q
+// pass 227 KiB.
+func.func @mla_config_tensor_core_shared(%a0: tensor<?x16x512xbf16>, %a1: tensor<?x16x64xbf16>, %a2: tensor<64x64x1x512xbf16>, %a3: tensor<64x64x1x64xbf16>, %a4: tensor<?x?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>, %a7: tensor<?xi32>) {
+  // expected-error @+1 {{kernel_config: paged_mma 64x64 d512 needs 234240 bytes of shared memory (at most 232448)}}
+  %o = rudnn.paged_mla %a0, %a1, %a2, %a3, %a4, %a5, %a6, %a7 {scale = 0.125 : f32, causal = false, splits = 1, kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 64, row_lanes = 0, max_value_dim = 512}} : tensor<?x16x512xbf16>, tensor<?x16x64xbf16>, tensor<64x64x1x512xbf16>, tensor<64x64x1x64xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16x512xbf16>
   return
 }
 

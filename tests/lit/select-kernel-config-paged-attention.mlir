@@ -1,6 +1,7 @@
 // rudnn-select-kernel-config on the paged ops (paged_config::heuristicTile). f16/bf16 with D = Dv in
-// {64, 96, 128, 256} (not MLA) where the target has mma.sync m16n8k16 (sm_80 and later): the
-// tensor-core tile, 64 panel rows, 64-key tiles (32 at D = 256), row_lanes 0, max_value_dim D.
+// {64, 96, 128, 256}, and MLA in f16/bf16 with R a multiple of 128 up to 512 and Pr a multiple of
+// 16, where the target has mma.sync m16n8k16 (sm_80 and later): the tensor-core tile, 64 panel
+// rows, 64-key tiles (32 at D = 256 and for MLA), row_lanes 0, max_value_dim D (MLA: R).
 // Otherwise the plain tile: block_rows covers the GQA group (clamped to 4..16: decode fills the
 // block with the heads that share a K/V tile), row_lanes = 128 / block_rows, doubled (≤ 32) until a
 // lane holds ≤ 32 value columns, 32-key tiles, max_value_dim the value dim rounded up to a power of
@@ -88,10 +89,10 @@ func.func @mqa_value_dim_48(%q: tensor<?x32x64xbf16>, %k: tensor<?x16x1x64xbf16>
   return %o : tensor<?x32x48xbf16>
 }
 
-// MLA (plain only) R = 512, P = 64, H = 16 (group 16): 16 rows; 8 lanes would hold 64 columns, so
-// 16 lanes.
+// MLA R = 512, P = 64, H = 16 (group 16): the tensor-core MLA tile (64 panel rows, 32-key tiles,
+// max_value_dim R); plain (sm_75), 16 rows; 8 lanes would hold 64 columns, so 16 lanes.
 // CHECK-LABEL: func.func @mla_h16
-// CHECK: rudnn.paged_mla {{.*}}kernel_config = {block_keys = 32 : i64, block_rows = 16 : i64, max_value_dim = 512 : i64, row_lanes = 16 : i64, tensor_core = 0 : i64}
+// CHECK: rudnn.paged_mla {{.*}}kernel_config = {block_keys = 32 : i64, block_rows = 64 : i64, max_value_dim = 512 : i64, row_lanes = 0 : i64, tensor_core = 1 : i64}
 // PLAIN-LABEL: func.func @mla_h16
 // PLAIN: rudnn.paged_mla {{.*}}kernel_config = {block_keys = 32 : i64, block_rows = 16 : i64, max_value_dim = 512 : i64, row_lanes = 16 : i64, tensor_core = 0 : i64}
 func.func @mla_h16(%q: tensor<?x16x512xbf16>, %qp: tensor<?x16x64xbf16>, %latent: tensor<?x64x1x512xbf16>,
@@ -103,9 +104,10 @@ func.func @mla_h16(%q: tensor<?x16x512xbf16>, %qp: tensor<?x16x64xbf16>, %latent
   return %o : tensor<?x16x512xbf16>
 }
 
-// MLA H = 128: the group clamps to 16 rows, the same tile.
+// MLA H = 128: the same tensor-core tile (two 64-head chunks per query row); plain, the group
+// clamps to 16 rows, the same tile.
 // CHECK-LABEL: func.func @mla_h128
-// CHECK: rudnn.paged_mla {{.*}}kernel_config = {block_keys = 32 : i64, block_rows = 16 : i64, max_value_dim = 512 : i64, row_lanes = 16 : i64, tensor_core = 0 : i64}
+// CHECK: rudnn.paged_mla {{.*}}kernel_config = {block_keys = 32 : i64, block_rows = 64 : i64, max_value_dim = 512 : i64, row_lanes = 0 : i64, tensor_core = 1 : i64}
 // PLAIN-LABEL: func.func @mla_h128
 // PLAIN: rudnn.paged_mla {{.*}}kernel_config = {block_keys = 32 : i64, block_rows = 16 : i64, max_value_dim = 512 : i64, row_lanes = 16 : i64, tensor_core = 0 : i64}
 func.func @mla_h128(%q: tensor<?x128x512xbf16>, %qp: tensor<?x128x64xbf16>, %latent: tensor<?x64x1x512xbf16>,

@@ -228,9 +228,14 @@ TEST_F(PagedAttention, LongSequences) {
 }
 
 // Decode only (one row per sequence at L − 1), GQA 8 and 4, causal and not (the same for decode).
+// In f16/bf16 at D = 64 and 128 the tensor-core kernel serves these tiles (≤ 16 panel rows) with its
+// four warps splitting the keys and merging at the end.
 TEST_F(PagedAttention, DecodeOnly) {
   const std::tuple<Heads, DType, bool> kCases[] = {
-      {{8, 1, 64, 64}, DType::BF16, false}, {{8, 2, 64, 64}, DType::F16, true}, {{4, 4, 16, 16}, DType::F32, true}};
+      {{8, 1, 64, 64}, DType::BF16, false},
+      {{8, 2, 64, 64}, DType::F16, true},
+      {{32, 8, 128, 128}, DType::BF16, true},  // the benchmark's GQA 32/8 decode
+      {{4, 4, 16, 16}, DType::F32, true}};
   for (const auto& [heads, dtype, causal] : kCases) {
     const std::uint64_t seed = fresh_seed();
     SCOPED_TRACE(fmt::format("seed={}", seed));
@@ -442,7 +447,9 @@ Problem alone(const Problem& p, std::int64_t s, std::vector<std::int64_t>& rows)
 // A sequence's output rows are bit for bit the same computed alone (its own plan with only its rows)
 // and inside a larger batch, unsplit and with 2 and 32 splits.
 TEST_F(PagedAttention, BatchInvariance) {
-  const std::pair<Heads, DType> kCases[] = {{{4, 2, 32, 32}, DType::BF16}, {{2, 1, 16, 24}, DType::F32}};
+  // Plain cores (D = 32, 16/24) and tensor cores (D = 128: split-key decode tiles, rows-mode prefill).
+  const std::pair<Heads, DType> kCases[] = {
+      {{4, 2, 32, 32}, DType::BF16}, {{2, 1, 16, 24}, DType::F32}, {{8, 2, 128, 128}, DType::F16}};
   for (const auto& [heads, dtype] : kCases) {
     const std::uint64_t seed = fresh_seed();
     SCOPED_TRACE(fmt::format("seed={}", seed));
@@ -618,14 +625,42 @@ TEST_F(PagedAttention, MlaLatent512Decode) {
   check_mla(make_mla(std::move(l2), 1, 512, 64, DType::F16, rng), false, {32});
 }
 
+// MLA on tensor cores (paged_mla_mma serves f16/bf16 with R a multiple of 128 up to 512 and Pr a
+// multiple of 16; the cases above at R = 512 run it too): DeepSeek's H = 128 (two 64-head chunks per
+// row) in decode; panels of several query rows (H = 16: 4 rows per tile, H = 8: 8) through chunked
+// prefill, causal and not; page sizes 1, 5 and 64; shared prefix pages; keys past a 32-key tile's
+// end; splits 2 and 32.
+TEST_F(PagedAttention, MlaOnTensorCores) {
+  struct Case {
+    std::int64_t heads, r, p, page_size;
+    DType dtype;
+    bool causal, shuffle;
+    std::vector<Seq> seqs;
+  };
+  const Case kCases[] = {
+      {128, 512, 64, 64, DType::BF16, true, true, {{70, Rows::Decode}, {161, Rows::Decode}, {1, Rows::Decode}}},
+      {16, 128, 16, 5, DType::F16, true, false, {{45, Rows::Chunk, 11}, {9, Rows::Decode}, {33, Rows::Prefill}}},
+      {8, 256, 32, 1, DType::BF16, false, false, {{40, Rows::Chunk, 13}, {12, Rows::Chunk, 3, 0, 2}}},
+      {16, 128, 64, 16, DType::BF16, true, true, {{66, Rows::Random, 4}, {50, Rows::Decode, 0, 0, 3}}},
+  };
+  for (const Case& c : kCases) {
+    const std::uint64_t seed = fresh_seed();
+    SCOPED_TRACE(fmt::format("seed={}", seed));
+    std::mt19937_64 rng(seed);
+    Layout l = make_layout(rng, c.page_size, c.seqs, c.shuffle);
+    check_mla(make_mla(std::move(l), c.heads, c.r, c.p, c.dtype, rng), c.causal, {2, 32});
+  }
+}
+
 // MLA rows are batch invariant too: each sequence alone = inside the batch, bit for bit, unsplit
-// and with 2 and 32 splits.
-TEST_F(PagedAttention, MlaBatchInvariance) {
+// and with 2 and 32 splits, on plain cores (R = 32) and on tensor cores (R = 128, H = 16: panels of
+// 4 rows).
+void check_mla_batch_invariance(std::int64_t heads, std::int64_t r, std::int64_t p) {
   const std::uint64_t seed = fresh_seed();
-  SCOPED_TRACE(fmt::format("seed={}", seed));
+  SCOPED_TRACE(fmt::format("seed={} H={} R={} P={}", seed, heads, r, p));
   std::mt19937_64 rng(seed);
   Layout l = make_layout(rng, 16, {{90, Rows::Chunk, 3}, {20, Rows::Decode}, {47, Rows::Random, 3, 0, 1}}, true);
-  MlaProblem m = make_mla(std::move(l), 2, 32, 8, DType::BF16, rng);
+  MlaProblem m = make_mla(std::move(l), heads, r, p, DType::BF16, rng);
   auto plan = device_plan(m.layout, m.tq);
   ASSERT_TRUE(plan.has_value());
   const float scale = 0.125f;
@@ -677,6 +712,11 @@ TEST_F(PagedAttention, MlaBatchInvariance) {
             << "row " << rows[i] << " differs alone";
     }
   }
+}
+
+TEST_F(PagedAttention, MlaBatchInvariance) {
+  check_mla_batch_invariance(2, 32, 8);
+  check_mla_batch_invariance(16, 128, 16);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 // KernelOpInterface model of the paged ops. rudnn.paged_attention and rudnn.paged_mla: their
 // kernel_config is the paged_unit tile (PagedAttentionConfig.h); rudnn.paged_append has one kernel
 // and an empty config.
-//   heuristic:    paged_config::heuristicTile: the tensor-core kernel for f16/bf16 with D = Dv ∈
-//                 {64, 96, 128, 256} (not MLA) where the target has mma.sync m16n8k16; else the
+//   heuristic:    paged_config::heuristicTile: the tensor-core kernels for f16/bf16 with D = Dv ∈
+//                 {64, 96, 128, 256}, and for MLA with R a multiple of 128 up to 512 and Pr a
+//                 multiple of 16, where the target has mma.sync m16n8k16; else the
 //                 plain one (block rows covering the GQA group, lanes so that a lane holds ≤ 32
 //                 value columns, 32-key tiles, 16 for the widest dims); append: {}.
 //   tuning query: none (the paged ops have no Autotune strategy).

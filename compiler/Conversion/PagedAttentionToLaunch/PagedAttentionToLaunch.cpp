@@ -57,22 +57,32 @@ LogicalResult lowerPagedAttentionOpToLaunch(RewriterBase& rewriter, Operation* o
   const Slots s = slotsOf(mla);
   const std::string elem = dialect::cTypeName(sig->query.dtype), in = "const " + elem + "*";
   const bool split = sig->splits > 1;
-  const bool mma = tile->tensorCore;
+  // Three kernels: attention on tensor cores (mma.cuh, no rope operands), MLA on tensor cores
+  // (mla_mma.cuh) and the plain one (unit.cuh); the last two share the plain kernel's parameters.
+  const bool mma = tile->tensorCore && !mla, mla_mma = tile->tensorCore && mla;
+  const std::string dtype = std::string(dtype_name(sig->query.dtype));
   const std::string name =
-      mma ? fmt::format("attention_mma_{}_d{}_{}x{}", dtype_name(sig->query.dtype), d.head_dim, tile->blockRows,
-                        tile->blockKeys)
-          : fmt::format("{}_{}_{}x{}_l{}_v{}", mla ? "mla" : "attention", dtype_name(sig->query.dtype), tile->blockRows,
-                        tile->blockKeys, tile->rowLanes, tile->maxValueDim);
+      mma ? fmt::format("attention_mma_{}_d{}_{}x{}", dtype, d.head_dim, tile->blockRows, tile->blockKeys)
+      : mla_mma
+          ? fmt::format("mla_mma_{}_r{}_p{}_{}x{}", dtype, d.head_dim, d.rope_dim, tile->blockRows, tile->blockKeys)
+          : fmt::format("{}_{}_{}x{}_l{}_v{}", mla ? "mla" : "attention", dtype, tile->blockRows, tile->blockKeys,
+                        tile->rowLanes, tile->maxValueDim);
   MLIRContext* ctx = op->getContext();
   auto config = op->getAttrOfType<DictionaryAttr>(dialect::kKernelConfigAttrName);
   Type outType = op->getResult(0).getType();
   auto workspaceType = RankedTensorType::get({ShapedType::kDynamic}, Float32Type::get(ctx));
 
   LaunchBuilder unit(op, fmt::format("rudnn_paged_{}{}", name, split ? "_split" : ""),
-                     mma ? "rudnn/paged/mma.cuh" : "rudnn/paged/unit.cuh",
-                     mma ? "rudnn::paged::paged_attention_mma" : "rudnn::paged::paged_attention_unit");
+                     mma       ? "rudnn/paged/mma.cuh"
+                     : mla_mma ? "rudnn/paged/mla_mma.cuh"
+                               : "rudnn/paged/unit.cuh",
+                     mma       ? "rudnn::paged::paged_attention_mma"
+                     : mla_mma ? "rudnn::paged::paged_mla_mma"
+                               : "rudnn::paged::paged_attention_unit");
   unit.templateArgs(
           {elem, mma ? fmt::format("rudnn::paged::MmaPolicy<{}, {}, {}>", d.head_dim, tile->blockRows, tile->blockKeys)
+                 : mla_mma
+                     ? fmt::format("rudnn::paged::MlaMmaPolicy<{}, {}, {}>", d.head_dim, d.rope_dim, tile->blockKeys)
                      : fmt::format("rudnn::paged::UnitPolicy<{}, {}, {}, {}, {}>", tile->blockRows, tile->blockKeys,
                                    tile->rowLanes, tile->maxValueDim, mla ? "true" : "false")})
       .config(config)
@@ -113,7 +123,7 @@ LogicalResult lowerPagedAttentionOpToLaunch(RewriterBase& rewriter, Operation* o
       .constant("causal", sig->causal ? 1 : 0)
       .f32("scale", static_cast<float>(sig->scale))
       .grid(unit.size({SizeFactor::dimOf(s.q, 0)}), unit.size({SizeFactor::constant(d.kv_heads * sig->splits)}))
-      .block(dialect::paged_config::threads(*tile))
+      .block(dialect::paged_config::threads(*tile, dialect::pagedShapeOf(*sig)))
       .shared(dialect::paged_config::sharedBytes(*tile, dialect::pagedShapeOf(*sig)))
       .minBlocks(1);  // __launch_bounds__(threads) alone makes ptxas spill these kernels
   dialect::LaunchOp partials = unit.create(rewriter);
@@ -125,7 +135,7 @@ LogicalResult lowerPagedAttentionOpToLaunch(RewriterBase& rewriter, Operation* o
   // The merge reads the workspace (slot out) and writes the output (slot out + 1).
   SmallVector<Value> withWorkspace(op->getOperands().begin(), op->getOperands().end());
   withWorkspace.push_back(partials.getResult(0));
-  LaunchBuilder merge(op, fmt::format("rudnn_paged_merge_{}", dtype_name(sig->query.dtype)), "rudnn/paged/merge.cuh",
+  LaunchBuilder merge(op, fmt::format("rudnn_paged_merge_{}", dtype), "rudnn/paged/merge.cuh",
                       "rudnn::paged::paged_merge");
   // One merge kernel per dtype whatever the tile: no config in its source.
   merge.templateArgs({elem, std::to_string(kMergeThreads)})

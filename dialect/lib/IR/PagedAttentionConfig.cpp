@@ -25,20 +25,37 @@ Tile fitted(std::int64_t rows, std::int64_t keys, std::int64_t lanes, const Shap
   return {false, rows, keys, lanes, std::max(nextPowerOfTwo(s.valueDim), lanes)};
 }
 
-// The head dims the tensor-core kernel is built for (attention/flash_mma's).
+// The head dims the tensor-core attention kernel is built for (attention/flash_mma's).
 bool mmaHeadDim(std::int64_t d) { return d == 64 || d == 96 || d == 128 || d == 256; }
-bool mmaServes(const Shape& s) {
-  return s.halfPrecision && !s.valueFromKey && s.keyDim == s.valueDim && mmaHeadDim(s.keyDim);
+// MLA on tensor cores (paged/mla_mma.cuh, MlaMmaPolicy): R a multiple of 128 up to 512 (8 warps of
+// R / 8 output columns, whole n16 pairs), Pr a multiple of 16 in 16..=256.
+std::int64_t ropeDim(const Shape& s) { return s.keyDim - s.valueDim; }
+bool mlaMmaServes(const Shape& s) {
+  const std::int64_t rope = ropeDim(s);
+  return s.valueDim % 128 == 0 && s.valueDim <= 512 && rope % 16 == 0 && rope >= 16 && rope <= 256;
 }
-// 64 panel rows (one m16 tile per warp); 64-key tiles, 32 at D = 256 (attention/flash_mma.cuh's
-// register table: 64 keys at D = 256 need sm_90's shared memory).
-Tile mmaTile(const Shape& s) { return {true, 64, s.keyDim == 256 ? 32 : 64, 0, s.keyDim}; }
+bool mmaServes(const Shape& s) {
+  if (!s.halfPrecision) return false;
+  if (s.valueFromKey) return mlaMmaServes(s);
+  return s.keyDim == s.valueDim && mmaHeadDim(s.keyDim);
+}
+// Attention: 64 panel rows (one m16 tile per warp); 64-key tiles, 32 at D = 256
+// (attention/flash_mma.cuh's register table: 64 keys at D = 256 need sm_90's shared memory).
+// MLA: 64 panel rows, 32-key tiles (two stages of 576-column rows next to Q fit sm_80's 163 KiB).
+Tile mmaTile(const Shape& s) {
+  if (s.valueFromKey) return {true, 64, 32, 0, s.valueDim};
+  return {true, 64, s.keyDim == 256 ? 32 : 64, 0, s.keyDim};
+}
 
 }  // namespace
 
-std::int64_t threads(const Tile& t) { return t.tensorCore ? 128 : t.blockRows * t.rowLanes; }
+std::int64_t threads(const Tile& t, const Shape& s) {
+  if (t.tensorCore) return s.valueFromKey ? 256 : 128;
+  return t.blockRows * t.rowLanes;
+}
 
 std::int64_t sharedBytes(const Tile& t, const Shape& s) {
+  if (t.tensorCore && s.valueFromKey) return shared_memory::paged_mla_mma(t.blockKeys, s.valueDim, ropeDim(s));
   if (t.tensorCore) return shared_memory::flash_mma(t.blockRows, t.blockKeys, s.keyDim);
   return shared_memory::paged_unit(t.blockRows, t.blockKeys, s.keyDim, 0, s.valueDim, s.valueFromKey);
 }
@@ -68,12 +85,24 @@ std::vector<Tile> candidates(const Shape& s, bool tensorCores) {
 }
 
 std::optional<std::string> checkTile(const Tile& t, const Shape& s) {
-  if (t.tensorCore) {
+  if (t.tensorCore && s.valueFromKey) {
     if (!mmaServes(s))
       return fmt::format(
-          "tensor_core 1 needs f16/bf16, D = Dv in {{64, 96, 128, 256}} and no MLA; got key dim {} value dim "
-          "{}{}",
-          s.keyDim, s.valueDim, s.valueFromKey ? " (MLA)" : "");
+          "tensor_core 1 for MLA needs f16/bf16, R a multiple of 128 up to 512 and Pr a multiple of 16 in "
+          "16..=256; got R {} Pr {}",
+          s.valueDim, ropeDim(s));
+    if (t.blockRows != 64 || (t.blockKeys != 32 && t.blockKeys != 64) || t.rowLanes != 0 || t.maxValueDim != s.valueDim)
+      return fmt::format("{}: expected block_rows 64, block_keys 32 or 64, row_lanes 0, max_value_dim {} (R)",
+                         describe(t), s.valueDim);
+    if (sharedBytes(t, s) > kMaxSharedBytes)
+      return fmt::format("{} needs {} bytes of shared memory (at most {})", describe(t), sharedBytes(t, s),
+                         kMaxSharedBytes);
+    return std::nullopt;
+  }
+  if (t.tensorCore) {
+    if (!mmaServes(s))
+      return fmt::format("tensor_core 1 needs f16/bf16 and D = Dv in {{64, 96, 128, 256}}; got key dim {} value dim {}",
+                         s.keyDim, s.valueDim);
     if ((t.blockRows != 64 && t.blockRows != 128) || t.blockKeys % 16 != 0 || t.blockKeys < 16 || t.blockKeys > 128 ||
         t.rowLanes != 0 || t.maxValueDim != s.keyDim)
       return fmt::format(
@@ -89,8 +118,8 @@ std::optional<std::string> checkTile(const Tile& t, const Shape& s) {
     return fmt::format("block_rows: a power of two ≤ 64, got {}", t.blockRows);
   if (!powerOfTwo(t.rowLanes) || t.rowLanes > 32)
     return fmt::format("row_lanes: a power of two ≤ 32, got {}", t.rowLanes);
-  if (threads(t) % 32 != 0 || threads(t) > 1024)
-    return fmt::format("block_rows · row_lanes: whole warps, at most 1024 threads, got {}", threads(t));
+  if (threads(t, s) % 32 != 0 || threads(t, s) > 1024)
+    return fmt::format("block_rows · row_lanes: whole warps, at most 1024 threads, got {}", threads(t, s));
   if (t.blockKeys < 4 || t.blockKeys > 128 || t.blockKeys % 4 != 0 || t.blockKeys % t.rowLanes != 0)
     return fmt::format("block_keys: a multiple of 4 and of row_lanes in 4..=128, got {}", t.blockKeys);
   if (!powerOfTwo(t.maxValueDim) || t.maxValueDim < s.valueDim || t.maxValueDim % t.rowLanes != 0 ||

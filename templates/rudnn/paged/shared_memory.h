@@ -14,6 +14,13 @@ RUDNN_SHARED_MEMORY_FN long long paged_unit(long long block_m, long long block_n
               (value_from_key ? 0 : block_n * value_dim));
 }
 
+// paged_mla_mma (paged/mla_mma.cuh): Q [64] and 2 stages × K [BN] rows of R + Pr + 8 16-bit
+// elements (latent columns, then rope), P [64][BN + 8] 16-bit, and 3 × 64 floats (the two key
+// halves' row maxima or sums, and the rows' rescale factors).
+RUDNN_SHARED_MEMORY_FN long long paged_mla_mma(long long block_n, long long latent_dim, long long rope_dim) {
+  return (64 + 2 * block_n) * (latent_dim + rope_dim + 8) * 2 + 64 * (block_n + 8) * 2 + 3 * 64 * 4;
+}
+
 // paged_attention_backward_history with row caching (paged/backward.cuh): chunks of staged (row, head)
 // items, each q (32·key_per_lane floats), dO (32·value_per_lane) then lse and δ; up to 32 KiB of
 // items and at least one. Without row caching: none.

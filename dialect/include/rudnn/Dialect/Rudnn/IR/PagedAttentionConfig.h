@@ -3,9 +3,12 @@
 // block_rows, block_keys, row_lanes, max_value_dim}:
 //   tensor_core 0  templates/rudnn/paged/unit.cuh, paged::UnitPolicy<block_rows, block_keys,
 //                  row_lanes, max_value_dim, value_from_key>: every dtype and dim, MLA
-//   tensor_core 1  templates/rudnn/paged/mma.cuh, paged::MmaPolicy<D, block_rows, block_keys> (4 warps,
-//                  mma.sync m16n8k16): f16/bf16, D = Dv ∈ {64, 96, 128, 256}, not MLA; row_lanes 0,
-//                  max_value_dim = D
+//   tensor_core 1  attention: templates/rudnn/paged/mma.cuh, paged::MmaPolicy<D, block_rows,
+//                  block_keys> (4 warps, mma.sync m16n8k16): f16/bf16, D = Dv ∈ {64, 96, 128, 256};
+//                  row_lanes 0, max_value_dim = D.
+//                  MLA: templates/rudnn/paged/mla_mma.cuh, paged::MlaMmaPolicy<R, Pr, block_keys>
+//                  (8 warps): f16/bf16, R a multiple of 128 up to 512, Pr a multiple of 16 in
+//                  16..=256; block_rows 64, block_keys 32 or 64, row_lanes 0, max_value_dim = R
 // The verifier, rudnn-select-kernel-config, the lowering and the NVRTC variant test share it.
 #include <cstdint>
 #include <optional>
@@ -39,11 +42,11 @@ struct Shape {
   bool halfPrecision = false;  // f16 or bf16
 };
 
-std::int64_t threads(const Tile& t);
+std::int64_t threads(const Tile& t, const Shape& s);
 std::int64_t sharedBytes(const Tile& t, const Shape& s);
 
 // The heuristic: the tensor-core tile where it serves `s` and the target has mma.sync m16n8k16
-// (64 panel rows; 64-key tiles, 32 for D = 256); else the plain one: block_rows covers the group
+// (64 panel rows; 64-key tiles, 32 for D = 256 and for MLA); else the plain one: block_rows covers the group
 // (4..16 rows: decode fills the block with the heads that share a K/V tile), lanes per row so that
 // a block has 128 threads or each lane holds at most 32 value columns, 32-key tiles, 16 when shared
 // memory would pass kMaxSharedBytes.
