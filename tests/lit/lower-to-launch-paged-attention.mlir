@@ -248,6 +248,28 @@ func.func @attention_backward(%q: tensor<?x8x64xbf16>, %k: tensor<?x16x2x64xbf16
   return %dq, %dk, %dv : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>
 }
 
+// On tensor cores (D = Dv = 64, bf16, {warps = 4, tensor_core = 1}): the same zero / round kernels
+// around paged_attention_backward_mma with BackwardMmaPolicy<64, 32>, the plain kernel's parameters,
+// one 128-thread block per (query row, kv head), shared (2 · 64 + 4 · 32) · 72 · 2 + 2 · 64 · 40 · 2
+// = 47104.
+// CHECK-LABEL: func.func @attention_backward_tensor_cores
+// CHECK: rudnn.launch @rudnn_paged_zero(
+// CHECK: rudnn.launch @rudnn_paged_zero(
+// CHECK: rudnn.launch @rudnn_paged_attention_backward_mma_bf16_d64({{.*}}) header "rudnn/paged/backward_mma.cuh" function "rudnn::paged::paged_attention_backward_mma" args ["rudnn::bf16", "rudnn::paged::BackwardMmaPolicy<64, 32>"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * 2>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 47104
+// CHECK-SAME: #rudnn.param<"q_rope" : "const rudnn::bf16*" = null>
+// CHECK-SAME: #rudnn.param<"row_stats" : "float*" = null>
+// CHECK: rudnn.launch @rudnn_paged_round_gradients_bf16(
+// CHECK: rudnn.launch @rudnn_paged_round_gradients_bf16(
+func.func @attention_backward_tensor_cores(%q: tensor<?x8x64xbf16>, %k: tensor<?x16x2x64xbf16>, %v: tensor<?x16x2x64xbf16>, %go: tensor<?x8x64xbf16>,
+                                          %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>)
+    -> (tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x64xbf16>) {
+  %dq, %dk, %dv = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p {scale = 0.125 : f32, causal = true, kernel_config = {warps = 4, tensor_core = 1}}
+      : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x8x64xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x64xbf16>
+  return %dq, %dk, %dv : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x64xbf16>
+}
+
 // MLA at R = 512 / P = 64: the latent scratch takes the key and the value contribution; 18 key
 // columns per lane → 24, 16 value columns; the query gradients are the kernel's two results.
 // CHECK-LABEL: func.func @mla_backward

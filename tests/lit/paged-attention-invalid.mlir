@@ -679,7 +679,7 @@ func.func @mla_result(%a0: tensor<?x16x512xbf16>, %a1: tensor<?x16x64xbf16>, %a2
 // -----
 
 func.func @mla_config_tensor_core(%a0: tensor<?x16x192xbf16>, %a1: tensor<?x16x64xbf16>, %a2: tensor<64x64x1x192xbf16>, %a3: tensor<64x64x1x64xbf16>, %a4: tensor<?x?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>, %a7: tensor<?xi32>) {
-  // expected-error @+1 {{kernel_config: tensor_core 1 for MLA needs f16/bf16, R a multiple of 128 up to 512 and Pr a multiple of 16 in 16..=256; got R 192 Pr 64}}
+  // expected-error @+1 {{kernel_config: tensor_core 1 for MLA needs f16/bf16, R a multiple of 128 up to 512, Pr a multiple of 16 in 16..=256 and a 32-key tile within 163 KiB of shared memory; got R 192 Pr 64}}
   %o = rudnn.paged_mla %a0, %a1, %a2, %a3, %a4, %a5, %a6, %a7 {scale = 0.125 : f32, causal = false, splits = 1, kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 32, row_lanes = 0, max_value_dim = 192}} : tensor<?x16x192xbf16>, tensor<?x16x64xbf16>, tensor<64x64x1x192xbf16>, tensor<64x64x1x64xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16x192xbf16>
   return
 }
@@ -688,7 +688,7 @@ func.func @mla_config_tensor_core(%a0: tensor<?x16x192xbf16>, %a1: tensor<?x16x6
 
 // MLA on tensor cores: f32 is the plain kernel's.
 func.func @mla_config_tensor_core_f32(%a0: tensor<?x16x128xf32>, %a1: tensor<?x16x64xf32>, %a2: tensor<64x64x1x128xf32>, %a3: tensor<64x64x1x64xf32>, %a4: tensor<?x?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>, %a7: tensor<?xi32>) {
-  // expected-error @+1 {{kernel_config: tensor_core 1 for MLA needs f16/bf16, R a multiple of 128 up to 512 and Pr a multiple of 16 in 16..=256; got R 128 Pr 64}}
+  // expected-error @+1 {{kernel_config: tensor_core 1 for MLA needs f16/bf16, R a multiple of 128 up to 512, Pr a multiple of 16 in 16..=256 and a 32-key tile within 163 KiB of shared memory; got R 128 Pr 64}}
   %o = rudnn.paged_mla %a0, %a1, %a2, %a3, %a4, %a5, %a6, %a7 {scale = 0.125 : f32, causal = false, splits = 1, kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 32, row_lanes = 0, max_value_dim = 128}} : tensor<?x16x128xf32>, tensor<?x16x64xf32>, tensor<64x64x1x128xf32>, tensor<64x64x1x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16x128xf32>
   return
 }
@@ -932,6 +932,31 @@ func.func @backward_gradient_type(%q: tensor<?x8x64xbf16>, %k: tensor<?x16x2x64x
 func.func @backward_warps(%q: tensor<?x8x64xbf16>, %k: tensor<?x16x2x64xbf16>, %v: tensor<?x16x2x32xbf16>, %go: tensor<?x8x32xbf16>, %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>) {
   // expected-error @+1 {{kernel_config: warps: expected 2, 4 or 8, got 3}}
   %dq, %dk, %dv = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p {scale = 0.125 : f32, causal = true, kernel_config = {warps = 3}} : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>, tensor<?x8x32xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>
+  return
+}
+
+// -----
+
+func.func @backward_config_keys(%q: tensor<?x8x64xbf16>, %k: tensor<?x16x2x64xbf16>, %v: tensor<?x16x2x64xbf16>, %go: tensor<?x8x64xbf16>, %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{kernel_config: expected {warps} or {warps, tensor_core}, got {block_rows = 64 : i64, warps = 4 : i64}}}
+  %dq, %dk, %dv = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p {scale = 0.125 : f32, causal = true, kernel_config = {warps = 4, block_rows = 64}} : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x8x64xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x64xbf16>
+  return
+}
+
+// -----
+
+// The tensor-core backward: attention (not MLA) in f16/bf16 with D = Dv in {64, 96, 128}.
+func.func @backward_tensor_core_value_dim(%q: tensor<?x8x64xbf16>, %k: tensor<?x16x2x64xbf16>, %v: tensor<?x16x2x32xbf16>, %go: tensor<?x8x32xbf16>, %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{kernel_config: tensor_core 1 needs attention (not MLA) in f16/bf16 with D = Dv in {64, 96, 128}; got key dim 64 value dim 32}}
+  %dq, %dk, %dv = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p {scale = 0.125 : f32, causal = true, kernel_config = {warps = 4, tensor_core = 1}} : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>, tensor<?x8x32xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>
+  return
+}
+
+// -----
+
+func.func @backward_tensor_core_f32(%q: tensor<?x8x64xf32>, %k: tensor<?x16x2x64xf32>, %v: tensor<?x16x2x64xf32>, %go: tensor<?x8x64xf32>, %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{kernel_config: tensor_core 1 needs attention (not MLA) in f16/bf16 with D = Dv in {64, 96, 128}; got key dim 64 value dim 64}}
+  %dq, %dk, %dv = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p {scale = 0.125 : f32, causal = true, kernel_config = {warps = 4, tensor_core = 1}} : tensor<?x8x64xf32>, tensor<?x16x2x64xf32>, tensor<?x16x2x64xf32>, tensor<?x8x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8x64xf32>, tensor<?x16x2x64xf32>, tensor<?x16x2x64xf32>
   return
 }
 

@@ -119,6 +119,21 @@ func.func @mla_h128(%q: tensor<?x128x512xbf16>, %qp: tensor<?x128x64xbf16>, %lat
   return %o : tensor<?x128x512xbf16>
 }
 
+// MLA R = 512 with Pr = 128: the tensor-core tile would need 167680 bytes of shared memory, past
+// sm_80's 163 KiB, so the plain tile serves it (16 rows × 16 lanes).
+// CHECK-LABEL: func.func @mla_rope_128
+// CHECK: rudnn.paged_mla {{.*}}kernel_config = {{{.*}}tensor_core = 0 : i64}
+// PLAIN-LABEL: func.func @mla_rope_128
+// PLAIN: rudnn.paged_mla {{.*}}kernel_config = {{{.*}}tensor_core = 0 : i64}
+func.func @mla_rope_128(%q: tensor<?x16x512xbf16>, %qp: tensor<?x16x128xbf16>, %latent: tensor<?x64x1x512xbf16>,
+                        %kp: tensor<?x64x1x128xbf16>, %table: tensor<?x?xi32>, %lengths: tensor<?xi32>, %seq: tensor<?xi32>,
+                        %pos: tensor<?xi32>) -> tensor<?x16x512xbf16> {
+  %o = rudnn.paged_mla %q, %qp, %latent, %kp, %table, %lengths, %seq, %pos {scale = 0.0721687824 : f32, causal = true, splits = 1}
+       : tensor<?x16x512xbf16>, tensor<?x16x128xbf16>, tensor<?x64x1x512xbf16>, tensor<?x64x1x128xbf16>, tensor<?x?xi32>,
+         tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16x512xbf16>
+  return %o : tensor<?x16x512xbf16>
+}
+
 // D = Dv = 1024 (group 4): 4 × 32 with 32-key tiles needs 279680 bytes of shared memory, so the
 // 16-key tile of 4 rows × 16 lanes.
 // CHECK-LABEL: func.func @widest_dims
@@ -153,4 +168,25 @@ func.func @kept_and_append(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16
              : tensor<?x8x128xbf16>, tensor<?x8x128xbf16>, tensor<?x16x8x128xbf16>, tensor<?x16x8x128xbf16>,
                tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16x8x128xbf16>, tensor<?x16x8x128xbf16>
   return %o, %kc, %vc : tensor<?x32x128xbf16>, tensor<?x16x8x128xbf16>, tensor<?x16x8x128xbf16>
+}
+
+// The backward: {warps = 4, tensor_core = 1} for attention in f16/bf16 with D = Dv in {64, 96, 128}
+// where the target has mma.sync m16n8k16, else {warps = 4, tensor_core = 0}; MLA stays plain.
+// CHECK-LABEL: func.func @backward
+// CHECK: rudnn.paged_attention_backward {{.*}}kernel_config = {tensor_core = 1 : i64, warps = 4 : i64}
+// CHECK: rudnn.paged_attention_backward {{.*}}kernel_config = {tensor_core = 0 : i64, warps = 4 : i64}
+// PLAIN-LABEL: func.func @backward
+// PLAIN: rudnn.paged_attention_backward {{.*}}kernel_config = {tensor_core = 0 : i64, warps = 4 : i64}
+// PLAIN: rudnn.paged_attention_backward {{.*}}kernel_config = {tensor_core = 0 : i64, warps = 4 : i64}
+func.func @backward(%q: tensor<?x8x128xbf16>, %k: tensor<?x16x2x128xbf16>, %v: tensor<?x16x2x128xbf16>,
+                    %v2: tensor<?x16x2x64xbf16>, %go2: tensor<?x8x64xbf16>,
+                    %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>)
+    -> (tensor<?x8x128xbf16>, tensor<?x8x128xbf16>) {
+  %dq, %dk, %dv = rudnn.paged_attention_backward %q, %k, %v, %q, %t, %l, %s, %p {scale = 0.125 : f32, causal = true}
+      : tensor<?x8x128xbf16>, tensor<?x16x2x128xbf16>, tensor<?x16x2x128xbf16>, tensor<?x8x128xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x8x128xbf16>, tensor<?x16x2x128xbf16>, tensor<?x16x2x128xbf16>
+  %dq2, %dk2, %dv2 = rudnn.paged_attention_backward %q, %k, %v2, %go2, %t, %l, %s, %p {scale = 0.125 : f32, causal = true}
+      : tensor<?x8x128xbf16>, tensor<?x16x2x128xbf16>, tensor<?x16x2x64xbf16>, tensor<?x8x64xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x8x128xbf16>, tensor<?x16x2x128xbf16>, tensor<?x16x2x64xbf16>
+  return %dq, %dq2 : tensor<?x8x128xbf16>, tensor<?x8x128xbf16>
 }

@@ -4,7 +4,8 @@
 // no static shared memory. The plain kernels take the head counts and dims at run time, so one
 // kernel per (dtype, tile, MLA or not) serves every shape; a sample of signatures reaches every
 // tile: decode GQA 32/8 at D = 128 (bf16, f16, f32), G = 1 and G = 8, D ≠ Dv, the tensor-core head
-// dims 64, 96 and 256, MLA at R = 512 / P = 64 with H = 16 and H = 128, and D = Dv = 1024. Each is
+// dims 64, 96 and 256, MLA at R = 512 / P = 64 with H = 16 and H = 128 (the tensor-core MLA tile and
+// the plain ones), and D = Dv = 1024; the backward's plain and tensor-core kernels. Each is
 // also lowered split 4 ways with its heuristic tile (the split kernel and paged_merge), and the
 // append (paged_copy, paged_append) for every dtype. Each entry is compiled once.
 #include <gtest/gtest.h>
@@ -119,6 +120,10 @@ std::vector<Variant> paged_attention_variants() {
   for (std::int64_t d : {32, 256, 512, 768, 1024}) backward(attention(DType::BF16, 8, 2, d, d), std::nullopt);
   backward(mla(DType::BF16, 16, 512, 64), std::nullopt);
   backward(mla(DType::F32, 8, 1024, 256), std::nullopt);  // 40 columns per lane
+  // The tensor-core backward (the heuristic for f16/bf16 attention at D = Dv ∈ {64, 96, 128}; D = 128
+  // bf16 and f16 come from the calls above).
+  backward(attention(DType::F16, 16, 4, 64, 64), std::nullopt);
+  backward(attention(DType::BF16, 16, 4, 96, 96), std::nullopt);
   // The append's paged_copy and paged_append for every dtype.
   for (DType t : {DType::BF16, DType::F16, DType::F32}) {
     contracts::PagedAppendSignature sig{{{kQueries, 8, 128}, t, 0},
@@ -151,7 +156,9 @@ TEST(PagedAttentionVariants, EveryRegisteredConfigLowers) {
     }
   }
   for (const char* prefix :
-       {"rudnn_paged_mla_bf16_", "rudnn_paged_attention_mma_bf16_d128_", "rudnn_paged_attention_mma_f16_d256_",
+       {"rudnn_paged_mla_bf16_", "rudnn_paged_mla_mma_bf16_r512_", "rudnn_paged_attention_mma_bf16_d128_",
+        "rudnn_paged_attention_mma_f16_d256_", "rudnn_paged_attention_backward_mma_bf16_d128",
+        "rudnn_paged_attention_backward_mma_f16_d64", "rudnn_paged_attention_backward_mma_bf16_d96",
         "rudnn_paged_mla_backward_bf16_", "rudnn_paged_zero", "rudnn_paged_mla_backward_history_bf16_"}) {
     bool found = false;
     for (const auto& e : entries) found = found || e.rfind(prefix, 0) == 0;

@@ -447,7 +447,7 @@ Problem alone(const Problem& p, std::int64_t s, std::vector<std::int64_t>& rows)
 // A sequence's output rows are bit for bit the same computed alone (its own plan with only its rows)
 // and inside a larger batch, unsplit and with 2 and 32 splits.
 TEST_F(PagedAttention, BatchInvariance) {
-  // Plain cores (D = 32, 16/24) and tensor cores (D = 128: split-key decode tiles, rows-mode prefill).
+  // Plain cores (D = 32, 16/24) and tensor cores (D = 128; BatchInvariantSplitPartials compares FP32).
   const std::pair<Heads, DType> kCases[] = {
       {{4, 2, 32, 32}, DType::BF16}, {{2, 1, 16, 24}, DType::F32}, {{8, 2, 128, 128}, DType::F16}};
   for (const auto& [heads, dtype] : kCases) {
@@ -503,6 +503,69 @@ std::vector<double> swap_first_two(const std::vector<double>& x, std::int64_t a,
     for (std::int64_t j = 0; j < b; ++j)
       for (std::int64_t e = 0; e < c; ++e) y[sz((j * a + i) * c + e)] = x[sz((i * b + j) * c + e)];
   return y;
+}
+
+// The FP32 split partials (before any rounding to f16/bf16 can hide a difference) of a sequence's
+// rows are bit for bit the same alone and inside a batch whose other rows interleave with its rows
+// (so its query tiles are cut differently), on tensor cores: decode rows and runs of chunked-prefill
+// rows, GQA 4 and 8.
+TEST_F(PagedAttention, BatchInvariantSplitPartials) {
+  const Heads kHeads[] = {{8, 2, 128, 128}, {16, 2, 64, 64}};
+  for (const Heads& heads : kHeads) {
+    const std::uint64_t seed = fresh_seed();
+    SCOPED_TRACE(fmt::format("seed={} Hq={} D={}", seed, heads.hq, heads.d));
+    std::mt19937_64 rng(seed);
+    Layout l = make_layout(
+        rng, 16,
+        {{120, Rows::Chunk, 40}, {33, Rows::Decode}, {70, Rows::Chunk, 6}, {9, Rows::Decode}, {64, Rows::Chunk, 21}},
+        false);
+    paged_test::interleave_rows(l, rng);
+    Problem p = make_problem(std::move(l), heads, DType::F16, rng);
+    const float scale = static_cast<float>(default_scale(heads.d));
+    constexpr std::int64_t kSplits = 2;
+    // The workspace after a split call: [splits, queries, Hq, Dv] partials, then [splits, queries, Hq]
+    // log2-sum-exps.
+    auto partials = [&](const Problem& x) -> std::vector<float> {
+      auto plan = device_plan(x.layout, x.tq);
+      EXPECT_TRUE(plan.has_value());
+      if (!plan) return {};
+      auto ws = SplitWorkspace::create(x.tq, x.layout.queries(), x.h.hq, x.h.dv, kSplits);
+      EXPECT_TRUE(ws.ok()) << ws.error().message();
+      if (!ws.ok()) return {};
+      auto out = plan->attention_with_workspace(x.tq, x.tk, x.tv, scale, true, *ws);
+      EXPECT_TRUE(out.ok()) << out.error().message();
+      const auto bytes = host_bytes(ws->storage());
+      std::vector<float> f(bytes.size() / 4);
+      std::memcpy(f.data(), bytes.data(), f.size() * 4);
+      return f;
+    };
+    const auto full = partials(p);
+    const std::int64_t Q = p.layout.queries(), H = heads.hq, Dv = heads.dv;
+    ASSERT_EQ(std::ssize(full), kSplits * Q * H * (Dv + 1));
+    std::int64_t interleaved = 0;
+    for (std::int64_t s = 0; s < std::ssize(p.layout.lengths); ++s) {
+      SCOPED_TRACE(fmt::format("sequence {}", s));
+      std::vector<std::int64_t> rows;
+      Problem one = alone(p, s, rows);
+      const auto mine = partials(one);
+      const std::int64_t n = one.layout.queries();
+      ASSERT_EQ(std::ssize(mine), kSplits * n * H * (Dv + 1));
+      for (std::size_t i = 1; i < rows.size(); ++i) interleaved += rows[i] != rows[i - 1] + 1;
+      for (std::int64_t split = 0; split < kSplits; ++split)
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+          const std::int64_t r = rows[i], a = static_cast<std::int64_t>(i);
+          EXPECT_EQ(
+              std::memcmp(&mine[sz(((split * n + a) * H) * Dv)], &full[sz(((split * Q + r) * H) * Dv)], sz(H * Dv) * 4),
+              0)
+              << "split " << split << " row " << r << ": partial outputs differ alone";
+          EXPECT_EQ(std::memcmp(&mine[sz(kSplits * n * H * Dv + (split * n + a) * H)],
+                                &full[sz(kSplits * Q * H * Dv + (split * Q + r) * H)], sz(H) * 4),
+                    0)
+              << "split " << split << " row " << r << ": log2-sum-exps differ alone";
+        }
+    }
+    EXPECT_GT(interleaved, 0) << "the batch's rows must interleave for this test to mean anything";
+  }
 }
 
 // One sequence's prefill through the paged entry = rudnn::attention::attention on the gathered

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <numeric>
@@ -93,6 +94,21 @@ AttentionCase attention_case(const Problem& p, bool causal) {
                                               scale, causal)};
 }
 
+// Cache rows (of [pages · page_size · Hkv]) no visible key reaches: their dk and dv must be exact
+// zeros. A reached key's dv row is Σ p·dO, never all zero for random dO; its dk may be exactly 0 in
+// the oracle (a sequence of one key: dS = p·(dp − δ) = 0) but not in FP32 on another kernel's
+// summation order, so "the oracle's dk is 0" would not mean "unreached".
+void expect_unreached_rows_zero(const Problem& p, const std::vector<double>& want_dv, const std::vector<double>& dk,
+                                const std::vector<double>& dv) {
+  const std::size_t rows = want_dv.size() / sz(p.h.dv);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const auto first = want_dv.begin() + static_cast<std::ptrdiff_t>(r * sz(p.h.dv));
+    if (std::any_of(first, first + p.h.dv, [](double x) { return x != 0.0; })) continue;
+    for (std::size_t c = 0; c < sz(p.h.d); ++c) ASSERT_EQ(dk[r * sz(p.h.d) + c], 0.0) << "dk of unreached row " << r;
+    for (std::size_t c = 0; c < sz(p.h.dv); ++c) ASSERT_EQ(dv[r * sz(p.h.dv) + c], 0.0) << "dv of unreached row " << r;
+  }
+}
+
 // Runs `body` under the emulator's reverse and random thread orders (then back to the default).
 template <class F>
 void for_each_other_order(F body) {
@@ -123,9 +139,8 @@ void check_attention(const Problem& p, bool causal, bool orders = false) {
   EXPECT_LE(relative_l2(dq, want.dq), bound(p.dtype)) << "dq";
   EXPECT_LE(relative_l2(dk, want.dk), bound(p.dtype)) << "dk";
   EXPECT_LE(relative_l2(dv, want.dv), bound(p.dtype)) << "dv";
-  // Slots no visible key reaches: exactly 0 (the outputs were poisoned).
-  for (std::size_t i = 0; i < want.dk.size(); ++i)
-    if (want.dk[i] == 0.0) ASSERT_EQ(dk[i], 0.0) << "dk slot " << i << " is reached by no key";
+  // Cache rows no visible key reaches: exactly 0 (the outputs were poisoned).
+  expect_unreached_rows_zero(p, want.dv, dk, dv);
   if (!orders) return;
   const auto dq_bytes = host_bytes(g->dq);
   for_each_other_order([&] {
@@ -316,12 +331,12 @@ Tensor buffer_like(const Tensor& like, double fill) {
 // Every subset of the three attention gradients: the given ones match the allocating call (dq
 // bitwise: one kernel, the same arithmetic; dk, dv within the atomics' bound), and a history
 // gradient left out costs no scratch allocation.
-TEST_F(PagedBackward, SelectedOutputsEverySubset) {
+void check_selected_subsets(const Heads& heads) {
   const std::uint64_t seed = fresh_seed();
-  SCOPED_TRACE(fmt::format("seed={}", seed));
+  SCOPED_TRACE(fmt::format("seed={} Hq={} Hkv={} D={} Dv={}", seed, heads.hq, heads.hkv, heads.d, heads.dv));
   std::mt19937_64 rng(seed);
   Layout l = make_layout(rng, 8, {Seq{29, Rows::Chunk, 5}, Seq{17, Rows::Decode, 0, 0, 1}}, true);
-  Problem p = make_problem(std::move(l), {4, 2, 16, 8}, DType::BF16, rng);
+  Problem p = make_problem(std::move(l), heads, DType::BF16, rng);
   auto plan = paged_test::device_plan(p.layout, p.tq);
   ASSERT_TRUE(plan.has_value());
   auto full = plan->attention_backward(p.tq, p.tk, p.tv, p.tgo, 0.25f, true);
@@ -346,6 +361,12 @@ TEST_F(PagedBackward, SelectedOutputsEverySubset) {
     for (int i = 1; i < 3; ++i)
       if (bufs[i]) EXPECT_LE(relative_l2(host_values(*bufs[i]), host_values(*want[i])), bound(p.dtype)) << i;
   }
+}
+
+// Plain cores (D = 16, Dv = 8) and tensor cores (D = Dv = 64).
+TEST_F(PagedBackward, SelectedOutputsEverySubset) {
+  check_selected_subsets({4, 2, 16, 8});
+  check_selected_subsets({8, 2, 64, 64});
 }
 
 // Every subset of the four MLA gradients (dlatent holds the key and the value contribution; dkp
@@ -451,8 +472,7 @@ void check_ordered(const Problem& p, bool causal, bool orders) {
         EXPECT_LE(relative_l2(dk, host_values(atomic->dk)), bound(p.dtype)) << "dk against the atomic path";
         EXPECT_LE(relative_l2(dv, host_values(atomic->dv)), bound(p.dtype)) << "dv against the atomic path";
         EXPECT_EQ(g.bytes[0], host_bytes(atomic->dq)) << "dq: the same kernel as the atomic path's";
-        for (std::size_t i = 0; i < want.dk.size(); ++i)
-          if (want.dk[i] == 0.0) ASSERT_EQ(dk[i], 0.0) << "dk slot " << i << " is reached by no key";
+        expect_unreached_rows_zero(p, want.dv, dk, dv);
       } else {
         for (int i = 0; i < 3; ++i) EXPECT_EQ(g.bytes[sz(i)], first->bytes[sz(i)]) << "output " << i;
       }
@@ -462,6 +482,38 @@ void check_ordered(const Problem& p, bool causal, bool orders) {
           for (int i = 0; i < 3; ++i) EXPECT_EQ(again.bytes[sz(i)], first->bytes[sz(i)]) << "output " << i;
         });
     }
+}
+
+// The tensor-core backward (paged_attention_backward_mma: attention in f16/bf16 with D = Dv ∈ {64,
+// 96, 128}) against the oracle: GQA 1, 4 and 8, causal and not, page sizes 1, 5, 16 and 64, a
+// chunked prefill of more rows than a 64-row panel holds, decode rows, short runs and a one-key
+// sequence, several 32-key tiles; dq the same bits under the other thread orders; and the ordered
+// path, whose dq and row statistics it computes.
+TEST_F(PagedBackward, AttentionOnTensorCores) {
+  struct Case {
+    Heads h;
+    DType dtype;
+    std::int64_t page_size;
+    bool causal;
+  };
+  const Case kCases[] = {{{8, 2, 64, 64}, DType::F16, 16, true},
+                         {{4, 4, 128, 128}, DType::BF16, 1, true},
+                         {{16, 2, 96, 96}, DType::BF16, 64, false},
+                         {{8, 1, 128, 128}, DType::F16, 5, true}};
+  for (const Case& c : kCases) {
+    const std::uint64_t seed = fresh_seed();
+    SCOPED_TRACE(fmt::format("seed={}", seed));
+    std::mt19937_64 rng(seed);
+    Layout l = make_layout(
+        rng, c.page_size,
+        {Seq{90, Rows::Chunk, 70}, Seq{41, Rows::Decode}, Seq{33, Rows::Random, 5}, Seq{1, Rows::Decode}}, false);
+    check_attention(make_problem(std::move(l), c.h, c.dtype, rng), c.causal, &c == &kCases[0]);
+  }
+  const std::uint64_t seed = fresh_seed();
+  SCOPED_TRACE(fmt::format("ordered seed={}", seed));
+  std::mt19937_64 rng(seed);
+  Layout l = make_layout(rng, 16, {Seq{37, Rows::Chunk, 9}, Seq{20, Rows::Decode}, Seq{12, Rows::None}}, false);
+  check_ordered(make_problem(std::move(l), {8, 2, 64, 64}, DType::F16, rng), true, false);
 }
 
 TEST_F(PagedBackward, OrderedEveryDtypeAndMode) {

@@ -49,6 +49,26 @@ struct Layout {
   }
 };
 
+// The rows re-ordered so that each sequence keeps its own rows in order but the sequences' rows
+// interleave at random (each next row drawn from a sequence with rows left, weighted by how many):
+// a sequence's query tiles are then cut by the other sequences' rows.
+inline void interleave_rows(Layout& l, std::mt19937_64& rng) {
+  std::vector<std::vector<std::int64_t>> per(l.lengths.size());
+  for (std::int64_t r = 0; r < l.queries(); ++r) per[sz(l.sequence_ids[sz(r)])].push_back(l.positions[sz(r)]);
+  std::vector<std::size_t> next(per.size(), 0);
+  std::int64_t left = l.queries();
+  l.sequence_ids.clear();
+  l.positions.clear();
+  for (; left > 0; --left) {
+    std::int64_t pick = std::uniform_int_distribution<std::int64_t>(0, left - 1)(rng);
+    std::size_t s = 0;
+    for (; pick >= std::ssize(per[s]) - static_cast<std::int64_t>(next[s]); ++s)
+      pick -= std::ssize(per[s]) - static_cast<std::int64_t>(next[s]);
+    l.sequence_ids.push_back(static_cast<std::int64_t>(s));
+    l.positions.push_back(per[s][next[s]++]);
+  }
+}
+
 enum class Rows { None, Decode, Prefill, Chunk, Random };
 
 struct Seq {

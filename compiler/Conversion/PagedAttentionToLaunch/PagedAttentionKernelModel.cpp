@@ -9,11 +9,13 @@
 //   tuning query: none (the paged ops have no Autotune strategy).
 //   config check: paged_config::checkTile (tensor_core = 1 uses mma.sync m16n8k16); append: an
 //                 empty config.
-// rudnn.paged_attention_backward / rudnn.paged_mla_backward: {warps} (work items per block),
-// heuristic 4, plain cores.
+// rudnn.paged_attention_backward / rudnn.paged_mla_backward: {warps, tensor_core}, heuristic 4
+// warps, on tensor cores for attention in f16/bf16 with D = Dv ∈ {64, 96, 128} where the target has
+// mma.sync m16n8k16 (paged_config::heuristicBackward).
 #include "Conversion/PagedAttentionToLaunch/PagedAttentionToLaunch.h"
 #include "contracts/arch.h"
 #include "mlir/IR/Builders.h"
+#include "rudnn/Dialect/Rudnn/IR/ConfigValues.h"
 #include "rudnn/Dialect/Rudnn/IR/KernelOpInterface.h"
 #include "rudnn/Dialect/Rudnn/IR/PagedAttentionOps.h"
 #include "rudnn/compiler/kernel_op_models.h"
@@ -68,16 +70,18 @@ struct PagedAppendKernelModel
 
 template <class Op>
 struct PagedBackwardKernelModel : dialect::KernelOpInterface::ExternalModel<PagedBackwardKernelModel<Op>, Op> {
-  FailureOr<DictionaryAttr> selectHeuristicConfig(Operation* op, const dialect::KernelTarget&) const {
-    Builder b(op->getContext());
-    return b.getDictionaryAttr({b.getNamedAttr(dialect::paged_config::kWarps,
-                                               b.getI64IntegerAttr(dialect::paged_config::kBackwardHeuristicWarps))});
+  FailureOr<DictionaryAttr> selectHeuristicConfig(Operation* op, const dialect::KernelTarget& target) const {
+    auto sig = dialect::pagedBackwardSignatureOf(op);
+    if (!sig) return op->emitOpError() << "is not a paged backward op";
+    const auto config = dialect::paged_config::heuristicBackward(dialect::pagedShapeOf(sig->forward),
+                                                                 contracts::has_mma_m16n8k16(target.arch));
+    return dialect::integerDictionary(op->getContext(), dialect::paged_config::valuesOf(config));
   }
-  bool configUsesTensorCores(Operation*, DictionaryAttr) const { return false; }
-  std::optional<std::string> checkKernelConfig(Operation*, DictionaryAttr config) const {
-    auto warps = config.getAs<IntegerAttr>(dialect::paged_config::kWarps);
-    if (!warps || config.size() != 1) return std::string("expected {warps}");
-    return dialect::paged_config::checkBackwardWarps(warps.getInt());
+  bool configUsesTensorCores(Operation*, DictionaryAttr config) const {
+    return dialect::pagedBackwardConfigOf(config).tensorCore;
+  }
+  std::optional<std::string> checkKernelConfig(Operation* op, DictionaryAttr config) const {
+    return dialect::checkPagedBackwardConfig(op, config);
   }
   std::optional<dialect::TuningQuery> getTuningQuery(Operation*) const { return std::nullopt; }
   LogicalResult lowerToLaunches(Operation* op, RewriterBase& rewriter) const {

@@ -215,7 +215,9 @@ LogicalResult lowerPagedAppendOpToLaunch(RewriterBase& rewriter, dialect::PagedA
 // positions[, history_index, page_order]. A result nobody uses (an output the call did not select)
 // is not computed, and its history scratch is not made.
 //   atomic   per used history gradient an FP32 scratch (paged_zero), the unit kernel (dq, atomics
-//            into the scratch), per used history gradient paged_round_gradients to the dtype.
+//            into the scratch; paged_attention_backward_mma on tensor cores, else the plain
+//            paged_attention_backward_unit), per used history gradient paged_round_gradients to the
+//            dtype.
 //   ordered  the unit kernel (dq and the FP32 row statistics, a temporary the workspace supplies),
 //            then paged_attention_backward_history writing the used history gradients directly.
 LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op) {
@@ -226,7 +228,8 @@ LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op
   for (std::int64_t extent : {d.q_heads, d.kv_heads, d.head_dim, d.rope_dim, d.value_dim})
     if (!contracts::known(extent)) return op->emitOpError() << "needs static head counts and head dims to lower";
   auto config = op->getAttrOfType<DictionaryAttr>(dialect::kKernelConfigAttrName);
-  const std::int64_t warps = dialect::pagedBackwardWarpsOf(config);
+  const dialect::paged_config::BackwardConfig backward = dialect::pagedBackwardConfigOf(config);
+  const std::int64_t warps = backward.warps;
   const std::int64_t keyLanes = dialect::paged_config::backwardColumnsPerLane(d.head_dim + d.rope_dim),
                      valueLanes = dialect::paged_config::backwardColumnsPerLane(d.value_dim);
   const DType dtype = sig->forward.query.dtype;
@@ -267,12 +270,18 @@ LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op
   }
 
   // The unit kernel: dq (and dq_rope) when used; atomic, the history atomics; ordered, the row
-  // statistics.
-  const std::string name = fmt::format("rudnn_paged_{}_backward_{}_w{}_k{}_v{}", mla ? "mla" : "attention",
-                                       dtype_name(dtype), warps, keyLanes, valueLanes);
-  LaunchBuilder unit(op, name, "rudnn/paged/backward.cuh", "rudnn::paged::paged_attention_backward_unit");
-  unit.templateArgs({elem, fmt::format("rudnn::paged::BackwardPolicy<{}, {}, {}, {}>", warps, keyLanes, valueLanes,
-                                       mla ? "true" : "false")})
+  // statistics. On tensor cores backward_mma.cuh (the same parameters), else backward.cuh.
+  const bool mma = backward.tensorCore;
+  constexpr std::int64_t kMmaKeys = dialect::paged_config::kBackwardMmaKeys;
+  const std::string name = mma ? fmt::format("rudnn_paged_attention_backward_mma_{}_d{}", dtype_name(dtype), d.head_dim)
+                               : fmt::format("rudnn_paged_{}_backward_{}_w{}_k{}_v{}", mla ? "mla" : "attention",
+                                             dtype_name(dtype), warps, keyLanes, valueLanes);
+  LaunchBuilder unit(
+      op, name, mma ? "rudnn/paged/backward_mma.cuh" : "rudnn/paged/backward.cuh",
+      mma ? "rudnn::paged::paged_attention_backward_mma" : "rudnn::paged::paged_attention_backward_unit");
+  unit.templateArgs({elem, mma ? fmt::format("rudnn::paged::BackwardMmaPolicy<{}, {}>", d.head_dim, kMmaKeys)
+                               : fmt::format("rudnn::paged::BackwardPolicy<{}, {}, {}, {}>", warps, keyLanes,
+                                             valueLanes, mla ? "true" : "false")})
       .config(config ? config : DictionaryAttr::get(ctx))
       .operands(values);
   std::int64_t next = static_cast<std::int64_t>(values.size());
@@ -323,9 +332,11 @@ LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op
       .sizeParam("table_stride", unit.size({SizeFactor::dimOf(table, 1)}))
       .constant("causal", sig->forward.causal ? 1 : 0)
       .f32("scale", static_cast<float>(sig->forward.scale))
-      .grid(unit.size({SizeFactor::dimOf(q, 0), SizeFactor::constant(d.q_heads)}, warps))
-      .block(32 * warps)
-      .shared(0)
+      // Tensor cores: one block per (query row, kv head) item, 4 warps; plain: one warp per (row, head).
+      .grid(mma ? unit.size({SizeFactor::dimOf(q, 0), SizeFactor::constant(d.kv_heads)})
+                : unit.size({SizeFactor::dimOf(q, 0), SizeFactor::constant(d.q_heads)}, warps))
+      .block(mma ? 128 : 32 * warps)
+      .shared(mma ? shared_memory::paged_backward_mma(kMmaKeys, d.head_dim) : 0)
       .minBlocks(1);  // as the forward's unit kernel: __launch_bounds__(threads) alone makes ptxas spill
   dialect::LaunchOp main = unit.create(rewriter);
   {

@@ -28,11 +28,15 @@ Tile fitted(std::int64_t rows, std::int64_t keys, std::int64_t lanes, const Shap
 // The head dims the tensor-core attention kernel is built for (attention/flash_mma's).
 bool mmaHeadDim(std::int64_t d) { return d == 64 || d == 96 || d == 128 || d == 256; }
 // MLA on tensor cores (paged/mla_mma.cuh, MlaMmaPolicy): R a multiple of 128 up to 512 (8 warps of
-// R / 8 output columns, whole n16 pairs), Pr a multiple of 16 in 16..=256.
+// R / 8 output columns, whole n16 pairs), Pr a multiple of 16 in 16..=256, and the 32-key tile
+// within sm_80's 163 KiB of shared memory (R = 512: Pr ≤ 96), so that no sm_80+ target the
+// heuristic sends there refuses the launch.
+constexpr std::int64_t kSm80SharedBytes = 163 * 1024;
 std::int64_t ropeDim(const Shape& s) { return s.keyDim - s.valueDim; }
 bool mlaMmaServes(const Shape& s) {
   const std::int64_t rope = ropeDim(s);
-  return s.valueDim % 128 == 0 && s.valueDim <= 512 && rope % 16 == 0 && rope >= 16 && rope <= 256;
+  return s.valueDim % 128 == 0 && s.valueDim <= 512 && rope % 16 == 0 && rope >= 16 && rope <= 256 &&
+         shared_memory::paged_mla_mma(32, s.valueDim, rope) <= kSm80SharedBytes;
 }
 bool mmaServes(const Shape& s) {
   if (!s.halfPrecision) return false;
@@ -88,8 +92,8 @@ std::optional<std::string> checkTile(const Tile& t, const Shape& s) {
   if (t.tensorCore && s.valueFromKey) {
     if (!mmaServes(s))
       return fmt::format(
-          "tensor_core 1 for MLA needs f16/bf16, R a multiple of 128 up to 512 and Pr a multiple of 16 in "
-          "16..=256; got R {} Pr {}",
+          "tensor_core 1 for MLA needs f16/bf16, R a multiple of 128 up to 512, Pr a multiple of 16 in 16..=256 "
+          "and a 32-key tile within 163 KiB of shared memory; got R {} Pr {}",
           s.valueDim, ropeDim(s));
     if (t.blockRows != 64 || (t.blockKeys != 32 && t.blockKeys != 64) || t.rowLanes != 0 || t.maxValueDim != s.valueDim)
       return fmt::format("{}: expected block_rows 64, block_keys 32 or 64, row_lanes 0, max_value_dim {} (R)",
@@ -173,9 +177,44 @@ std::int64_t backwardColumnsPerLane(std::int64_t width) {
   return 40;  // the contract bounds D + Pr by 1024 + 256
 }
 
-std::optional<std::string> checkBackwardWarps(std::int64_t warps) {
-  if (warps == 2 || warps == 4 || warps == 8) return std::nullopt;
-  return fmt::format("warps: expected 2, 4 or 8, got {}", warps);
+bool backwardMmaServes(const Shape& s) {
+  return s.halfPrecision && !s.valueFromKey && s.keyDim == s.valueDim &&
+         (s.keyDim == 64 || s.keyDim == 96 || s.keyDim == 128);
+}
+
+BackwardConfig heuristicBackward(const Shape& s, bool tensorCores) {
+  return {kBackwardHeuristicWarps, tensorCores && backwardMmaServes(s)};
+}
+
+std::optional<std::string> checkBackward(const BackwardConfig& c, const Shape& s) {
+  if (c.warps != 2 && c.warps != 4 && c.warps != 8) return fmt::format("warps: expected 2, 4 or 8, got {}", c.warps);
+  if (c.tensorCore && !backwardMmaServes(s))
+    return fmt::format(
+        "tensor_core 1 needs attention (not MLA) in f16/bf16 with D = Dv in {{64, 96, 128}}; got key dim {} value dim "
+        "{}{}",
+        s.keyDim, s.valueDim, s.valueFromKey ? " (MLA)" : "");
+  return std::nullopt;
+}
+
+std::vector<std::pair<std::string, std::int64_t>> valuesOf(const BackwardConfig& c) {
+  return {{kWarps, c.warps}, {kTensorCore, c.tensorCore ? 1 : 0}};
+}
+
+std::optional<BackwardConfig> backwardConfigOf(const std::vector<std::pair<std::string, std::int64_t>>& values) {
+  BackwardConfig c;
+  bool warps = false;
+  for (const auto& [k, v] : values) {
+    if (k == kWarps) {
+      c.warps = v;
+      warps = true;
+    } else if (k == kTensorCore && (v == 0 || v == 1)) {
+      c.tensorCore = v == 1;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!warps) return std::nullopt;
+  return c;
 }
 
 }  // namespace rudnn::dialect::paged_config

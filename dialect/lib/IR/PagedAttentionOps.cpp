@@ -74,12 +74,8 @@ LogicalResult verifyBackward(Op op, std::initializer_list<std::pair<Value, Value
     return op.emitOpError() << "cache_rows / compact_history: expected only on the ordered form (ordered(...)), "
                                "got them on the atomic one";
   }
-  if (DictionaryAttr config = op.getKernelConfigAttr()) {
-    auto warps = config.getAs<IntegerAttr>(paged_config::kWarps);
-    if (!warps || config.size() != 1) return op.emitOpError() << "kernel_config: expected {warps}, got " << config;
-    if (auto why = paged_config::checkBackwardWarps(warps.getInt()))
-      return op.emitOpError() << "kernel_config: " << *why;
-  }
+  if (DictionaryAttr config = op.getKernelConfigAttr())
+    if (auto why = checkPagedBackwardConfig(op, config)) return op.emitOpError() << "kernel_config: " << *why;
   return success();
 }
 
@@ -155,9 +151,23 @@ std::optional<contracts::PagedBackwardSignature> pagedBackwardSignatureOf(Operat
   return std::nullopt;
 }
 
-std::int64_t pagedBackwardWarpsOf(DictionaryAttr config) {
-  auto warps = config ? config.getAs<IntegerAttr>(paged_config::kWarps) : IntegerAttr();
-  return warps ? warps.getInt() : paged_config::kBackwardHeuristicWarps;
+paged_config::BackwardConfig pagedBackwardConfigOf(DictionaryAttr config) {
+  auto values = config ? integerValuesOf(config) : std::nullopt;
+  auto parsed = values ? paged_config::backwardConfigOf(*values) : std::nullopt;
+  return parsed ? *parsed : paged_config::BackwardConfig{};
+}
+
+std::optional<std::string> checkPagedBackwardConfig(Operation* op, DictionaryAttr config) {
+  auto values = integerValuesOf(config);
+  auto parsed = values ? paged_config::backwardConfigOf(*values) : std::nullopt;
+  if (!parsed) {
+    std::string why;
+    llvm::raw_string_ostream(why) << "expected {warps} or {warps, tensor_core}, got " << config;
+    return why;
+  }
+  auto sig = pagedBackwardSignatureOf(op);
+  if (!sig) return std::string("not a paged backward op");
+  return paged_config::checkBackward(*parsed, pagedShapeOf(sig->forward));
 }
 
 std::optional<contracts::PagedAppendSignature> pagedAppendSignatureOf(PagedAppendOp op) {

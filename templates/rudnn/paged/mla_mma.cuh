@@ -27,6 +27,7 @@
 // memory shared_memory::paged_mla_mma(kBlockN, R, Pr). Requirements: q, q_rope, latent, rope cache
 // 16-byte aligned; head_dim = value_dim = kLatent, rope_dim = kRope, kv_heads = 1 (else trap).
 #include "rudnn/attention/flash_mma_warp.cuh"
+#include "rudnn/paged/gather.cuh"
 #include "rudnn/paged/schedule.cuh"
 #include "rudnn/paged/shared_memory.h"
 #include "rudnn/prelude.cuh"
@@ -50,24 +51,6 @@ struct MlaMmaPolicy {
   static constexpr int kLd = kKeyDim + 8, kLdP = kBlockN + 8;
   static constexpr int kSharedBytes = static_cast<int>(shared_memory::paged_mla_mma(kBlockN, kLatent, kRope));
 };
-
-namespace mla_mma_detail {
-
-// cp.async 16-byte copies of kRows staged rows of kR + kPr elements into `dst` (row stride kLd):
-// row r < valid_rows takes columns [0, kR) from latent(r) and [kR, kR + kPr) from rope(r); the
-// other rows are zero-filled (reading nothing; `fallback` is the address such a copy names).
-template <class T, int kRows, int kR, int kPr, int kLd, int kThreads, class Latent, class Rope>
-RUDNN_DEVICE void gather_rows_async(T* dst, i64 valid_rows, int tid, const T* fallback, Latent latent, Rope rope) {
-  constexpr int kChunksPerRow = (kR + kPr) / 8, kChunks = kRows * kChunksPerRow;
-  for (int c = tid; c < kChunks; c += kThreads) {
-    const int r = c / kChunksPerRow, col = (c - r * kChunksPerRow) * 8;
-    const bool ok = r < valid_rows;
-    const T* src = !ok ? fallback : col < kR ? latent(r) + col : rope(r) + (col - kR);
-    cp_async_cg16(dst + r * kLd + col, src, ok ? 16u : 0u);
-  }
-}
-
-}  // namespace mla_mma_detail
 
 template <class T, class P>
 RUDNN_DEVICE void paged_mla_mma(const T* q, const T* q_rope, const T* k, const T* k_rope, const T* /*v*/,
@@ -124,9 +107,9 @@ RUDNN_DEVICE void paged_mla_mma(const T* q, const T* q_rope, const T* k, const T
 
       __syncthreads();  // every warp is done with the previous chunk's shared memory
       if (n_tiles > 0) {
-        mla_mma_detail::gather_rows_async<T, kBM, kR, kPr, kLd, P::kThreads>(
+        gather_split_rows_async<T, kBM, kR, kPr, kLd, P::kThreads>(
             sq, rows, tid, q, [&](int r) { return q + (g0 + r) * kR; }, [&](int r) { return q_rope + (g0 + r) * kPr; });
-        mla_mma_detail::gather_rows_async<T, kBN, kR, kPr, kLd, P::kThreads>(
+        gather_split_rows_async<T, kBN, kR, kPr, kLd, P::kThreads>(
             stage_k(0), min_i64(kBN, stop - range.lo), tid, k, [&](int r) { return latent_row(range.lo + r); },
             [&](int r) { return rope_row(range.lo + r); });
       }
@@ -147,7 +130,7 @@ RUDNN_DEVICE void paged_mla_mma(const T* q, const T* q_rope, const T* k, const T
         __syncthreads();  // tile t landed; every warp is past tile t − 1's P·V
         if (t + 1 < n_tiles) {
           const i64 key1 = range.lo + static_cast<i64>(t + 1) * kBN;
-          mla_mma_detail::gather_rows_async<T, kBN, kR, kPr, kLd, P::kThreads>(
+          gather_split_rows_async<T, kBN, kR, kPr, kLd, P::kThreads>(
               stage_k(stage ^ 1), min_i64(kBN, stop - key1), tid, k, [&](int r) { return latent_row(key1 + r); },
               [&](int r) { return rope_row(key1 + r); });
         }

@@ -21,6 +21,12 @@ RUDNN_SHARED_MEMORY_FN long long paged_mla_mma(long long block_n, long long late
   return (64 + 2 * block_n) * (latent_dim + rope_dim + 8) * 2 + 64 * (block_n + 8) * 2 + 3 * 64 * 4;
 }
 
+// paged_attention_backward_mma (paged/backward_mma.cuh): Q and dO [64] rows, 2 stages × (K, V)
+// [BN] rows, all of D + 8 16-bit elements; P and dS [64][BN + 8] 16-bit.
+RUDNN_SHARED_MEMORY_FN long long paged_backward_mma(long long block_n, long long head_dim) {
+  return (2 * 64 + 4 * block_n) * (head_dim + 8) * 2 + 2 * 64 * (block_n + 8) * 2;
+}
+
 // paged_attention_backward_history with row caching (paged/backward.cuh): chunks of staged (row, head)
 // items, each q (32·key_per_lane floats), dO (32·value_per_lane) then lse and δ; up to 32 KiB of
 // items and at least one. Without row caching: none.

@@ -57,16 +57,34 @@ std::vector<Tile> candidates(const Shape& s, bool tensorCores);
 // Why `t` cannot serve `s`, or nothing.
 std::optional<std::string> checkTile(const Tile& t, const Shape& s);
 
-// --- rudnn.paged_attention_backward / rudnn.paged_mla_backward: {warps} (work items per block: 2, 4
-// or 8; heuristic 4), templates/rudnn/paged/backward.cuh paged::BackwardPolicy<warps, key_per_lane,
-// value_per_lane, value_from_key> with the smallest registered widths that hold the rows.
+// --- rudnn.paged_attention_backward / rudnn.paged_mla_backward: {warps} or {warps, tensor_core}.
+//   warps          work items per block of the plain kernels (2, 4 or 8; heuristic 4):
+//                  templates/rudnn/paged/backward.cuh paged::BackwardPolicy<warps, key_per_lane,
+//                  value_per_lane, value_from_key> with the smallest registered widths that hold the
+//                  rows, and the ordered path's history kernel
+//   tensor_core 1  dq, the atomic history and the row statistics by templates/rudnn/paged/
+//                  backward_mma.cuh, paged::BackwardMmaPolicy<D, 32> (4 warps, mma.sync m16n8k16):
+//                  attention in f16/bf16 with D = Dv ∈ {64, 96, 128}; absent or 0: the plain kernel
 inline constexpr const char* kWarps = "warps";
 inline constexpr std::int64_t kBackwardHeuristicWarps = 4;
+inline constexpr std::int64_t kBackwardMmaKeys = 32;
+struct BackwardConfig {
+  std::int64_t warps = kBackwardHeuristicWarps;
+  bool tensorCore = false;
+  bool operator==(const BackwardConfig&) const = default;
+};
+// Whether the tensor-core backward serves `s`.
+bool backwardMmaServes(const Shape& s);
+// The heuristic: 4 warps, on tensor cores where they serve and the target has mma.sync m16n8k16.
+BackwardConfig heuristicBackward(const Shape& s, bool tensorCores);
+// Why `c` cannot serve `s`, or nothing.
+std::optional<std::string> checkBackward(const BackwardConfig& c, const Shape& s);
+std::vector<std::pair<std::string, std::int64_t>> valuesOf(const BackwardConfig& c);
+// The config's values ({warps} or {warps, tensor_core}), or nothing for another key set.
+std::optional<BackwardConfig> backwardConfigOf(const std::vector<std::pair<std::string, std::int64_t>>& values);
 // Columns per lane of a row `width` wide: the smallest of 4, 8, 16, 24, 32, 40 (values: up to 32)
 // with 32 · per_lane ≥ width (keys: D + Pr ≤ 1280; values: Dv ≤ 1024).
 std::int64_t backwardColumnsPerLane(std::int64_t width);
-// Why {warps = `warps`} is not a backward config, or nothing.
-std::optional<std::string> checkBackwardWarps(std::int64_t warps);
 
 std::vector<std::pair<std::string, std::int64_t>> valuesOf(const Tile& t);
 std::optional<Tile> tileOf(const std::vector<std::pair<std::string, std::int64_t>>& values);

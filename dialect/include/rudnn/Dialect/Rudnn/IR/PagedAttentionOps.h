@@ -17,8 +17,11 @@ std::optional<contracts::PagedAttentionSignature> pagedSignatureOf(mlir::Operati
 std::optional<contracts::PagedAppendSignature> pagedAppendSignatureOf(PagedAppendOp op);
 // The signature of a rudnn.paged_attention_backward or rudnn.paged_mla_backward op, or nothing.
 std::optional<contracts::PagedBackwardSignature> pagedBackwardSignatureOf(mlir::Operation* op);
-// The backward's {warps}: the config's, or the heuristic's when there is none.
-std::int64_t pagedBackwardWarpsOf(mlir::DictionaryAttr config);
+// The backward's config ({warps[, tensor_core]}): the given one, or the plain 4-warp one when
+// there is none (the verifier has checked it).
+paged_config::BackwardConfig pagedBackwardConfigOf(mlir::DictionaryAttr config);
+// Why `config` cannot be the kernel_config of the paged backward op `op`, or nothing.
+std::optional<std::string> checkPagedBackwardConfig(mlir::Operation* op, mlir::DictionaryAttr config);
 
 // The tile shape of a checked signature.
 paged_config::Shape pagedShapeOf(const contracts::PagedAttentionSignature& sig);
