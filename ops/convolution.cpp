@@ -2,10 +2,9 @@
 // options, strategy and device) → launches, and the ConvInfo of what ran.
 #include "rudnn/convolution.h"
 
-#include <functional>
-
 #include "contracts/arch.h"
 #include "contracts/conv.h"
+#include "bounded_list.h"
 #include "entry.h"
 #include "log.h"
 #include "rudnn/Dialect/Rudnn/IR/ConvConfig.h"
@@ -64,11 +63,13 @@ struct Call {
   ConvStrategy strategy;
   bool bias_grad = false;
   const Tensor* first;  // the tensor whose device, queue and batch the call has
-  std::vector<std::pair<const Tensor*, const char*>> tensors;
-  // The *_into entries' buffers, checked after the call's own lines and before any plan work.
-  std::function<std::optional<ConvSetupError>(const Call&)> check_outputs;
-  std::vector<ops::NamedTensor> buffers;  // those buffers, for the workspace's overlap check
-  const Tensor* workspace = nullptr;      // a caller's workspace for the temporaries
+  ops::BoundedList<ops::NamedTensor, 3> tensors;
+  // The *_into entries' buffers, checked after the call's own lines and before any plan work; with
+  // `output_shape_from_signature` the first one's shape is the convolution's output shape, known
+  // once the signature passed its contract.
+  ops::BoundedList<ops::OutputBuffer, 2> outputs;
+  bool output_shape_from_signature = false;
+  const Tensor* workspace = nullptr;  // a caller's workspace for the temporaries
 };
 
 // The call's temporaries for `info` (when asked): the exact bytes of the plan's workspace layout,
@@ -99,11 +100,15 @@ Result<std::shared_ptr<const ops::Plan>, ConvSetupError> plan_for(const Call& ca
   for (auto [t, name] : call.tensors)
     if (auto e = ops::check_same_queue(*t, name, *call.first, call.tensors.front().second))
       return as<ConvSetupError>(*e);
-  if (call.check_outputs)
-    if (auto e = call.check_outputs(call)) return *e;
+  if (!call.outputs.empty()) {
+    ops::BoundedList<ops::OutputBuffer, 2> outputs = call.outputs;
+    if (call.output_shape_from_signature) outputs[0].shape = contracts::conv_output_shape(sig);
+    if (auto e = ops::check_outputs(outputs, *call.first, call.tensors)) return as<ConvSetupError>(*e);
+  }
   if (call.workspace) {
-    std::vector<ops::NamedTensor> others = call.tensors;
-    others.insert(others.end(), call.buffers.begin(), call.buffers.end());
+    ops::BoundedList<ops::NamedTensor, 5> others;
+    for (const ops::NamedTensor& t : call.tensors) others.push_back(t);
+    for (const ops::OutputBuffer& o : call.outputs) others.push_back({o.tensor, o.name});
     if (auto e = ops::check_workspace(*call.workspace, *call.first, others)) return as<ConvSetupError>(*e);
   }
   const Device& device = call.first->device();
@@ -149,15 +154,6 @@ Result<std::shared_ptr<const ops::Plan>, ConvSetupError> plan_for(const Call& ca
   return std::shared_ptr<const ops::Plan>(*plan);
 }
 
-// A caller's output buffer against the call (the *_into entries): checked after the contract, so
-// that the call's own lines come first.
-std::optional<ConvSetupError> check_into(const Tensor* into, const char* name, const Shape& shape, DType dtype,
-                                         const Call& call) {
-  if (!into) return std::nullopt;
-  if (auto e = ops::check_output(*into, name, shape, dtype, *call.first, call.tensors)) return as<ConvSetupError>(*e);
-  return std::nullopt;
-}
-
 Result<Tensor, ConvSetupError> forward(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                                        const ConvOptions& options, ConvStrategy strategy, ConvInfo* info,
                                        bool channels_last, const Tensor* into = nullptr,
@@ -173,10 +169,8 @@ Result<Tensor, ConvSetupError> forward(const Tensor& input, const Tensor& weight
     call.tensors.push_back({&*bias, "bias"});
   }
   if (into) {
-    call.check_outputs = [&](const Call& c) {
-      return check_into(into, "out", contracts::conv_output_shape(c.sig), input.dtype(), c);
-    };
-    call.buffers = {{into, "out"}};
+    call.outputs.push_back({into, "out", {}, input.dtype()});
+    call.output_shape_from_signature = true;
   }
   call.workspace = workspace;
   auto plan = plan_for(call, info);
@@ -238,12 +232,7 @@ Result<Tensor, ConvSetupError> data_backward(const Tensor& grad_output, const Te
             false,
             &grad_output,
             {{&grad_output, "grad_output"}, {&weight, "weight"}}};
-  if (into) {
-    call.check_outputs = [&](const Call& c) {
-      return check_into(into, "grad_input", input_shape, grad_output.dtype(), c);
-    };
-    call.buffers = {{into, "grad_input"}};
-  }
+  if (into) call.outputs.push_back({into, "grad_input", input_shape, grad_output.dtype()});
   call.workspace = workspace;
   auto plan = plan_for(call, info);
   if (!plan.ok()) return plan.error();
@@ -268,17 +257,10 @@ Result<ConvWeightGrads, ConvSetupError> weight_backward(const Tensor& input, con
             with_bias_grad,
             &input,
             {{&input, "input"}, {&grad_output, "grad_output"}}};
-  if (into)
-    call.check_outputs = [&](const Call& c) -> std::optional<ConvSetupError> {
-      if (auto e = check_into(&into->grad_weight, "grad_weight", weight_shape, input.dtype(), c)) return e;
-      if (!into->grad_bias) return std::nullopt;
-      Call with_weight_grad = c;  // the bias gradient overlaps no input and not grad_weight
-      with_weight_grad.tensors.push_back({&into->grad_weight, "grad_weight"});
-      return check_into(&*into->grad_bias, "grad_bias", {weight_shape[0]}, DType::F32, with_weight_grad);
-    };
   if (into) {
-    call.buffers = {{&into->grad_weight, "grad_weight"}};
-    if (into->grad_bias) call.buffers.push_back({&*into->grad_bias, "grad_bias"});
+    // The bias gradient overlaps no input and not grad_weight (check_outputs names the later one).
+    call.outputs.push_back({&into->grad_weight, "grad_weight", weight_shape, input.dtype()});
+    if (into->grad_bias) call.outputs.push_back({&*into->grad_bias, "grad_bias", {weight_shape[0]}, DType::F32});
   }
   call.workspace = workspace;
   auto plan = plan_for(call, info);

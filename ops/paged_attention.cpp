@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "bounded_list.h"
 #include "checked_math.h"
 #include "contracts/paged_attention.h"
 #include "entry.h"
@@ -254,7 +255,7 @@ std::optional<Err> check_workspace(const SplitWorkspace& ws, const DevicePlan::S
 // The layout lines of a call's tensors once the contract passed: the cache against the plan's pages,
 // each input contiguous and on the query's queue. `inputs` are the forward's operands (then, for the
 // backward, grad_out), named as the API names them.
-std::optional<Err> check_inputs(const DevicePlan::State& s, bool mla, const std::vector<const Tensor*>& inputs) {
+std::optional<Err> check_inputs(const DevicePlan::State& s, bool mla, std::span<const Tensor* const> inputs) {
   static constexpr const char* kNames[2][5] = {{"query", "key", "value", "grad_out", ""},
                                                {"query", "query_rope", "latent", "key_rope", "grad_out"}};
   if (auto e = check_cache(s, *inputs[mla ? 2 : 1], mla ? "latent" : "key")) return *e;
@@ -283,9 +284,11 @@ ops::PlanKeyBuilder call_key(std::string_view op, const contracts::PagedAttentio
 
 // The plan of one attention/MLA call (lowered once per shape class, dtype, options and device) and
 // its launch with `slots` (the op's operands and output, then the workspace when split).
+// The forward's operands (attention q, k, v; MLA q, qp, latent, kp); the backward's add grad_out.
+using Inputs = ops::BoundedList<const Tensor*, 5>;
+
 Result<Tensor, Err> run_attention(const DevicePlan::State& s, contracts::PagedAttentionSignature sig,
-                                  std::vector<const Tensor*> inputs, const SplitWorkspace* workspace,
-                                  const Tensor* into = nullptr) {
+                                  const Inputs& inputs, const SplitWorkspace* workspace, const Tensor* into = nullptr) {
   sig.metadata = s.metadata;
   sig.splits = workspace ? workspace->splits() : 1;
   const bool mla = sig.kind == contracts::PagedKind::Mla;
@@ -301,7 +304,7 @@ Result<Tensor, Err> run_attention(const DevicePlan::State& s, contracts::PagedAt
   if (into) {
     static constexpr const char* kNames[2][4] = {{"query", "key", "value", ""},
                                                  {"query", "query_rope", "latent", "key_rope"}};
-    std::vector<ops::NamedTensor> others;
+    ops::BoundedList<ops::NamedTensor, 5> others;
     for (std::size_t i = 0; i < inputs.size(); ++i) others.push_back({inputs[i], kNames[mla][i]});
     others.push_back({workspace ? &workspace->storage() : nullptr, "workspace"});
     if (auto e = ops::check_output(*into, "out", {d.queries, d.q_heads, d.value_dim}, q.dtype(), q, others))
@@ -358,9 +361,11 @@ constexpr const char* kGradientNames[2][4] = {{"dq", "dk", "dv", ""}, {"dq", "dq
 // The backward of one attention/MLA call into `outputs` (result order; null: not asked for), or,
 // with `fresh`, into new tensors for every gradient made there once the inputs passed their checks.
 // `inputs` = the forward's operands then grad_out. Atomic unless `workspace` is given.
-Status<Err> run_backward(const DevicePlan::State& s, contracts::PagedAttentionSignature forward,
-                         const std::vector<const Tensor*>& inputs, std::vector<Tensor*> outputs,
-                         OrderedBackwardWorkspace::State* workspace, std::vector<Tensor>* fresh = nullptr) {
+using Gradients = ops::BoundedList<Tensor*, 4>;
+
+Status<Err> run_backward(const DevicePlan::State& s, contracts::PagedAttentionSignature forward, const Inputs& inputs,
+                         Gradients outputs, OrderedBackwardWorkspace::State* workspace,
+                         std::vector<Tensor>* fresh = nullptr) {
   forward.metadata = s.metadata;
   const bool mla = forward.kind == contracts::PagedKind::Mla;
   const Tensor& q = *inputs.front();
@@ -385,7 +390,8 @@ Status<Err> run_backward(const DevicePlan::State& s, contracts::PagedAttentionSi
   // Each given gradient: its input's shape, q's dtype, contiguous, on q's queue, and disjoint from the
   // inputs, the workspace and the other gradients.
   std::array<bool, 4> selected{};
-  std::vector<ops::NamedTensor> named_outputs, others;
+  ops::BoundedList<ops::NamedTensor, 4> named_outputs;
+  ops::BoundedList<ops::NamedTensor, 8> others;
   static constexpr const char* kInputNames[2][5] = {{"query", "key", "value", "grad_out", ""},
                                                     {"query", "query_rope", "latent", "key_rope", "grad_out"}};
   for (std::size_t i = 0; i < inputs.size(); ++i) others.push_back({inputs[i], kInputNames[mla][i]});
@@ -418,7 +424,8 @@ Status<Err> run_backward(const DevicePlan::State& s, contracts::PagedAttentionSi
   });
   if (!plan.ok()) return as<Err>(plan.error());
   // Slots: inputs, schedule, [history index, page order], the selected outputs, [row statistics].
-  std::vector<const Tensor*> slots(inputs.begin(), inputs.end());
+  ops::BoundedList<const Tensor*, 16> slots;
+  for (const Tensor* t : inputs) slots.push_back(t);
   for (const Tensor* t : {&s.page_table, &s.lengths, &s.sequence_ids, &s.positions}) slots.push_back(t);
   if (workspace) {
     slots.push_back(&workspace->index);
@@ -427,14 +434,14 @@ Status<Err> run_backward(const DevicePlan::State& s, contracts::PagedAttentionSi
   for (Tensor* g : outputs)
     if (g) slots.push_back(g);
   if (workspace) slots.push_back(&workspace->stats);
-  if (auto st = ops::launch(**plan, q.queue(), slots); !st.ok()) return as<Err>(st.error());
+  if (auto st = ops::launch(**plan, q.queue(), slots.span()); !st.ok()) return as<Err>(st.error());
   return {};
 }
 
 // The allocating atomic backward: every gradient, fresh.
 Result<std::vector<Tensor>, Err> run_backward_allocating(const DevicePlan::State& s,
                                                          contracts::PagedAttentionSignature forward,
-                                                         const std::vector<const Tensor*>& inputs) {
+                                                         const Inputs& inputs) {
   std::vector<Tensor> grads;
   if (auto st = run_backward(s, forward, inputs, {}, nullptr, &grads); !st.ok()) return st.error();
   return grads;

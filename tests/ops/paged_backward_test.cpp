@@ -361,6 +361,14 @@ void check_selected_subsets(const Heads& heads) {
     for (int i = 1; i < 3; ++i)
       if (bufs[i]) EXPECT_LE(relative_l2(host_values(*bufs[i]), host_values(*want[i])), bound(p.dtype)) << i;
   }
+  // The ordered path asked for dq alone: the atomic path's dq bits (the same kernel, which then
+  // skips the row statistics no history kernel reads).
+  auto ws = paged_attention::OrderedBackwardWorkspace::create(*plan, p.tq);
+  ASSERT_TRUE(ws.ok()) << ws.error().message();
+  Tensor dq = buffer_like(p.tq, 1234.0);
+  auto st = plan->attention_backward_ordered_into(p.tq, p.tk, p.tv, p.tgo, 0.25f, true, *ws, {&dq, nullptr, nullptr});
+  ASSERT_TRUE(st.ok()) << st.error().message();
+  EXPECT_EQ(host_bytes(dq), host_bytes(full->dq)) << "ordered, dq alone";
 }
 
 // Plain cores (D = 16, Dv = 8) and tensor cores (D = Dv = 64).

@@ -321,7 +321,9 @@ LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op
   ptr(unit, "dk", scratch[0], "float*");
   ptr(unit, "dk_rope", mla ? scratch[1] : -1, "float*");
   ptr(unit, "dv", mla ? -1 : scratch[1], "float*");
-  ptr(unit, "row_stats", statsSlot, "float*");
+  // The statistics only feed the history kernel: a dq-only ordered call keeps the workspace's slot
+  // (the entry's slot layout does not change) but writes nothing there.
+  ptr(unit, "row_stats", anyHistory ? statsSlot : -1, "float*");
   unit.sizeParam("queries", unit.size({SizeFactor::dimOf(q, 0)}))
       .constant("q_heads", d.q_heads)
       .constant("kv_heads", d.kv_heads)

@@ -17,7 +17,8 @@
 //           the block computes the key tile's dK = scale·dSᵀ·Q and dV = Pᵀ·dO — warp w the keys
 //           16·(w % 2).. and the columns (w / 2)·D/2.. — and adds them to the FP32 scratch with
 //           atomics (one add per key, column and query tile, not per query row as on plain cores)
-// Then dq = scale·dQ. The history sums' order depends on scheduling (the atomic path; the ordered
+// Warps whose panel rows all lie past the chunk's (decode) skip their products. Then dq = scale·dQ.
+// The history sums' order depends on scheduling (the atomic path; the ordered
 // path calls this kernel with dk/dv null for dq and the statistics only). A row that sees no key
 // gets dq = 0, statistics (0, 0) and adds nothing.
 //
@@ -77,15 +78,14 @@ RUDNN_DEVICE void store_rows(T* block, const tile::Accumulator<1, kNI>& a, int l
   }
 }
 
-// acc[16 keys × kTiles·8 columns] = Aᵀ·B over the 64 panel rows: A [64 rows][kLdS] (P or dS) from
-// key column key0, B [64 rows][kLd] (dO or Q) from column col0 (both stored row-major, read with
-// ldmatrix.trans).
+// acc[16 keys × kTiles·8 columns] = Aᵀ·B over the first `rows16` panel rows (a multiple of 16: the
+// active warps' rows): A [rows][kLdS] (P or dS) from key column key0, B [rows][kLd] (dO or Q) from
+// column col0 (both stored row-major, read with ldmatrix.trans).
 template <class T, int kTiles, int kLdS, int kLd>
 RUDNN_DEVICE void transposed_product(tile::Accumulator<1, kTiles>& acc, const T* a, int key0, const T* b, int col0,
-                                     int lane) {
+                                     int rows16, int lane) {
   acc.zero();
-  RUDNN_UNROLL
-  for (int r0 = 0; r0 < 64; r0 += 16) {
+  for (int r0 = 0; r0 < rows16; r0 += 16) {
     u32 frag[4];
     tile::load_a_kn(frag, a, kLdS, r0, key0, lane);
     RUDNN_UNROLL
@@ -164,6 +164,11 @@ RUDNN_DEVICE void paged_attention_backward_mma(const T* q, const T* /*q_rope*/, 
       };
       const T* q_lane = sm.q() + warp_row0 * kLd + lo.a;
       const T* dout_lane = sm.dout() + warp_row0 * kLd + lo.a;
+      // Warps whose rows all lie past the chunk's (decode: a group ≤ 16 fills warp 0's rows) load
+      // and meet the barriers but compute nothing; the transposed products read only the active
+      // warps' P and dS rows.
+      const bool idle = warp_row0 >= rows;
+      const int rows16 = static_cast<int>((rows + 15) / 16) * 16;
 
       // ---- Pass 1: the forward, for L and δ.
       __syncthreads();  // every warp is done with the previous chunk's shared memory
@@ -185,6 +190,7 @@ RUDNN_DEVICE void paged_attention_backward_mma(const T* q, const T* /*q_rope*/, 
         __syncthreads();
         if (t + 1 < n_tiles) load_tile(t + 1, stage ^ 1);
         cp_async_commit();
+        if (idle) continue;  // warp-uniform
         tile::Accumulator<1, kNI> s;
         attention::flash_mma::warp_scores<T, 1, kNI, kD, kLd>(s, q_lane, sm.k(stage) + lo.b_nt);
         s.scale(scale_log2);
@@ -228,33 +234,42 @@ RUDNN_DEVICE void paged_attention_backward_mma(const T* q, const T* /*q_rope*/, 
         __syncthreads();  // tile t landed; every warp is past tile t − 1's dK / dV reads
         if (t + 1 < n_tiles) load_tile(t + 1, stage ^ 1);
         cp_async_commit();
-        tile::Accumulator<1, kNI> p, ds;
-        attention::flash_mma::warp_scores<T, 1, kNI, kD, kLd>(p, q_lane, sm.k(stage) + lo.b_nt);
-        p.scale(scale_log2);
-        mask(p, t);
-        attention::flash_mma::warp_scores<T, 1, kNI, kD, kLd>(ds, dout_lane, sm.v(stage) + lo.b_nt);  // dP
-        RUDNN_UNROLL
-        for (int h = 0; h < 2; ++h) RUDNN_UNROLL
-        for (int j = 0; j < kNI; ++j) RUDNN_UNROLL
-        for (int e = 0; e < 2; ++e) {
-          const float pr = exp2f(p.c[0][j][2 * h + e] - lse[h]);
-          p.c[0][j][2 * h + e] = pr;
-          ds.c[0][j][2 * h + e] = pr * (ds.c[0][j][2 * h + e] - delta[h]);
+        if (!idle) {
+          tile::Accumulator<1, kNI> p, ds;
+          attention::flash_mma::warp_scores<T, 1, kNI, kD, kLd>(p, q_lane, sm.k(stage) + lo.b_nt);
+          p.scale(scale_log2);
+          mask(p, t);
+          attention::flash_mma::warp_scores<T, 1, kNI, kD, kLd>(ds, dout_lane, sm.v(stage) + lo.b_nt);  // dP
+          RUDNN_UNROLL
+          for (int h = 0; h < 2; ++h) RUDNN_UNROLL
+          for (int j = 0; j < kNI; ++j) RUDNN_UNROLL
+          for (int e = 0; e < 2; ++e) {
+            const float pr = exp2f(p.c[0][j][2 * h + e] - lse[h]);
+            p.c[0][j][2 * h + e] = pr;
+            ds.c[0][j][2 * h + e] = pr * (ds.c[0][j][2 * h + e] - delta[h]);
+          }
+          if (dq) attention::flash_mma::warp_accumulate<T, 1, kNI, kDI, kLd>(acc, ds, sm.k(stage) + lo.b_kn);
+          if (history) {
+            backward_mma_detail::store_rows<T, kNI, kLdS>(sm.p() + warp_row0 * kLdS, p, lane);
+            backward_mma_detail::store_rows<T, kNI, kLdS>(sm.ds() + warp_row0 * kLdS, ds, lane);
+          }
         }
-        if (dq) attention::flash_mma::warp_accumulate<T, 1, kNI, kDI, kLd>(acc, ds, sm.k(stage) + lo.b_kn);
         if (!history) continue;  // uniform
-
-        backward_mma_detail::store_rows<T, kNI, kLdS>(sm.p() + warp_row0 * kLdS, p, lane);
-        backward_mma_detail::store_rows<T, kNI, kLdS>(sm.ds() + warp_row0 * kLdS, ds, lane);
-        __syncthreads();  // P and dS of every panel row
-        // This warp's 16 keys × D / 2 columns of dK = scale·dSᵀ·Q and dV = Pᵀ·dO, added atomically.
+        __syncthreads();         // P and dS of every active panel row
+        // This warp's 16 keys × D / 2 columns of dK = scale·dSᵀ·Q and dV = Pᵀ·dO, added atomically;
+        // each key's scratch row found once for both.
         const i64 key0 = range.lo + static_cast<i64>(t) * kBN + hist_key0;
+        i64 grad_row[2];  // −1: the tile's zero-filled tail
+        RUDNN_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          const i64 key = key0 + 8 * h + (lane >> 2);
+          grad_row[h] = key < stop ? cache_row(key) * kD + hist_col0 + 2 * (lane & 3) : -1;
+        }
         auto add = [&](float* grad, const tile::Accumulator<1, kHT>& part, float f) {
           RUDNN_UNROLL
           for (int h = 0; h < 2; ++h) {
-            const i64 key = key0 + 8 * h + (lane >> 2);
-            if (key >= stop) continue;  // the tile's zero-filled tail
-            float* row = grad + cache_row(key) * kD + hist_col0 + 2 * (lane & 3);
+            if (grad_row[h] < 0) continue;
+            float* row = grad + grad_row[h];
             RUDNN_UNROLL
             for (int j = 0; j < kHT; ++j) {
               atomicAdd(row + 8 * j, f * part.c[0][j][2 * h]);
@@ -264,11 +279,11 @@ RUDNN_DEVICE void paged_attention_backward_mma(const T* q, const T* /*q_rope*/, 
         };
         tile::Accumulator<1, kHT> part;
         if (dk) {
-          transposed_product<T, kHT, kLdS, kLd>(part, sm.ds(), hist_key0, sm.q(), hist_col0, lane);
+          transposed_product<T, kHT, kLdS, kLd>(part, sm.ds(), hist_key0, sm.q(), hist_col0, rows16, lane);
           add(dk, part, scale);
         }
         if (dv) {
-          transposed_product<T, kHT, kLdS, kLd>(part, sm.p(), hist_key0, sm.dout(), hist_col0, lane);
+          transposed_product<T, kHT, kLdS, kLd>(part, sm.p(), hist_key0, sm.dout(), hist_col0, rows16, lane);
           add(dv, part, 1.0f);
         }
       }

@@ -1,0 +1,43 @@
+#pragma once
+// A list of at most N elements held in place: the slots and named tensors a warm call assembles, so
+// that a serving call into caller buffers makes no host allocation (SPEC §13). Going past N is a
+// programming error (a fixed op arity), not an input error: it aborts.
+#include <array>
+#include <cstddef>
+#include <cstdlib>
+#include <initializer_list>
+#include <span>
+
+namespace rudnn::ops {
+
+template <class T, std::size_t N>
+class BoundedList {
+ public:
+  BoundedList() = default;
+  BoundedList(std::initializer_list<T> items) {
+    for (const T& x : items) push_back(x);
+  }
+
+  void push_back(const T& x) {
+    if (size_ == N) std::abort();
+    items_[size_++] = x;
+  }
+  void clear() { size_ = 0; }
+
+  std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const T& operator[](std::size_t i) const { return items_[i]; }
+  T& operator[](std::size_t i) { return items_[i]; }
+  const T& front() const { return items_[0]; }
+  const T& back() const { return items_[size_ - 1]; }
+  const T* begin() const { return items_.data(); }
+  const T* end() const { return items_.data() + size_; }
+  std::span<const T> span() const { return {items_.data(), size_}; }
+  operator std::span<const T>() const { return span(); }
+
+ private:
+  std::array<T, N> items_{};
+  std::size_t size_ = 0;
+};
+
+}  // namespace rudnn::ops
