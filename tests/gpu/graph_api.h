@@ -1,13 +1,13 @@
 #pragma once
 // The Driver API entries the GPU tests' CUDA graph captures need (begin / end capture, instantiate,
 // replay) and a stream of the test's own (an engine's stream for Queue::wrap), opened from
-// libcuda.so.1 with dlopen: the tests do not link the driver, as librudnn.so does not.
-#include <dlfcn.h>
+// libcuda.so.1 with dlopen (DynamicLibrary): the tests do not link the driver, as librudnn.so does not.
 #include <fmt/format.h>
 
 #include <cstddef>
 #include <string>
-#include <type_traits>
+
+#include "dynamic_library.h"
 
 namespace rudnn::testing {
 
@@ -43,32 +43,21 @@ struct GraphApi {
 inline const GraphApi* graph_api(std::string& why) {
   static std::string reason;
   static const GraphApi* api = []() -> const GraphApi* {
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-      reason = dlerror();
-      return nullptr;
-    }
+    DynamicLibrary lib("libcuda.so.1");
     static GraphApi a{};
-    bool ok = true;
-    auto get = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-      if (!fn) {
-        ok = false;
-        reason += std::string(name) + " missing; ";
-      }
-    };
-    get(a.begin_capture, "cuStreamBeginCapture_v2");
-    get(a.end_capture, "cuStreamEndCapture");
-    get(a.instantiate, "cuGraphInstantiateWithFlags");
-    get(a.launch, "cuGraphLaunch");
-    get(a.exec_destroy, "cuGraphExecDestroy");
-    get(a.graph_destroy, "cuGraphDestroy");
-    get(a.synchronize, "cuStreamSynchronize");
-    get(a.stream_create, "cuStreamCreate");
-    get(a.stream_destroy, "cuStreamDestroy_v2");
-    get(a.copy_to_device, "cuMemcpyHtoDAsync_v2");
-    get(a.error_string, "cuGetErrorString");
-    return ok ? &a : nullptr;
+    lib.bind(a.begin_capture, "cuStreamBeginCapture_v2");
+    lib.bind(a.end_capture, "cuStreamEndCapture");
+    lib.bind(a.instantiate, "cuGraphInstantiateWithFlags");
+    lib.bind(a.launch, "cuGraphLaunch");
+    lib.bind(a.exec_destroy, "cuGraphExecDestroy");
+    lib.bind(a.graph_destroy, "cuGraphDestroy");
+    lib.bind(a.synchronize, "cuStreamSynchronize");
+    lib.bind(a.stream_create, "cuStreamCreate");
+    lib.bind(a.stream_destroy, "cuStreamDestroy_v2");
+    lib.bind(a.copy_to_device, "cuMemcpyHtoDAsync_v2");
+    lib.bind(a.error_string, "cuGetErrorString");
+    reason = lib.unavailable();
+    return reason.empty() ? &a : nullptr;
   }();
   why = reason;
   return api;

@@ -1,15 +1,15 @@
 #include "device_copy.h"
 
 #include <cuda.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <map>
 #include <string>
-#include <type_traits>
 #include <vector>
+
+#include "dynamic_library.h"
 
 namespace rudnn::bench {
 namespace {
@@ -29,22 +29,15 @@ struct Driver {
 const Driver& driver() {
   static const Driver d = [] {
     Driver d;
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib) {
-      d.unavailable = "libcuda.so.1 cannot be opened";
-      return d;
-    }
-    auto bind = [&](auto& fn, const char* name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lib, name));
-      if (!fn && d.unavailable.empty()) d.unavailable = std::string("libcuda.so.1 has no ") + name;
-    };
-    bind(d.init, "cuInit");
-    bind(d.device_get, "cuDeviceGet");
-    bind(d.primary_ctx_retain, "cuDevicePrimaryCtxRetain");
-    bind(d.ctx_set_current, "cuCtxSetCurrent");
-    bind(d.memcpy_dtod_async, "cuMemcpyDtoDAsync_v2");
-    bind(d.stream_synchronize, "cuStreamSynchronize");
-    bind(d.error_string, "cuGetErrorString");
+    DynamicLibrary lib("libcuda.so.1");
+    lib.bind(d.init, "cuInit");
+    lib.bind(d.device_get, "cuDeviceGet");
+    lib.bind(d.primary_ctx_retain, "cuDevicePrimaryCtxRetain");
+    lib.bind(d.ctx_set_current, "cuCtxSetCurrent");
+    lib.bind(d.memcpy_dtod_async, "cuMemcpyDtoDAsync_v2");
+    lib.bind(d.stream_synchronize, "cuStreamSynchronize");
+    lib.bind(d.error_string, "cuGetErrorString");
+    d.unavailable = lib.unavailable();
     if (d.unavailable.empty())
       if (CUresult r = d.init(0); r != CUDA_SUCCESS) d.unavailable = "cuInit failed (" + std::to_string(r) + ")";
     return d;
