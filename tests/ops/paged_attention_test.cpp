@@ -777,6 +777,74 @@ void check_mla_batch_invariance(std::int64_t heads, std::int64_t r, std::int64_t
   }
 }
 
+// As BatchInvariantSplitPartials for MLA: the FP32 split partials of a sequence whose rows
+// interleave with other sequences' rows, alone and in the batch, on tensor cores (H = 16, R = 128:
+// panels of up to 4 rows) and plain cores (R = 32).
+TEST_F(PagedAttention, MlaBatchInvariantSplitPartials) {
+  const std::tuple<std::int64_t, std::int64_t, std::int64_t> kShapes[] = {{16, 128, 16}, {4, 32, 8}};
+  for (const auto& [heads, r, pr] : kShapes) {
+    const std::uint64_t seed = fresh_seed();
+    SCOPED_TRACE(fmt::format("seed={} H={} R={} P={}", seed, heads, r, pr));
+    std::mt19937_64 rng(seed);
+    Layout l = make_layout(rng, 16, {{70, Rows::Chunk, 23}, {20, Rows::Decode}, {45, Rows::Chunk, 9}}, false);
+    paged_test::interleave_rows(l, rng);
+    MlaProblem m = make_mla(std::move(l), heads, r, pr, DType::BF16, rng);
+    constexpr std::int64_t kSplits = 2;
+    const float scale = 0.125f;
+    auto partials = [&](const MlaProblem& x) -> std::vector<float> {
+      auto plan = device_plan(x.layout, x.tq);
+      EXPECT_TRUE(plan.has_value());
+      if (!plan) return {};
+      auto ws = SplitWorkspace::create(x.tq, x.layout.queries(), x.heads, x.r, kSplits);
+      EXPECT_TRUE(ws.ok()) << ws.error().message();
+      if (!ws.ok()) return {};
+      auto out = plan->mla_with_workspace(x.tq, x.tqp, x.tc, x.tkp, scale, true, *ws);
+      EXPECT_TRUE(out.ok()) << out.error().message();
+      const auto bytes = host_bytes(ws->storage());
+      std::vector<float> f(bytes.size() / 4);
+      std::memcpy(f.data(), bytes.data(), f.size() * 4);
+      return f;
+    };
+    const auto full = partials(m);
+    const std::int64_t Q = m.layout.queries(), H = heads, R = r;
+    ASSERT_EQ(std::ssize(full), kSplits * Q * H * (R + 1));
+    for (std::int64_t s = 0; s < std::ssize(m.layout.lengths); ++s) {
+      SCOPED_TRACE(fmt::format("sequence {}", s));
+      Layout one;
+      one.page_size = m.layout.page_size;
+      one.pages = m.layout.pages;
+      one.tables = {m.layout.tables[sz(s)]};
+      one.lengths = {m.layout.lengths[sz(s)]};
+      std::vector<std::int64_t> rows;
+      std::vector<double> q, qp;
+      for (std::int64_t row = 0; row < Q; ++row) {
+        if (m.layout.sequence_ids[sz(row)] != s) continue;
+        rows.push_back(row);
+        one.sequence_ids.push_back(0);
+        one.positions.push_back(m.layout.positions[sz(row)]);
+        q.insert(q.end(), m.q.begin() + row * H * R, m.q.begin() + (row + 1) * H * R);
+        qp.insert(qp.end(), m.qp.begin() + row * H * pr, m.qp.begin() + (row + 1) * H * pr);
+      }
+      const std::int64_t n = one.queries();
+      Tensor tq = testing::upload({n, H, R}, m.dtype, q, Device::host());
+      Tensor tqp = testing::upload({n, H, pr}, m.dtype, qp, Device::host());
+      const auto mine = partials(MlaProblem{std::move(one), H, R, pr, m.dtype, q, qp, m.c, m.kp, tq, tqp, m.tc, m.tkp});
+      ASSERT_EQ(std::ssize(mine), kSplits * n * H * (R + 1));
+      for (std::int64_t split = 0; split < kSplits; ++split)
+        for (std::size_t i = 0; i < rows.size(); ++i) {
+          const std::int64_t row = rows[i], a = static_cast<std::int64_t>(i);
+          EXPECT_EQ(
+              std::memcmp(&mine[sz((split * n + a) * H * R)], &full[sz((split * Q + row) * H * R)], sz(H * R) * 4), 0)
+              << "split " << split << " row " << row << ": partial outputs differ alone";
+          EXPECT_EQ(std::memcmp(&mine[sz(kSplits * n * H * R + (split * n + a) * H)],
+                                &full[sz(kSplits * Q * H * R + (split * Q + row) * H)], sz(H) * 4),
+                    0)
+              << "split " << split << " row " << row << ": log2-sum-exps differ alone";
+        }
+    }
+  }
+}
+
 TEST_F(PagedAttention, MlaBatchInvariance) {
   check_mla_batch_invariance(2, 32, 8);
   check_mla_batch_invariance(16, 128, 16);
