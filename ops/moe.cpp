@@ -139,8 +139,8 @@ Result<RoutingPlan, MoeError> route_impl(const Tensor& logits, RoutingOptions op
   return run(false, g, logits, nullptr, into);
 }
 
-Result<RoutingPlan, MoeError> route_sigmoid_grouped_impl(const Tensor& logits, const std::optional<Tensor>& bias,
-                                                         GroupRoutingOptions options, RouteOutputs into) {
+contracts::GroupRouteSignature group_route_signature(const Tensor& logits, const std::optional<Tensor>& bias,
+                                                     const GroupRoutingOptions& options) {
   contracts::GroupRouteSignature sig;
   sig.logits = operand(logits);
   if (bias) sig.bias = operand(*bias);
@@ -150,6 +150,12 @@ Result<RoutingPlan, MoeError> route_sigmoid_grouped_impl(const Tensor& logits, c
   sig.group_top_two = options.group_top_two;
   sig.renormalize = options.renormalize;
   sig.scale = options.scale;
+  return sig;
+}
+
+Result<RoutingPlan, MoeError> route_sigmoid_grouped_impl(const Tensor& logits, const std::optional<Tensor>& bias,
+                                                         GroupRoutingOptions options, RouteOutputs into) {
+  const contracts::GroupRouteSignature sig = group_route_signature(logits, bias, options);
   if (auto e = contracts::check_route_sigmoid_grouped(sig)) return *e;
   if (auto e = check_layout(logits, "logits")) return *e;
   if (bias) {
@@ -307,6 +313,56 @@ std::int64_t load_bucket(std::int64_t rows, std::int64_t experts) {
   return b;
 }
 
+// The experts' plan for `sig` (rows [n, H] on `device`) with the resolved strategy: lowered once per
+// (dtype, dims, device, strategy, load bucket).
+Result<std::shared_ptr<const ops::Plan>, MoeError> experts_plan(const SwiGluExperts& e,
+                                                                const contracts::ExpertsSignature& sig,
+                                                                contracts::ExpertsStrategy resolved,
+                                                                const Device& device, const Queue& queue) {
+  const std::int64_t bucket = load_bucket(sig.rows.shape[0], e.experts());
+  const std::int64_t mode = ops::autotune_mode_word(true);
+  const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.swiglu_experts")
+                               .add(e.dtype())
+                               .add(e.experts())
+                               .add(e.inter())
+                               .add(e.hidden())
+                               .add(device)
+                               .add(resolved == contracts::ExpertsStrategy::TensorCore)
+                               .add(bucket)
+                               .add(mode)
+                               .key();
+  auto plan = ops::cached_plan(key, queue, ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
+    return compiler::lower_experts(compiler::ExpertsRequest{sig, resolved, std::nullopt, bucket, provider},
+                                   ops::target_for(device));
+  });
+  if (!plan.ok()) return as<MoeError>(plan.error());
+  return std::move(plan.value());
+}
+
+// The temporaries of the experts over `n` dispatched rows of `e` with `strategy` on `queue`: the
+// plan's workspace layout for those shapes (the plan is made, as the call would make it).
+Result<std::size_t, MoeError> experts_workspace_bytes(const SwiGluExperts& e, std::int64_t n, GroupedStrategy strategy,
+                                                      const Queue& queue) {
+  const Device& device = queue.device();
+  const Shape rows_shape{n, e.hidden()}, offsets_shape{e.experts() + 1}, out_shape{n, e.hidden()};
+  contracts::ExpertsSignature sig{weights_of(e),
+                                  {rows_shape, e.dtype(), ops::device_id(device)},
+                                  {offsets_shape, DType::U32, ops::device_id(device)}};
+  if (auto err = contracts::check_experts(sig)) return *err;
+  auto chosen = contracts::resolve_experts_strategy(to_contract(strategy), sig.weights, ops::target_for(device).arch);
+  if (!chosen.ok()) return chosen.error();
+  auto plan = experts_plan(e, sig, chosen.value(), device, queue);
+  if (!plan.ok()) return plan.error();
+  auto bytes = ops::workspace_bytes(**plan, {{nullptr, &rows_shape},
+                                             {nullptr, &offsets_shape},
+                                             {e.gate().data(), &e.gate().shape()},
+                                             {e.up().data(), &e.up().shape()},
+                                             {e.down().data(), &e.down().shape()},
+                                             {nullptr, &out_shape}});
+  if (!bytes.ok()) return as<MoeError>(bytes.error());
+  return *bytes;
+}
+
 }  // namespace
 
 Result<SwiGluExperts, MoeError> SwiGluExperts::create(Tensor gate, Tensor up, Tensor down) {
@@ -376,24 +432,8 @@ Result<Tensor, MoeError> SwiGluExperts::experts_impl(const Dispatched& dispatche
       return as<MoeError>(*e);
   if (workspace)
     if (auto e = ops::check_workspace(*workspace, rows, others)) return as<MoeError>(*e);
-  const std::int64_t bucket = load_bucket(n, experts());
-  const std::int64_t mode = ops::autotune_mode_word(true);
-  const ops::PlanKey key = ops::PlanKeyBuilder("rudnn.swiglu_experts")
-                               .add(dtype())
-                               .add(experts())
-                               .add(inter())
-                               .add(hidden())
-                               .add(device)
-                               .add(resolved == contracts::ExpertsStrategy::TensorCore)
-                               .add(bucket)
-                               .add(mode)
-                               .key();
-  auto plan =
-      ops::cached_plan(key, rows.queue(), ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
-        return compiler::lower_experts(compiler::ExpertsRequest{sig, resolved, std::nullopt, bucket, provider},
-                                       ops::target_for(device));
-      });
-  if (!plan.ok()) return as<MoeError>(plan.error());
+  auto plan = experts_plan(*this, sig, resolved, device, rows.queue());
+  if (!plan.ok()) return plan.error();
   const Tensor& offsets = dispatched.expert_offsets();
   if (bytes_needed) {  // the size query: nothing runs
     const Shape out_shape{n, hidden()};
@@ -493,6 +533,140 @@ Result<Tensor, MoeError> SwiGluExperts::forward_impl(const Tensor& input, const 
   return finish_forward(*this, *routing, input, GroupedStrategy::Scalar, into);
 }
 
+namespace {
+
+// A whole-layer workspace: its regions' offsets, in order, each 256-byte aligned.
+struct LayerLayout {
+  std::size_t indices = 0, weights = 0, rows = 0, offsets = 0, slots = 0, expert_rows = 0, experts = 0, bytes = 0;
+};
+
+LayerLayout layer_layout(const SwiGluExperts& e, std::int64_t tokens, std::int64_t top_k, DType weights_dtype,
+                         std::size_t experts_bytes) {
+  constexpr std::size_t kAlign = 256;
+  const auto n = static_cast<std::size_t>(tokens * top_k), h = static_cast<std::size_t>(e.hidden());
+  LayerLayout l;
+  std::size_t at = 0;
+  auto take = [&](std::size_t& region, std::size_t bytes) {
+    region = at;
+    at += (bytes + kAlign - 1) / kAlign * kAlign;
+  };
+  take(l.indices, n * 4);
+  take(l.weights, n * dtype_size(weights_dtype));
+  take(l.rows, n * h * dtype_size(e.dtype()));
+  take(l.offsets, static_cast<std::size_t>(e.experts() + 1) * 4);
+  take(l.slots, n * 4);
+  take(l.expert_rows, n * h * dtype_size(e.dtype()));
+  take(l.experts, experts_bytes);
+  l.bytes = at;
+  return l;
+}
+
+// The layer's checked bytes: the experts' temporaries for T·top_k rows, then the layout.
+Result<LayerLayout, MoeError> layer_of(const SwiGluExperts& e, const Tensor& logits, std::int64_t top_k,
+                                       GroupedStrategy strategy) {
+  const std::int64_t tokens = logits.shape()[0];
+  auto experts = experts_workspace_bytes(e, tokens * top_k, strategy, logits.queue());
+  if (!experts.ok()) return experts.error();
+  return layer_layout(e, tokens, top_k, logits.dtype(), *experts);
+}
+
+// Route (by `route`, into the workspace's indices and weights), dispatch, the experts and combine,
+// every intermediate a view of `workspace` at `l`'s offsets. The calls' checks have all passed.
+template <class Route>
+Status<MoeError> run_layer(const SwiGluExperts& e, const Tensor& input, const Tensor& logits, std::int64_t top_k,
+                           GroupedStrategy strategy, const Tensor& out, const Tensor& workspace, const LayerLayout& l,
+                           Route route) {
+  const std::int64_t tokens = logits.shape()[0], n = tokens * top_k;
+  auto* base = static_cast<std::byte*>(workspace.data());
+  const Queue& queue = workspace.queue();
+  auto view = [&](std::size_t offset, const Shape& shape, DType dtype) {
+    return Tensor::view(base + offset, shape, {}, dtype, queue);
+  };
+  auto indices = view(l.indices, {tokens, top_k}, DType::U32);
+  auto weights = view(l.weights, {tokens, top_k}, logits.dtype());
+  auto rows = view(l.rows, {n, e.hidden()}, e.dtype());
+  auto offsets = view(l.offsets, {e.experts() + 1}, DType::U32);
+  auto slots = view(l.slots, {tokens, top_k}, DType::U32);
+  auto expert_rows = view(l.expert_rows, {n, e.hidden()}, e.dtype());
+  auto temporaries = view(l.experts, {static_cast<std::int64_t>(l.bytes - l.experts)}, DType::U8);
+  for (const auto* v : {&indices, &weights, &rows, &offsets, &slots, &expert_rows, &temporaries})
+    if (!v->ok()) return as<MoeError>(v->error());
+  auto routing = route(*indices, *weights);
+  if (!routing.ok()) return routing.error();
+  auto dispatched = routing->dispatch_into(input, *rows, *offsets, *slots);
+  if (!dispatched.ok()) return dispatched.error();
+  if (auto st = e.forward_dispatched_into(*dispatched, strategy, *expert_rows, *temporaries); !st.ok())
+    return st.error();
+  return dispatched->combine_into(*expert_rows, out);
+}
+
+}  // namespace
+
+std::optional<MoeError> SwiGluExperts::check_layer_workspace(const Tensor& input, const Tensor& logits,
+                                                             const Tensor* bias, std::int64_t top_k,
+                                                             GroupedStrategy strategy, const Tensor& out,
+                                                             const Tensor& workspace) const {
+  contracts::DispatchSignature dispatch_sig{
+      operand(input), {{logits.shape()[0], top_k}, DType::U32, operand(logits).device}, logits.shape()[1]};
+  if (auto e = contracts::check_dispatch(dispatch_sig)) return *e;
+  if (auto e = check_forward(input, logits, &out)) return *e;
+  const ops::NamedTensor others[] = {{&input, "input"}, {&logits, "logits"}, {bias, "bias"},  {&out, "out"},
+                                     {&gate_, "gate"},  {&up_, "up"},        {&down_, "down"}};
+  if (bias) {
+    const ops::NamedTensor outs[] = {{&out, "out"}};
+    if (auto e = ops::check_disjoint(outs, std::span(others + 2, 1))) return as<MoeError>(*e);
+  }
+  if (auto e = ops::check_workspace(workspace, input, others)) return as<MoeError>(*e);
+  if (reinterpret_cast<std::uintptr_t>(workspace.data()) % Tensor::kViewAlignment != 0)
+    return MoeError(ErrorKind::InvalidValue, "workspace",
+                    fmt::format("{}-byte aligned storage", Tensor::kViewAlignment), "a misaligned address");
+  auto layout = layer_of(*this, logits, top_k, strategy);
+  if (!layout.ok()) return layout.error();
+  if (workspace.nbytes() < layout->bytes)
+    return MoeError(ErrorKind::InvalidValue, "workspace",
+                    fmt::format("at least {} bytes (layer_workspace_bytes)", layout->bytes),
+                    fmt::format("{} bytes", workspace.nbytes()));
+  return std::nullopt;
+}
+
+Result<std::size_t, MoeError> SwiGluExperts::layer_workspace_bytes(const Tensor& input, const Tensor& logits,
+                                                                   std::int64_t top_k, GroupedStrategy strategy) const {
+  contracts::DispatchSignature dispatch_sig{
+      operand(input), {{logits.shape()[0], top_k}, DType::U32, operand(logits).device}, logits.shape()[1]};
+  if (auto e = contracts::check_dispatch(dispatch_sig)) return *e;
+  if (auto e = check_forward(input, logits)) return *e;
+  auto layout = layer_of(*this, logits, top_k, strategy);
+  if (!layout.ok()) return layout.error();
+  return layout->bytes;
+}
+
+Status<MoeError> SwiGluExperts::forward_into(const Tensor& input, const Tensor& logits, RoutingOptions options,
+                                             GroupedStrategy strategy, const Tensor& out,
+                                             const Tensor& workspace) const {
+  if (auto e = contracts::check_route({operand(logits), options.top_k, options.renormalize})) return *e;
+  if (auto e = check_layer_workspace(input, logits, nullptr, options.top_k, strategy, out, workspace)) return *e;
+  auto layout = layer_of(*this, logits, options.top_k, strategy);  // the plans are warm: a lookup
+  if (!layout.ok()) return layout.error();
+  return run_layer(
+      *this, input, logits, options.top_k, strategy, out, workspace, *layout,
+      [&](const Tensor& indices, const Tensor& weights) { return route_into(logits, options, indices, weights); });
+}
+
+Status<MoeError> SwiGluExperts::forward_sigmoid_grouped_into(const Tensor& input, const Tensor& logits,
+                                                             const std::optional<Tensor>& bias,
+                                                             GroupRoutingOptions options, GroupedStrategy strategy,
+                                                             const Tensor& out, const Tensor& workspace) const {
+  if (auto e = contracts::check_route_sigmoid_grouped(group_route_signature(logits, bias, options))) return *e;
+  if (auto e = check_layer_workspace(input, logits, bias ? &*bias : nullptr, options.top_k, strategy, out, workspace))
+    return *e;
+  auto layout = layer_of(*this, logits, options.top_k, strategy);
+  if (!layout.ok()) return layout.error();
+  return run_layer(*this, input, logits, options.top_k, strategy, out, workspace, *layout,
+                   [&](const Tensor& indices, const Tensor& weights) {
+                     return route_sigmoid_grouped_into(logits, bias, options, indices, weights);
+                   });
+}
+
 Result<Tensor, MoeError> SwiGluExperts::forward_sigmoid_grouped(const Tensor& input, const Tensor& logits,
                                                                 const std::optional<Tensor>& bias,
                                                                 GroupRoutingOptions options,
@@ -514,16 +688,7 @@ Result<Tensor, MoeError> SwiGluExperts::forward_sigmoid_grouped_impl(const Tenso
                                                                      GroupRoutingOptions options,
                                                                      GroupedStrategy strategy,
                                                                      const Tensor* into) const {
-  contracts::GroupRouteSignature route_sig;
-  route_sig.logits = operand(logits);
-  if (bias) route_sig.bias = operand(*bias);
-  route_sig.top_k = options.top_k;
-  route_sig.groups = options.groups;
-  route_sig.selected_groups = options.selected_groups;
-  route_sig.group_top_two = options.group_top_two;
-  route_sig.renormalize = options.renormalize;
-  route_sig.scale = options.scale;
-  if (auto e = contracts::check_route_sigmoid_grouped(route_sig)) return *e;
+  if (auto e = contracts::check_route_sigmoid_grouped(group_route_signature(logits, bias, options))) return *e;
   contracts::DispatchSignature dispatch_sig{
       operand(input), {{logits.shape()[0], options.top_k}, DType::U32, operand(logits).device}, logits.shape()[1]};
   if (auto e = contracts::check_dispatch(dispatch_sig)) return *e;

@@ -46,8 +46,11 @@ class RUDNN_API Graph {
   // @main argument (its dynamic extents resolved: a decode batch size, a prefill chunk), by running
   // the graph once per bucket on zero-filled inputs on `queue`, then waiting for it. A later run on
   // those shapes misses no plan and compiles nothing, so it may be captured into a CUDA graph.
-  // Zeros pick the data-dependent variants zeros pick: an MoE layer's experts plans are made for
-  // the load of zero logits (every token on the same experts), not for every load bucket.
+  // Plans depend on the shapes, not the values (an MoE layer's experts plan on the average load
+  // T·top_k / E, not on where the tokens go), so zeros make the plans any data of those shapes
+  // uses — with rudnn's own, aligned buffers: a later call on misaligned views of the engine's
+  // memory (normalization's scalar variant) or on strided views with other layouts (attention's
+  // head panels) needs its own warm-up call.
   // An error names the bucket (`buckets[b]`, or the argument as run() names it) and stops there.
   Result<PrepareReport, RuntimeError> prepare(const std::vector<std::vector<Shape>>& buckets, const Queue& queue) const;
 

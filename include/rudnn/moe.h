@@ -252,6 +252,21 @@ class RUDNN_API SwiGluExperts {
   Status<MoeError> forward_sigmoid_grouped_into(const Tensor& input, const Tensor& logits,
                                                 const std::optional<Tensor>& bias, GroupRoutingOptions options,
                                                 GroupedStrategy strategy, const Tensor& out) const;
+  // The whole layer with every intermediate in one caller workspace (SPEC §13: nothing from the
+  // pool): the routing's indices and weights, the dispatched rows, offsets and slots, the experts'
+  // rows and their temporaries, each region 256-byte aligned. The bytes a call with these shapes,
+  // top_k and strategy needs (it makes the experts' plan, as the call would; the routing kind does
+  // not change it), and the calls with their intermediates carved from `workspace` (contiguous, on
+  // the input's device and queue, overlapping no input, bias, expert weight or `out`; too small:
+  // InvalidValue naming `workspace`). Every check runs before anything is written.
+  Result<std::size_t, MoeError> layer_workspace_bytes(const Tensor& input, const Tensor& logits, std::int64_t top_k,
+                                                      GroupedStrategy strategy) const;
+  Status<MoeError> forward_into(const Tensor& input, const Tensor& logits, RoutingOptions options,
+                                GroupedStrategy strategy, const Tensor& out, const Tensor& workspace) const;
+  Status<MoeError> forward_sigmoid_grouped_into(const Tensor& input, const Tensor& logits,
+                                                const std::optional<Tensor>& bias, GroupRoutingOptions options,
+                                                GroupedStrategy strategy, const Tensor& out,
+                                                const Tensor& workspace) const;
   // Training: the forward (with `strategy`) and the cache its backward needs.
   Result<SwiGluTraining, MoeError> forward_dispatched_training(const Dispatched& dispatched,
                                                                GroupedStrategy strategy) const;
@@ -276,6 +291,11 @@ class RUDNN_API SwiGluExperts {
   Result<Tensor, MoeError> forward_sigmoid_grouped_impl(const Tensor& input, const Tensor& logits,
                                                         const std::optional<Tensor>& bias, GroupRoutingOptions options,
                                                         GroupedStrategy strategy, const Tensor* into) const;
+  // The checks of a whole-layer workspace call (after the routing's contract): the pairing with the
+  // experts, `out`, the strategy, the workspace's placement and size; its bytes into *bytes.
+  std::optional<MoeError> check_layer_workspace(const Tensor& input, const Tensor& logits, const Tensor* bias,
+                                                std::int64_t top_k, GroupedStrategy strategy, const Tensor& out,
+                                                const Tensor& workspace) const;
   Tensor gate_, up_, down_;
 };
 

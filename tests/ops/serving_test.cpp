@@ -1177,6 +1177,74 @@ TEST(Serving, MoeStepInCallerMemoryUnderCapture) {
   EXPECT_EQ(bytes(out), warm);
 }
 
+// A whole MoE layer with every intermediate in one caller workspace of layer_workspace_bytes, both
+// routings and both expert strategies: the allocating layer's bits, no pool allocation, and the
+// same under a simulated capture; one byte short, or overlapping the input, is named and writes
+// nothing.
+TEST(Serving, MoeLayerInOneCallerWorkspace) {
+  std::mt19937_64 rng(fresh_seed());
+  auto made = Queue::create(Device::host());
+  ASSERT_TRUE(made.ok());
+  const Queue& q = *made;
+  const std::int64_t e = 8, inter = 32, h = 64, tokens = 5, k = 2;
+  auto upload = [&](const Shape& shape, DType dtype) {
+    auto data = HostData::from_f64(shape, dtype,
+                                   testing::random_values(static_cast<std::size_t>(element_count(shape)), dtype, rng));
+    return std::move(Tensor::upload(data, q).value());
+  };
+  auto experts = moe::SwiGluExperts::create(upload({e, inter, h}, DType::BF16), upload({e, inter, h}, DType::BF16),
+                                            upload({e, h, inter}, DType::BF16));
+  ASSERT_TRUE(experts.ok()) << experts.error().message();
+  const Tensor input = upload({tokens, h}, DType::BF16), logits = upload({tokens, e}, DType::F32);
+  const Tensor bias = upload({e}, DType::F32);
+  const moe::GroupRoutingOptions grouped{k, 4, 2, true, true, 1.5f};
+  for (auto strategy : {moe::GroupedStrategy::Scalar, moe::GroupedStrategy::TensorCore}) {
+    SCOPED_TRACE(strategy == moe::GroupedStrategy::Scalar ? "Scalar" : "TensorCore");
+    auto need = experts->layer_workspace_bytes(input, logits, k, strategy);
+    ASSERT_TRUE(need.ok()) << need.error().message();
+    EXPECT_GE(*need, static_cast<std::size_t>(2 * tokens * k * h * 2)) << "the dispatched and the experts' rows";
+    const Tensor workspace = *Tensor::empty({static_cast<std::int64_t>(*need)}, DType::U8, q);
+    const Tensor out = *Tensor::empty({tokens, h}, DType::BF16, q);
+
+    // The allocating layers with this strategy.
+    auto routing = moe::route(logits, {k, true});
+    ASSERT_TRUE(routing.ok());
+    auto dispatched = routing->dispatch(input);
+    ASSERT_TRUE(dispatched.ok());
+    const auto want = bytes(*dispatched->combine(*experts->forward_dispatched_with_strategy(*dispatched, strategy)));
+    auto want_grouped = experts->forward_sigmoid_grouped(input, logits, bias, grouped, strategy);
+    ASSERT_TRUE(want_grouped.ok()) << want_grouped.error().message();
+
+    const Stats before = stats();
+    auto st = experts->forward_into(input, logits, {k, true}, strategy, out, workspace);
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    EXPECT_EQ(bytes(out), want);
+    {
+      SimulatedCapture capture(q);
+      auto captured = experts->forward_sigmoid_grouped_into(input, logits, bias, grouped, strategy, out, workspace);
+      ASSERT_TRUE(captured.ok()) << captured.error().message();
+    }
+    EXPECT_EQ(bytes(out), bytes(*want_grouped));
+    EXPECT_EQ(stats().device_allocations, before.device_allocations) << "every intermediate in the workspace";
+
+    ASSERT_TRUE(out.poison().ok());
+    const auto poisoned = bytes(out);
+    auto small = Tensor::view(workspace.data(), {static_cast<std::int64_t>(*need) - 1}, {}, DType::U8, q);
+    ASSERT_TRUE(small.ok());
+    auto too_small = experts->forward_into(input, logits, {k, true}, strategy, out, *small);
+    ASSERT_FALSE(too_small.ok());
+    EXPECT_EQ(too_small.error().argument(), "workspace");
+    EXPECT_EQ(too_small.error().kind(), ErrorKind::InvalidValue);
+    auto over_input = experts->forward_into(input, logits, {k, true}, strategy, out, input);
+    ASSERT_FALSE(over_input.ok());
+    EXPECT_EQ(over_input.error().argument(), "workspace");
+    auto bad_out = experts->forward_sigmoid_grouped_into(input, logits, bias, grouped, strategy, logits, workspace);
+    ASSERT_FALSE(bad_out.ok());
+    EXPECT_EQ(bad_out.error().argument(), "out");
+    EXPECT_EQ(bytes(out), poisoned) << "a rejected call writes nothing";
+  }
+}
+
 // Convolution's temporaries (channels-first layout copies, the weight gradient's split sums) in a
 // caller's workspace of ConvInfo::workspace_bytes: the allocating calls' bits, no allocation; one
 // byte short, or overlapping an input or the output, is named and writes nothing.
