@@ -26,16 +26,24 @@ class BoundedList {
 
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  const T& operator[](std::size_t i) const { return items_[i]; }
-  T& operator[](std::size_t i) { return items_[i]; }
-  const T& front() const { return items_[0]; }
-  const T& back() const { return items_[size_ - 1]; }
+  // Element access within size() (past it: abort, as push_back past N).
+  const T& operator[](std::size_t i) const { return items_[checked(i)]; }
+  T& operator[](std::size_t i) { return items_[checked(i)]; }
+  const T& front() const { return items_[checked(0)]; }
+  const T& back() const { return items_[checked(size_ - 1)]; }
   const T* begin() const { return items_.data(); }
   const T* end() const { return items_.data() + size_; }
-  std::span<const T> span() const { return {items_.data(), size_}; }
-  operator std::span<const T>() const { return span(); }
+  // Views of a list that outlives them (none of a temporary: it would dangle).
+  std::span<const T> span() const& { return {items_.data(), size_}; }
+  std::span<const T> span() const&& = delete;
+  operator std::span<const T>() const& { return span(); }
+  operator std::span<const T>() const&& = delete;
 
  private:
+  std::size_t checked(std::size_t i) const {
+    if (i >= size_) std::abort();
+    return i;
+  }
   std::array<T, N> items_{};
   std::size_t size_ = 0;
 };

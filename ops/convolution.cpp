@@ -260,7 +260,9 @@ Result<ConvWeightGrads, ConvSetupError> weight_backward(const Tensor& input, con
   if (into) {
     // The bias gradient overlaps no input and not grad_weight (check_outputs names the later one).
     call.outputs.push_back({&into->grad_weight, "grad_weight", weight_shape, input.dtype()});
-    if (into->grad_bias) call.outputs.push_back({&*into->grad_bias, "grad_bias", {weight_shape[0]}, DType::F32});
+    // (An empty weight_shape fails the contract before the outputs are checked.)
+    const Shape bias_shape = weight_shape.empty() ? Shape{} : Shape{weight_shape[0]};
+    if (into->grad_bias) call.outputs.push_back({&*into->grad_bias, "grad_bias", bias_shape, DType::F32});
   }
   call.workspace = workspace;
   auto plan = plan_for(call, info);

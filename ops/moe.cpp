@@ -435,15 +435,9 @@ Result<Tensor, MoeError> SwiGluExperts::experts_impl(const Dispatched& dispatche
   auto plan = experts_plan(*this, sig, resolved, device, rows.queue());
   if (!plan.ok()) return plan.error();
   const Tensor& offsets = dispatched.expert_offsets();
-  if (bytes_needed) {  // the size query: nothing runs
-    const Shape out_shape{n, hidden()};
-    auto bytes = ops::workspace_bytes(**plan, {{rows.data(), &rows.shape()},
-                                               {offsets.data(), &offsets.shape()},
-                                               {gate_.data(), &gate_.shape()},
-                                               {up_.data(), &up_.shape()},
-                                               {down_.data(), &down_.shape()},
-                                               {nullptr, &out_shape}});
-    if (!bytes.ok()) return as<MoeError>(bytes.error());
+  if (bytes_needed) {  // the size query: nothing runs (the layout of the plan just made)
+    auto bytes = experts_workspace_bytes(*this, n, strategy, rows.queue());
+    if (!bytes.ok()) return bytes.error();
     *bytes_needed = *bytes;
     return rows;  // the caller reads *bytes_needed
   }
@@ -602,38 +596,51 @@ Status<MoeError> run_layer(const SwiGluExperts& e, const Tensor& input, const Te
 
 }  // namespace
 
-std::optional<MoeError> SwiGluExperts::check_layer_workspace(const Tensor& input, const Tensor& logits,
-                                                             const Tensor* bias, std::int64_t top_k,
-                                                             GroupedStrategy strategy, const Tensor& out,
-                                                             const Tensor& workspace) const {
-  contracts::DispatchSignature dispatch_sig{
-      operand(input), {{logits.shape()[0], top_k}, DType::U32, operand(logits).device}, logits.shape()[1]};
-  if (auto e = contracts::check_dispatch(dispatch_sig)) return *e;
-  if (auto e = check_forward(input, logits, &out)) return *e;
-  const ops::NamedTensor others[] = {{&input, "input"}, {&logits, "logits"}, {bias, "bias"},  {&out, "out"},
-                                     {&gate_, "gate"},  {&up_, "up"},        {&down_, "down"}};
+namespace {
+
+// The checks of a whole-layer workspace call after the routing's contract and the pairing with the
+// experts (check_forward, with `out`): bias against `out`, the strategy (resolved with the experts'
+// plan, before the workspace, as the allocating call), the workspace's placement, alignment and
+// size. The workspace's layout.
+Result<LayerLayout, MoeError> check_layer_workspace(const SwiGluExperts& experts, const Tensor& input,
+                                                    const Tensor& logits, const Tensor* bias, std::int64_t top_k,
+                                                    GroupedStrategy strategy, const Tensor& out,
+                                                    const Tensor& workspace) {
+  const ops::NamedTensor others[] = {
+      {&input, "input"},         {&logits, "logits"},   {bias, "bias"},           {&out, "out"},
+      {&experts.gate(), "gate"}, {&experts.up(), "up"}, {&experts.down(), "down"}};
   if (bias) {
     const ops::NamedTensor outs[] = {{&out, "out"}};
     if (auto e = ops::check_disjoint(outs, std::span(others + 2, 1))) return as<MoeError>(*e);
   }
+  auto layout = layer_of(experts, logits, top_k, strategy);
+  if (!layout.ok()) return layout.error();
   if (auto e = ops::check_workspace(workspace, input, others)) return as<MoeError>(*e);
   if (reinterpret_cast<std::uintptr_t>(workspace.data()) % Tensor::kViewAlignment != 0)
     return MoeError(ErrorKind::InvalidValue, "workspace",
-                    fmt::format("{}-byte aligned storage", Tensor::kViewAlignment), "a misaligned address");
-  auto layout = layer_of(*this, logits, top_k, strategy);
-  if (!layout.ok()) return layout.error();
+                    fmt::format("{}-byte aligned storage", Tensor::kViewAlignment),
+                    fmt::format("address {}", workspace.data()));
   if (workspace.nbytes() < layout->bytes)
     return MoeError(ErrorKind::InvalidValue, "workspace",
                     fmt::format("at least {} bytes (layer_workspace_bytes)", layout->bytes),
                     fmt::format("{} bytes", workspace.nbytes()));
-  return std::nullopt;
+  return layout;
 }
+
+// The pairing lines of a layer call, as forward's (the dispatch of T·top_k rows of `input`).
+std::optional<MoeError> check_layer_dispatch(const Tensor& input, const Tensor& logits, std::int64_t top_k) {
+  contracts::DispatchSignature sig{
+      operand(input), {{logits.shape()[0], top_k}, DType::U32, operand(logits).device}, logits.shape()[1]};
+  return contracts::check_dispatch(sig);
+}
+
+}  // namespace
 
 Result<std::size_t, MoeError> SwiGluExperts::layer_workspace_bytes(const Tensor& input, const Tensor& logits,
                                                                    std::int64_t top_k, GroupedStrategy strategy) const {
-  contracts::DispatchSignature dispatch_sig{
-      operand(input), {{logits.shape()[0], top_k}, DType::U32, operand(logits).device}, logits.shape()[1]};
-  if (auto e = contracts::check_dispatch(dispatch_sig)) return *e;
+  // The routing's lines first (the rank of the logits, top_k), as the calls check them.
+  if (auto e = contracts::check_route({operand(logits), top_k, false})) return *e;
+  if (auto e = check_layer_dispatch(input, logits, top_k)) return *e;
   if (auto e = check_forward(input, logits)) return *e;
   auto layout = layer_of(*this, logits, top_k, strategy);
   if (!layout.ok()) return layout.error();
@@ -644,8 +651,9 @@ Status<MoeError> SwiGluExperts::forward_into(const Tensor& input, const Tensor& 
                                              GroupedStrategy strategy, const Tensor& out,
                                              const Tensor& workspace) const {
   if (auto e = contracts::check_route({operand(logits), options.top_k, options.renormalize})) return *e;
-  if (auto e = check_layer_workspace(input, logits, nullptr, options.top_k, strategy, out, workspace)) return *e;
-  auto layout = layer_of(*this, logits, options.top_k, strategy);  // the plans are warm: a lookup
+  if (auto e = check_layer_dispatch(input, logits, options.top_k)) return *e;
+  if (auto e = check_forward(input, logits, &out)) return *e;
+  auto layout = check_layer_workspace(*this, input, logits, nullptr, options.top_k, strategy, out, workspace);
   if (!layout.ok()) return layout.error();
   return run_layer(
       *this, input, logits, options.top_k, strategy, out, workspace, *layout,
@@ -657,9 +665,10 @@ Status<MoeError> SwiGluExperts::forward_sigmoid_grouped_into(const Tensor& input
                                                              GroupRoutingOptions options, GroupedStrategy strategy,
                                                              const Tensor& out, const Tensor& workspace) const {
   if (auto e = contracts::check_route_sigmoid_grouped(group_route_signature(logits, bias, options))) return *e;
-  if (auto e = check_layer_workspace(input, logits, bias ? &*bias : nullptr, options.top_k, strategy, out, workspace))
-    return *e;
-  auto layout = layer_of(*this, logits, options.top_k, strategy);
+  if (auto e = check_layer_dispatch(input, logits, options.top_k)) return *e;
+  if (auto e = check_forward(input, logits, &out)) return *e;
+  auto layout =
+      check_layer_workspace(*this, input, logits, bias ? &*bias : nullptr, options.top_k, strategy, out, workspace);
   if (!layout.ok()) return layout.error();
   return run_layer(*this, input, logits, options.top_k, strategy, out, workspace, *layout,
                    [&](const Tensor& indices, const Tensor& weights) {

@@ -258,7 +258,8 @@ class RUDNN_API SwiGluExperts {
   // top_k and strategy needs (it makes the experts' plan, as the call would; the routing kind does
   // not change it), and the calls with their intermediates carved from `workspace` (contiguous, on
   // the input's device and queue, overlapping no input, bias, expert weight or `out`; too small:
-  // InvalidValue naming `workspace`). Every check runs before anything is written.
+  // InvalidValue naming `workspace`; its address 16-byte aligned). Every check runs before anything
+  // is written. The size query makes only the experts' plan: warm up with one call before a capture.
   Result<std::size_t, MoeError> layer_workspace_bytes(const Tensor& input, const Tensor& logits, std::int64_t top_k,
                                                       GroupedStrategy strategy) const;
   Status<MoeError> forward_into(const Tensor& input, const Tensor& logits, RoutingOptions options,
@@ -291,11 +292,6 @@ class RUDNN_API SwiGluExperts {
   Result<Tensor, MoeError> forward_sigmoid_grouped_impl(const Tensor& input, const Tensor& logits,
                                                         const std::optional<Tensor>& bias, GroupRoutingOptions options,
                                                         GroupedStrategy strategy, const Tensor* into) const;
-  // The checks of a whole-layer workspace call (after the routing's contract): the pairing with the
-  // experts, `out`, the strategy, the workspace's placement and size; its bytes into *bytes.
-  std::optional<MoeError> check_layer_workspace(const Tensor& input, const Tensor& logits, const Tensor* bias,
-                                                std::int64_t top_k, GroupedStrategy strategy, const Tensor& out,
-                                                const Tensor& workspace) const;
   Tensor gate_, up_, down_;
 };
 

@@ -852,6 +852,10 @@ TEST(Serving, IntoVariantsOfConvolution) {
   auto overlap = conv_weight_backward_into(x, gy, w.shape(), opt, shared, ConvStrategy::Direct);
   ASSERT_FALSE(overlap.ok());
   EXPECT_EQ(overlap.error().argument(), "grad_bias");
+  // An empty weight shape with a bias gradient: the contract's error, not a read past the shape.
+  auto no_shape = conv_weight_backward_into(x, gy, Shape{}, opt, grads, ConvStrategy::Direct);
+  ASSERT_FALSE(no_shape.ok());
+  EXPECT_EQ(no_shape.error().kind(), ErrorKind::ShapeMismatch);
 }
 
 // MoE into caller buffers: the experts' rows, the combine and the whole layer — the allocating
@@ -1243,6 +1247,16 @@ TEST(Serving, MoeLayerInOneCallerWorkspace) {
     EXPECT_EQ(bad_out.error().argument(), "out");
     EXPECT_EQ(bytes(out), poisoned) << "a rejected call writes nothing";
   }
+  // The size query checks the routing's lines too: top_k, and the logits' rank.
+  for (std::int64_t top_k : {std::int64_t{-1}, std::int64_t{0}, e + 1}) {
+    auto bad_k = experts->layer_workspace_bytes(input, logits, top_k, moe::GroupedStrategy::Scalar);
+    ASSERT_FALSE(bad_k.ok()) << top_k;
+    EXPECT_EQ(bad_k.error().argument(), "top_k");
+  }
+  const Tensor flat = *Tensor::empty({tokens * e}, DType::F32, q);
+  auto bad_rank = experts->layer_workspace_bytes(input, flat, k, moe::GroupedStrategy::Scalar);
+  ASSERT_FALSE(bad_rank.ok());
+  EXPECT_EQ(bad_rank.error().argument(), "logits");
 }
 
 // Convolution's temporaries (channels-first layout copies, the weight gradient's split sums) in a
