@@ -164,6 +164,14 @@ void check_attention(const Problem& p, bool causal, double scale, std::initializ
     });
 }
 
+// A split workspace's FP32 contents (partials, then log2-sum-exps).
+std::vector<float> workspace_floats(const SplitWorkspace& ws) {
+  const auto bytes = host_bytes(ws.storage());
+  std::vector<float> f(bytes.size() / sizeof(float));
+  std::memcpy(f.data(), bytes.data(), f.size() * sizeof(float));
+  return f;
+}
+
 class PagedAttention : public ::testing::Test {
  protected:
   void SetUp() override { ops::set_poison_outputs(true); }
@@ -425,11 +433,7 @@ TEST_F(PagedAttention, SplitWorkspaceHoldsThePartials) {
 
 // The rows of sequence `s` of `p` as a problem of their own (one sequence, the same caches).
 Problem alone(const Problem& p, std::int64_t s, std::vector<std::int64_t>& rows) {
-  Layout l;
-  l.page_size = p.layout.page_size;
-  l.pages = p.layout.pages;
-  l.tables = {p.layout.tables[sz(s)]};
-  l.lengths = {p.layout.lengths[sz(s)]};
+  Layout l = paged_test::one_sequence(p.layout, s);
   rows.clear();
   std::vector<double> q;
   const std::int64_t row_size = p.h.hq * p.h.d;
@@ -534,10 +538,7 @@ TEST_F(PagedAttention, BatchInvariantSplitPartials) {
       if (!ws.ok()) return {};
       auto out = plan->attention_with_workspace(x.tq, x.tk, x.tv, scale, true, *ws);
       EXPECT_TRUE(out.ok()) << out.error().message();
-      const auto bytes = host_bytes(ws->storage());
-      std::vector<float> f(bytes.size() / 4);
-      std::memcpy(f.data(), bytes.data(), f.size() * 4);
-      return f;
+      return workspace_floats(*ws);
     };
     const auto full = partials(p);
     const std::int64_t Q = p.layout.queries(), H = heads.hq, Dv = heads.dv;
@@ -627,6 +628,27 @@ MlaProblem make_mla(Layout l, std::int64_t heads, std::int64_t r, std::int64_t p
   Tensor tkp = testing::upload({l.pages, l.page_size, 1, pr}, dtype, kp, host);
   return MlaProblem{std::move(l),  heads,         r,   pr, dtype, std::move(q), std::move(qp), std::move(c),
                     std::move(kp), std::move(tq), tqp, tc, tkp};
+}
+
+// Sequence s of `m` alone: its rows (their batch indices into `rows`), in the batch's order, over
+// the same caches.
+MlaProblem mla_alone(const MlaProblem& m, std::int64_t s, std::vector<std::int64_t>& rows) {
+  Layout one = paged_test::one_sequence(m.layout, s);
+  rows.clear();
+  std::vector<double> q, qp;
+  for (std::int64_t r = 0; r < m.layout.queries(); ++r) {
+    if (m.layout.sequence_ids[sz(r)] != s) continue;
+    rows.push_back(r);
+    one.sequence_ids.push_back(0);
+    one.positions.push_back(m.layout.positions[sz(r)]);
+    q.insert(q.end(), m.q.begin() + r * m.heads * m.r, m.q.begin() + (r + 1) * m.heads * m.r);
+    qp.insert(qp.end(), m.qp.begin() + r * m.heads * m.p, m.qp.begin() + (r + 1) * m.heads * m.p);
+  }
+  const std::int64_t n = one.queries();
+  Tensor tq = testing::upload({n, m.heads, m.r}, m.dtype, q, Device::host());
+  Tensor tqp = testing::upload({n, m.heads, m.p}, m.dtype, qp, Device::host());
+  return MlaProblem{std::move(one), m.heads, m.r, m.p,  m.dtype, std::move(q), std::move(qp), m.c,
+                    m.kp,           tq,      tqp, m.tc, m.tkp};
 }
 
 void check_mla(const MlaProblem& m, bool causal, std::initializer_list<std::int64_t> splits) {
@@ -747,25 +769,8 @@ void check_mla_batch_invariance(std::int64_t heads, std::int64_t r, std::int64_t
     ASSERT_EQ(full.size(), sz(m.layout.queries()) * row_bytes);
     for (std::int64_t s = 0; s < std::ssize(m.layout.lengths); ++s) {
       SCOPED_TRACE(fmt::format("sequence {}", s));
-      Layout one;
-      one.page_size = m.layout.page_size;
-      one.pages = m.layout.pages;
-      one.tables = {m.layout.tables[sz(s)]};
-      one.lengths = {m.layout.lengths[sz(s)]};
       std::vector<std::int64_t> rows;
-      std::vector<double> q, qp;
-      for (std::int64_t r = 0; r < m.layout.queries(); ++r) {
-        if (m.layout.sequence_ids[sz(r)] != s) continue;
-        rows.push_back(r);
-        one.sequence_ids.push_back(0);
-        one.positions.push_back(m.layout.positions[sz(r)]);
-        q.insert(q.end(), m.q.begin() + r * m.heads * m.r, m.q.begin() + (r + 1) * m.heads * m.r);
-        qp.insert(qp.end(), m.qp.begin() + r * m.heads * m.p, m.qp.begin() + (r + 1) * m.heads * m.p);
-      }
-      const std::int64_t n = one.queries();
-      Tensor tq = testing::upload({n, m.heads, m.r}, m.dtype, q, Device::host());
-      Tensor tqp = testing::upload({n, m.heads, m.p}, m.dtype, qp, Device::host());
-      MlaProblem alone_m{std::move(one), m.heads, m.r, m.p, m.dtype, q, qp, m.c, m.kp, tq, tqp, m.tc, m.tkp};
+      const MlaProblem alone_m = mla_alone(m, s, rows);
       auto one_plan = device_plan(alone_m.layout, alone_m.tq);
       ASSERT_TRUE(one_plan.has_value());
       const auto bytes = call(*one_plan, alone_m, splits);
@@ -800,35 +805,17 @@ TEST_F(PagedAttention, MlaBatchInvariantSplitPartials) {
       if (!ws.ok()) return {};
       auto out = plan->mla_with_workspace(x.tq, x.tqp, x.tc, x.tkp, scale, true, *ws);
       EXPECT_TRUE(out.ok()) << out.error().message();
-      const auto bytes = host_bytes(ws->storage());
-      std::vector<float> f(bytes.size() / 4);
-      std::memcpy(f.data(), bytes.data(), f.size() * 4);
-      return f;
+      return workspace_floats(*ws);
     };
     const auto full = partials(m);
     const std::int64_t Q = m.layout.queries(), H = heads, R = r;
     ASSERT_EQ(std::ssize(full), kSplits * Q * H * (R + 1));
     for (std::int64_t s = 0; s < std::ssize(m.layout.lengths); ++s) {
       SCOPED_TRACE(fmt::format("sequence {}", s));
-      Layout one;
-      one.page_size = m.layout.page_size;
-      one.pages = m.layout.pages;
-      one.tables = {m.layout.tables[sz(s)]};
-      one.lengths = {m.layout.lengths[sz(s)]};
       std::vector<std::int64_t> rows;
-      std::vector<double> q, qp;
-      for (std::int64_t row = 0; row < Q; ++row) {
-        if (m.layout.sequence_ids[sz(row)] != s) continue;
-        rows.push_back(row);
-        one.sequence_ids.push_back(0);
-        one.positions.push_back(m.layout.positions[sz(row)]);
-        q.insert(q.end(), m.q.begin() + row * H * R, m.q.begin() + (row + 1) * H * R);
-        qp.insert(qp.end(), m.qp.begin() + row * H * pr, m.qp.begin() + (row + 1) * H * pr);
-      }
-      const std::int64_t n = one.queries();
-      Tensor tq = testing::upload({n, H, R}, m.dtype, q, Device::host());
-      Tensor tqp = testing::upload({n, H, pr}, m.dtype, qp, Device::host());
-      const auto mine = partials(MlaProblem{std::move(one), H, R, pr, m.dtype, q, qp, m.c, m.kp, tq, tqp, m.tc, m.tkp});
+      const MlaProblem one = mla_alone(m, s, rows);
+      const std::int64_t n = one.layout.queries();
+      const auto mine = partials(one);
       ASSERT_EQ(std::ssize(mine), kSplits * n * H * (R + 1));
       for (std::int64_t split = 0; split < kSplits; ++split)
         for (std::size_t i = 0; i < rows.size(); ++i) {

@@ -49,6 +49,16 @@ struct Layout {
   }
 };
 
+// The pool and page table of sequence `s` of `l`, as a one-sequence layout with no rows yet.
+inline Layout one_sequence(const Layout& l, std::int64_t s) {
+  Layout one;
+  one.page_size = l.page_size;
+  one.pages = l.pages;
+  one.tables = {l.tables[sz(s)]};
+  one.lengths = {l.lengths[sz(s)]};
+  return one;
+}
+
 // The rows re-ordered so that each sequence keeps its own rows in order but the sequences' rows
 // interleave at random (each next row drawn from a sequence with rows left, weighted by how many):
 // a sequence's query tiles are then cut by the other sequences' rows.

@@ -43,6 +43,13 @@ Tensor random_tensor(const Shape& shape, DType dtype, std::mt19937_64& rng, doub
                          Device::host());
 }
 
+// The same on `queue` (a queue of the test's own).
+Tensor random_tensor_on(const Queue& queue, const Shape& shape, DType dtype, std::mt19937_64& rng) {
+  auto data = HostData::from_f64(shape, dtype,
+                                 testing::random_values(static_cast<std::size_t>(element_count(shape)), dtype, rng));
+  return std::move(Tensor::upload(data, queue).value());
+}
+
 std::vector<std::byte> bytes(const Tensor& t) { return to_host(t)->bytes; }
 
 TEST(Serving, WrappedQueuesAreTheQueuesTheyWrap) {
@@ -1135,11 +1142,7 @@ TEST(Serving, MoeStepInCallerMemoryUnderCapture) {
   ASSERT_TRUE(made.ok());
   const Queue& q = *made;
   const std::int64_t e = 4, inter = 8, h = 16, tokens = 6, k = 2;
-  auto upload = [&](const Shape& s) {
-    auto data = HostData::from_f64(s, DType::F32,
-                                   testing::random_values(static_cast<std::size_t>(element_count(s)), DType::F32, rng));
-    return std::move(Tensor::upload(data, q).value());
-  };
+  auto upload = [&](const Shape& s) { return random_tensor_on(q, s, DType::F32, rng); };
   auto experts = moe::SwiGluExperts::create(upload({e, inter, h}), upload({e, inter, h}), upload({e, h, inter}));
   ASSERT_TRUE(experts.ok()) << experts.error().message();
   const Tensor input = upload({tokens, h}), logits = upload({tokens, e});
@@ -1191,11 +1194,7 @@ TEST(Serving, MoeLayerInOneCallerWorkspace) {
   ASSERT_TRUE(made.ok());
   const Queue& q = *made;
   const std::int64_t e = 8, inter = 32, h = 64, tokens = 5, k = 2;
-  auto upload = [&](const Shape& shape, DType dtype) {
-    auto data = HostData::from_f64(shape, dtype,
-                                   testing::random_values(static_cast<std::size_t>(element_count(shape)), dtype, rng));
-    return std::move(Tensor::upload(data, q).value());
-  };
+  auto upload = [&](const Shape& shape, DType dtype) { return random_tensor_on(q, shape, dtype, rng); };
   auto experts = moe::SwiGluExperts::create(upload({e, inter, h}, DType::BF16), upload({e, inter, h}, DType::BF16),
                                             upload({e, h, inter}, DType::BF16));
   ASSERT_TRUE(experts.ok()) << experts.error().message();
