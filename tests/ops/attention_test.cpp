@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "contract_fixture.h"
@@ -75,7 +76,12 @@ std::vector<double> run_case(const Case& c, DType dtype, AttentionStrategy strat
     if (!out.ok()) return {};
     EXPECT_EQ(out->shape(), (Shape{c.b, c.hq, c.tq, c.dv}));
     got = host_values(*out);
-    EXPECT_LE(testing::relative_l2(got, want), 2 * testing::tolerance(dtype));
+    // ±1e4 logits: an FP32 score carries an absolute error of about |q|·|k|·√D·eps whatever the
+    // kernel's summation order, and near-tied top scores turn it into that much relative error in
+    // their weights (seen: 1.3e-4 for f32 Fallback, seed 6630764551493150214 of the 1e4 case). The
+    // bound grows with √logit_scale; a wrong softmax (or an overflow) is still off by O(1).
+    const double conditioning = std::max(1.0, std::sqrt(c.logit_scale));
+    EXPECT_LE(testing::relative_l2(got, want), 2 * testing::tolerance(dtype) * conditioning);
     if (c.mask)  // the fully masked rows are exactly zero
       for (std::int64_t bh = 0; bh < c.b * c.hq; ++bh)
         for (std::int64_t e = 0; e < c.dv; ++e) EXPECT_EQ(got[static_cast<std::size_t>(bh * c.tq * c.dv + e)], 0.0);
