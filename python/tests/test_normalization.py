@@ -1,0 +1,62 @@
+"""torch.ops.rudnn.{layer_norm, rms_norm, softmax_last_axis} against torch in float64."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import close, devices
+
+import rudnn
+
+DTYPES = {torch.float32: (2e-5, 2e-5), torch.float16: (4e-3, 4e-3), torch.bfloat16: (2e-2, 2e-2)}
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_against_torch(seed, device, dtype):
+    atol, rtol = DTYPES[dtype]
+    x = (torch.randn(3, 5, 257, dtype=torch.float64) * 3 + 1).to(dtype).to(device)
+    gamma = torch.rand(257, dtype=torch.float32, device=device) + 0.5
+    beta = torch.randn(257, dtype=torch.float32, device=device)
+    x64, g64, b64 = x.double(), gamma.double(), beta.double()
+    close(rudnn.normalization.layer_norm(x, gamma, beta, 1e-5), F.layer_norm(x64, (257,), g64, b64, 1e-5), atol, rtol)
+    close(rudnn.normalization.layer_norm(x, gamma, None, 1e-5), F.layer_norm(x64, (257,), g64, None, 1e-5), atol,
+          rtol)
+    rms = x64 * torch.rsqrt(x64.pow(2).mean(-1, keepdim=True) + 1e-6) * g64
+    close(rudnn.normalization.rms_norm(x, gamma, 1e-6), rms, atol, rtol)
+    close(rudnn.normalization.softmax_last_axis(x), torch.softmax(x64, -1), atol, rtol)
+    assert rudnn.normalization.rms_norm(x, gamma).dtype == dtype
+
+
+def test_strided_input_is_made_contiguous(seed):
+    x = torch.randn(16, 64).t()  # [64, 16], not contiguous
+    gamma = torch.rand(16) + 0.5
+    close(rudnn.normalization.rms_norm(x, gamma, 1e-6),
+          x.double() * torch.rsqrt(x.double().pow(2).mean(-1, keepdim=True) + 1e-6) * gamma.double(), 2e-5, 2e-5)
+
+
+def test_opcheck(seed):
+    x, gamma, beta = torch.randn(4, 64), torch.rand(64) + 0.5, torch.randn(64)
+    torch.library.opcheck(torch.ops.rudnn.layer_norm.default, (x, gamma, beta, 1e-5))
+    torch.library.opcheck(torch.ops.rudnn.layer_norm.default, (x, gamma, None, 1e-5))
+    torch.library.opcheck(torch.ops.rudnn.rms_norm.default, (x, gamma, 1e-6))
+    torch.library.opcheck(torch.ops.rudnn.softmax_last_axis.default, (x,))
+
+
+@pytest.mark.parametrize("call, kind, argument", [
+    (lambda x, g: rudnn.normalization.rms_norm(x, g, 0.0), "InvalidValue", "epsilon"),
+    (lambda x, g: rudnn.normalization.rms_norm(x, g, float("nan")), "InvalidValue", "epsilon"),
+    (lambda x, g: rudnn.normalization.rms_norm(x, g[:8], 1e-6), "ShapeMismatch", "gamma"),
+    (lambda x, g: rudnn.normalization.rms_norm(x, g.half(), 1e-6), "UnsupportedDType", "gamma"),
+    (lambda x, g: rudnn.normalization.rms_norm(x.double(), g, 1e-6), "UnsupportedDType", "input"),
+    (lambda x, g: rudnn.normalization.layer_norm(x, g, g[:3], 1e-5), "ShapeMismatch", "beta"),
+    # torch's dispatcher sends a call mixing devices to one backend's kernel (a CPU and a CUDA tensor:
+    # the CUDA kernel); that kernel names the tensor on another device. Called directly here, with no GPU.
+    (lambda x, g: rudnn.normalization._rms_norm(x, g.to("meta"), 1e-6), "DeviceMismatch", "gamma"),
+    (lambda x, g: rudnn.normalization.softmax_last_axis(x.to(torch.int32)), "UnsupportedDType", "logits"),
+])
+def test_errors(call, kind, argument):
+    x, gamma = torch.randn(4, 16), torch.ones(16)
+    with pytest.raises(rudnn.NormalizationError) as error:
+        call(x, gamma)
+    assert error.value.kind == kind and error.value.argument == argument, str(error.value)
+    assert isinstance(error.value, rudnn.Error) and error.value.expected and error.value.actual
