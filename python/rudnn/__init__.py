@@ -9,9 +9,9 @@ device (which runs the very same kernel templates on the CPU). A rejected call r
 
 import torch  # noqa: F401  (the ops register into torch.library)
 
-from . import attention, convolution, gated_delta, moe, normalization
+from . import attention, convolution, gated_delta, moe, normalization, paged_attention
 from .errors import (AttentionSetupError, ConvSetupError, Error, GatedDeltaError, MoeError, NormalizationError,
                      PagedAttentionError)
 
-__all__ = ["attention", "convolution", "gated_delta", "moe", "normalization", "Error", "NormalizationError",
+__all__ = ["attention", "convolution", "gated_delta", "moe", "normalization", "paged_attention", "Error", "NormalizationError",
            "AttentionSetupError", "ConvSetupError", "GatedDeltaError", "MoeError", "PagedAttentionError"]

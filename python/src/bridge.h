@@ -10,6 +10,7 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
+#include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
@@ -96,5 +97,6 @@ void bind_attention(nb::module_& m);
 void bind_convolution(nb::module_& m);
 void bind_gated_delta(nb::module_& m);
 void bind_moe(nb::module_& m);
+void bind_paged_attention(nb::module_& m);
 
 }  // namespace rudnn::python

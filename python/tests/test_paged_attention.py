@@ -1,0 +1,150 @@
+"""rudnn.paged_attention.PagedPlan — torch.ops.rudnn.paged_attention, paged_mla (with autograd: the
+atomic and the deterministic backward) and paged_append — against a float64 reference that gathers
+each sequence's keys through its page table."""
+
+import pytest
+import torch
+from conftest import close, devices
+
+import rudnn
+
+PAGE_SIZE, PAGES = 4, 9
+# Two sequences sharing page 2 (a shared prefix); page 8 is in no table (its gradient must be 0).
+TABLES = [[0, 2, 1, 5], [2, 3, 6, 7]]
+LENGTHS = [14, 11]
+# Prefill rows of sequence 0, a decode row of sequence 1, and one more of sequence 0.
+SEQUENCE_IDS = [0, 0, 0, 1, 0]
+POSITIONS = [3, 4, 5, 10, 13]
+
+
+def plan(device="cpu", deterministic=False):
+    return rudnn.paged_attention.PagedPlan(PAGE_SIZE, PAGES, TABLES, LENGTHS, SEQUENCE_IDS, POSITIONS, device,
+                                           deterministic_backward=deterministic)
+
+
+def history(cache, sequence):
+    """[L, heads, dim]: the sequence's valid keys (or values) gathered through its page table."""
+    rows = [cache[TABLES[sequence][j // PAGE_SIZE], j % PAGE_SIZE] for j in range(LENGTHS[sequence])]
+    return torch.stack(rows)
+
+
+def reference(q, k_cache, v_cache, scale, causal, qp=None, kp=None):
+    """Each query row against its sequence's keys 0..L−1 (0..position when causal), in float64."""
+    outputs = []
+    for r, (s, p) in enumerate(zip(SEQUENCE_IDS, POSITIONS)):
+        keys, values = history(k_cache, s), history(v_cache, s)
+        visible = p + 1 if causal else LENGTHS[s]
+        keys, values = keys[:visible], values[:visible]
+        group = q.shape[1] // keys.shape[1]
+        keys, values = keys.repeat_interleave(group, 1), values.repeat_interleave(group, 1)
+        scores = torch.einsum("hd,jhd->hj", q[r], keys)
+        if qp is not None:
+            scores = scores + torch.einsum("hd,jhd->hj", qp[r], history(kp, s)[:visible].expand(-1, q.shape[1], -1))
+        outputs.append(torch.einsum("hj,jhd->hd", torch.softmax(scale * scores, -1), values))
+    return torch.stack(outputs)
+
+
+def leaves(*tensors):
+    return [t.detach().double().cpu().requires_grad_() for t in tensors]
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("causal, splits, deterministic", [(True, 1, False), (False, 3, True), (True, 2, True)])
+def test_attention_and_gradients(seed, device, dtype, causal, splits, deterministic):
+    tol = 3e-5 if dtype == torch.float32 else 3e-2
+    q = torch.randn(5, 4, 32, dtype=dtype, device=device, requires_grad=True)
+    k = torch.randn(PAGES, PAGE_SIZE, 2, 32, dtype=dtype, device=device, requires_grad=True)
+    v = torch.randn(PAGES, PAGE_SIZE, 2, 16, dtype=dtype, device=device, requires_grad=True)
+    out = plan(device, deterministic).attention(q, k, v, scale=0.2, causal=causal, splits=splits)
+    q64, k64, v64 = leaves(q, k, v)
+    expected = reference(q64, k64, v64, 0.2, causal)
+    close(out, expected, tol, tol)
+    grad = torch.randn(expected.shape, dtype=torch.float64)
+    out.backward(grad.to(dtype).to(device))
+    expected.backward(grad)
+    for got, want in ((q.grad, q64.grad), (k.grad, k64.grad), (v.grad, v64.grad)):
+        close(got, want, 4 * tol, 4 * tol)
+    assert k.grad[8].abs().max() == 0 and v.grad[8].abs().max() == 0  # page 8 is in no table
+
+
+def test_only_the_wanted_gradients(seed):
+    q, k, v = torch.randn(5, 2, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16)
+    v.requires_grad_()
+    plan().attention(q, k, v).sum().backward()
+    q64, k64, v64 = leaves(q, k, v)
+    reference(q64, k64, v64, 0.25, True).sum().backward()
+    close(v.grad, v64.grad, 1e-4, 1e-4)
+
+
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_mla_and_gradients(seed, deterministic):
+    q, qp = torch.randn(5, 4, 32, requires_grad=True), torch.randn(5, 4, 16, requires_grad=True)
+    latent = torch.randn(PAGES, PAGE_SIZE, 1, 32, requires_grad=True)
+    kp = torch.randn(PAGES, PAGE_SIZE, 1, 16, requires_grad=True)
+    out = plan("cpu", deterministic).mla(q, qp, latent, kp, scale=0.15, causal=True)
+    q64, qp64, latent64, kp64 = leaves(q, qp, latent, kp)
+    expected = reference(q64, latent64, latent64, 0.15, True, qp64, kp64)
+    close(out, expected, 3e-5, 3e-5)
+    grad = torch.randn(expected.shape, dtype=torch.float64)
+    out.backward(grad.float())
+    expected.backward(grad)
+    for got, want in ((q, q64), (qp, qp64), (latent, latent64), (kp, kp64)):
+        close(got.grad, want.grad, 1e-4, 1e-4)
+
+
+def test_append_writes_the_caches_in_place(seed):
+    k_cache, v_cache = torch.zeros(PAGES, PAGE_SIZE, 2, 8), torch.zeros(PAGES, PAGE_SIZE, 2, 4)
+    key, value = torch.randn(5, 2, 8), torch.randn(5, 2, 4)
+    storage = k_cache.data_ptr()
+    plan().append(key, value, k_cache, v_cache)
+    assert k_cache.data_ptr() == storage
+    for r, (s, p) in enumerate(zip(SEQUENCE_IDS, POSITIONS)):
+        page, slot = TABLES[s][p // PAGE_SIZE], p % PAGE_SIZE
+        assert torch.equal(k_cache[page, slot], key[r]) and torch.equal(v_cache[page, slot], value[r])
+    assert int((k_cache != 0).any(-1).any(-1).sum()) == 5  # nothing else written
+
+
+def test_opcheck_and_compile(seed):
+    p = plan()
+    q = torch.randn(5, 2, 16, requires_grad=True)
+    k = torch.randn(PAGES, PAGE_SIZE, 1, 16, requires_grad=True)
+    v = torch.randn(PAGES, PAGE_SIZE, 1, 16, requires_grad=True)
+    torch.library.opcheck(torch.ops.rudnn.paged_attention.default, (q, k, v, p.id, 0.25, True, 1))
+    torch.library.opcheck(torch.ops.rudnn.paged_attention_backward.default,
+                          (torch.randn(5, 2, 16), q.detach(), k.detach(), v.detach(), p.id, 0.25, True, False,
+                           [True, False, True]))
+    torch.library.opcheck(torch.ops.rudnn.paged_append.default,
+                          (torch.randn(5, 1, 16), torch.randn(5, 1, 16), k.detach().clone(), v.detach().clone(), p.id))
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda q, k, v: p.attention(q, k, v).square().sum(), fullgraph=True, backend="aot_eager")
+    loss = compiled(q, k, v)
+    loss.backward()
+    q64, k64, v64 = leaves(q, k, v)
+    expected = reference(q64, k64, v64, 0.25, True).square().sum()
+    expected.backward()
+    close(loss, expected, 1e-4, 1e-4)
+    close(k.grad, k64.grad, 1e-4, 1e-4)
+
+
+@pytest.mark.parametrize("make, kind, argument", [
+    (lambda: rudnn.paged_attention.PagedPlan(4, 9, [[0, 1, 9]], [10], [0], [8]), "InvalidValue", "tables[0][2]"),
+    (lambda: rudnn.paged_attention.PagedPlan(4, 9, [[0, 1]], [10], [0], [8]), "InvalidValue", "lengths[0]"),
+    (lambda: rudnn.paged_attention.PagedPlan(4, 9, [[0, 1, 2]], [10], [0], [10]), "InvalidValue", "positions[0]"),
+    (lambda: plan().attention(torch.randn(4, 2, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16),
+                              torch.randn(PAGES, PAGE_SIZE, 1, 16)), "ShapeMismatch", "query"),
+    (lambda: plan().attention(torch.randn(5, 3, 16), torch.randn(PAGES, PAGE_SIZE, 2, 16),
+                              torch.randn(PAGES, PAGE_SIZE, 2, 16)), "ShapeMismatch", "key"),
+    (lambda: plan().attention(torch.randn(5, 2, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16),
+                              torch.randn(PAGES, PAGE_SIZE, 1, 16), splits=64), "InvalidValue", "splits"),
+    (lambda: plan().append(torch.randn(5, 1, 16), torch.randn(5, 1, 16),
+                           torch.zeros(PAGE_SIZE, PAGES, 1, 16).transpose(0, 1), torch.zeros(PAGES, PAGE_SIZE, 1, 16)),
+     "InvalidValue", "key_cache"),
+    (lambda: torch.ops.rudnn.paged_attention(torch.randn(5, 2, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16),
+                                             torch.randn(PAGES, PAGE_SIZE, 1, 16), 10**9, 0.25, True, 1),
+     "InvalidValue", "plan"),
+])
+def test_errors(make, kind, argument):
+    with pytest.raises(rudnn.PagedAttentionError) as error:
+        make()
+    assert error.value.kind == kind and error.value.argument == argument, str(error.value)
