@@ -14,7 +14,8 @@ _F = "attention"
 STRATEGIES = {"default": -1, "flash_blackbox_accelerated": 0, "flash_unit": 1, "fallback": 2, "autotune": 3}
 
 
-def _attention(query, key, value, mask, attn_bias, scale, causal, strategy):
+# torch leaves out arguments equal to the schema's defaults: the kernels repeat them.
+def _attention(query, key, value, mask=None, attn_bias=None, scale=None, causal=False, strategy="default"):
     chosen = option(_F, "strategy", strategy, STRATEGIES)
     q, k, v = prepare(_F, "query", query), prepare(_F, "key", key), prepare(_F, "value", value)
     m, b = prepare_optional(_F, "mask", mask), prepare_optional(_F, "attn_bias", attn_bias)
@@ -24,7 +25,7 @@ def _attention(query, key, value, mask, attn_bias, scale, causal, strategy):
     return out
 
 
-def _attention_fake(query, key, value, mask, attn_bias, scale, causal, strategy):
+def _attention_fake(query, key, value, mask=None, attn_bias=None, scale=None, causal=False, strategy="default"):
     return query.new_empty((*query.shape[:-1], value.shape[-1]))
 
 

@@ -45,6 +45,13 @@ def test_against_sdpa(seed, device, dtype, strategy):
         close(rudnn.attention.attention(q, k, v, strategy=strategy), sdpa, tol, tol)
 
 
+def test_schema_defaults(seed):
+    """The schema's defaults (no mask, no bias, 1/√D, not causal, the library's default strategy)."""
+    q, k, v = torch.randn(1, 2, 5, 32), torch.randn(1, 1, 6, 32), torch.randn(1, 1, 6, 32)
+    close(torch.ops.rudnn.attention(q, k, v), reference(q, k, v), 3e-5, 3e-5)
+    close(rudnn.attention.attention(q, k, v, causal=True), reference(q, k, v, causal=True), 3e-5, 3e-5)
+
+
 def test_mask_and_bias(seed):
     q, k, v = torch.randn(1, 2, 5, 32), torch.randn(1, 2, 7, 32), torch.randn(1, 2, 7, 16)
     excluded = torch.rand(1, 1, 5, 7) < 0.4
