@@ -7,7 +7,7 @@ import torch
 from . import _C
 from ._bridge import arg, empty, option, place, prepare, prepare_optional
 from ._library import define
-from .errors import raise_if_failed
+from .errors import AttentionSetupError, raise_if_failed
 
 _F = "attention"
 # rudnn::attention::AttentionStrategy's numbers; "default" is the library's default_strategy().
@@ -20,13 +20,21 @@ def _attention(query, key, value, mask=None, attn_bias=None, scale=None, causal=
     q, k, v = prepare(_F, "query", query), prepare(_F, "key", key), prepare(_F, "value", value)
     m, b = prepare_optional(_F, "mask", mask), prepare_optional(_F, "attn_bias", attn_bias)
     where = place(_F, query=q, key=k, value=v, mask=m, attn_bias=b)
-    out = empty((*q.shape[:-1], v.shape[-1]), q.dtype, q)
+    out = empty(_output_shape(q, v), q.dtype, q)
     raise_if_failed(_C.attention(where, arg(q), arg(k), arg(v), arg(m), arg(b), scale, causal, chosen, arg(out)))
     return out
 
 
 def _attention_fake(query, key, value, mask=None, attn_bias=None, scale=None, causal=False, strategy="default"):
-    return query.new_empty((*query.shape[:-1], value.shape[-1]))
+    if query.dim() != 4 or value.dim() != 4:
+        raise AttentionSetupError("ShapeMismatch", "query" if query.dim() != 4 else "value", "rank 4",
+                                  f"rank {query.dim() if query.dim() != 4 else value.dim()}")
+    return query.new_empty(_output_shape(query, value))
+
+
+def _output_shape(query, value):
+    """[B, Hq, Tq, Dv]; a rank the library rejects gets (0,) and the library names it."""
+    return (*query.shape[:-1], value.shape[-1]) if query.dim() == 4 and value.dim() == 4 else (0,)
 
 
 attention_op = define(

@@ -6,7 +6,7 @@ import torch
 from . import _C
 from ._bridge import arg, empty, option, place, prepare, prepare_optional
 from ._library import define
-from .errors import raise_if_failed
+from .errors import ConvSetupError, raise_if_failed
 
 _F = "convolution"
 # rudnn::convolution::ConvStrategy's numbers; "default" is the library's default_strategy().
@@ -34,8 +34,8 @@ def _conv_forward(input, weight, bias, stride, padding, dilation, groups, strate
     x, w, b = prepare(_F, "input", input), prepare(_F, "weight", weight), prepare_optional(_F, "bias", bias)
     where = place(_F, input=x, weight=w, bias=b)
     shape = output_shape(x.shape, w.shape, stride, padding, dilation, channels_last)
-    if x.dim() < 3 or w.dim() != x.dim() or min(shape) < 1:
-        shape = [0]  # the library names the argument that makes the shape impossible
+    if x.dim() < 3 or w.dim() != x.dim() or len(shape) != x.dim() or min(shape[1:]) < 1:
+        shape = [0]  # the library names the argument that makes the shape impossible (a batch of 0 is fine)
     out = empty(shape, x.dtype, x)
     raise_if_failed(_C.conv_forward(where, arg(x), arg(w), arg(b), stride, padding, dilation, groups, chosen,
                                     channels_last, arg(out)))
@@ -43,7 +43,11 @@ def _conv_forward(input, weight, bias, stride, padding, dilation, groups, strate
 
 
 def _conv_forward_fake(input, weight, bias, stride, padding, dilation, groups, strategy, channels_last):
-    return input.new_empty(output_shape(input.shape, weight.shape, stride, padding, dilation, channels_last))
+    shape = output_shape(input.shape, weight.shape, stride, padding, dilation, channels_last)
+    if input.dim() < 3 or weight.dim() != input.dim() or len(shape) != input.dim() or min(shape[1:]) < 1:
+        raise ConvSetupError("ShapeMismatch", "input", "an output extent ≥ 1 per spatial dim",
+                             f"input {list(input.shape)}, weight {list(weight.shape)}")
+    return input.new_empty(shape)
 
 
 def _conv_data_backward(grad_output, weight, input_shape, stride, padding, dilation, groups, strategy,

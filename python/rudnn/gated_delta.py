@@ -17,8 +17,8 @@ def _run(query, key, value, beta, log_decay, initial_state, query_scale, chunk_s
     b, g = prepare(_F, "beta", beta), prepare(_F, "log_decay", log_decay)
     s0 = prepare_optional(_F, "initial_state", initial_state)
     where = place(_F, query=q, key=k, value=v, beta=b, log_decay=g, initial_state=s0)
-    output = empty((*q.shape[:-1], v.shape[-1]), q.dtype, q)
-    final_state = empty((*q.shape[:2], q.shape[-1], v.shape[-1]), torch.float32, q)
+    output_shape, state_shape = _shapes(q, v)
+    output, final_state = empty(output_shape, q.dtype, q), empty(state_shape, torch.float32, q)
     raise_if_failed(_C.gated_delta_rule(where, arg(q), arg(k), arg(v), arg(b), arg(g), arg(s0), query_scale,
                                         chunk_size, arg(output), arg(final_state)))
     return output, final_state
@@ -34,9 +34,20 @@ def _step(query, key, value, beta, log_decay, initial_state, query_scale):
     return _run(query, key, value, beta, log_decay, initial_state, query_scale, 0)
 
 
+def _shapes(query, value):
+    """The output [B, H, T, V] and state [B, H, K, V] shapes; a rank the library rejects gets (0,) and
+    the library names it."""
+    if query.dim() != 4 or value.dim() != 4:
+        return (0,), (0,)
+    return (*query.shape[:-1], value.shape[-1]), (*query.shape[:2], query.shape[-1], value.shape[-1])
+
+
 def _fake(query, key, value, beta, log_decay, initial_state, query_scale, *chunk_size):
-    return (query.new_empty((*query.shape[:-1], value.shape[-1])),
-            query.new_empty((*query.shape[:2], query.shape[-1], value.shape[-1]), dtype=torch.float32))
+    if query.dim() != 4 or value.dim() != 4:
+        raise GatedDeltaError("ShapeMismatch", "query" if query.dim() != 4 else "value", "rank 4",
+                              f"rank {query.dim() if query.dim() != 4 else value.dim()}")
+    output_shape, state_shape = _shapes(query, value)
+    return query.new_empty(output_shape), query.new_empty(state_shape, dtype=torch.float32)
 
 
 _INPUTS = "Tensor query, Tensor key, Tensor value, Tensor beta, Tensor log_decay, Tensor? initial_state, float query_scale"

@@ -7,7 +7,7 @@ import torch
 from . import _C
 from ._bridge import U32, arg, empty, option, place, prepare, prepare_optional
 from ._library import define
-from .errors import raise_if_failed
+from .errors import MoeError, raise_if_failed
 
 _F = "moe"
 # rudnn::moe::GroupedStrategy's numbers (the experts' GEMMs).
@@ -29,6 +29,8 @@ def _route(logits, bias, routing):
 
 
 def _route_fake(logits, top_k):
+    if logits.dim() != 2:
+        raise MoeError("ShapeMismatch", "logits", "[tokens, experts]", str(list(logits.shape)))
     return logits.new_empty((logits.shape[0], top_k)), logits.new_empty((logits.shape[0], top_k), dtype=torch.int32)
 
 
@@ -60,6 +62,8 @@ def _prepare_layer(input, logits, bias, gate, up, down):
 def _moe_layer(input, logits, bias, gate, up, down, top_k, renormalize, grouped, groups, selected_groups,
                group_top_two, scale, strategy):
     chosen = option(_F, "strategy", strategy, STRATEGIES)
+    if bias is not None and not grouped:
+        raise MoeError("InvalidValue", "bias", "None for softmax routing (grouped = false)", "a tensor")
     (x, l, b, g, u, d), where = _prepare_layer(input, logits, bias, gate, up, down)
     failure, nbytes = _C.layer_workspace_bytes(where, arg(x), arg(l), arg(g), arg(u), arg(d), top_k, chosen)
     raise_if_failed(failure)
@@ -102,8 +106,16 @@ moe_layer_backward_op = define(
     _moe_layer_backward_fake, _F)
 
 
+# The router's gradient (selected_router_backward) takes top_k ≤ 64 (SPEC §10); the forward takes any
+# top_k ≤ E. A differentiable call over 64 is rejected here, right after its forward, not at backward.
+MAX_TRAINING_TOP_K = 64
+
+
 def _setup_context(ctx, inputs, output):
     input, logits, bias, gate, up, down, *routing = inputs
+    if routing[0] > MAX_TRAINING_TOP_K:
+        raise MoeError("InvalidValue", "top_k", f"≤ {MAX_TRAINING_TOP_K} for a differentiable call (the router's "
+                       "gradient)", str(routing[0]))
     ctx.save_for_backward(input, logits, bias, gate, up, down)
     ctx.routing = routing
 

@@ -65,9 +65,9 @@ std::optional<Error> layer_backward(const moe::SwiGluExperts& experts, const Ten
   // The gradient of each dispatched row, summed per token by dispatch_backward.
   auto row_grads = Tensor::empty(dispatched->rows().shape(), experts.dtype(), input.queue());
   if (!row_grads) return row_grads.error();
-  // The experts' backward has no tensor-core kernel yet: Auto runs Scalar (docs/moe.md).
+  // The experts' backward with the forward's strategy (Auto: tensor cores where the forward's rule allows).
   moe::ExpertGradients into{.dinput = *row_grads, .dgate = dgate, .dup = dup, .ddown = ddown};
-  if (auto s = forward->cache.backward_into(combined->dexpert, moe::GroupedStrategy::Auto, into); !s) return s.error();
+  if (auto s = forward->cache.backward_into(combined->dexpert, strategy, into); !s) return s.error();
   if (auto s = dispatched->dispatch_backward_into(*row_grads, dinput); !s) return s.error();
   return failure(moe::selected_router_backward_into(logits, train->routing().expert_indices(), combined->dweights,
                                                     weight_options(r), dlogits));

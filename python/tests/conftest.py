@@ -24,7 +24,10 @@ def seed():
 
 def devices():
     """CPU always; CUDA where torch and rudnn see a GPU (marked so the CPU-only run reports the skip)."""
-    cuda = pytest.param("cuda", marks=pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"))
+    from rudnn import _C
+
+    usable = torch.cuda.is_available() and _C.cuda_device_count() > 0
+    cuda = pytest.param("cuda", marks=pytest.mark.skipif(not usable, reason="needs a CUDA GPU (torch and rudnn)"))
     return ["cpu", cuda]
 
 

@@ -9,17 +9,24 @@ from conftest import close, devices
 import rudnn
 
 
+def top(values, k):
+    """The indices of the k largest values, best first, ties to the smaller index (rudnn's rule; torch.topk
+    promises no order among equal values, and bf16 logits tie often)."""
+    return torch.sort(values, dim=-1, descending=True, stable=True).indices[..., :k]
+
+
 def softmax_selection(logits, top_k):
-    return torch.topk(torch.softmax(logits.double(), -1), top_k, -1).indices
+    return top(torch.softmax(logits.double(), -1), top_k)
 
 
 def grouped_selection(logits, bias, top_k, groups, selected_groups, group_top_two=True):
     c = torch.sigmoid(logits.double()) + (0 if bias is None else bias.double())
     per_group = c.view(c.shape[0], groups, -1)
-    score = per_group.topk(2, -1).values.sum(-1) if group_top_two else per_group.max(-1).values
-    kept = torch.zeros_like(score, dtype=torch.bool).scatter_(1, score.topk(selected_groups, -1).indices, True)
+    best_two = torch.sort(per_group, -1, descending=True).values[..., :2]
+    score = best_two.sum(-1) if group_top_two else best_two[..., 0]
+    kept = torch.zeros_like(score, dtype=torch.bool).scatter_(1, top(score, selected_groups), True)
     c = c.masked_fill(~kept.repeat_interleave(per_group.shape[-1], 1), float("-inf"))
-    return c.topk(top_k, -1).indices
+    return top(c, top_k)
 
 
 def router_weights(logits, indices, grouped, renormalize, scale=1.0):
@@ -61,8 +68,7 @@ def test_routes(seed, device, dtype):
     bias = torch.randn(16, device=device) * 0.1
     weights, indices = rudnn.moe.route_sigmoid_grouped(logits, bias, top_k=4, groups=4, selected_groups=2,
                                                        renormalize=False, scale=2.5)
-    assert torch.equal(indices.long().cpu().sort(-1).values,
-                       grouped_selection(logits.cpu(), bias.cpu(), 4, 4, 2).sort(-1).values)
+    assert torch.equal(indices.long().cpu(), grouped_selection(logits.cpu(), bias.cpu(), 4, 4, 2))
     close(weights, router_weights(logits.double().cpu(), indices.long().cpu(), True, False, 2.5), tol, tol)
 
 
@@ -120,6 +126,20 @@ def test_errors(change, kind, argument):
         rudnn.moe.swiglu_moe(args["x"], args["logits"], gate, up, args["down"], args["top_k"],
                              strategy=args["strategy"])
     assert error.value.kind == kind and error.value.argument == argument, str(error.value)
+
+
+def test_layer_bias_needs_grouped_routing_and_training_top_k_is_at_most_64():
+    x, logits, gate, up, down = layer_inputs(torch.float32, "cpu")
+    with pytest.raises(rudnn.MoeError) as error:
+        torch.ops.rudnn.moe_layer(x, logits, torch.zeros(8), gate, up, down, 2, True, False, 1, 1, True, 1.0, "scalar")
+    assert error.value.kind == "InvalidValue" and error.value.argument == "bias", str(error.value)
+    wide = torch.randn(3, 72, requires_grad=True)
+    gate, up, down = torch.randn(72, 8, 16), torch.randn(72, 8, 16), torch.randn(72, 16, 8)
+    with pytest.raises(rudnn.MoeError) as error:
+        rudnn.moe.swiglu_moe(torch.randn(3, 16), wide, gate, up, down, top_k=66, strategy="scalar")
+    assert error.value.kind == "InvalidValue" and error.value.argument == "top_k", str(error.value)
+    with torch.no_grad():  # the forward alone takes any top_k ≤ E
+        assert rudnn.moe.swiglu_moe(torch.randn(3, 16), wide, gate, up, down, top_k=66, strategy="scalar").shape == (3, 16)
 
 
 def test_route_errors():
