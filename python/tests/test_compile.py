@@ -61,3 +61,24 @@ def test_backward_through_a_forward_only_op_raises(seed):
     with pytest.raises(rudnn.NormalizationError) as error:
         y.sum().backward()
     assert error.value.kind == "Unsupported" and error.value.argument == "rms_norm", str(error.value)
+
+
+def test_compile_with_inductor(seed):
+    """torch.compile's default backend (inductor: generated C++ around the rudnn ops, which stay extern
+    calls) on a function mixing rudnn and torch ops, forward and backward."""
+    torch._dynamo.reset()
+    x = torch.randn(2, 8, 12)
+    w = torch.randn(8, 8, 3, requires_grad=True)
+    gamma = torch.rand(12) + 0.5
+
+    def f(x, w):
+        h = rudnn.normalization.rms_norm(x, gamma, 1e-6)
+        return torch.relu(rudnn.convolution.conv(h, w, None, padding=1, strategy="direct")).sum() * 0.5
+
+    eager = f(x, w)
+    (expected,) = torch.autograd.grad(eager, w)
+    compiled = torch.compile(f, fullgraph=True)
+    out = compiled(x, w)
+    (grad,) = torch.autograd.grad(out, w)
+    close(out, eager.double(), 1e-5, 1e-5)
+    close(grad, expected.double(), 1e-5, 1e-5)
