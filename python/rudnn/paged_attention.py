@@ -10,6 +10,7 @@ atomic path by default (as the guide says), the deterministic ordered path with
 """
 
 import itertools
+import operator
 import weakref
 
 import torch
@@ -40,9 +41,11 @@ class PagedPlan:
         if device.type == "cuda" and device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
         where = place(_F, anchor=torch.empty(0, device=device))
-        failure, plan = _C.paged_plan(where, page_size, pages, [[int(p) for p in t] for t in tables],
-                                      [int(n) for n in lengths], [int(s) for s in sequence_ids],
-                                      [int(p) for p in positions])
+        tables = [_integers(f"tables[{s}]", table, 2**31) for s, table in enumerate(tables)]
+        lengths, sequence_ids, positions = (_integers(name, values, 2**63) for name, values in
+                                            (("lengths", lengths), ("sequence_ids", sequence_ids),
+                                             ("positions", positions)))
+        failure, plan = _C.paged_plan(where, page_size, pages, tables, lengths, sequence_ids, positions)
         raise_if_failed(failure)
         self._plan, self.device, self.deterministic_backward = plan, device, deterministic_backward
         self.id = next(_IDS)
@@ -69,6 +72,22 @@ class PagedPlan:
         """Writes key [queries, Hkv, D] and value [queries, Hkv, Dv] at each query row's position,
         into the caches in place (they must be contiguous)."""
         paged_append_op(key, value, key_cache, value_cache, self.id)
+
+
+def _integers(name, values, bound):
+    """A schedule field as Python ints (a tensor or any sequence of integers), each in (−bound, bound)."""
+    if isinstance(values, torch.Tensor):
+        values = values.tolist()
+    out = []
+    for i, value in enumerate(values):
+        try:
+            value = operator.index(value)
+        except TypeError:
+            raise PagedAttentionError("InvalidValue", f"{name}[{i}]", "an integer", repr(value)) from None
+        if not -bound < value < bound:
+            raise PagedAttentionError("InvalidValue", f"{name}[{i}]", f"an integer below {bound}", str(value))
+        out.append(value)
+    return out
 
 
 def _plan(plan_id):

@@ -131,6 +131,8 @@ def test_opcheck_and_compile(seed):
     (lambda: rudnn.paged_attention.PagedPlan(4, 9, [[0, 1, 9]], [10], [0], [8]), "InvalidValue", "tables[0][2]"),
     (lambda: rudnn.paged_attention.PagedPlan(4, 9, [[0, 1]], [10], [0], [8]), "InvalidValue", "lengths[0]"),
     (lambda: rudnn.paged_attention.PagedPlan(4, 9, [[0, 1, 2]], [10], [0], [10]), "InvalidValue", "positions[0]"),
+    (lambda: rudnn.paged_attention.PagedPlan(4, 9, [[0, 2**40]], [5], [0], [1]), "InvalidValue", "tables[0][1]"),
+    (lambda: rudnn.paged_attention.PagedPlan(4, 9, [[0, 1]], [5.5], [0], [1]), "InvalidValue", "lengths[0]"),
     (lambda: plan().attention(torch.randn(4, 2, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16),
                               torch.randn(PAGES, PAGE_SIZE, 1, 16)), "ShapeMismatch", "query"),
     (lambda: plan().attention(torch.randn(5, 3, 16), torch.randn(PAGES, PAGE_SIZE, 2, 16),
