@@ -49,6 +49,46 @@ moe_route_sigmoid_grouped_op = define(
     "bool group_top_two, bool renormalize, float scale) -> (Tensor, Tensor)", _moe_route_sigmoid_grouped,
     lambda logits, bias, top_k, *options: _route_fake(logits, top_k), _F)
 
+def _router_weights(logits, indices, sigmoid, renormalize, scale):
+    l, i = prepare(_F, "logits", logits), prepare(_F, "indices", indices)
+    where = place(_F, logits=l, indices=i)
+    out = empty(i.shape, torch.float32, l)
+    raise_if_failed(_C.router_weights(where, arg(l), arg(i), sigmoid, renormalize, scale, arg(out)))
+    return out
+
+
+def _router_weights_backward(grad_weights, logits, indices, sigmoid, renormalize, scale):
+    l, i, g = prepare(_F, "logits", logits), prepare(_F, "indices", indices), prepare(_F, "grad_weights", grad_weights)
+    where = place(_F, logits=l, indices=i, grad_weights=g)
+    out = empty(l.shape, l.dtype, l)
+    raise_if_failed(_C.router_weights_backward(where, arg(l), arg(i), arg(g), sigmoid, renormalize, scale, arg(out)))
+    return out
+
+
+_WEIGHTS = "bool sigmoid, bool renormalize, float scale"
+moe_router_weights_op = define(f"moe_router_weights(Tensor logits, Tensor indices, {_WEIGHTS}) -> Tensor",
+                               _router_weights,
+                               lambda logits, indices, *options: indices.new_empty(indices.shape, dtype=torch.float32))
+moe_router_weights_backward_op = define(
+    f"moe_router_weights_backward(Tensor grad_weights, Tensor logits, Tensor indices, {_WEIGHTS}) -> Tensor",
+    _router_weights_backward,
+    lambda grad_weights, logits, *args: torch.empty_like(logits, memory_format=torch.contiguous_format), _F)
+
+
+def _router_setup_context(ctx, inputs, output):
+    logits, indices, *options = inputs
+    ctx.save_for_backward(logits, indices)
+    ctx.options = options
+
+
+def _router_backward(ctx, grad_weights):
+    logits, indices = ctx.saved_tensors
+    dlogits = moe_router_weights_backward_op(grad_weights.float().contiguous(), logits, indices, *ctx.options)
+    return dlogits, None, None, None, None
+
+
+torch.library.register_autograd("rudnn::moe_router_weights", _router_backward, setup_context=_router_setup_context)
+
 _ROUTING = ("int top_k, bool renormalize, bool grouped, int groups, int selected_groups, bool group_top_two, "
             "float scale, str strategy")
 
@@ -141,6 +181,16 @@ def route_sigmoid_grouped(logits, bias=None, top_k=8, groups=8, selected_groups=
     """DeepSeek-V3's grouped, limited sigmoid routing → (weights, expert indices int32)."""
     return moe_route_sigmoid_grouped_op(logits, bias, top_k, groups, selected_groups, group_top_two, renormalize,
                                         scale)
+
+
+def router_weights(logits, indices, scoring="softmax", renormalize=True, scale=1.0):
+    """The weights of the selected experts as a function of the logits (SPEC §10; the selection itself is
+    not differentiated): softmax over all E logits (or the sigmoid of each, ``scoring="sigmoid"``) at the
+    selected ``indices`` [T, top_k] (int32/int64), optionally divided by their sum, times ``scale``; float32
+    [T, top_k]. Differentiable in the logits — for routers training with experts of the caller's own."""
+    if scoring not in ("softmax", "sigmoid"):
+        raise MoeError("InvalidValue", "scoring", "softmax or sigmoid", repr(scoring))
+    return moe_router_weights_op(logits, indices, scoring == "sigmoid", renormalize, scale)
 
 
 def swiglu_moe(input, logits, gate, up, down, top_k, renormalize=True, strategy="auto"):

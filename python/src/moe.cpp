@@ -76,6 +76,34 @@ std::optional<Error> layer_backward(const moe::SwiGluExperts& experts, const Ten
 }  // namespace
 
 void bind_moe(nb::module_& m) {
+  // The selected experts' weights as a function of the logits (SPEC §10) and their gradient;
+  // sigmoid: the scoring (softmax otherwise).
+  m.def("router_weights", [](const Place& place, const TensorArg& logits, const TensorArg& indices, bool sigmoid,
+                             bool renormalize, float scale, const TensorArg& out) {
+    return run("moe", place, [&](Views& v) -> std::optional<Error> {
+      auto l = v(logits, "logits");
+      auto i = v(indices, "indices");
+      auto w = v(out, "out");
+      if (v.error()) return v.error();
+      moe::RouterWeightOptions options{sigmoid ? moe::RouterScoring::Sigmoid : moe::RouterScoring::Softmax, renormalize,
+                                       scale};
+      return failure(moe::selected_router_weights_into(*l, *i, options, *w));
+    });
+  });
+  m.def("router_weights_backward",
+        [](const Place& place, const TensorArg& logits, const TensorArg& indices, const TensorArg& grad_weights,
+           bool sigmoid, bool renormalize, float scale, const TensorArg& out) {
+          return run("moe", place, [&](Views& v) -> std::optional<Error> {
+            auto l = v(logits, "logits");
+            auto i = v(indices, "indices");
+            auto g = v(grad_weights, "grad_weights");
+            auto d = v(out, "out");
+            if (v.error()) return v.error();
+            moe::RouterWeightOptions options{sigmoid ? moe::RouterScoring::Sigmoid : moe::RouterScoring::Softmax,
+                                             renormalize, scale};
+            return failure(moe::selected_router_backward_into(*l, *i, *g, options, *d));
+          });
+        });
   m.def("route", [](const Place& place, const TensorArg& logits, const OptionalTensor& bias, const Routing& r,
                     const TensorArg& expert_indices, const TensorArg& weights) {
     return run("moe", place, [&](Views& v) -> std::optional<Error> {

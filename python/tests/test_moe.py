@@ -97,11 +97,29 @@ def test_layer_and_gradients_against_reference(seed, device, grouped, dtype, str
         close(got.grad, want.grad, tol * 4, tol * 4)
 
 
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("scoring", ["softmax", "sigmoid"])
+def test_router_weights_and_gradient(seed, device, scoring):
+    logits = torch.randn(9, 12, device=device, requires_grad=True)
+    indices = softmax_selection(logits.detach().cpu(), 3).to(device)
+    weights = rudnn.moe.router_weights(logits, indices, scoring, renormalize=True, scale=2.0)
+    leaf = logits.detach().double().cpu().requires_grad_()
+    expected = router_weights(leaf, indices.cpu(), scoring == "sigmoid", True, 2.0)
+    close(weights, expected, 1e-6, 1e-6)
+    grad = torch.randn(expected.shape, dtype=torch.float64)
+    weights.backward(grad.float().to(device))
+    expected.backward(grad)
+    close(logits.grad, leaf.grad, 1e-6, 1e-6)
+    assert weights.dtype == torch.float32 and logits.grad.dtype == torch.float32
+
+
 def test_opcheck(seed):
     x, logits, gate, up, down = layer_inputs(torch.float32, "cpu", requires_grad=True)
     torch.library.opcheck(torch.ops.rudnn.moe_route.default, (logits.detach(), 2, True))
     torch.library.opcheck(torch.ops.rudnn.moe_route_sigmoid_grouped.default,
                           (logits.detach(), None, 2, 4, 2, True, True, 1.0))
+    indices = softmax_selection(logits.detach(), 2).to(torch.int32)
+    torch.library.opcheck(torch.ops.rudnn.moe_router_weights.default, (logits, indices, False, True, 1.0))
     routing = (2, True, False, 1, 1, True, 1.0, "scalar")
     torch.library.opcheck(torch.ops.rudnn.moe_layer.default, (x, logits, None, gate, up, down, *routing))
     grad = torch.randn(x.shape)
@@ -146,3 +164,9 @@ def test_route_errors():
     with pytest.raises(rudnn.MoeError) as error:
         rudnn.moe.route_sigmoid_grouped(torch.randn(4, 16), top_k=2, groups=5, selected_groups=2)
     assert error.value.kind == "InvalidValue" and error.value.argument == "groups", str(error.value)
+    with pytest.raises(rudnn.MoeError) as error:
+        rudnn.moe.router_weights(torch.randn(4, 16), torch.zeros(4, 2, dtype=torch.int32), scale=0.0)
+    assert error.value.kind == "InvalidValue" and error.value.argument == "scale", str(error.value)
+    with pytest.raises(rudnn.MoeError) as error:
+        rudnn.moe.router_weights(torch.randn(4, 16), torch.zeros(3, 2, dtype=torch.int32))
+    assert error.value.kind == "ShapeMismatch" and error.value.argument == "indices", str(error.value)
