@@ -77,7 +77,7 @@ def empty(shape, dtype, like):
     """An output from torch's allocator (its caching allocator on CUDA) on `like`'s device."""
     out = torch.empty(shape, dtype=dtype, device=like.device)
     if _POISON and out.numel():
-        out.view(torch.uint8).fill_(0xFF)
+        out.view(-1).view(torch.uint8).fill_(0xFF)
     return out
 
 

@@ -41,6 +41,8 @@ class PagedPlan:
         if device.type == "cuda" and device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
         where = place(_F, anchor=torch.empty(0, device=device))
+        page_size, pages = (_integers(name, [value], 2**63)[0] for name, value in (("page_size", page_size),
+                                                                                     ("pages", pages)))
         tables = [_integers(f"tables[{s}]", table, 2**31) for s, table in enumerate(tables)]
         lengths, sequence_ids, positions = (_integers(name, values, 2**63) for name, values in
                                             (("lengths", lengths), ("sequence_ids", sequence_ids),
@@ -75,7 +77,8 @@ class PagedPlan:
 
 
 def _integers(name, values, bound):
-    """A schedule field as Python ints (a tensor or any sequence of integers), each in (−bound, bound)."""
+    """A schedule field as Python ints (a tensor or any sequence of integers), each in (−bound, bound); the
+    library checks the values' meaning."""
     if isinstance(values, torch.Tensor):
         values = values.tolist()
     out = []
@@ -85,7 +88,8 @@ def _integers(name, values, bound):
         except TypeError:
             raise PagedAttentionError("InvalidValue", f"{name}[{i}]", "an integer", repr(value)) from None
         if not -bound < value < bound:
-            raise PagedAttentionError("InvalidValue", f"{name}[{i}]", f"an integer below {bound}", str(value))
+            raise PagedAttentionError("InvalidValue", f"{name}[{i}]", f"an integer of magnitude below {bound}",
+                                      str(value))
         out.append(value)
     return out
 
@@ -106,8 +110,14 @@ def _where(plan, **tensors):
     return place(_F, **tensors)
 
 
+def _check_splits(splits):
+    if splits < 1:
+        raise PagedAttentionError("InvalidValue", "splits", "1 (unsplit) or 2..=32", str(splits))
+
+
 def _paged_attention(query, key, value, plan, scale, causal, splits):
     plan = _plan(plan)
+    _check_splits(splits)
     q, k, v = prepare(_F, "query", query), prepare(_F, "key", key), prepare(_F, "value", value)
     where = _where(plan, query=q, key=k, value=v)
     out = empty((*q.shape[:-1], v.shape[-1]) if q.dim() == 3 and v.dim() == 4 else (0,), q.dtype, q)
@@ -121,6 +131,7 @@ def _paged_attention_fake(query, key, value, *args):
 
 def _paged_mla(query, query_rope, latent, key_rope, plan, scale, causal, splits):
     plan = _plan(plan)
+    _check_splits(splits)
     q, qp = prepare(_F, "query", query), prepare(_F, "query_rope", query_rope)
     latent, kp = prepare(_F, "latent", latent), prepare(_F, "key_rope", key_rope)
     where = _where(plan, query=q, query_rope=qp, latent=latent, key_rope=kp)
@@ -140,22 +151,22 @@ def _gradients(like, tensors, wanted):
     return [empty(t.shape, like.dtype, like) if w else None for t, w in zip(tensors, wanted)]
 
 
-def _paged_attention_backward(grad_out, query, key, value, plan, scale, causal, deterministic, wanted):
+def _paged_attention_backward(grad_out, query, key, value, plan, scale, causal, wanted):
     plan = _plan(plan)
     q, k, v = prepare(_F, "query", query), prepare(_F, "key", key), prepare(_F, "value", value)
     dy = prepare(_F, "grad_out", grad_out)
     where = _where(plan, query=q, key=k, value=v, grad_out=dy)
     dq, dk, dv = _gradients(q, (q, k, v), wanted)
     raise_if_failed(_C.paged_attention_backward(where, plan._plan, arg(q), arg(k), arg(v), arg(dy), scale, causal,
-                                                deterministic, arg(dq), arg(dk), arg(dv)))
+                                                plan.deterministic_backward, arg(dq), arg(dk), arg(dv)))
     return tuple(g if g is not None else q.new_empty(0) for g in (dq, dk, dv))
 
 
-def _paged_attention_backward_fake(grad_out, query, key, value, plan, scale, causal, deterministic, wanted):
+def _paged_attention_backward_fake(grad_out, query, key, value, plan, scale, causal, wanted):
     return tuple(t.new_empty(t.shape if w else (0,), dtype=query.dtype) for t, w in zip((query, key, value), wanted))
 
 
-def _paged_mla_backward(grad_out, query, query_rope, latent, key_rope, plan, scale, causal, deterministic, wanted):
+def _paged_mla_backward(grad_out, query, query_rope, latent, key_rope, plan, scale, causal, wanted):
     plan = _plan(plan)
     q, qp = prepare(_F, "query", query), prepare(_F, "query_rope", query_rope)
     latent, kp = prepare(_F, "latent", latent), prepare(_F, "key_rope", key_rope)
@@ -163,12 +174,11 @@ def _paged_mla_backward(grad_out, query, query_rope, latent, key_rope, plan, sca
     where = _where(plan, query=q, query_rope=qp, latent=latent, key_rope=kp, grad_out=dy)
     grads = _gradients(q, (q, qp, latent, kp), wanted)
     raise_if_failed(_C.paged_mla_backward(where, plan._plan, arg(q), arg(qp), arg(latent), arg(kp), arg(dy), scale,
-                                          causal, deterministic, *(arg(g) for g in grads)))
+                                          causal, plan.deterministic_backward, *(arg(g) for g in grads)))
     return tuple(g if g is not None else q.new_empty(0) for g in grads)
 
 
-def _paged_mla_backward_fake(grad_out, query, query_rope, latent, key_rope, plan, scale, causal, deterministic,
-                             wanted):
+def _paged_mla_backward_fake(grad_out, query, query_rope, latent, key_rope, plan, scale, causal, wanted):
     return tuple(t.new_empty(t.shape if w else (0,), dtype=query.dtype)
                  for t, w in zip((query, query_rope, latent, key_rope), wanted))
 
@@ -183,6 +193,11 @@ def _paged_append(key, value, key_cache, value_cache, plan):
     kc, vc = prepare(_F, "key_cache", key_cache), prepare(_F, "value_cache", value_cache)
     where = _where(plan, key=k, value=v, key_cache=kc, value_cache=vc)
     raise_if_failed(_C.paged_append(where, plan._plan, arg(k), arg(v), arg(kc), arg(vc)))
+    # A mutated input's version moves (as for torch's in-place ops), so a backward that saved the caches
+    # before this append fails loudly instead of reading the new rows.
+    for cache in (key_cache, value_cache):
+        if not cache.is_inference():
+            torch.autograd.graph.increment_version(cache)
 
 
 _CALL = "int plan, float scale, bool causal"
@@ -192,25 +207,27 @@ paged_attention_op = define(
 paged_mla_op = define(
     f"paged_mla(Tensor query, Tensor query_rope, Tensor latent, Tensor key_rope, {_CALL}, int splits) -> Tensor",
     _paged_mla, _paged_mla_fake)
-# `wanted`: which gradients to compute (the others are empty tensors and cost nothing).
+# `wanted`: which gradients to compute (the others are empty tensors and cost nothing). The plan's
+# deterministic_backward picks the path when the backward runs.
 paged_attention_backward_op = define(
     f"paged_attention_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, {_CALL}, "
-    "bool deterministic, bool[3] wanted) -> (Tensor, Tensor, Tensor)", _paged_attention_backward,
-    _paged_attention_backward_fake, _F)
+    "bool[3] wanted) -> (Tensor, Tensor, Tensor)", _paged_attention_backward, _paged_attention_backward_fake, _F)
 paged_mla_backward_op = define(
     f"paged_mla_backward(Tensor grad_out, Tensor query, Tensor query_rope, Tensor latent, Tensor key_rope, {_CALL}, "
-    "bool deterministic, bool[4] wanted) -> (Tensor, Tensor, Tensor, Tensor)", _paged_mla_backward,
-    _paged_mla_backward_fake, _F)
+    "bool[4] wanted) -> (Tensor, Tensor, Tensor, Tensor)", _paged_mla_backward, _paged_mla_backward_fake, _F)
 paged_append_op = define(
     "paged_append(Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, int plan) -> ()",
     _paged_append, lambda *args: None)  # mutating: torch allows no autograd formula; it has no gradient
 
 
 def _setup_context(ctx, inputs, output):
+    # The plan is found by its id when the backward runs. In eager mode the graph keeps the plan alive until
+    # then; a compiled graph (where the id may be symbolic here) does not: a plan dropped before such a
+    # backward is the backward's InvalidValue naming `plan`.
     *tensors, plan, scale, causal, _ = inputs
     ctx.save_for_backward(*tensors)
-    ctx.plan = _plan(plan)  # kept alive until the backward
-    ctx.call = (plan, scale, causal, ctx.plan.deterministic_backward)
+    ctx.call = (plan, scale, causal)
+    ctx.plan = _PLANS.get(plan) if isinstance(plan, int) else None
 
 
 def _backward_with(op, count):

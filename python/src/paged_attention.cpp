@@ -41,13 +41,14 @@ class PagedPlan {
     if (!made) return made.error();
     return &ordered_.emplace(q.dim(1), std::move(made.value())).first->second;
   }
-  // One backward at a time per plan: the ordered workspace is not thread-safe.
-  std::mutex& backward_mutex() { return backward_mutex_; }
+  // One call at a time per plan through a kept workspace: a split call's partial and merge kernels and
+  // the ordered backward's state must not interleave with another thread's call.
+  std::mutex& workspace_mutex() { return workspace_mutex_; }
 
  private:
   DevicePlan plan_;
   Place place_;
-  std::mutex mutex_, backward_mutex_;
+  std::mutex mutex_, workspace_mutex_;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, SplitWorkspace> splits_;
   std::map<std::int64_t, OrderedBackwardWorkspace> ordered_;
 };
@@ -55,11 +56,34 @@ class PagedPlan {
 using Tables = std::vector<std::vector<std::int32_t>>;
 using Ints = std::vector<std::int64_t>;
 
-// The split workspace of a call (splits ≤ 1: none).
-Result<SplitWorkspace*, PagedAttentionError> workspace_of(PagedPlan& plan, const Tensor& q, std::int64_t value_dim,
+// A plan's calls run on the queue it was uploaded to (its metadata lives there); a call from another
+// stream is rejected before any workspace is made for it.
+std::optional<Error> check_place(const PagedPlan& plan, const Place& place) {
+  if (place == plan.place()) return std::nullopt;
+  auto describe = [](const Place& p) {
+    return std::get<0>(p) == 0 ? std::string("the host device")
+                               : "cuda:" + std::to_string(std::get<1>(p)) + " stream " + std::to_string(std::get<2>(p));
+  };
+  return Error(ErrorKind::QueueMismatch, "query", "the plan's device and stream (" + describe(plan.place()) + ")",
+               describe(place));
+}
+
+// The ranks a kept workspace reads dims from, checked first so that a wrong rank is the library's
+// kind of error, never an out-of-range dim().
+std::optional<Error> check_ranks(const Tensor& q, const Tensor* value) {
+  if (q.rank() != 3)
+    return Error(ErrorKind::ShapeMismatch, "query", "[queries, heads, dim]", shape_to_string(q.shape()));
+  if (value && value->rank() != 4)
+    return Error(ErrorKind::ShapeMismatch, "value", "[pages, page_size, heads, dim]", shape_to_string(value->shape()));
+  return std::nullopt;
+}
+
+// The split workspace of a call (splits = 1: none; the library checks the rest).
+Result<SplitWorkspace*, PagedAttentionError> workspace_of(PagedPlan& plan, const Tensor& q, const Tensor& value,
                                                           std::int64_t splits) {
-  if (splits <= 1) return static_cast<SplitWorkspace*>(nullptr);
-  return plan.split_workspace(q, q.dim(1), value_dim, splits);
+  if (splits == 1) return static_cast<SplitWorkspace*>(nullptr);
+  if (auto e = check_ranks(q, &value)) return PagedAttentionError(*e);
+  return plan.split_workspace(q, q.dim(1), value.dim(3), splits);
 }
 
 }  // namespace
@@ -98,7 +122,9 @@ void bind_paged_attention(nb::module_& m) {
             auto val = v(value_cache, "value");
             auto o = v(out, "out");
             if (v.error()) return v.error();
-            auto workspace = workspace_of(plan, *query, val->dim(3), splits);
+            if (auto e = check_place(plan, place)) return e;
+            std::lock_guard lock(plan.workspace_mutex());
+            auto workspace = workspace_of(plan, *query, *val, splits);
             if (!workspace) return workspace.error();
             return failure(plan.plan().attention_into(*query, *k, *val, scale, causal, *o, *workspace));
           });
@@ -113,7 +139,9 @@ void bind_paged_attention(nb::module_& m) {
             auto krope = v(kp, "key_rope");
             auto o = v(out, "out");
             if (v.error()) return v.error();
-            auto workspace = workspace_of(plan, *query, lat->dim(3), splits);
+            if (auto e = check_place(plan, place)) return e;
+            std::lock_guard lock(plan.workspace_mutex());
+            auto workspace = workspace_of(plan, *query, *lat, splits);
             if (!workspace) return workspace.error();
             return failure(plan.plan().mla_into(*query, *rope, *lat, *krope, scale, causal, *o, *workspace));
           });
@@ -133,9 +161,11 @@ void bind_paged_attention(nb::module_& m) {
       auto gv = v(dv, "dvalue");
       if (v.error()) return v.error();
       paged_attention::AttentionBackwardOutputs out{gq ? &*gq : nullptr, gk ? &*gk : nullptr, gv ? &*gv : nullptr};
+      if (auto e = check_place(plan, place)) return e;
       if (!deterministic)
         return failure(plan.plan().attention_backward_selected_into(*query, *k, *val, *dy, scale, causal, out));
-      std::lock_guard lock(plan.backward_mutex());
+      if (auto e = check_ranks(*query, nullptr)) return e;
+      std::lock_guard lock(plan.workspace_mutex());
       auto workspace = plan.ordered_workspace(*query);
       if (!workspace) return workspace.error();
       return failure(
@@ -159,9 +189,11 @@ void bind_paged_attention(nb::module_& m) {
       if (v.error()) return v.error();
       paged_attention::MlaBackwardOutputs out{gq ? &*gq : nullptr, gqp ? &*gqp : nullptr, glat ? &*glat : nullptr,
                                               gkp ? &*gkp : nullptr};
+      if (auto e = check_place(plan, place)) return e;
       if (!deterministic)
         return failure(plan.plan().mla_backward_selected_into(*query, *rope, *lat, *krope, *dy, scale, causal, out));
-      std::lock_guard lock(plan.backward_mutex());
+      if (auto e = check_ranks(*query, nullptr)) return e;
+      std::lock_guard lock(plan.workspace_mutex());
       auto workspace = plan.ordered_workspace(*query);
       if (!workspace) return workspace.error();
       return failure(
@@ -177,6 +209,7 @@ void bind_paged_attention(nb::module_& m) {
       auto kc = views(key_cache, "key_cache");
       auto vc = views(value_cache, "value_cache");
       if (views.error()) return views.error();
+      if (auto e = check_place(plan, place)) return e;
       void* const key_storage = kc->data();
       void* const value_storage = vc->data();
       // Moved: no other handle shares the views, so append writes the torch tensors in place.

@@ -71,38 +71,61 @@ def test_attention_and_gradients(seed, device, dtype, causal, splits, determinis
 def test_only_the_wanted_gradients(seed):
     q, k, v = torch.randn(5, 2, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16)
     v.requires_grad_()
-    plan().attention(q, k, v).sum().backward()
+    p = plan()
+    p.attention(q, k, v).sum().backward()
     q64, k64, v64 = leaves(q, k, v)
     reference(q64, k64, v64, 0.25, True).sum().backward()
     close(v.grad, v64.grad, 1e-4, 1e-4)
+    # The backward op computes only what `wanted` names: the others come back empty.
+    dq, dk, dv = torch.ops.rudnn.paged_attention_backward(torch.ones(5, 2, 16), q, k, v, p.id, 0.25, True,
+                                                          [False, False, True])
+    assert dq.numel() == 0 and dk.numel() == 0 and dv.shape == v.shape
+    close(dv, v64.grad, 1e-4, 1e-4)
 
 
-@pytest.mark.parametrize("deterministic", [False, True])
-def test_mla_and_gradients(seed, deterministic):
-    q, qp = torch.randn(5, 4, 32, requires_grad=True), torch.randn(5, 4, 16, requires_grad=True)
-    latent = torch.randn(PAGES, PAGE_SIZE, 1, 32, requires_grad=True)
-    kp = torch.randn(PAGES, PAGE_SIZE, 1, 16, requires_grad=True)
-    out = plan("cpu", deterministic).mla(q, qp, latent, kp, scale=0.15, causal=True)
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("deterministic, splits", [(False, 1), (True, 4)])
+def test_mla_and_gradients(seed, device, deterministic, splits):
+    q, qp = torch.randn(5, 4, 32, device=device, requires_grad=True), torch.randn(5, 4, 16, device=device,
+                                                                                  requires_grad=True)
+    latent = torch.randn(PAGES, PAGE_SIZE, 1, 32, device=device, requires_grad=True)
+    kp = torch.randn(PAGES, PAGE_SIZE, 1, 16, device=device, requires_grad=True)
+    out = plan(device, deterministic).mla(q, qp, latent, kp, scale=0.15, causal=True, splits=splits)
     q64, qp64, latent64, kp64 = leaves(q, qp, latent, kp)
     expected = reference(q64, latent64, latent64, 0.15, True, qp64, kp64)
     close(out, expected, 3e-5, 3e-5)
     grad = torch.randn(expected.shape, dtype=torch.float64)
-    out.backward(grad.float())
+    out.backward(grad.float().to(device))
     expected.backward(grad)
     for got, want in ((q, q64), (qp, qp64), (latent, latent64), (kp, kp64)):
         close(got.grad, want.grad, 1e-4, 1e-4)
 
 
-def test_append_writes_the_caches_in_place(seed):
-    k_cache, v_cache = torch.zeros(PAGES, PAGE_SIZE, 2, 8), torch.zeros(PAGES, PAGE_SIZE, 2, 4)
-    key, value = torch.randn(5, 2, 8), torch.randn(5, 2, 4)
-    storage = k_cache.data_ptr()
-    plan().append(key, value, k_cache, v_cache)
-    assert k_cache.data_ptr() == storage
+@pytest.mark.parametrize("device", devices())
+def test_append_writes_the_caches_in_place(seed, device):
+    k_cache, v_cache = (torch.zeros(PAGES, PAGE_SIZE, 2, d, device=device) for d in (8, 4))
+    key, value = torch.randn(5, 2, 8, device=device), torch.randn(5, 2, 4, device=device)
+    versions = k_cache._version, v_cache._version
+    plan(device).append(key, value, k_cache, v_cache)
     for r, (s, p) in enumerate(zip(SEQUENCE_IDS, POSITIONS)):
         page, slot = TABLES[s][p // PAGE_SIZE], p % PAGE_SIZE
         assert torch.equal(k_cache[page, slot], key[r]) and torch.equal(v_cache[page, slot], value[r])
-    assert int((k_cache != 0).any(-1).any(-1).sum()) == 5  # nothing else written
+    for cache in (k_cache, v_cache):  # nothing else written
+        assert int((cache != 0).any(-1).any(-1).sum()) == 5
+    assert k_cache._version > versions[0] and v_cache._version > versions[1]
+
+
+def test_append_after_a_forward_fails_its_backward(seed):
+    """The caches' versions move: autograd refuses a backward that saved them before the append."""
+    q = torch.randn(5, 2, 16)
+    k = torch.randn(PAGES, PAGE_SIZE, 1, 16, requires_grad=True)
+    k_cache, v_cache = k.detach().clone(), torch.randn(PAGES, PAGE_SIZE, 1, 16)
+    p = plan()
+    out = p.attention(q, k_cache.requires_grad_(), v_cache)
+    with torch.no_grad():
+        p.append(torch.randn(5, 1, 16), torch.randn(5, 1, 16), k_cache, v_cache)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
 
 
 def test_opcheck_and_compile(seed):
@@ -112,8 +135,14 @@ def test_opcheck_and_compile(seed):
     v = torch.randn(PAGES, PAGE_SIZE, 1, 16, requires_grad=True)
     torch.library.opcheck(torch.ops.rudnn.paged_attention.default, (q, k, v, p.id, 0.25, True, 1))
     torch.library.opcheck(torch.ops.rudnn.paged_attention_backward.default,
-                          (torch.randn(5, 2, 16), q.detach(), k.detach(), v.detach(), p.id, 0.25, True, False,
+                          (torch.randn(5, 2, 16), q.detach(), k.detach(), v.detach(), p.id, 0.25, True,
                            [True, False, True]))
+    mla = (torch.randn(5, 2, 16, requires_grad=True), torch.randn(5, 2, 8, requires_grad=True),
+           torch.randn(PAGES, PAGE_SIZE, 1, 16, requires_grad=True), torch.randn(PAGES, PAGE_SIZE, 1, 8))
+    torch.library.opcheck(torch.ops.rudnn.paged_mla.default, (*mla, p.id, 0.2, True, 2))
+    torch.library.opcheck(torch.ops.rudnn.paged_mla_backward.default,
+                          (torch.randn(5, 2, 16), *(t.detach() for t in mla), p.id, 0.2, True,
+                           [True, True, False, True]))
     torch.library.opcheck(torch.ops.rudnn.paged_append.default,
                           (torch.randn(5, 1, 16), torch.randn(5, 1, 16), k.detach().clone(), v.detach().clone(), p.id))
     torch._dynamo.reset()
@@ -125,6 +154,24 @@ def test_opcheck_and_compile(seed):
     expected.backward()
     close(loss, expected, 1e-4, 1e-4)
     close(k.grad, k64.grad, 1e-4, 1e-4)
+    # A second plan (another schedule over the same pages) through the same compiled function.
+    other = rudnn.paged_attention.PagedPlan(PAGE_SIZE, PAGES, TABLES[::-1], LENGTHS[::-1], [1, 1, 1, 0, 1],
+                                            POSITIONS, "cpu")
+    q.grad = k.grad = v.grad = None
+    compiled_other = torch.compile(lambda q, k, v: other.attention(q, k, v).square().sum(), fullgraph=True,
+                                   backend="aot_eager")
+    compiled_other(q, k, v).backward()
+    assert q.grad is not None and torch.isfinite(k.grad).all()
+
+
+def test_a_wrong_rank_in_the_deterministic_backward_is_an_error():
+    p = plan(deterministic=True)
+    with pytest.raises(rudnn.PagedAttentionError) as error:
+        torch.ops.rudnn.paged_attention_backward(torch.randn(5, 16), torch.randn(5, 16),
+                                                 torch.randn(PAGES, PAGE_SIZE, 1, 16),
+                                                 torch.randn(PAGES, PAGE_SIZE, 1, 16), p.id, 0.25, True,
+                                                 [True, True, True])
+    assert error.value.kind == "ShapeMismatch", str(error.value)
 
 
 @pytest.mark.parametrize("make, kind, argument", [
@@ -145,6 +192,17 @@ def test_opcheck_and_compile(seed):
     (lambda: torch.ops.rudnn.paged_attention(torch.randn(5, 2, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16),
                                              torch.randn(PAGES, PAGE_SIZE, 1, 16), 10**9, 0.25, True, 1),
      "InvalidValue", "plan"),
+    # Wrong ranks where a kept workspace reads a dim: the family's error, never a crash.
+    (lambda: plan().attention(torch.randn(5, 2, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16), torch.tensor(1.0),
+                              splits=2), "ShapeMismatch", "value"),
+    (lambda: plan().attention(torch.randn(5, 2, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16),
+                              torch.randn(PAGES, PAGE_SIZE, 16), splits=2), "ShapeMismatch", "value"),
+    (lambda: plan().mla(torch.tensor(1.0), torch.randn(5, 2, 8), torch.randn(PAGES, PAGE_SIZE, 1, 16),
+                        torch.randn(PAGES, PAGE_SIZE, 1, 8), 0.2, splits=2), "ShapeMismatch", "query"),
+    (lambda p=plan(): torch.ops.rudnn.paged_attention(torch.randn(5, 2, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16),
+                                                      torch.randn(PAGES, PAGE_SIZE, 1, 16), p.id, 0.25, True, 0),
+     "InvalidValue", "splits"),
+    (lambda: rudnn.paged_attention.PagedPlan(4.0, 9, [[0]], [1], [0], [0]), "InvalidValue", "page_size[0]"),
 ])
 def test_errors(make, kind, argument):
     with pytest.raises(rudnn.PagedAttentionError) as error:
