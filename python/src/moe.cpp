@@ -29,6 +29,10 @@ moe::RouterWeightOptions weight_options(const Routing& r) {
   if (!grouped(r)) return {.scoring = moe::RouterScoring::Softmax, .renormalize = std::get<2>(r), .scale = 1.0f};
   return {.scoring = moe::RouterScoring::Sigmoid, .renormalize = std::get<2>(r), .scale = std::get<6>(r)};
 }
+// The router weights' options of the moe_router_weights op.
+moe::RouterWeightOptions scoring(bool sigmoid, bool renormalize, float scale) {
+  return {sigmoid ? moe::RouterScoring::Sigmoid : moe::RouterScoring::Softmax, renormalize, scale};
+}
 // strategy: a GroupedStrategy's number.
 moe::GroupedStrategy strategy_of(int strategy) { return static_cast<moe::GroupedStrategy>(strategy); }
 
@@ -85,9 +89,7 @@ void bind_moe(nb::module_& m) {
       auto i = v(indices, "indices");
       auto w = v(out, "out");
       if (v.error()) return v.error();
-      moe::RouterWeightOptions options{sigmoid ? moe::RouterScoring::Sigmoid : moe::RouterScoring::Softmax, renormalize,
-                                       scale};
-      return failure(moe::selected_router_weights_into(*l, *i, options, *w));
+      return failure(moe::selected_router_weights_into(*l, *i, scoring(sigmoid, renormalize, scale), *w));
     });
   });
   m.def("router_weights_backward",
@@ -99,9 +101,7 @@ void bind_moe(nb::module_& m) {
             auto g = v(grad_weights, "grad_weights");
             auto d = v(out, "out");
             if (v.error()) return v.error();
-            moe::RouterWeightOptions options{sigmoid ? moe::RouterScoring::Sigmoid : moe::RouterScoring::Softmax,
-                                             renormalize, scale};
-            return failure(moe::selected_router_backward_into(*l, *i, *g, options, *d));
+            return failure(moe::selected_router_backward_into(*l, *i, *g, scoring(sigmoid, renormalize, scale), *d));
           });
         });
   m.def("route", [](const Place& place, const TensorArg& logits, const OptionalTensor& bias, const Routing& r,
