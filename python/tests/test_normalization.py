@@ -60,3 +60,16 @@ def test_errors(call, kind, argument):
         call(x, gamma)
     assert error.value.kind == kind and error.value.argument == argument, str(error.value)
     assert isinstance(error.value, rudnn.Error) and error.value.expected and error.value.actual
+
+
+def test_threads_share_the_library(seed):
+    """Calls from several Python threads at once (the binding releases the GIL): each gets its own result."""
+    import concurrent.futures
+
+    inputs = [torch.randn(8, 128) * (i + 1) for i in range(8)]
+    gamma = torch.rand(128) + 0.5
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        outputs = list(pool.map(lambda x: rudnn.normalization.rms_norm(x, gamma, 1e-6), inputs))
+    for x, y in zip(inputs, outputs):
+        close(y, x.double() * torch.rsqrt(x.double().pow(2).mean(-1, keepdim=True) + 1e-6) * gamma.double(), 2e-5,
+              2e-5)

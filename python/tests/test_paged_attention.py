@@ -208,3 +208,16 @@ def test_errors(make, kind, argument):
     with pytest.raises(rudnn.PagedAttentionError) as error:
         make()
     assert error.value.kind == kind and error.value.argument == argument, str(error.value)
+
+
+def test_threads_share_a_plan_and_its_split_workspace(seed):
+    """Split-KV calls from several threads on one plan: one call at a time through its workspace."""
+    import concurrent.futures
+
+    p = plan()
+    k, v = torch.randn(PAGES, PAGE_SIZE, 1, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16)
+    queries = [torch.randn(5, 2, 16) for _ in range(6)]
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        outputs = list(pool.map(lambda q: p.attention(q, k, v, splits=3), queries))
+    for q, out in zip(queries, outputs):
+        close(out, reference(q.double(), k.double(), v.double(), 0.25, True), 3e-5, 3e-5)
