@@ -29,22 +29,28 @@ def output_shape(input_shape, weight_shape, stride, padding, dilation, channels_
     return [input_shape[0], weight_shape[0], *out]
 
 
+def _possible_output_shape(input, weight, stride, padding, dilation, channels_last):
+    """The forward's output shape, or None where the ranks or an extent < 1 make none (a batch of 0 is fine)."""
+    shape = output_shape(input.shape, weight.shape, stride, padding, dilation, channels_last)
+    if input.dim() < 3 or weight.dim() != input.dim() or len(shape) != input.dim() or min(shape[1:]) < 1:
+        return None
+    return shape
+
+
 def _conv_forward(input, weight, bias, stride, padding, dilation, groups, strategy, channels_last):
     chosen = option(_F, "strategy", strategy, STRATEGIES)
     x, w, b = prepare(_F, "input", input), prepare(_F, "weight", weight), prepare_optional(_F, "bias", bias)
     where = place(_F, input=x, weight=w, bias=b)
-    shape = output_shape(x.shape, w.shape, stride, padding, dilation, channels_last)
-    if x.dim() < 3 or w.dim() != x.dim() or len(shape) != x.dim() or min(shape[1:]) < 1:
-        shape = [0]  # the library names the argument that makes the shape impossible (a batch of 0 is fine)
-    out = empty(shape, x.dtype, x)
+    # No shape: a placeholder output, and the library names the argument that makes the shape impossible.
+    out = empty(_possible_output_shape(x, w, stride, padding, dilation, channels_last) or [0], x.dtype, x)
     raise_if_failed(_C.conv_forward(where, arg(x), arg(w), arg(b), stride, padding, dilation, groups, chosen,
                                     channels_last, arg(out)))
     return out
 
 
 def _conv_forward_fake(input, weight, bias, stride, padding, dilation, groups, strategy, channels_last):
-    shape = output_shape(input.shape, weight.shape, stride, padding, dilation, channels_last)
-    if input.dim() < 3 or weight.dim() != input.dim() or len(shape) != input.dim() or min(shape[1:]) < 1:
+    shape = _possible_output_shape(input, weight, stride, padding, dilation, channels_last)
+    if shape is None:
         raise ConvSetupError("ShapeMismatch", "input", "an output extent ≥ 1 per spatial dim",
                              f"input {list(input.shape)}, weight {list(weight.shape)}")
     return input.new_empty(shape)

@@ -99,15 +99,31 @@ def _prepare_layer(input, logits, bias, gate, up, down):
     return tensors, place(_F, **dict(zip(names, tensors)))
 
 
+# The layer's workspace bytes per call signature: a function of the shapes, dtypes, device, top_k and
+# strategy (SwiGluExperts::layer_workspace_bytes), so a warm call crosses into the library once.
+_WORKSPACE_BYTES = {}
+_WORKSPACE_BYTES_KEPT = 4096  # signatures; the cache starts over past it (serving varies the token count)
+
+
+def _workspace_bytes(where, x, l, g, u, d, top_k, strategy):
+    key = (where[:2], x.shape, l.shape, g.shape, u.shape, d.shape, x.dtype, g.dtype, l.dtype, top_k, strategy)
+    nbytes = _WORKSPACE_BYTES.get(key)
+    if nbytes is None:
+        failure, nbytes = _C.layer_workspace_bytes(where, arg(x), arg(l), arg(g), arg(u), arg(d), top_k, strategy)
+        raise_if_failed(failure)
+        if len(_WORKSPACE_BYTES) >= _WORKSPACE_BYTES_KEPT:
+            _WORKSPACE_BYTES.clear()
+        _WORKSPACE_BYTES[key] = nbytes
+    return nbytes
+
+
 def _moe_layer(input, logits, bias, gate, up, down, top_k, renormalize, grouped, groups, selected_groups,
                group_top_two, scale, strategy):
     chosen = option(_F, "strategy", strategy, STRATEGIES)
     if bias is not None and not grouped:
         raise MoeError("InvalidValue", "bias", "None for softmax routing (grouped = false)", "a tensor")
     (x, l, b, g, u, d), where = _prepare_layer(input, logits, bias, gate, up, down)
-    failure, nbytes = _C.layer_workspace_bytes(where, arg(x), arg(l), arg(g), arg(u), arg(d), top_k, chosen)
-    raise_if_failed(failure)
-    workspace = empty((nbytes,), torch.uint8, x)
+    workspace = empty((_workspace_bytes(where, x, l, g, u, d, top_k, chosen),), torch.uint8, x)
     out = empty(x.shape, x.dtype, x)
     routing = _routing(top_k, renormalize, grouped, groups, selected_groups, group_top_two, scale)
     raise_if_failed(_C.layer(where, arg(x), arg(l), arg(b), arg(g), arg(u), arg(d), routing, chosen, arg(out),

@@ -23,19 +23,17 @@ class PagedPlan {
   const DevicePlan& plan() const { return plan_; }
   const Place& place() const { return place_; }
 
-  // The split-KV workspace for (heads, value dim, splits), made on first use.
+  // The split-KV workspace for (heads, value dim, splits), made on first use (under workspace_mutex()).
   Result<SplitWorkspace*, PagedAttentionError> split_workspace(const Tensor& q, std::int64_t heads,
                                                                std::int64_t value_dim, std::int64_t splits) {
-    std::lock_guard lock(mutex_);
     auto key = std::make_tuple(heads, value_dim, splits);
     if (auto found = splits_.find(key); found != splits_.end()) return &found->second;
     auto made = SplitWorkspace::create(q, plan_.queries(), heads, value_dim, splits);
     if (!made) return made.error();
     return &splits_.emplace(key, std::move(made.value())).first->second;
   }
-  // The deterministic backward's workspace for q's heads, made on first use.
+  // The deterministic backward's workspace for q's heads, made on first use (under workspace_mutex()).
   Result<OrderedBackwardWorkspace*, PagedAttentionError> ordered_workspace(const Tensor& q) {
-    std::lock_guard lock(mutex_);
     if (auto found = ordered_.find(q.dim(1)); found != ordered_.end()) return &found->second;
     auto made = OrderedBackwardWorkspace::create(plan_, q);
     if (!made) return made.error();
@@ -48,7 +46,7 @@ class PagedPlan {
  private:
   DevicePlan plan_;
   Place place_;
-  std::mutex mutex_, workspace_mutex_;
+  std::mutex workspace_mutex_;
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, SplitWorkspace> splits_;
   std::map<std::int64_t, OrderedBackwardWorkspace> ordered_;
 };
