@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
 """Host time per call of the PyTorch adapter (docs/pytorch.md; issue 17's target: ≤ 10 µs of overhead).
 
-For small shapes, times each path on one device with the same tensors:
-  torch.ops.rudnn.X    the custom op, as a model calls it (dispatcher, autograd wrapper, argument
-                       checks, output allocation from torch's allocator, the binding, the library);
-  binding only         rudnn._C.X with its arguments made once: the nanobind crossing and the
-                       library call (on the host emulation device that includes running the kernel);
-  adapter alone        torch.ops.rudnn.X with the binding replaced by a no-op: what the adapter adds
-                       to a library call, free of the kernel's time (the issue's overhead);
-  torch native         the ATen op that does the same (the peer: what a built-in op costs);
-  empty custom op      a Python custom op that only allocates its output, with and without an
-                       autograd registration (torch's own floor for this kind of op).
-Prints a markdown table of medians over repeats.
+Each op is called through torch.ops.rudnn as a model calls it (torch's dispatcher, the C++ autograd
+kernel, the C++ kernel: argument checks, outputs from torch's allocator, the library's contract and
+launch) in two shapes:
+  zero rows    a batch of 0 tokens: the library checks the call and launches nothing, so what is timed
+               is the adapter and the library's host path — the overhead (as bench/serving_bench.cpp
+               times the C++ serving path);
+  small        a small real shape; on the host emulation device this includes running the kernel on
+               the CPU, so it is an upper bound of the overhead there (on a GPU the kernel runs
+               asynchronously and the two agree).
+Peers in the same run: the torch op that does the same on the small shape, torch.empty_like (the
+allocation every op makes), and two Python custom ops that only allocate their output, with and
+without a Python autograd registration (what the adapter cost when its kernels were Python).
 
     python bench/python/op_overhead.py [--device cpu|cuda] [--calls 2000]
 """
@@ -23,9 +24,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-import rudnn
-from rudnn import _C
-from rudnn._bridge import arg, place
+import rudnn  # noqa: F401  (registers torch.ops.rudnn)
 
 
 def per_call_us(fn, calls, device, repeats=7):
@@ -45,39 +44,37 @@ def per_call_us(fn, calls, device, repeats=7):
 
 
 def cases(device):
-    """(label, module whose _C the op calls, binding name, the op, the binding alone, the native peer)."""
-    x, gamma = torch.randn(1, 64, device=device), torch.ones(64, device=device)
-    out = torch.empty_like(x)
-    where = place("normalization", input=x, gamma=gamma)
-    yield ("rms_norm [1, 64] f32", rudnn.normalization, "rms_norm",
-           lambda: torch.ops.rudnn.rms_norm.default(x, gamma, 1e-6),
-           lambda: _C.rms_norm(where, arg(x), arg(gamma), 1e-6, arg(out)),
-           lambda: F.rms_norm(x, (64,), gamma, 1e-6))
-    q, k, v = (torch.randn(1, 2, 1, 64, device=device) for _ in range(3))
-    o = torch.empty_like(q)
-    where = place("attention", query=q, key=k, value=v)
-    yield ("attention [1, 2, 1, 64] f32 flash_unit", rudnn.attention, "attention",
-           lambda: torch.ops.rudnn.attention.default(q, k, v, None, None, None, False, "flash_unit"),
-           lambda: _C.attention(where, arg(q), arg(k), arg(v), None, None, None, False, 1, arg(o)),
-           lambda: F.scaled_dot_product_attention(q, k, v))
+    """(label, the op on zero rows or None, the op on a small shape, the torch peer on that shape)."""
+    ops = torch.ops.rudnn
 
+    def randn(*shape):
+        return torch.randn(*shape, device=device)
 
-class _NoLibrary:
-    """rudnn._C with one binding replaced by a no-op."""
+    gamma = torch.ones(64, device=device)
+    x0, x = randn(0, 64), randn(1, 64)
+    yield ("rms_norm [·, 64] f32", lambda: ops.rms_norm.default(x0, gamma, 1e-6),
+           lambda: ops.rms_norm.default(x, gamma, 1e-6), lambda: F.rms_norm(x, (64,), gamma, 1e-6))
+    yield ("layer_norm [·, 64] f32", lambda: ops.layer_norm.default(x0, gamma, gamma, 1e-5),
+           lambda: ops.layer_norm.default(x, gamma, gamma, 1e-5), lambda: F.layer_norm(x, (64,), gamma, gamma, 1e-5))
+    q = randn(1, 2, 1, 64)
+    yield ("attention [1, 2, 1, 64] f32 flash_unit", None,
+           lambda: ops.attention.default(q, q, q, None, None, None, False, "flash_unit"),
+           lambda: F.scaled_dot_product_attention(q, q, q))
+    # Channels-last: channels-first would add the layout conversions of the weight, which run even for
+    # zero rows.
+    xc0, xc, w = randn(0, 8, 8, 4), randn(1, 8, 8, 4), randn(4, 3, 3, 4)
+    xt, wt = xc.permute(0, 3, 1, 2), w.permute(0, 3, 1, 2)
+    yield ("conv_forward_nhwc [·, 8, 8, 4] 3×3 f32 direct",
+           lambda: ops.conv_forward.default(xc0, w, None, [1, 1], [1, 1], [1, 1], 1, "direct", True),
+           lambda: ops.conv_forward.default(xc, w, None, [1, 1], [1, 1], [1, 1], 1, "direct", True),
+           lambda: F.conv2d(xt, wt, None, 1, 1))
+    gate, up, down = randn(8, 32, 64), randn(8, 32, 64), randn(8, 64, 32)
+    t0, l0, t, l = randn(0, 64), randn(0, 8), randn(1, 64), randn(1, 8)
 
-    def __init__(self, name):
-        self._name = name
+    def moe(tokens, logits):
+        return ops.moe_layer.default(tokens, logits, None, gate, up, down, 2, True, False, 1, 1, True, 1.0, "auto")
 
-    def __getattr__(self, attribute):
-        return (lambda *args: None) if attribute == self._name else getattr(_C, attribute)
-
-
-def adapter_alone(module, name, op, calls, device):
-    module._C = _NoLibrary(name)
-    try:
-        return per_call_us(op, calls, device)
-    finally:
-        module._C = _C
+    yield ("moe_layer [·, 64], 8 experts, top 2 f32", lambda: moe(t0, l0), lambda: moe(t, l), None)
 
 
 def empty_custom_ops(device):
@@ -92,13 +89,6 @@ def empty_custom_ops(device):
     return lib, lambda: torch.ops.rudnn_bench.plain.default(x), lambda: torch.ops.rudnn_bench.autograd.default(x)
 
 
-_PEER = {}
-
-
-def x_peer(device):
-    return _PEER.setdefault(device, torch.randn(1, 64, device=device))
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -106,17 +96,19 @@ def main():
     args = parser.parse_args()
     device = torch.device(args.device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "CPU (rudnn host emulation device)"
-    print(f"Host time per call on {name}, median of 7 × {args.calls} calls (µs)\n")
-    print("| op | torch.ops.rudnn | binding only | adapter alone | torch native |")
-    print("|---|---:|---:|---:|---:|")
-    for label, module, name, op, binding, native in cases(device):
-        t_op, t_binding, t_native = (per_call_us(f, args.calls, device) for f in (op, binding, native))
-        t_adapter = adapter_alone(module, name, op, args.calls, device)
-        print(f"| {label} | {t_op:.1f} | {t_binding:.1f} | {t_adapter:.1f} | {t_native:.1f} |")
+    print(f"Host time per call on {name}, torch {torch.__version__}, median of 7 × {args.calls} calls (µs)\n")
+    print("| op | torch.ops.rudnn, zero rows | torch.ops.rudnn, small | torch native, small |")
+    print("|---|---:|---:|---:|")
+
+    def cell(fn):
+        return "—" if fn is None else f"{per_call_us(fn, args.calls, device):.1f}"
+
+    for label, zero, small, native in cases(device):
+        print(f"| {label} | {cell(zero)} | {cell(small)} | {cell(native)} |")
     _lib, plain, autograd = empty_custom_ops(device)
-    print(f"\nPeers (µs): an empty Python custom op {per_call_us(plain, args.calls, device):.1f}, the same with "
-          f"register_autograd {per_call_us(autograd, args.calls, device):.1f}, "
-          f"torch.empty_like alone {per_call_us(lambda: torch.empty_like(x_peer(device)), args.calls, device):.1f}")
+    x = torch.randn(1, 64, device=device)
+    print(f"\nPeers (µs): torch.empty_like {cell(lambda: torch.empty_like(x))}, an empty Python custom op "
+          f"{cell(plain)}, the same with a Python register_autograd {cell(autograd)}")
 
 
 if __name__ == "__main__":

@@ -1,27 +1,22 @@
-"""The torch.library namespace `rudnn` (torch.ops.rudnn.*). Each op is defined once by schema with
-a real kernel for CPU (the host emulation device) and CUDA tensors and a fake kernel that computes
-the output's shape and dtype only, so torch.compile traces through without a graph break."""
+"""The torch.library namespace `rudnn` (torch.ops.rudnn.*). Each op's schema is defined here with
+its fake kernel (the output's shape and dtype only, so torch.compile traces through without a graph
+break); its real kernels for CPU tensors (the host emulation device) and CUDA tensors, and its
+autograd, are C++ in rudnn._C, registered with torch's dispatcher when that module loads
+(python/src/call.h, docs/pytorch.md)."""
 
 import torch
 
+from . import _C  # noqa: F401  (loading it registers the C++ kernels)
 from .errors import FAMILIES
+
+_C.set_error_classes(FAMILIES)
 
 LIBRARY = torch.library.Library("rudnn", "DEF")
 
 
-def define(schema, kernel, fake, family=None):
-    """Defines `rudnn::<schema>`; `kernel` serves CPU and CUDA tensors, `fake` the tracing. With
-    `family` the op is forward-only: a backward through it raises the family's Unsupported error
-    instead of silently giving no gradient."""
+def define(schema, fake):
+    """Defines `rudnn::<schema>` with its fake kernel; returns the op's default overload."""
     name = schema.split("(", 1)[0]
     LIBRARY.define(schema)
-    LIBRARY.impl(name, kernel, "CPU")
-    LIBRARY.impl(name, kernel, "CUDA")
     torch.library.register_fake(f"rudnn::{name}", fake, lib=LIBRARY)
-    if family is not None:
-        def no_backward(ctx, *grads):
-            raise FAMILIES[family]("Unsupported", name, "an op with a backward",
-                                   "forward-only (the library has no backward for it; docs/pytorch.md)")
-
-        torch.library.register_autograd(f"rudnn::{name}", no_backward, lib=LIBRARY)
     return getattr(torch.ops.rudnn, name).default

@@ -1,39 +1,62 @@
 // torch.ops.rudnn.{layer_norm, rms_norm, softmax_last_axis} → rudnn::normalization::*_into.
-#include "bridge.h"
+// Forward only: the library has no normalization backward.
+#include <torch/library.h>
+
+#include "autograd.h"
+#include "call.h"
 #include "rudnn/normalization.h"
 
 namespace rudnn::python {
 
-void bind_normalization(nb::module_& m) {
-  m.def("layer_norm", [](const Place& place, const TensorArg& input, const TensorArg& gamma, const OptionalTensor& beta,
-                         float epsilon, const TensorArg& out) {
-    return run("normalization", place, [&](Views& v) -> std::optional<Error> {
-      auto x = v(input, "input");
-      auto g = v(gamma, "gamma");
-      auto b = v(beta, "beta");
-      auto y = v(out, "out");
-      if (v.error()) return v.error();
-      return failure(normalization::layer_norm_into(*x, *g, b, epsilon, *y));
-    });
-  });
-  m.def("rms_norm",
-        [](const Place& place, const TensorArg& input, const TensorArg& gamma, float epsilon, const TensorArg& out) {
-          return run("normalization", place, [&](Views& v) -> std::optional<Error> {
-            auto x = v(input, "input");
-            auto g = v(gamma, "gamma");
-            auto y = v(out, "out");
-            if (v.error()) return v.error();
-            return failure(normalization::rms_norm_into(*x, *g, epsilon, *y));
-          });
-        });
-  m.def("softmax_last_axis", [](const Place& place, const TensorArg& logits, const TensorArg& out) {
-    return run("normalization", place, [&](Views& v) -> std::optional<Error> {
-      auto x = v(logits, "logits");
-      auto y = v(out, "out");
-      if (v.error()) return v.error();
-      return failure(normalization::softmax_last_axis_into(*x, *y));
-    });
-  });
+namespace {
+
+constexpr const char* kFamily = "normalization";
+
+at::Tensor layer_norm(const at::Tensor& input, const at::Tensor& gamma, const std::optional<at::Tensor>& beta,
+                      double epsilon) {
+  Call call(kFamily, {{"input", &input}, {"gamma", &gamma}, {"beta", beta ? &*beta : nullptr}});
+  Tensor x = call.in(input, "input");
+  Tensor g = call.in(gamma, "gamma");
+  std::optional<Tensor> b = call.in(beta, "beta");
+  at::Tensor out = call.empty(input.sizes(), input.scalar_type());
+  call.check(normalization::layer_norm_into(x, g, b, static_cast<float>(epsilon), call.out(out, "out")));
+  call.finish();
+  return out;
+}
+
+at::Tensor rms_norm(const at::Tensor& input, const at::Tensor& gamma, double epsilon) {
+  Call call(kFamily, {{"input", &input}, {"gamma", &gamma}});
+  Tensor x = call.in(input, "input");
+  Tensor g = call.in(gamma, "gamma");
+  at::Tensor out = call.empty(input.sizes(), input.scalar_type());
+  call.check(normalization::rms_norm_into(x, g, static_cast<float>(epsilon), call.out(out, "out")));
+  call.finish();
+  return out;
+}
+
+at::Tensor softmax_last_axis(const at::Tensor& logits) {
+  Call call(kFamily, {{"logits", &logits}});
+  Tensor x = call.in(logits, "logits");
+  at::Tensor out = call.empty(logits.sizes(), logits.scalar_type());
+  call.check(normalization::softmax_last_axis_into(x, call.out(out, "out")));
+  call.finish();
+  return out;
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(rudnn, CPU, m) {
+  m.impl("layer_norm", &layer_norm);
+  m.impl("rms_norm", &rms_norm);
+  m.impl("softmax_last_axis", &softmax_last_axis);
+}
+TORCH_LIBRARY_IMPL(rudnn, CUDA, m) {
+  m.impl("layer_norm", &layer_norm);
+  m.impl("rms_norm", &rms_norm);
+  m.impl("softmax_last_axis", &softmax_last_axis);
+}
+TORCH_LIBRARY_IMPL(rudnn, Autograd, m) {
+  for (const char* op : {"layer_norm", "rms_norm", "softmax_last_axis"}) m.impl(op, forward_only(kFamily));
 }
 
 }  // namespace rudnn::python

@@ -1,223 +1,363 @@
-// torch.ops.rudnn.paged_* → rudnn::paged_attention. A PagedPlan (the Python object
-// rudnn.paged_attention.PagedPlan holds one) is a DevicePlan uploaded once for a schedule, with the
-// split-KV and deterministic-backward workspaces its calls have needed, made once per shape and
-// kept (docs/pytorch.md).
-#include <map>
-#include <memory>
-#include <mutex>
+// torch.ops.rudnn.paged_* → rudnn::paged_attention through a PagedPlan found by its id: attention and
+// MLA (split-KV with the plan's kept workspaces), their backward (the atomic path, or the ordered one
+// when the plan says deterministic_backward) as their autograd, and append in place.
+#include <torch/csrc/autograd/custom_function.h>
+#include <torch/csrc/autograd/variable.h>
+#include <torch/library.h>
 
-#include "bridge.h"
-#include "rudnn/paged_attention.h"
+#include "autograd.h"
+#include "call.h"
+#include "paged_plan.h"
 
 namespace rudnn::python {
 
 namespace {
 
-using paged_attention::DevicePlan;
-using paged_attention::OrderedBackwardWorkspace;
+constexpr const char* kFamily = "paged_attention";
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+using Int = std::int64_t;
 using paged_attention::SplitWorkspace;
 
-class PagedPlan {
- public:
-  PagedPlan(DevicePlan plan, Place place) : plan_(std::move(plan)), place_(std::move(place)) {}
-  const DevicePlan& plan() const { return plan_; }
-  const Place& place() const { return place_; }
+std::shared_ptr<PagedPlanState> plan_of(Int id) {
+  auto plan = PagedPlanState::find(id);
+  if (!plan)
+    raise(kFamily, Error(ErrorKind::InvalidValue, "plan", "the id of a live rudnn.paged_attention.PagedPlan",
+                         std::to_string(id)));
+  return plan;
+}
 
-  // The split-KV workspace for (heads, value dim, splits), made on first use (under workspace_mutex()).
-  Result<SplitWorkspace*, PagedAttentionError> split_workspace(const Tensor& q, std::int64_t heads,
-                                                               std::int64_t value_dim, std::int64_t splits) {
-    auto key = std::make_tuple(heads, value_dim, splits);
-    if (auto found = splits_.find(key); found != splits_.end()) return &found->second;
-    auto made = SplitWorkspace::create(q, plan_.queries(), heads, value_dim, splits);
-    if (!made) return made.error();
-    return &splits_.emplace(key, std::move(made.value())).first->second;
-  }
-  // The deterministic backward's workspace for q's heads, made on first use (under workspace_mutex()).
-  Result<OrderedBackwardWorkspace*, PagedAttentionError> ordered_workspace(const Tensor& q) {
-    if (auto found = ordered_.find(q.dim(1)); found != ordered_.end()) return &found->second;
-    auto made = OrderedBackwardWorkspace::create(plan_, q);
-    if (!made) return made.error();
-    return &ordered_.emplace(q.dim(1), std::move(made.value())).first->second;
-  }
-  // One call at a time per plan through a kept workspace: a split call's partial and merge kernels and
-  // the ordered backward's state must not interleave with another thread's call.
-  std::mutex& workspace_mutex() { return workspace_mutex_; }
+// Every tensor on the plan's device, checked before the call opens its queue; then the call's stream
+// must be the plan's (its metadata lives there): a call from another stream is rejected before any
+// workspace is made for it.
+Call open(const PagedPlanState& plan, std::initializer_list<Call::Named> tensors) {
+  const c10::Device device =
+      plan.place().cuda ? c10::Device(c10::DeviceType::CUDA, plan.place().ordinal) : c10::Device(c10::DeviceType::CPU);
+  for (const auto& [name, tensor] : tensors)
+    if (tensor->device() != device)
+      raise(kFamily, Error(ErrorKind::DeviceMismatch, name, "the plan's device (" + plan.place().device() + ")",
+                           tensor->device().str()));
+  return Call(kFamily, tensors);
+}
+void check_stream(const Call& call, const PagedPlanState& plan) {
+  const PlanPlace place{.cuda = call.device().is_cuda(),
+                        .ordinal = call.device().is_cuda() ? call.device().index() : 0,
+                        .stream = call.stream()};
+  if (place != plan.place())
+    call.fail(Error(ErrorKind::QueueMismatch, "query", "the plan's device and stream (" + plan.place().describe() + ")",
+                    place.describe()));
+}
 
- private:
-  DevicePlan plan_;
-  Place place_;
-  std::mutex workspace_mutex_;
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, SplitWorkspace> splits_;
-  std::map<std::int64_t, OrderedBackwardWorkspace> ordered_;
-};
-
-using Tables = std::vector<std::vector<std::int32_t>>;
-using Ints = std::vector<std::int64_t>;
-
-// A plan's calls run on the queue it was uploaded to (its metadata lives there); a call from another
-// stream is rejected before any workspace is made for it.
-std::optional<Error> check_place(const PagedPlan& plan, const Place& place) {
-  if (place == plan.place()) return std::nullopt;
-  auto describe = [](const Place& p) {
-    return std::get<0>(p) == 0 ? std::string("the host device")
-                               : "cuda:" + std::to_string(std::get<1>(p)) + " stream " + std::to_string(std::get<2>(p));
-  };
-  return Error(ErrorKind::QueueMismatch, "query", "the plan's device and stream (" + describe(plan.place()) + ")",
-               describe(place));
+void check_splits(Int splits) {
+  if (splits < 1)
+    raise(kFamily, Error(ErrorKind::InvalidValue, "splits", "1 (unsplit) or 2..=32", std::to_string(splits)));
 }
 
 // The ranks a kept workspace reads dims from, checked first so that a wrong rank is the library's
 // kind of error, never an out-of-range dim().
-std::optional<Error> check_ranks(const Tensor& q, const Tensor* value) {
+void check_ranks(const Call& call, const Tensor& q, const Tensor* value) {
   if (q.rank() != 3)
-    return Error(ErrorKind::ShapeMismatch, "query", "[queries, heads, dim]", shape_to_string(q.shape()));
+    call.fail(Error(ErrorKind::ShapeMismatch, "query", "[queries, heads, dim]", shape_to_string(q.shape())));
   if (value && value->rank() != 4)
-    return Error(ErrorKind::ShapeMismatch, "value", "[pages, page_size, heads, dim]", shape_to_string(value->shape()));
-  return std::nullopt;
+    call.fail(
+        Error(ErrorKind::ShapeMismatch, "value", "[pages, page_size, heads, dim]", shape_to_string(value->shape())));
 }
 
-// The split workspace of a call (splits = 1: none; the library checks the rest).
-Result<SplitWorkspace*, PagedAttentionError> workspace_of(PagedPlan& plan, const Tensor& q, const Tensor& value,
-                                                          std::int64_t splits) {
-  if (splits == 1) return static_cast<SplitWorkspace*>(nullptr);
-  if (auto e = check_ranks(q, &value)) return PagedAttentionError(*e);
-  return plan.split_workspace(q, q.dim(1), value.dim(3), splits);
+// The split workspace of a call (splits = 1: none; the library checks the rest). Under the plan's
+// workspace mutex.
+SplitWorkspace* workspace_of(const Call& call, PagedPlanState& plan, const Tensor& q, const Tensor& value, Int splits) {
+  if (splits == 1) return nullptr;
+  check_ranks(call, q, &value);
+  return call.take(plan.split_workspace(q, q.dim(1), value.dim(3), splits));
+}
+
+at::Tensor paged_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, Int plan_id,
+                           double scale, bool causal, Int splits) {
+  auto plan = plan_of(plan_id);
+  check_splits(splits);
+  Call call = open(*plan, {{"query", &query}, {"key", &key}, {"value", &value}});
+  Tensor q = call.in(query, "query");
+  Tensor k = call.in(key, "key");
+  Tensor v = call.in(value, "value");
+  std::vector<Int> shape{0};
+  if (query.dim() == 3 && value.dim() == 4) shape = {query.size(0), query.size(1), value.size(3)};
+  at::Tensor out = call.empty(shape, query.scalar_type());
+  Tensor o = call.out(out, "out");
+  check_stream(call, *plan);
+  {
+    std::lock_guard lock(plan->workspace_mutex());
+    SplitWorkspace* workspace = workspace_of(call, *plan, q, v, splits);
+    call.check(plan->plan().attention_into(q, k, v, static_cast<float>(scale), causal, o, workspace));
+  }
+  call.finish();
+  return out;
+}
+
+at::Tensor paged_mla(const at::Tensor& query, const at::Tensor& query_rope, const at::Tensor& latent,
+                     const at::Tensor& key_rope, Int plan_id, double scale, bool causal, Int splits) {
+  auto plan = plan_of(plan_id);
+  check_splits(splits);
+  Call call =
+      open(*plan, {{"query", &query}, {"query_rope", &query_rope}, {"latent", &latent}, {"key_rope", &key_rope}});
+  Tensor q = call.in(query, "query");
+  Tensor qp = call.in(query_rope, "query_rope");
+  Tensor lat = call.in(latent, "latent");
+  Tensor kp = call.in(key_rope, "key_rope");
+  at::Tensor out = call.empty(query.sizes(), query.scalar_type());
+  Tensor o = call.out(out, "out");
+  check_stream(call, *plan);
+  {
+    std::lock_guard lock(plan->workspace_mutex());
+    SplitWorkspace* workspace = workspace_of(call, *plan, q, lat, splits);
+    call.check(plan->plan().mla_into(q, qp, lat, kp, static_cast<float>(scale), causal, o, workspace));
+  }
+  call.finish();
+  return out;
+}
+
+// Gradient buffers for the wanted inputs, in q's dtype (the others: empty, and not computed). The
+// library writes every element: a cache slot no query row reaches gets an exact 0.
+std::vector<at::Tensor> gradients(const Call& call, const at::Tensor& query,
+                                  std::initializer_list<const at::Tensor*> of, c10::ArrayRef<bool> wanted) {
+  std::vector<at::Tensor> out;
+  std::size_t i = 0;
+  for (const at::Tensor* t : of) {
+    const bool want = i < wanted.size() && wanted[i];
+    out.push_back(call.empty(want ? t->sizes() : at::IntArrayRef{0}, query.scalar_type()));
+    ++i;
+  }
+  return out;
+}
+Tensor* wanted_view(Call& call, std::vector<std::optional<Tensor>>& views, const at::Tensor& buffer, bool want,
+                    const char* argument) {
+  if (!want) return nullptr;
+  views.push_back(call.out(buffer, argument));
+  return &*views.back();
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> paged_attention_backward(const at::Tensor& grad_out,
+                                                                        const at::Tensor& query, const at::Tensor& key,
+                                                                        const at::Tensor& value, Int plan_id,
+                                                                        double scale, bool causal,
+                                                                        std::array<bool, 3> wanted) {
+  auto plan = plan_of(plan_id);
+  Call call = open(*plan, {{"query", &query}, {"key", &key}, {"value", &value}, {"grad_out", &grad_out}});
+  Tensor q = call.in(query, "query");
+  Tensor k = call.in(key, "key");
+  Tensor v = call.in(value, "value");
+  Tensor dy = call.in(grad_out, "grad_out");
+  auto grads = gradients(call, query, {&query, &key, &value}, wanted);
+  std::vector<std::optional<Tensor>> views;
+  views.reserve(3);
+  paged_attention::AttentionBackwardOutputs out{wanted_view(call, views, grads[0], wanted[0], "dquery"),
+                                                wanted_view(call, views, grads[1], wanted[1], "dkey"),
+                                                wanted_view(call, views, grads[2], wanted[2], "dvalue")};
+  check_stream(call, *plan);
+  const float s = static_cast<float>(scale);
+  if (!plan->deterministic_backward()) {
+    call.check(plan->plan().attention_backward_selected_into(q, k, v, dy, s, causal, out));
+  } else {
+    check_ranks(call, q, nullptr);
+    std::lock_guard lock(plan->workspace_mutex());
+    auto* workspace = call.take(plan->ordered_workspace(q));
+    call.check(plan->plan().attention_backward_ordered_into(q, k, v, dy, s, causal, *workspace, out));
+  }
+  call.finish();
+  return {grads[0], grads[1], grads[2]};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> paged_mla_backward(
+    const at::Tensor& grad_out, const at::Tensor& query, const at::Tensor& query_rope, const at::Tensor& latent,
+    const at::Tensor& key_rope, Int plan_id, double scale, bool causal, std::array<bool, 4> wanted) {
+  auto plan = plan_of(plan_id);
+  Call call = open(*plan, {{"query", &query},
+                           {"query_rope", &query_rope},
+                           {"latent", &latent},
+                           {"key_rope", &key_rope},
+                           {"grad_out", &grad_out}});
+  Tensor q = call.in(query, "query");
+  Tensor qp = call.in(query_rope, "query_rope");
+  Tensor lat = call.in(latent, "latent");
+  Tensor kp = call.in(key_rope, "key_rope");
+  Tensor dy = call.in(grad_out, "grad_out");
+  auto grads = gradients(call, query, {&query, &query_rope, &latent, &key_rope}, wanted);
+  std::vector<std::optional<Tensor>> views;
+  views.reserve(4);
+  paged_attention::MlaBackwardOutputs out{wanted_view(call, views, grads[0], wanted[0], "dquery"),
+                                          wanted_view(call, views, grads[1], wanted[1], "dquery_rope"),
+                                          wanted_view(call, views, grads[2], wanted[2], "dlatent"),
+                                          wanted_view(call, views, grads[3], wanted[3], "dkey_rope")};
+  check_stream(call, *plan);
+  const float s = static_cast<float>(scale);
+  if (!plan->deterministic_backward()) {
+    call.check(plan->plan().mla_backward_selected_into(q, qp, lat, kp, dy, s, causal, out));
+  } else {
+    check_ranks(call, q, nullptr);
+    std::lock_guard lock(plan->workspace_mutex());
+    auto* workspace = call.take(plan->ordered_workspace(q));
+    call.check(plan->plan().mla_backward_ordered_into(q, qp, lat, kp, dy, s, causal, *workspace, out));
+  }
+  call.finish();
+  return {grads[0], grads[1], grads[2], grads[3]};
+}
+
+// Writes key and value at each query row's slot of the caches, in place.
+void paged_append(const at::Tensor& key, const at::Tensor& value, const at::Tensor& key_cache,
+                  const at::Tensor& value_cache, Int plan_id) {
+  auto plan = plan_of(plan_id);
+  for (const auto& [name, cache] : {std::pair{"key_cache", &key_cache}, std::pair{"value_cache", &value_cache}}) {
+    const auto address = reinterpret_cast<std::uintptr_t>(cache->data_ptr());
+    if (!cache->is_contiguous() || address % Tensor::kViewAlignment) {
+      std::string strides = "(";
+      for (std::size_t i = 0; i < cache->strides().size(); ++i)
+        strides += (i ? ", " : "") + std::to_string(cache->strides()[i]);
+      char where[32];
+      std::snprintf(where, sizeof where, "%#zx", static_cast<std::size_t>(address));
+      raise(kFamily, Error(ErrorKind::InvalidValue, name, "a contiguous, 16-byte aligned cache (written in place)",
+                           "strides " + strides + (cache->dim() == 1 ? ",)" : ")") + " at address " + where));
+    }
+  }
+  Call call = open(*plan, {{"key", &key}, {"value", &value}, {"key_cache", &key_cache}, {"value_cache", &value_cache}});
+  Tensor k = call.in(key, "key");
+  Tensor v = call.in(value, "value");
+  if (!dtype_of(key_cache.scalar_type())) (void)call.in(key_cache, "key_cache");        // names the dtype
+  if (!dtype_of(value_cache.scalar_type())) (void)call.in(value_cache, "value_cache");  // names the dtype
+  Tensor kc = call.out(key_cache, "key_cache");
+  Tensor vc = call.out(value_cache, "value_cache");
+  check_stream(call, *plan);
+  void* const key_storage = kc.data();
+  void* const value_storage = vc.data();
+  // Moved: no other handle shares the views, so append writes the torch tensors in place.
+  auto appended = call.take(plan->plan().append(k, v, std::move(kc), std::move(vc)));
+  if (appended.key_cache.data() != key_storage || appended.value_cache.data() != value_storage)
+    call.fail(Error(ErrorKind::Internal, "key_cache", "appended in place", "a copy"));
+  call.finish();
+  // A mutated input's version moves (as for torch's in-place ops), so a backward that saved the caches
+  // before this append fails loudly instead of reading the new rows.
+  for (const at::Tensor* cache : {&key_cache, &value_cache})
+    if (!cache->is_inference()) torch::autograd::impl::bump_version(*cache);
+}
+
+// The plan stays alive until the backward (a compiled graph's id alone would not keep it).
+struct PlanKeeper : torch::CustomClassHolder {
+  explicit PlanKeeper(std::shared_ptr<PagedPlanState> plan) : plan(std::move(plan)) {}
+  std::shared_ptr<PagedPlanState> plan;
+};
+
+void save_call(AutogradContext* ctx, Int plan_id, double scale, bool causal, variable_list inputs) {
+  c10::List<bool> wanted;
+  for (const at::Tensor& t : inputs) wanted.push_back(requires_grad(t));
+  ctx->save_for_backward(inputs);
+  ctx->saved_data["plan"] = plan_id;
+  ctx->saved_data["scale"] = scale;
+  ctx->saved_data["causal"] = causal;
+  ctx->saved_data["wanted"] = wanted;
+  if (auto plan = PagedPlanState::find(plan_id))
+    ctx->saved_data["keep"] = c10::IValue::make_capsule(c10::make_intrusive<PlanKeeper>(std::move(plan)));
+}
+
+using AttentionSignature = at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, Int, double, bool, Int);
+using MlaSignature = at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, Int, double,
+                                bool, Int);
+
+struct AttentionFunction : torch::autograd::Function<AttentionFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& query, const at::Tensor& key,
+                            const at::Tensor& value, Int plan, double scale, bool causal, Int splits) {
+    save_call(ctx, plan, scale, causal, {query, key, value});
+    at::AutoDispatchBelowADInplaceOrView below;
+    static auto op = rudnn_op<AttentionSignature>("paged_attention");
+    return op.call(query, key, value, plan, scale, causal, splits);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const variable_list s = ctx->get_saved_variables();
+    auto& data = ctx->saved_data;
+    const auto list = data["wanted"].toBoolList();
+    const std::array<bool, 3> wanted{list[0], list[1], list[2]};
+    static auto op = rudnn_op<std::tuple<at::Tensor, at::Tensor, at::Tensor>(
+        const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, Int, double, bool,
+        std::array<bool, 3>)>("paged_attention_backward");
+    auto [dq, dk, dv] = op.call(grads[0].contiguous(), s[0], s[1], s[2], data["plan"].toInt(), data["scale"].toDouble(),
+                                data["causal"].toBool(), wanted);
+    return {wanted[0] ? dq : at::Tensor(),
+            wanted[1] ? dk : at::Tensor(),
+            wanted[2] ? dv : at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor()};
+  }
+};
+
+struct MlaFunction : torch::autograd::Function<MlaFunction> {
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& query, const at::Tensor& query_rope,
+                            const at::Tensor& latent, const at::Tensor& key_rope, Int plan, double scale, bool causal,
+                            Int splits) {
+    save_call(ctx, plan, scale, causal, {query, query_rope, latent, key_rope});
+    at::AutoDispatchBelowADInplaceOrView below;
+    static auto op = rudnn_op<MlaSignature>("paged_mla");
+    return op.call(query, query_rope, latent, key_rope, plan, scale, causal, splits);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    const variable_list s = ctx->get_saved_variables();
+    auto& data = ctx->saved_data;
+    const auto list = data["wanted"].toBoolList();
+    const std::array<bool, 4> wanted{list[0], list[1], list[2], list[3]};
+    static auto op = rudnn_op<std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
+        const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, Int, double,
+        bool, std::array<bool, 4>)>("paged_mla_backward");
+    auto [dq, dqp, dlatent, dkp] = op.call(grads[0].contiguous(), s[0], s[1], s[2], s[3], data["plan"].toInt(),
+                                           data["scale"].toDouble(), data["causal"].toBool(), wanted);
+    return {wanted[0] ? dq : at::Tensor(),
+            wanted[1] ? dqp : at::Tensor(),
+            wanted[2] ? dlatent : at::Tensor(),
+            wanted[3] ? dkp : at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor(),
+            at::Tensor()};
+  }
+};
+
+at::Tensor paged_attention_autograd(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, Int plan,
+                                    double scale, bool causal, Int splits) {
+  if (!forward_needs_grad(query, key, value)) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    static auto op = rudnn_op<AttentionSignature>("paged_attention");
+    return op.call(query, key, value, plan, scale, causal, splits);
+  }
+  return AttentionFunction::apply(query, key, value, plan, scale, causal, splits);
+}
+
+at::Tensor paged_mla_autograd(const at::Tensor& query, const at::Tensor& query_rope, const at::Tensor& latent,
+                              const at::Tensor& key_rope, Int plan, double scale, bool causal, Int splits) {
+  if (!forward_needs_grad(query, query_rope, latent, key_rope)) {
+    at::AutoDispatchBelowADInplaceOrView below;
+    static auto op = rudnn_op<MlaSignature>("paged_mla");
+    return op.call(query, query_rope, latent, key_rope, plan, scale, causal, splits);
+  }
+  return MlaFunction::apply(query, query_rope, latent, key_rope, plan, scale, causal, splits);
 }
 
 }  // namespace
 
-void bind_paged_attention(nb::module_& m) {
-  nb::class_<PagedPlan>(m, "PagedPlan")
-      .def_prop_ro("queries", [](const PagedPlan& p) { return p.plan().queries(); })
-      .def_prop_ro("sequences", [](const PagedPlan& p) { return p.plan().sequences(); })
-      .def_prop_ro("page_size", [](const PagedPlan& p) { return p.plan().page_size(); })
-      .def_prop_ro("pages", [](const PagedPlan& p) { return p.plan().pages(); });
-
-  // (error or None, plan or None): the schedule validated on the host, uploaded on `place`.
-  m.def("paged_plan", [](const Place& place, std::int64_t page_size, std::int64_t pages, const Tables& tables,
-                         const Ints& lengths, const Ints& sequence_ids, const Ints& positions) {
-    std::unique_ptr<PagedPlan> made;
-    Outcome outcome = run("paged_attention", place, [&](Views& v) -> std::optional<Error> {
-      auto host = paged_attention::HostPlan::create(page_size, pages, tables, lengths, sequence_ids, positions);
-      if (!host) return host.error();
-      // upload() takes its device and queue from a query tensor; any tensor on the queue will do.
-      auto anchor = Tensor::empty({1}, DType::F32, v.queue());
-      if (!anchor) return anchor.error();
-      auto plan = DevicePlan::upload(*host, *anchor);
-      if (!plan) return plan.error();
-      made = std::make_unique<PagedPlan>(std::move(plan.value()), place);
-      return std::nullopt;
-    });
-    return std::make_tuple(outcome, std::move(made));
-  });
-
-  m.def("paged_attention",
-        [](const Place& place, PagedPlan& plan, const TensorArg& q, const TensorArg& key_cache,
-           const TensorArg& value_cache, float scale, bool causal, std::int64_t splits, const TensorArg& out) {
-          return run("paged_attention", place, [&](Views& v) -> std::optional<Error> {
-            auto query = v(q, "query");
-            auto k = v(key_cache, "key");
-            auto val = v(value_cache, "value");
-            auto o = v(out, "out");
-            if (v.error()) return v.error();
-            if (auto e = check_place(plan, place)) return e;
-            std::lock_guard lock(plan.workspace_mutex());
-            auto workspace = workspace_of(plan, *query, *val, splits);
-            if (!workspace) return workspace.error();
-            return failure(plan.plan().attention_into(*query, *k, *val, scale, causal, *o, *workspace));
-          });
-        });
-  m.def("paged_mla",
-        [](const Place& place, PagedPlan& plan, const TensorArg& q, const TensorArg& qp, const TensorArg& latent,
-           const TensorArg& kp, float scale, bool causal, std::int64_t splits, const TensorArg& out) {
-          return run("paged_attention", place, [&](Views& v) -> std::optional<Error> {
-            auto query = v(q, "query");
-            auto rope = v(qp, "query_rope");
-            auto lat = v(latent, "latent");
-            auto krope = v(kp, "key_rope");
-            auto o = v(out, "out");
-            if (v.error()) return v.error();
-            if (auto e = check_place(plan, place)) return e;
-            std::lock_guard lock(plan.workspace_mutex());
-            auto workspace = workspace_of(plan, *query, *lat, splits);
-            if (!workspace) return workspace.error();
-            return failure(plan.plan().mla_into(*query, *rope, *lat, *krope, scale, causal, *o, *workspace));
-          });
-        });
-  // The gradients into the given buffers (absent: not computed); deterministic: the ordered path.
-  m.def("paged_attention_backward", [](const Place& place, PagedPlan& plan, const TensorArg& q,
-                                       const TensorArg& key_cache, const TensorArg& value_cache,
-                                       const TensorArg& grad_out, float scale, bool causal, bool deterministic,
-                                       const OptionalTensor& dq, const OptionalTensor& dk, const OptionalTensor& dv) {
-    return run("paged_attention", place, [&](Views& v) -> std::optional<Error> {
-      auto query = v(q, "query");
-      auto k = v(key_cache, "key");
-      auto val = v(value_cache, "value");
-      auto dy = v(grad_out, "grad_out");
-      auto gq = v(dq, "dquery");
-      auto gk = v(dk, "dkey");
-      auto gv = v(dv, "dvalue");
-      if (v.error()) return v.error();
-      paged_attention::AttentionBackwardOutputs out{gq ? &*gq : nullptr, gk ? &*gk : nullptr, gv ? &*gv : nullptr};
-      if (auto e = check_place(plan, place)) return e;
-      if (!deterministic)
-        return failure(plan.plan().attention_backward_selected_into(*query, *k, *val, *dy, scale, causal, out));
-      if (auto e = check_ranks(*query, nullptr)) return e;
-      std::lock_guard lock(plan.workspace_mutex());
-      auto workspace = plan.ordered_workspace(*query);
-      if (!workspace) return workspace.error();
-      return failure(
-          plan.plan().attention_backward_ordered_into(*query, *k, *val, *dy, scale, causal, **workspace, out));
-    });
-  });
-  m.def("paged_mla_backward", [](const Place& place, PagedPlan& plan, const TensorArg& q, const TensorArg& qp,
-                                 const TensorArg& latent, const TensorArg& kp, const TensorArg& grad_out, float scale,
-                                 bool causal, bool deterministic, const OptionalTensor& dq, const OptionalTensor& dqp,
-                                 const OptionalTensor& dlatent, const OptionalTensor& dkp) {
-    return run("paged_attention", place, [&](Views& v) -> std::optional<Error> {
-      auto query = v(q, "query");
-      auto rope = v(qp, "query_rope");
-      auto lat = v(latent, "latent");
-      auto krope = v(kp, "key_rope");
-      auto dy = v(grad_out, "grad_out");
-      auto gq = v(dq, "dquery");
-      auto gqp = v(dqp, "dquery_rope");
-      auto glat = v(dlatent, "dlatent");
-      auto gkp = v(dkp, "dkey_rope");
-      if (v.error()) return v.error();
-      paged_attention::MlaBackwardOutputs out{gq ? &*gq : nullptr, gqp ? &*gqp : nullptr, glat ? &*glat : nullptr,
-                                              gkp ? &*gkp : nullptr};
-      if (auto e = check_place(plan, place)) return e;
-      if (!deterministic)
-        return failure(plan.plan().mla_backward_selected_into(*query, *rope, *lat, *krope, *dy, scale, causal, out));
-      if (auto e = check_ranks(*query, nullptr)) return e;
-      std::lock_guard lock(plan.workspace_mutex());
-      auto workspace = plan.ordered_workspace(*query);
-      if (!workspace) return workspace.error();
-      return failure(
-          plan.plan().mla_backward_ordered_into(*query, *rope, *lat, *krope, *dy, scale, causal, **workspace, out));
-    });
-  });
-  // Writes k and v at each query row's slot of the caches, in place.
-  m.def("paged_append", [](const Place& place, PagedPlan& plan, const TensorArg& k, const TensorArg& v,
-                           const TensorArg& key_cache, const TensorArg& value_cache) {
-    return run("paged_attention", place, [&](Views& views) -> std::optional<Error> {
-      auto key = views(k, "key");
-      auto value = views(v, "value");
-      auto kc = views(key_cache, "key_cache");
-      auto vc = views(value_cache, "value_cache");
-      if (views.error()) return views.error();
-      if (auto e = check_place(plan, place)) return e;
-      void* const key_storage = kc->data();
-      void* const value_storage = vc->data();
-      // Moved: no other handle shares the views, so append writes the torch tensors in place.
-      auto appended = plan.plan().append(*key, *value, std::move(*kc), std::move(*vc));
-      if (!appended) return appended.error();
-      if (appended->key_cache.data() != key_storage || appended->value_cache.data() != value_storage)
-        return Error(ErrorKind::Internal, "key_cache", "appended in place", "a copy");
-      return std::nullopt;
-    });
-  });
+TORCH_LIBRARY_IMPL(rudnn, CPU, m) {
+  m.impl("paged_attention", &paged_attention);
+  m.impl("paged_mla", &paged_mla);
+  m.impl("paged_attention_backward", &paged_attention_backward);
+  m.impl("paged_mla_backward", &paged_mla_backward);
+  m.impl("paged_append", &paged_append);
+}
+TORCH_LIBRARY_IMPL(rudnn, CUDA, m) {
+  m.impl("paged_attention", &paged_attention);
+  m.impl("paged_mla", &paged_mla);
+  m.impl("paged_attention_backward", &paged_attention_backward);
+  m.impl("paged_mla_backward", &paged_mla_backward);
+  m.impl("paged_append", &paged_append);
+}
+TORCH_LIBRARY_IMPL(rudnn, Autograd, m) {
+  m.impl("paged_attention", &paged_attention_autograd);
+  m.impl("paged_mla", &paged_mla_autograd);
+  for (const char* op : {"paged_attention_backward", "paged_mla_backward"}) m.impl(op, forward_only(kFamily));
 }
 
 }  // namespace rudnn::python

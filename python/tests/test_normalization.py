@@ -50,8 +50,10 @@ def test_opcheck(seed):
     (lambda x, g: rudnn.normalization.rms_norm(x.double(), g, 1e-6), "UnsupportedDType", "input"),
     (lambda x, g: rudnn.normalization.layer_norm(x, g, g[:3], 1e-5), "ShapeMismatch", "beta"),
     # torch's dispatcher sends a call mixing devices to one backend's kernel (a CPU and a CUDA tensor:
-    # the CUDA kernel); that kernel names the tensor on another device. Called directly here, with no GPU.
-    (lambda x, g: rudnn.normalization._rms_norm(x, g.to("meta"), 1e-6), "DeviceMismatch", "gamma"),
+    # the CUDA kernel); that kernel names the tensor on another device. The CPU kernel is called directly
+    # here (no GPU), with a meta tensor.
+    (lambda x, g: torch.ops.rudnn.rms_norm.default.redispatch(torch._C.DispatchKeySet(torch._C.DispatchKey.CPU),
+                                                              x, g.to("meta"), 1e-6), "DeviceMismatch", "gamma"),
     (lambda x, g: rudnn.normalization.softmax_last_axis(x.to(torch.int32)), "UnsupportedDType", "logits"),
 ])
 def test_errors(call, kind, argument):

@@ -1,0 +1,62 @@
+#include "paged_plan.h"
+
+#include <unordered_map>
+
+namespace rudnn::python {
+
+namespace {
+
+std::mutex g_registry_mutex;
+std::unordered_map<std::int64_t, std::weak_ptr<PagedPlanState>> g_registry;
+std::int64_t g_next_id = 1;
+
+}  // namespace
+
+std::string PlanPlace::describe() const {
+  if (!cuda) return "the host device";
+  return device() + " stream " + std::to_string(reinterpret_cast<std::uintptr_t>(stream));
+}
+
+PagedPlanState::PagedPlanState(paged_attention::DevicePlan plan, PlanPlace place, bool deterministic_backward)
+    : plan_(std::move(plan)), place_(place), id_(0), deterministic_backward_(deterministic_backward) {}
+
+PagedPlanState::~PagedPlanState() {
+  std::lock_guard lock(g_registry_mutex);
+  if (auto found = g_registry.find(id_); found != g_registry.end() && found->second.expired()) g_registry.erase(found);
+}
+
+std::shared_ptr<PagedPlanState> PagedPlanState::make(paged_attention::DevicePlan plan, PlanPlace place,
+                                                     bool deterministic_backward) {
+  auto state = std::make_shared<PagedPlanState>(std::move(plan), place, deterministic_backward);
+  std::lock_guard lock(g_registry_mutex);
+  state->id_ = g_next_id++;
+  g_registry.emplace(state->id_, state);
+  return state;
+}
+
+std::shared_ptr<PagedPlanState> PagedPlanState::find(std::int64_t id) {
+  std::lock_guard lock(g_registry_mutex);
+  auto found = g_registry.find(id);
+  return found == g_registry.end() ? nullptr : found->second.lock();
+}
+
+Result<paged_attention::SplitWorkspace*, PagedAttentionError> PagedPlanState::split_workspace(const Tensor& q,
+                                                                                              std::int64_t heads,
+                                                                                              std::int64_t value_dim,
+                                                                                              std::int64_t splits) {
+  auto key = std::make_tuple(heads, value_dim, splits);
+  if (auto found = splits_.find(key); found != splits_.end()) return &found->second;
+  auto made = paged_attention::SplitWorkspace::create(q, plan_.queries(), heads, value_dim, splits);
+  if (!made) return made.error();
+  return &splits_.emplace(key, std::move(made.value())).first->second;
+}
+
+Result<paged_attention::OrderedBackwardWorkspace*, PagedAttentionError> PagedPlanState::ordered_workspace(
+    const Tensor& q) {
+  if (auto found = ordered_.find(q.dim(1)); found != ordered_.end()) return &found->second;
+  auto made = paged_attention::OrderedBackwardWorkspace::create(plan_, q);
+  if (!made) return made.error();
+  return &ordered_.emplace(q.dim(1), std::move(made.value())).first->second;
+}
+
+}  // namespace rudnn::python
