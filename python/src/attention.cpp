@@ -44,10 +44,12 @@ at::Tensor attention(const at::Tensor& query, const at::Tensor& key, const at::T
   return out;
 }
 
+void kernels(torch::Library& m) { m.impl("attention", &attention); }
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(rudnn, CPU, m) { m.impl("attention", &attention); }
-TORCH_LIBRARY_IMPL(rudnn, CUDA, m) { m.impl("attention", &attention); }
+RUDNN_TORCH_KERNELS(kernels)
+
 TORCH_LIBRARY_IMPL(rudnn, Autograd, m) { m.impl("attention", forward_only(kFamily)); }
 
 }  // namespace rudnn::python

@@ -34,3 +34,11 @@ c10::TypedOperatorHandle<Signature> rudnn_op(const char* name) {
 torch::CppFunction forward_only(const char* family);
 
 }  // namespace rudnn::python
+
+// Registers a family's kernels, `kernels(torch::Library&)`, for CPU tensors (the host emulation
+// device) and CUDA tensors alike: one kernel serves both, its Call picks the queue.
+#define RUDNN_TORCH_KERNELS(kernels)                \
+  TORCH_LIBRARY_IMPL(rudnn, CPU, m) { kernels(m); } \
+  TORCH_LIBRARY_IMPL(rudnn, CUDA, m) { kernels(m); }
+
+namespace rudnn::python {}  // namespace rudnn::python

@@ -165,18 +165,16 @@ at::Tensor conv_forward_autograd(const at::Tensor& input, const at::Tensor& weig
   return ConvFunction::apply(input, weight, bias, &o);
 }
 
+void kernels(torch::Library& m) {
+  m.impl("conv_forward", &conv_forward);
+  m.impl("conv_data_backward", &conv_data_backward);
+  m.impl("conv_weight_backward", &conv_weight_backward);
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(rudnn, CPU, m) {
-  m.impl("conv_forward", &conv_forward);
-  m.impl("conv_data_backward", &conv_data_backward);
-  m.impl("conv_weight_backward", &conv_weight_backward);
-}
-TORCH_LIBRARY_IMPL(rudnn, CUDA, m) {
-  m.impl("conv_forward", &conv_forward);
-  m.impl("conv_data_backward", &conv_data_backward);
-  m.impl("conv_weight_backward", &conv_weight_backward);
-}
+RUDNN_TORCH_KERNELS(kernels)
+
 TORCH_LIBRARY_IMPL(rudnn, Autograd, m) {
   m.impl("conv_forward", &conv_forward_autograd);
   for (const char* op : {"conv_data_backward", "conv_weight_backward"}) m.impl(op, forward_only(kFamily));

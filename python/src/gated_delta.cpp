@@ -58,16 +58,15 @@ Outputs step(const at::Tensor& query, const at::Tensor& key, const at::Tensor& v
   return run(query, key, value, beta, log_decay, initial_state, query_scale, 0);
 }
 
+void kernels(torch::Library& m) {
+  m.impl("chunk_gated_delta_rule", &chunk);
+  m.impl("gated_delta_rule", &step);
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(rudnn, CPU, m) {
-  m.impl("chunk_gated_delta_rule", &chunk);
-  m.impl("gated_delta_rule", &step);
-}
-TORCH_LIBRARY_IMPL(rudnn, CUDA, m) {
-  m.impl("chunk_gated_delta_rule", &chunk);
-  m.impl("gated_delta_rule", &step);
-}
+RUDNN_TORCH_KERNELS(kernels)
+
 TORCH_LIBRARY_IMPL(rudnn, Autograd, m) {
   for (const char* op : {"chunk_gated_delta_rule", "gated_delta_rule"}) m.impl(op, forward_only(kFamily));
 }

@@ -292,24 +292,19 @@ at::Tensor moe_layer_autograd(const at::Tensor& input, const at::Tensor& logits,
   return LayerFunction::apply(input, logits, bias, gate, up, down, &r);
 }
 
+void kernels(torch::Library& m) {
+  m.impl("moe_route", &moe_route);
+  m.impl("moe_route_sigmoid_grouped", &moe_route_sigmoid_grouped);
+  m.impl("moe_router_weights", &router_weights);
+  m.impl("moe_router_weights_backward", &router_weights_backward);
+  m.impl("moe_layer", &moe_layer);
+  m.impl("moe_layer_backward", &moe_layer_backward);
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(rudnn, CPU, m) {
-  m.impl("moe_route", &moe_route);
-  m.impl("moe_route_sigmoid_grouped", &moe_route_sigmoid_grouped);
-  m.impl("moe_router_weights", &router_weights);
-  m.impl("moe_router_weights_backward", &router_weights_backward);
-  m.impl("moe_layer", &moe_layer);
-  m.impl("moe_layer_backward", &moe_layer_backward);
-}
-TORCH_LIBRARY_IMPL(rudnn, CUDA, m) {
-  m.impl("moe_route", &moe_route);
-  m.impl("moe_route_sigmoid_grouped", &moe_route_sigmoid_grouped);
-  m.impl("moe_router_weights", &router_weights);
-  m.impl("moe_router_weights_backward", &router_weights_backward);
-  m.impl("moe_layer", &moe_layer);
-  m.impl("moe_layer_backward", &moe_layer_backward);
-}
+RUDNN_TORCH_KERNELS(kernels)
+
 TORCH_LIBRARY_IMPL(rudnn, Autograd, m) {
   m.impl("moe_router_weights", &router_weights_autograd);
   m.impl("moe_layer", &moe_layer_autograd);

@@ -43,18 +43,16 @@ at::Tensor softmax_last_axis(const at::Tensor& logits) {
   return out;
 }
 
+void kernels(torch::Library& m) {
+  m.impl("layer_norm", &layer_norm);
+  m.impl("rms_norm", &rms_norm);
+  m.impl("softmax_last_axis", &softmax_last_axis);
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(rudnn, CPU, m) {
-  m.impl("layer_norm", &layer_norm);
-  m.impl("rms_norm", &rms_norm);
-  m.impl("softmax_last_axis", &softmax_last_axis);
-}
-TORCH_LIBRARY_IMPL(rudnn, CUDA, m) {
-  m.impl("layer_norm", &layer_norm);
-  m.impl("rms_norm", &rms_norm);
-  m.impl("softmax_last_axis", &softmax_last_axis);
-}
+RUDNN_TORCH_KERNELS(kernels)
+
 TORCH_LIBRARY_IMPL(rudnn, Autograd, m) {
   for (const char* op : {"layer_norm", "rms_norm", "softmax_last_axis"}) m.impl(op, forward_only(kFamily));
 }

@@ -338,22 +338,18 @@ at::Tensor paged_mla_autograd(const at::Tensor& query, const at::Tensor& query_r
   return MlaFunction::apply(query, query_rope, latent, key_rope, plan, scale, causal, splits);
 }
 
+void kernels(torch::Library& m) {
+  m.impl("paged_attention", &paged_attention);
+  m.impl("paged_mla", &paged_mla);
+  m.impl("paged_attention_backward", &paged_attention_backward);
+  m.impl("paged_mla_backward", &paged_mla_backward);
+  m.impl("paged_append", &paged_append);
+}
+
 }  // namespace
 
-TORCH_LIBRARY_IMPL(rudnn, CPU, m) {
-  m.impl("paged_attention", &paged_attention);
-  m.impl("paged_mla", &paged_mla);
-  m.impl("paged_attention_backward", &paged_attention_backward);
-  m.impl("paged_mla_backward", &paged_mla_backward);
-  m.impl("paged_append", &paged_append);
-}
-TORCH_LIBRARY_IMPL(rudnn, CUDA, m) {
-  m.impl("paged_attention", &paged_attention);
-  m.impl("paged_mla", &paged_mla);
-  m.impl("paged_attention_backward", &paged_attention_backward);
-  m.impl("paged_mla_backward", &paged_mla_backward);
-  m.impl("paged_append", &paged_append);
-}
+RUDNN_TORCH_KERNELS(kernels)
+
 TORCH_LIBRARY_IMPL(rudnn, Autograd, m) {
   m.impl("paged_attention", &paged_attention_autograd);
   m.impl("paged_mla", &paged_mla_autograd);
