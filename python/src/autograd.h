@@ -40,5 +40,3 @@ torch::CppFunction forward_only(const char* family);
 #define RUDNN_TORCH_KERNELS(kernels)                \
   TORCH_LIBRARY_IMPL(rudnn, CPU, m) { kernels(m); } \
   TORCH_LIBRARY_IMPL(rudnn, CUDA, m) { kernels(m); }
-
-namespace rudnn::python {}  // namespace rudnn::python

@@ -33,6 +33,14 @@ std::string torch_dtype_name(c10::ScalarType type) {
     case c10::ScalarType::Char: return "int8";
     case c10::ScalarType::Byte: return "uint8";
     case c10::ScalarType::Bool: return "bool";
+    case c10::ScalarType::UInt16: return "uint16";
+    case c10::ScalarType::UInt32: return "uint32";
+    case c10::ScalarType::UInt64: return "uint64";
+    case c10::ScalarType::ComplexHalf: return "complex32";
+    case c10::ScalarType::ComplexFloat: return "complex64";
+    case c10::ScalarType::ComplexDouble: return "complex128";
+    case c10::ScalarType::Float8_e4m3fn: return "float8_e4m3fn";
+    case c10::ScalarType::Float8_e5m2: return "float8_e5m2";
     default: return c10::toString(type);
   }
 }

@@ -64,11 +64,23 @@ void check_ranks(const Call& call, const Tensor& q, const Tensor* value) {
 }
 
 // The split workspace of a call (splits = 1: none; the library checks the rest). Under the plan's
-// workspace mutex.
-SplitWorkspace* workspace_of(const Call& call, PagedPlanState& plan, const Tensor& q, const Tensor& value, Int splits) {
-  if (splits == 1) return nullptr;
-  check_ranks(call, q, &value);
-  return call.take(plan.split_workspace(q, q.dim(1), value.dim(3), splits));
+// workspace mutex, after check_ranks(call, q, &value).
+Result<SplitWorkspace*, PagedAttentionError> workspace_of(PagedPlanState& plan, const Tensor& q, const Tensor& value,
+                                                          Int splits) {
+  if (splits == 1) return static_cast<SplitWorkspace*>(nullptr);
+  return plan.split_workspace(q, q.dim(1), value.dim(3), splits);
+}
+
+// Runs `body` (the library's Status) under the plan's workspace mutex, and checks the status after
+// releasing it: an error is raised under the GIL, never while holding the plan's lock (a thread that
+// holds the GIL may be waiting for that lock).
+template <class Body>
+void under_plan_lock(const Call& call, PagedPlanState& plan, Body&& body) {
+  Status<PagedAttentionError> status = [&]() -> Status<PagedAttentionError> {
+    std::lock_guard lock(plan.workspace_mutex());
+    return body();
+  }();
+  call.check(status);
 }
 
 at::Tensor paged_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, Int plan_id,
@@ -84,11 +96,12 @@ at::Tensor paged_attention(const at::Tensor& query, const at::Tensor& key, const
   at::Tensor out = call.empty(shape, query.scalar_type());
   Tensor o = call.out(out, "out");
   check_stream(call, *plan);
-  {
-    std::lock_guard lock(plan->workspace_mutex());
-    SplitWorkspace* workspace = workspace_of(call, *plan, q, v, splits);
-    call.check(plan->plan().attention_into(q, k, v, static_cast<float>(scale), causal, o, workspace));
-  }
+  if (splits != 1) check_ranks(call, q, &v);
+  under_plan_lock(call, *plan, [&]() -> Status<PagedAttentionError> {
+    auto workspace = workspace_of(*plan, q, v, splits);
+    if (!workspace) return workspace.error();
+    return plan->plan().attention_into(q, k, v, static_cast<float>(scale), causal, o, *workspace);
+  });
   call.finish();
   return out;
 }
@@ -106,11 +119,12 @@ at::Tensor paged_mla(const at::Tensor& query, const at::Tensor& query_rope, cons
   at::Tensor out = call.empty(query.sizes(), query.scalar_type());
   Tensor o = call.out(out, "out");
   check_stream(call, *plan);
-  {
-    std::lock_guard lock(plan->workspace_mutex());
-    SplitWorkspace* workspace = workspace_of(call, *plan, q, lat, splits);
-    call.check(plan->plan().mla_into(q, qp, lat, kp, static_cast<float>(scale), causal, o, workspace));
-  }
+  if (splits != 1) check_ranks(call, q, &lat);
+  under_plan_lock(call, *plan, [&]() -> Status<PagedAttentionError> {
+    auto workspace = workspace_of(*plan, q, lat, splits);
+    if (!workspace) return workspace.error();
+    return plan->plan().mla_into(q, qp, lat, kp, static_cast<float>(scale), causal, o, *workspace);
+  });
   call.finish();
   return out;
 }
@@ -158,9 +172,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> paged_attention_backward(const at
     call.check(plan->plan().attention_backward_selected_into(q, k, v, dy, s, causal, out));
   } else {
     check_ranks(call, q, nullptr);
-    std::lock_guard lock(plan->workspace_mutex());
-    auto* workspace = call.take(plan->ordered_workspace(q));
-    call.check(plan->plan().attention_backward_ordered_into(q, k, v, dy, s, causal, *workspace, out));
+    under_plan_lock(call, *plan, [&]() -> Status<PagedAttentionError> {
+      auto workspace = plan->ordered_workspace(q);
+      if (!workspace) return workspace.error();
+      return plan->plan().attention_backward_ordered_into(q, k, v, dy, s, causal, **workspace, out);
+    });
   }
   call.finish();
   return {grads[0], grads[1], grads[2]};
@@ -193,9 +209,11 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> paged_mla_backward(
     call.check(plan->plan().mla_backward_selected_into(q, qp, lat, kp, dy, s, causal, out));
   } else {
     check_ranks(call, q, nullptr);
-    std::lock_guard lock(plan->workspace_mutex());
-    auto* workspace = call.take(plan->ordered_workspace(q));
-    call.check(plan->plan().mla_backward_ordered_into(q, qp, lat, kp, dy, s, causal, *workspace, out));
+    under_plan_lock(call, *plan, [&]() -> Status<PagedAttentionError> {
+      auto workspace = plan->ordered_workspace(q);
+      if (!workspace) return workspace.error();
+      return plan->plan().mla_backward_ordered_into(q, qp, lat, kp, dy, s, causal, **workspace, out);
+    });
   }
   call.finish();
   return {grads[0], grads[1], grads[2], grads[3]};

@@ -114,3 +114,21 @@ def test_errors(change, kind, argument):
         rudnn.convolution.conv(args["x"], args["w"], args["b"], args["stride"], [0, 0], [1, 1], args["groups"],
                                args["strategy"])
     assert error.value.kind == kind and error.value.argument == argument, str(error.value)
+
+
+def test_autograd_records_history_only_when_needed(seed):
+    """The C++ autograd kernel (python/src/convolution.cpp) goes straight to the kernel when nothing needs
+    a gradient: no grad_fn without a requiring input or under no_grad; with one, a grad_fn and a gradient
+    only for what requires it."""
+    x, w = torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3)
+    assert rudnn.convolution.conv(x, w).grad_fn is None
+    w.requires_grad_()
+    with torch.no_grad():
+        assert rudnn.convolution.conv(x, w).grad_fn is None
+    y = rudnn.convolution.conv(x, w, padding=1)
+    assert y.grad_fn is not None
+    y.sum().backward()
+    w64 = w.detach().double().requires_grad_()
+    F.conv2d(x.double(), w64, padding=1).sum().backward()
+    close(w.grad, w64.grad, 1e-4, 1e-4)
+    assert x.grad is None
