@@ -38,12 +38,8 @@ class PagedPlan:
         stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
         page_size, pages = (_integers(name, [value], 2**63)[0] for name, value in (("page_size", page_size),
                                                                                      ("pages", pages)))
-        tables = [_integers(f"tables[{s}]", table, 2**31) for s, table in enumerate(tables)]
-        lengths, sequence_ids, positions = (_integers(name, values, 2**63) for name, values in
-                                            (("lengths", lengths), ("sequence_ids", sequence_ids),
-                                             ("positions", positions)))
-        failure, plan = _C.paged_plan(device.type == "cuda", device.index or 0, stream, page_size, pages, tables,
-                                      lengths, sequence_ids, positions, bool(deterministic_backward))
+        failure, plan = _C.paged_plan(device.type == "cuda", device.index or 0, stream, page_size, pages,
+                                      *_schedule(tables, lengths, sequence_ids, positions), bool(deterministic_backward))
         raise_if_failed(failure)
         # `id`: the number by which torch.ops.rudnn.paged_* find this plan while it lives (a plain
         # attribute, which torch.compile reads as a constant).
@@ -52,6 +48,18 @@ class PagedPlan:
     @property
     def queries(self):
         return self._plan.queries
+
+    @property
+    def generation(self):
+        """The schedule's number: 1 when made, one more at each replan."""
+        return self._plan.generation
+
+    def replan(self, tables, lengths, sequence_ids, positions):
+        """A new schedule (the same page size, page count, device and stream) under the same ``id``, as a
+        serving loop makes at every step; a ``torch.compile``'d graph, in which the id is a constant, stays
+        valid (it recompiles only when shapes change). Rejected (the schedule kept) when invalid. A backward
+        whose forward ran on an earlier schedule raises instead of differentiating the new one."""
+        raise_if_failed(_C.paged_replan(self._plan, *_schedule(tables, lengths, sequence_ids, positions)))
 
     @property
     def deterministic_backward(self):
@@ -80,6 +88,13 @@ class PagedPlan:
         """Writes key [queries, Hkv, D] and value [queries, Hkv, Dv] at each query row's position,
         into the caches in place (they must be contiguous)."""
         paged_append_op(key, value, key_cache, value_cache, self.id)
+
+
+def _schedule(tables, lengths, sequence_ids, positions):
+    """The schedule's fields as lists of Python ints (the library checks their meaning)."""
+    return ([_integers(f"tables[{s}]", table, 2**31) for s, table in enumerate(tables)],
+            *(_integers(name, values, 2**63) for name, values in
+              (("lengths", lengths), ("sequence_ids", sequence_ids), ("positions", positions))))
 
 
 def _integers(name, values, bound):

@@ -65,10 +65,10 @@ void check_ranks(const Call& call, const Tensor& q, const Tensor* value) {
 
 // The split workspace of a call (splits = 1: none; the library checks the rest). Under the plan's
 // workspace mutex, after check_ranks(call, q, &value).
-Result<SplitWorkspace*, PagedAttentionError> workspace_of(PagedPlanState& plan, const Tensor& q, const Tensor& value,
-                                                          Int splits) {
+Result<SplitWorkspace*, PagedAttentionError> workspace_of(PagedPlanState& plan, const Schedule& schedule,
+                                                          const Tensor& q, const Tensor& value, Int splits) {
   if (splits == 1) return static_cast<SplitWorkspace*>(nullptr);
-  return plan.split_workspace(q, q.dim(1), value.dim(3), splits);
+  return plan.split_workspace(schedule, q, q.dim(1), value.dim(3), splits);
 }
 
 // Runs `body` (the library's Status) under the plan's workspace mutex, and checks the status after
@@ -86,6 +86,7 @@ void under_plan_lock(const Call& call, PagedPlanState& plan, Body&& body) {
 at::Tensor paged_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, Int plan_id,
                            double scale, bool causal, Int splits) {
   auto plan = plan_of(plan_id);
+  const Schedule schedule = plan->schedule();  // this call's schedule, whatever a replan does meanwhile
   check_splits(splits);
   Call call = open(*plan, {{"query", &query}, {"key", &key}, {"value", &value}});
   Tensor q = call.in(query, "query");
@@ -98,9 +99,9 @@ at::Tensor paged_attention(const at::Tensor& query, const at::Tensor& key, const
   check_stream(call, *plan);
   if (splits != 1) check_ranks(call, q, &v);
   under_plan_lock(call, *plan, [&]() -> Status<PagedAttentionError> {
-    auto workspace = workspace_of(*plan, q, v, splits);
+    auto workspace = workspace_of(*plan, schedule, q, v, splits);
     if (!workspace) return workspace.error();
-    return plan->plan().attention_into(q, k, v, static_cast<float>(scale), causal, o, *workspace);
+    return schedule.plan->attention_into(q, k, v, static_cast<float>(scale), causal, o, *workspace);
   });
   call.finish();
   return out;
@@ -109,6 +110,7 @@ at::Tensor paged_attention(const at::Tensor& query, const at::Tensor& key, const
 at::Tensor paged_mla(const at::Tensor& query, const at::Tensor& query_rope, const at::Tensor& latent,
                      const at::Tensor& key_rope, Int plan_id, double scale, bool causal, Int splits) {
   auto plan = plan_of(plan_id);
+  const Schedule schedule = plan->schedule();  // this call's schedule, whatever a replan does meanwhile
   check_splits(splits);
   Call call =
       open(*plan, {{"query", &query}, {"query_rope", &query_rope}, {"latent", &latent}, {"key_rope", &key_rope}});
@@ -121,9 +123,9 @@ at::Tensor paged_mla(const at::Tensor& query, const at::Tensor& query_rope, cons
   check_stream(call, *plan);
   if (splits != 1) check_ranks(call, q, &lat);
   under_plan_lock(call, *plan, [&]() -> Status<PagedAttentionError> {
-    auto workspace = workspace_of(*plan, q, lat, splits);
+    auto workspace = workspace_of(*plan, schedule, q, lat, splits);
     if (!workspace) return workspace.error();
-    return plan->plan().mla_into(q, qp, lat, kp, static_cast<float>(scale), causal, o, *workspace);
+    return schedule.plan->mla_into(q, qp, lat, kp, static_cast<float>(scale), causal, o, *workspace);
   });
   call.finish();
   return out;
@@ -155,6 +157,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> paged_attention_backward(const at
                                                                         double scale, bool causal,
                                                                         std::array<bool, 3> wanted) {
   auto plan = plan_of(plan_id);
+  const Schedule schedule = plan->schedule();  // this call's schedule, whatever a replan does meanwhile
   Call call = open(*plan, {{"query", &query}, {"key", &key}, {"value", &value}, {"grad_out", &grad_out}});
   Tensor q = call.in(query, "query");
   Tensor k = call.in(key, "key");
@@ -169,13 +172,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> paged_attention_backward(const at
   check_stream(call, *plan);
   const float s = static_cast<float>(scale);
   if (!plan->deterministic_backward()) {
-    call.check(plan->plan().attention_backward_selected_into(q, k, v, dy, s, causal, out));
+    call.check(schedule.plan->attention_backward_selected_into(q, k, v, dy, s, causal, out));
   } else {
     check_ranks(call, q, nullptr);
     under_plan_lock(call, *plan, [&]() -> Status<PagedAttentionError> {
-      auto workspace = plan->ordered_workspace(q);
+      auto workspace = plan->ordered_workspace(schedule, q);
       if (!workspace) return workspace.error();
-      return plan->plan().attention_backward_ordered_into(q, k, v, dy, s, causal, **workspace, out);
+      return schedule.plan->attention_backward_ordered_into(q, k, v, dy, s, causal, **workspace, out);
     });
   }
   call.finish();
@@ -186,6 +189,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> paged_mla_backward(
     const at::Tensor& grad_out, const at::Tensor& query, const at::Tensor& query_rope, const at::Tensor& latent,
     const at::Tensor& key_rope, Int plan_id, double scale, bool causal, std::array<bool, 4> wanted) {
   auto plan = plan_of(plan_id);
+  const Schedule schedule = plan->schedule();  // this call's schedule, whatever a replan does meanwhile
   Call call = open(*plan, {{"query", &query},
                            {"query_rope", &query_rope},
                            {"latent", &latent},
@@ -206,13 +210,13 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> paged_mla_backward(
   check_stream(call, *plan);
   const float s = static_cast<float>(scale);
   if (!plan->deterministic_backward()) {
-    call.check(plan->plan().mla_backward_selected_into(q, qp, lat, kp, dy, s, causal, out));
+    call.check(schedule.plan->mla_backward_selected_into(q, qp, lat, kp, dy, s, causal, out));
   } else {
     check_ranks(call, q, nullptr);
     under_plan_lock(call, *plan, [&]() -> Status<PagedAttentionError> {
-      auto workspace = plan->ordered_workspace(q);
+      auto workspace = plan->ordered_workspace(schedule, q);
       if (!workspace) return workspace.error();
-      return plan->plan().mla_backward_ordered_into(q, qp, lat, kp, dy, s, causal, **workspace, out);
+      return schedule.plan->mla_backward_ordered_into(q, qp, lat, kp, dy, s, causal, **workspace, out);
     });
   }
   call.finish();
@@ -223,6 +227,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> paged_mla_backward(
 void paged_append(const at::Tensor& key, const at::Tensor& value, const at::Tensor& key_cache,
                   const at::Tensor& value_cache, Int plan_id) {
   auto plan = plan_of(plan_id);
+  const Schedule schedule = plan->schedule();  // this call's schedule, whatever a replan does meanwhile
   for (const auto& [name, cache] : {std::pair{"key_cache", &key_cache}, std::pair{"value_cache", &value_cache}}) {
     const auto address = reinterpret_cast<std::uintptr_t>(cache->data_ptr());
     if (!cache->is_contiguous() || address % Tensor::kViewAlignment) {
@@ -246,7 +251,7 @@ void paged_append(const at::Tensor& key, const at::Tensor& value, const at::Tens
   void* const key_storage = kc.data();
   void* const value_storage = vc.data();
   // Moved: no other handle shares the views, so append writes the torch tensors in place.
-  auto appended = call.take(plan->plan().append(k, v, std::move(kc), std::move(vc)));
+  auto appended = call.take(schedule.plan->append(k, v, std::move(kc), std::move(vc)));
   if (appended.key_cache.data() != key_storage || appended.value_cache.data() != value_storage)
     call.fail(Error(ErrorKind::Internal, "key_cache", "appended in place", "a copy"));
   call.finish();
@@ -270,8 +275,24 @@ void save_call(AutogradContext* ctx, Int plan_id, double scale, bool causal, var
   ctx->saved_data["scale"] = scale;
   ctx->saved_data["causal"] = causal;
   ctx->saved_data["wanted"] = wanted;
-  if (auto plan = PagedPlanState::find(plan_id))
+  if (auto plan = PagedPlanState::find(plan_id)) {
+    ctx->saved_data["generation"] = static_cast<Int>(plan->schedule().generation);
     ctx->saved_data["keep"] = c10::IValue::make_capsule(c10::make_intrusive<PlanKeeper>(std::move(plan)));
+  }
+}
+
+// A backward runs on its forward's schedule: a plan re-planned in between is an error, never the
+// gradient of another schedule.
+void check_schedule(AutogradContext* ctx) {
+  auto& data = ctx->saved_data;
+  if (data.find("generation") == data.end()) return;
+  auto plan = PagedPlanState::find(data["plan"].toInt());
+  const Int forward = data["generation"].toInt();
+  const Int now = plan ? static_cast<Int>(plan->schedule().generation) : forward;
+  if (now != forward)
+    raise(kFamily, Error(ErrorKind::InvalidValue, "plan",
+                         "the schedule of the forward (generation " + std::to_string(forward) + ")",
+                         "re-planned since (generation " + std::to_string(now) + ")"));
 }
 
 using AttentionSignature = at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, Int, double, bool, Int);
@@ -287,6 +308,7 @@ struct AttentionFunction : torch::autograd::Function<AttentionFunction> {
     return op.call(query, key, value, plan, scale, causal, splits);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    check_schedule(ctx);
     const variable_list s = ctx->get_saved_variables();
     auto& data = ctx->saved_data;
     const auto list = data["wanted"].toBoolList();
@@ -316,6 +338,7 @@ struct MlaFunction : torch::autograd::Function<MlaFunction> {
     return op.call(query, query_rope, latent, key_rope, plan, scale, causal, splits);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    check_schedule(ctx);
     const variable_list s = ctx->get_saved_variables();
     auto& data = ctx->saved_data;
     const auto list = data["wanted"].toBoolList();

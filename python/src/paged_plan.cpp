@@ -18,7 +18,10 @@ std::string PlanPlace::describe() const {
 }
 
 PagedPlanState::PagedPlanState(paged_attention::DevicePlan plan, PlanPlace place, bool deterministic_backward)
-    : plan_(std::move(plan)), place_(place), id_(0), deterministic_backward_(deterministic_backward) {}
+    : place_(place),
+      id_(0),
+      deterministic_backward_(deterministic_backward),
+      schedule_{std::make_shared<const paged_attention::DevicePlan>(std::move(plan)), 1} {}
 
 PagedPlanState::~PagedPlanState() {
   std::lock_guard lock(g_registry_mutex);
@@ -40,23 +43,39 @@ std::shared_ptr<PagedPlanState> PagedPlanState::find(std::int64_t id) {
   return found == g_registry.end() ? nullptr : found->second.lock();
 }
 
-Result<paged_attention::SplitWorkspace*, PagedAttentionError> PagedPlanState::split_workspace(const Tensor& q,
-                                                                                              std::int64_t heads,
-                                                                                              std::int64_t value_dim,
-                                                                                              std::int64_t splits) {
+Schedule PagedPlanState::schedule() const {
+  std::lock_guard lock(schedule_mutex_);
+  return schedule_;
+}
+
+void PagedPlanState::replan(paged_attention::DevicePlan plan) {
+  auto next = std::make_shared<const paged_attention::DevicePlan>(std::move(plan));
+  std::lock_guard lock(schedule_mutex_);
+  schedule_ = Schedule{std::move(next), schedule_.generation + 1};
+}
+
+PagedPlanState::Workspaces& PagedPlanState::workspaces_of(const Schedule& schedule) {
+  if (workspaces_.schedule.generation != schedule.generation) workspaces_ = Workspaces{schedule, {}, {}};
+  return workspaces_;
+}
+
+Result<paged_attention::SplitWorkspace*, PagedAttentionError> PagedPlanState::split_workspace(
+    const Schedule& schedule, const Tensor& q, std::int64_t heads, std::int64_t value_dim, std::int64_t splits) {
+  auto& kept = workspaces_of(schedule).splits;
   auto key = std::make_tuple(heads, value_dim, splits);
-  if (auto found = splits_.find(key); found != splits_.end()) return &found->second;
-  auto made = paged_attention::SplitWorkspace::create(q, plan_.queries(), heads, value_dim, splits);
+  if (auto found = kept.find(key); found != kept.end()) return &found->second;
+  auto made = paged_attention::SplitWorkspace::create(q, schedule.plan->queries(), heads, value_dim, splits);
   if (!made) return made.error();
-  return &splits_.emplace(key, std::move(made.value())).first->second;
+  return &kept.emplace(key, std::move(made.value())).first->second;
 }
 
 Result<paged_attention::OrderedBackwardWorkspace*, PagedAttentionError> PagedPlanState::ordered_workspace(
-    const Tensor& q) {
-  if (auto found = ordered_.find(q.dim(1)); found != ordered_.end()) return &found->second;
-  auto made = paged_attention::OrderedBackwardWorkspace::create(plan_, q);
+    const Schedule& schedule, const Tensor& q) {
+  auto& kept = workspaces_of(schedule).ordered;
+  if (auto found = kept.find(q.dim(1)); found != kept.end()) return &found->second;
+  auto made = paged_attention::OrderedBackwardWorkspace::create(*schedule.plan, q);
   if (!made) return made.error();
-  return &ordered_.emplace(q.dim(1), std::move(made.value())).first->second;
+  return &kept.emplace(q.dim(1), std::move(made.value())).first->second;
 }
 
 }  // namespace rudnn::python

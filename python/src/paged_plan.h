@@ -1,9 +1,14 @@
 #pragma once
-// A PagedPlan of the Python package (rudnn.paged_attention.PagedPlan holds one through rudnn._C): a
-// DevicePlan uploaded once for a schedule, the split-KV and deterministic-backward workspaces its
-// calls have needed (made once per shape and kept), and an id by which the torch.ops.rudnn.paged_*
-// kernels find it (torch's op schemas carry no C++ objects). Free of torch's headers: the nanobind
-// module makes plans, the torch kernels use them.
+// A PagedPlan of the Python package (rudnn.paged_attention.PagedPlan holds one through rudnn._C): the
+// DevicePlan of the current schedule, the split-KV and deterministic-backward workspaces its calls have
+// needed (made once per shape and kept), and an id by which the torch.ops.rudnn.paged_* kernels find
+// it (torch's op schemas carry no C++ objects). Free of torch's headers: the nanobind module makes and
+// re-plans plans, the torch kernels use them.
+//
+// replan() swaps in a new schedule under the same id — what a serving loop does every step, and what
+// keeps a torch.compile'd graph (in which the id is a constant) valid across steps. Each schedule has a
+// generation; a call works on one snapshot of it from start to end, and a backward checks that the
+// schedule is still its forward's.
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -27,6 +32,12 @@ struct PlanPlace {
   std::string describe() const;  // the device, and the stream on a GPU
 };
 
+// One schedule of a plan: its DevicePlan (kept alive by every call that uses it) and its generation.
+struct Schedule {
+  std::shared_ptr<const paged_attention::DevicePlan> plan;
+  std::uint64_t generation = 0;
+};
+
 class PagedPlanState {
  public:
   PagedPlanState(paged_attention::DevicePlan plan, PlanPlace place, bool deterministic_backward);
@@ -35,19 +46,25 @@ class PagedPlanState {
   PagedPlanState& operator=(const PagedPlanState&) = delete;
 
   std::int64_t id() const { return id_; }
-  const paged_attention::DevicePlan& plan() const { return plan_; }
   const PlanPlace& place() const { return place_; }
+  // The current schedule, and the swap to a new one (uploaded on this plan's place).
+  Schedule schedule() const;
+  void replan(paged_attention::DevicePlan plan);
+
   // The backward's path, read when a backward runs: the ordered, deterministic one, or the atomic one.
   bool deterministic_backward() const { return deterministic_backward_.load(); }
   void set_deterministic_backward(bool on) { deterministic_backward_.store(on); }
 
-  // The split-KV workspace for (heads, value dim, splits) and the ordered backward's for q's heads,
-  // made on first use. Both under workspace_mutex(): a split call's partial and merge kernels and the
-  // ordered backward's state must not interleave with another thread's call through the same plan.
-  Result<paged_attention::SplitWorkspace*, PagedAttentionError> split_workspace(const Tensor& q, std::int64_t heads,
+  // The split-KV workspace for (heads, value dim, splits) and the ordered backward's for q's heads, of
+  // `schedule`, made on first use. Both under workspace_mutex(): a split call's partial and merge
+  // kernels and the ordered backward's state must not interleave with another thread's call through
+  // the same plan. The kept workspaces belong to one schedule; a call with another starts them over.
+  Result<paged_attention::SplitWorkspace*, PagedAttentionError> split_workspace(const Schedule& schedule,
+                                                                                const Tensor& q, std::int64_t heads,
                                                                                 std::int64_t value_dim,
                                                                                 std::int64_t splits);
-  Result<paged_attention::OrderedBackwardWorkspace*, PagedAttentionError> ordered_workspace(const Tensor& q);
+  Result<paged_attention::OrderedBackwardWorkspace*, PagedAttentionError> ordered_workspace(const Schedule& schedule,
+                                                                                            const Tensor& q);
   std::mutex& workspace_mutex() { return workspace_mutex_; }
 
   // The live plan of `id`, or null.
@@ -57,13 +74,21 @@ class PagedPlanState {
                                               bool deterministic_backward);
 
  private:
-  paged_attention::DevicePlan plan_;
+  // The workspaces of one schedule (which they keep alive: they were made for its metadata).
+  struct Workspaces {
+    Schedule schedule;
+    std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, paged_attention::SplitWorkspace> splits;
+    std::map<std::int64_t, paged_attention::OrderedBackwardWorkspace> ordered;
+  };
+  Workspaces& workspaces_of(const Schedule& schedule);
+
   PlanPlace place_;
   std::int64_t id_;
   std::atomic<bool> deterministic_backward_;
+  mutable std::mutex schedule_mutex_;
+  Schedule schedule_;
   std::mutex workspace_mutex_;
-  std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, paged_attention::SplitWorkspace> splits_;
-  std::map<std::int64_t, paged_attention::OrderedBackwardWorkspace> ordered_;
+  Workspaces workspaces_;
 };
 
 }  // namespace rudnn::python

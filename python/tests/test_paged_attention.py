@@ -221,3 +221,62 @@ def test_threads_share_a_plan_and_its_split_workspace(seed):
         outputs = list(pool.map(lambda q: p.attention(q, k, v, splits=3), queries))
     for q, out in zip(queries, outputs):
         close(out, reference(q.double(), k.double(), v.double(), 0.25, True), 3e-5, 3e-5)
+
+
+# Another schedule over the same pages: the tables swapped, so the prefill rows now read the other history.
+SWAPPED = (TABLES[::-1], LENGTHS[::-1], [0, 0, 0, 1, 1], POSITIONS)
+
+
+def test_replan_matches_a_new_plan_and_keeps_the_compiled_graph(seed):
+    """replan swaps the schedule under the same id: results bitwise equal to a plan made for the new
+    schedule, the compiled function (whose graph holds the id as a constant) is not recompiled, and the
+    split workspace of the old schedule is not reused for the new one."""
+    p = plan()
+    q = torch.randn(5, 2, 16)
+    k, v = torch.randn(PAGES, PAGE_SIZE, 1, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16)
+    compiles = []
+
+    def backend(graph, inputs):
+        compiles.append(graph)
+        return graph
+
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda q, k, v: p.attention(q, k, v, splits=2), fullgraph=True, backend=backend)
+    before = compiled(q, k, v)
+    assert torch.equal(before, p.attention(q, k, v, splits=2))
+    assert p.generation == 1
+    p.replan(*SWAPPED)
+    assert p.generation == 2
+    fresh = rudnn.paged_attention.PagedPlan(PAGE_SIZE, PAGES, *SWAPPED)
+    expected = fresh.attention(q, k, v, splits=2)
+    assert torch.equal(compiled(q, k, v), expected)
+    assert torch.equal(p.attention(q, k, v), fresh.attention(q, k, v))
+    assert not torch.equal(expected, before)
+    assert len(compiles) == 1
+
+
+def test_replan_rejects_a_bad_schedule_and_keeps_the_old_one(seed):
+    p = plan()
+    q, k, v = torch.randn(5, 2, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16)
+    before = p.attention(q, k, v)
+    with pytest.raises(rudnn.PagedAttentionError) as error:
+        p.replan([[0, 2, 1, PAGES]], [14], [0], [3])
+    assert error.value.kind == "InvalidValue" and "tables" in error.value.argument
+    with pytest.raises(rudnn.PagedAttentionError) as error:
+        p.replan(TABLES, LENGTHS, SEQUENCE_IDS, [3, 4, 5, 10, "13"])
+    assert error.value.argument == "positions[4]"
+    assert p.generation == 1
+    assert torch.equal(p.attention(q, k, v), before)
+
+
+def test_a_backward_after_a_replan_is_an_error(seed):
+    """The gradient of the forward's schedule, or an error: never the gradient of the new schedule."""
+    p = plan()
+    q = torch.randn(5, 2, 16, requires_grad=True)
+    k, v = torch.randn(PAGES, PAGE_SIZE, 1, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16)
+    loss = p.attention(q, k, v).sum()
+    p.replan(*SWAPPED)
+    with pytest.raises(rudnn.PagedAttentionError) as error:
+        loss.backward()
+    assert error.value.kind == "InvalidValue" and error.value.argument == "plan"
+    assert "generation 1" in error.value.expected and "generation 2" in error.value.actual
