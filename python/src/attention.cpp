@@ -10,7 +10,7 @@ namespace rudnn::python {
 
 namespace {
 
-constexpr const char* kFamily = "attention";
+constexpr char kFamily[] = "attention";
 
 at::Tensor attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value,
                      const std::optional<at::Tensor>& mask, const std::optional<at::Tensor>& attn_bias,
@@ -44,7 +44,7 @@ at::Tensor attention(const at::Tensor& query, const at::Tensor& key, const at::T
   return out;
 }
 
-void kernels(torch::Library& m) { m.impl("attention", &attention); }
+void kernels(torch::Library& m) { m.impl("attention", guarded<kFamily, &attention>); }
 
 }  // namespace
 

@@ -9,6 +9,8 @@
 // python_error, which torch re-raises unchanged; nothing has been written then.
 #include <ATen/core/Tensor.h>
 #include <c10/core/ScalarType.h>
+#include <c10/util/Exception.h>
+#include <torch/csrc/Exceptions.h>
 
 #include <cstdint>
 #include <initializer_list>
@@ -77,6 +79,29 @@ class Call {
   Queue queue_;
   std::vector<at::Tensor> kept_;
 };
+
+// A kernel as registered: a C++ exception escaping it (std::bad_alloc from a container, ...) becomes
+// the family's Internal error. The library's own errors are values, raised by Call; torch's
+// python_error (a raised rudnn.Error) and c10::Error pass through unchanged.
+//   m.impl("rms_norm", guarded<kFamily, &rms_norm>);   with  constexpr char kFamily[] = "...";
+template <const char* Family, auto Kernel>
+struct Guarded;
+template <const char* Family, class R, class... Args, R (*Kernel)(Args...)>
+struct Guarded<Family, Kernel> {
+  static R call(Args... args) {
+    try {
+      return Kernel(std::forward<Args>(args)...);
+    } catch (const python_error&) {
+      throw;
+    } catch (const c10::Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      raise(Family, Error(ErrorKind::Internal, "call", "no C++ exception", e.what()));
+    }
+  }
+};
+template <const char* Family, auto Kernel>
+constexpr auto guarded = &Guarded<Family, Kernel>::call;
 
 // A library enum's value from a string option, or the family's InvalidValue naming `argument`.
 template <class Enum>

@@ -12,7 +12,7 @@ namespace rudnn::python {
 
 namespace {
 
-constexpr const char* kFamily = "convolution";
+constexpr char kFamily[] = "convolution";
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 using Int = std::int64_t;
@@ -166,9 +166,9 @@ at::Tensor conv_forward_autograd(const at::Tensor& input, const at::Tensor& weig
 }
 
 void kernels(torch::Library& m) {
-  m.impl("conv_forward", &conv_forward);
-  m.impl("conv_data_backward", &conv_data_backward);
-  m.impl("conv_weight_backward", &conv_weight_backward);
+  m.impl("conv_forward", guarded<kFamily, &conv_forward>);
+  m.impl("conv_data_backward", guarded<kFamily, &conv_data_backward>);
+  m.impl("conv_weight_backward", guarded<kFamily, &conv_weight_backward>);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@ namespace rudnn::python {
 
 namespace {
 
-constexpr const char* kFamily = "gated_delta";
+constexpr char kFamily[] = "gated_delta";
 using Outputs = std::tuple<at::Tensor, at::Tensor>;
 
 // chunk_size 0: the token-by-token gated_delta_rule.
@@ -59,8 +59,8 @@ Outputs step(const at::Tensor& query, const at::Tensor& key, const at::Tensor& v
 }
 
 void kernels(torch::Library& m) {
-  m.impl("chunk_gated_delta_rule", &chunk);
-  m.impl("gated_delta_rule", &step);
+  m.impl("chunk_gated_delta_rule", guarded<kFamily, &chunk>);
+  m.impl("gated_delta_rule", guarded<kFamily, &step>);
 }
 
 }  // namespace

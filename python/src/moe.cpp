@@ -12,7 +12,7 @@ namespace rudnn::python {
 
 namespace {
 
-constexpr const char* kFamily = "moe";
+constexpr char kFamily[] = "moe";
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 using Int = std::int64_t;
@@ -293,12 +293,12 @@ at::Tensor moe_layer_autograd(const at::Tensor& input, const at::Tensor& logits,
 }
 
 void kernels(torch::Library& m) {
-  m.impl("moe_route", &moe_route);
-  m.impl("moe_route_sigmoid_grouped", &moe_route_sigmoid_grouped);
-  m.impl("moe_router_weights", &router_weights);
-  m.impl("moe_router_weights_backward", &router_weights_backward);
-  m.impl("moe_layer", &moe_layer);
-  m.impl("moe_layer_backward", &moe_layer_backward);
+  m.impl("moe_route", guarded<kFamily, &moe_route>);
+  m.impl("moe_route_sigmoid_grouped", guarded<kFamily, &moe_route_sigmoid_grouped>);
+  m.impl("moe_router_weights", guarded<kFamily, &router_weights>);
+  m.impl("moe_router_weights_backward", guarded<kFamily, &router_weights_backward>);
+  m.impl("moe_layer", guarded<kFamily, &moe_layer>);
+  m.impl("moe_layer_backward", guarded<kFamily, &moe_layer_backward>);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@ namespace rudnn::python {
 
 namespace {
 
-constexpr const char* kFamily = "normalization";
+constexpr char kFamily[] = "normalization";
 
 at::Tensor layer_norm(const at::Tensor& input, const at::Tensor& gamma, const std::optional<at::Tensor>& beta,
                       double epsilon) {
@@ -44,9 +44,9 @@ at::Tensor softmax_last_axis(const at::Tensor& logits) {
 }
 
 void kernels(torch::Library& m) {
-  m.impl("layer_norm", &layer_norm);
-  m.impl("rms_norm", &rms_norm);
-  m.impl("softmax_last_axis", &softmax_last_axis);
+  m.impl("layer_norm", guarded<kFamily, &layer_norm>);
+  m.impl("rms_norm", guarded<kFamily, &rms_norm>);
+  m.impl("softmax_last_axis", guarded<kFamily, &softmax_last_axis>);
 }
 
 }  // namespace

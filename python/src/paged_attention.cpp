@@ -13,7 +13,7 @@ namespace rudnn::python {
 
 namespace {
 
-constexpr const char* kFamily = "paged_attention";
+constexpr char kFamily[] = "paged_attention";
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 using Int = std::int64_t;
@@ -380,11 +380,11 @@ at::Tensor paged_mla_autograd(const at::Tensor& query, const at::Tensor& query_r
 }
 
 void kernels(torch::Library& m) {
-  m.impl("paged_attention", &paged_attention);
-  m.impl("paged_mla", &paged_mla);
-  m.impl("paged_attention_backward", &paged_attention_backward);
-  m.impl("paged_mla_backward", &paged_mla_backward);
-  m.impl("paged_append", &paged_append);
+  m.impl("paged_attention", guarded<kFamily, &paged_attention>);
+  m.impl("paged_mla", guarded<kFamily, &paged_mla>);
+  m.impl("paged_attention_backward", guarded<kFamily, &paged_attention_backward>);
+  m.impl("paged_mla_backward", guarded<kFamily, &paged_mla_backward>);
+  m.impl("paged_append", guarded<kFamily, &paged_append>);
 }
 
 }  // namespace
