@@ -92,18 +92,18 @@ def main():
         tables = [[3 * b + i for i in range(3)] for b in range(batch)]
         key_cache = torch.zeros(pages, page_size, block.kv_heads, block.head_dim, device=device, dtype=dtype)
         value_cache = torch.zeros_like(key_cache)
-        prefill_plan = rudnn.paged_attention.PagedPlan(page_size, pages, tables, [steps] * batch,
-                                                       [b for b in range(batch) for _ in range(steps)],
-                                                       list(range(steps)) * batch, device)
-        prefill_plan.append(k.permute(0, 2, 1, 3).flatten(0, 1), v.permute(0, 2, 1, 3).flatten(0, 1), key_cache,
-                            value_cache)
+        # One plan, as a serving loop keeps it: the prefill's schedule, then re-planned for each decode step
+        # (the same id: a torch.compile'd step would not recompile).
+        plan = rudnn.paged_attention.PagedPlan(page_size, pages, tables, [steps] * batch,
+                                               [b for b in range(batch) for _ in range(steps)],
+                                               list(range(steps)) * batch, device)
+        plan.append(k.permute(0, 2, 1, 3).flatten(0, 1), v.permute(0, 2, 1, 3).flatten(0, 1), key_cache, value_cache)
         token = torch.randn(batch, 1, 256, device=device, dtype=dtype)
-        decode_plan = rudnn.paged_attention.PagedPlan(page_size, pages, tables, [steps + 1] * batch, list(range(batch)),
-                                                      [steps] * batch, device)
+        plan.replan(tables, [steps + 1] * batch, list(range(batch)), [steps] * batch)
         position = torch.tensor([steps], device=device)
         q, k_new, v_new = block.project(block.rms_norm(token, block.norm1, True), position)
-        decode_plan.append(k_new[:, :, 0], v_new[:, :, 0], key_cache, value_cache)
-        a = decode_plan.attention(q[:, :, 0], key_cache, value_cache, causal=True)
+        plan.append(k_new[:, :, 0], v_new[:, :, 0], key_cache, value_cache)
+        a = plan.attention(q[:, :, 0], key_cache, value_cache, causal=True)
         ours = block.finish(token, a.flatten(1)[:, None], use_rudnn=True)
         # PyTorch: the whole sequence again, the new token's row.
         theirs, their_attention, _, _ = block.prefill(torch.cat([x, token], 1), use_rudnn=False)
