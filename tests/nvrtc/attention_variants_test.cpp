@@ -68,7 +68,7 @@ TEST(AttentionVariants, EveryRegisteredConfigLowers) {
 
 TEST(AttentionVariants, CompileForSm80AndSm90aWithoutSpills) {
   if (!nv::available()) GTEST_SKIP() << "SKIP: NVRTC is not installed here";
-  rudnn::testing::expect_spill_free_on_sm80_and_sm90a(attention_variants());
+  rudnn::testing::expect_spill_free_on_sm80_and_sm90a(attention_variants(), "attention");
 }
 
 }  // namespace

@@ -87,7 +87,7 @@ TEST(ConvVariants, EveryRegisteredConfigLowers) {
 
 TEST(ConvVariants, CompileForSm80AndSm90aWithoutSpills) {
   if (!nv::available()) GTEST_SKIP() << "SKIP: NVRTC is not installed here";
-  rudnn::testing::expect_spill_free_on_sm80_and_sm90a(conv_variants());
+  rudnn::testing::expect_spill_free_on_sm80_and_sm90a(conv_variants(), "convolution");
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ TEST(GatedDeltaVariants, EveryRegisteredConfigLowers) {
 
 TEST(GatedDeltaVariants, CompileForSm80AndSm90aWithoutSpills) {
   if (!nv::available()) GTEST_SKIP() << "SKIP: NVRTC is not installed here";
-  rudnn::testing::expect_spill_free_on_sm80_and_sm90a(gated_delta_variants());
+  rudnn::testing::expect_spill_free_on_sm80_and_sm90a(gated_delta_variants(), "gated delta");
 }
 
 }  // namespace

@@ -76,7 +76,7 @@ TEST(MoeTrainingVariants, EveryConfigLowers) {
 
 TEST(MoeTrainingVariants, CompileForSm80AndSm90aWithoutSpills) {
   if (!nv::available()) GTEST_SKIP() << "SKIP: NVRTC is not installed here";
-  rudnn::testing::expect_spill_free_on_sm80_and_sm90a(moe_training_variants());
+  rudnn::testing::expect_spill_free_on_sm80_and_sm90a(moe_training_variants(), "MoE training");
 }
 
 }  // namespace

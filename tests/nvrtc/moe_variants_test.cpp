@@ -73,7 +73,7 @@ TEST(MoeVariants, EveryRegisteredConfigLowers) {
 
 TEST(MoeVariants, CompileForSm80AndSm90aWithoutSpills) {
   if (!nv::available()) GTEST_SKIP() << "SKIP: NVRTC is not installed here";
-  rudnn::testing::expect_spill_free_on_sm80_and_sm90a(moe_variants());
+  rudnn::testing::expect_spill_free_on_sm80_and_sm90a(moe_variants(), "MoE");
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "backends/nvrtc/nvrtc_backend.h"
 #include "norm_variants.h"
+#include "variant_check.h"
 
 namespace nv = rudnn::compiler::nvrtc;
 
@@ -57,7 +58,7 @@ TEST(NormVariants, RegistryIsComplete) {
 
 TEST(NormVariants, CompileForSm80AndSm90aWithoutSpills) {
   if (!nv::available()) GTEST_SKIP() << "SKIP: NVRTC is not installed here";
-  const auto variants = rudnn::test::norm_variants();
+  const auto variants = rudnn::testing::sampled(rudnn::test::norm_variants(), "normalization");
   const std::vector<std::string> archs = {"sm_80", "sm_90a"};
   std::vector<Outcome> outcomes(variants.size() * archs.size());
   std::atomic<std::size_t> next{0};

@@ -169,7 +169,7 @@ TEST(PagedAttentionVariants, EveryRegisteredConfigLowers) {
 
 TEST(PagedAttentionVariants, CompileForSm80AndSm90aWithoutSpills) {
   if (!nv::available()) GTEST_SKIP() << "SKIP: NVRTC is not installed here";
-  rudnn::testing::expect_spill_free_on_sm80_and_sm90a(paged_attention_variants());
+  rudnn::testing::expect_spill_free_on_sm80_and_sm90a(paged_attention_variants(), "paged attention");
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/nvrtc/nvrtc_backend.h"
+#include "variant_check.h"
 
 #if RUDNN_TEST_USE_COMPILER
 #include "rudnn/compiler/pipeline.h"
@@ -55,7 +56,7 @@ TEST(RouteVariants, LowerToOneLaunchEach) {
 
 TEST(RouteVariants, CompileForSm80AndSm90aWithoutSpills) {
   if (!nv::available()) GTEST_SKIP() << "SKIP: NVRTC is not installed here";
-  for (const auto& v : route_variants())
+  for (const auto& v : rudnn::testing::sampled(route_variants(), "routing"))
     for (const char* arch : {"sm_80", "sm_90a"}) {
       SCOPED_TRACE(v.entry + " " + arch);
       auto k = nv::compile(v.source, v.entry, arch);
