@@ -229,8 +229,8 @@ SWAPPED = (TABLES[::-1], LENGTHS[::-1], [0, 0, 0, 1, 1], POSITIONS)
 
 def test_replan_matches_a_new_plan_and_keeps_the_compiled_graph(seed):
     """replan swaps the schedule under the same id: results bitwise equal to a plan made for the new
-    schedule, the compiled function (whose graph holds the id as a constant) is not recompiled, and the
-    split workspace of the old schedule is not reused for the new one."""
+    schedule (split and unsplit), and the compiled function (whose graph holds the id as a constant) is
+    not recompiled."""
     p = plan()
     q = torch.randn(5, 2, 16)
     k, v = torch.randn(PAGES, PAGE_SIZE, 1, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16)
