@@ -103,7 +103,8 @@ void raise(const char* family, const Error& error) {
   throw raised;
 }
 
-std::optional<DType> dtype_of(c10::ScalarType type) {
+// rudnn's dtype of a torch dtype (bool is stored as bytes: a mask); nullopt when rudnn has none.
+static std::optional<DType> dtype_of(c10::ScalarType type) {
   switch (type) {
     case c10::ScalarType::Float: return DType::F32;
     case c10::ScalarType::Half: return DType::F16;
@@ -124,16 +125,23 @@ Call::Call(const char* family, std::initializer_list<Named> tensors)
       stream_(stream_of(device_)),
       queue_(queue_of(family, device_, stream_)) {}
 
-Tensor Call::in(const at::Tensor& tensor, const char* argument, std::optional<DType> as) {
-  if (!dtype_of(tensor.scalar_type()))
+DType Call::dtype_for(const at::Tensor& tensor, const char* argument, std::optional<DType> as) const {
+  if (as) return *as;
+  std::optional<DType> dtype = dtype_of(tensor.scalar_type());
+  if (!dtype)
     fail(Error(ErrorKind::UnsupportedDType, argument, "a rudnn dtype (float32, float16, bfloat16, ...)",
                torch_dtype_name(tensor.scalar_type())));
+  return *dtype;
+}
+
+Tensor Call::in(const at::Tensor& tensor, const char* argument, std::optional<DType> as) {
+  const DType dtype = dtype_for(tensor, argument, as);  // before any copy
   const at::Tensor* prepared = &tensor;
   if (!tensor.is_contiguous() || reinterpret_cast<std::uintptr_t>(tensor.data_ptr()) % Tensor::kViewAlignment) {
     kept_.push_back(tensor.clone(at::MemoryFormat::Contiguous));
     prepared = &kept_.back();
   }
-  return view(*prepared, argument, as);
+  return view(*prepared, argument, dtype);
 }
 
 std::optional<Tensor> Call::in(const std::optional<at::Tensor>& tensor, const char* argument) {
@@ -148,15 +156,12 @@ at::Tensor Call::empty(at::IntArrayRef shape, c10::ScalarType dtype) const {
 }
 
 Tensor Call::out(const at::Tensor& tensor, const char* argument, std::optional<DType> as) {
-  return view(tensor, argument, as);
+  return view(tensor, argument, dtype_for(tensor, argument, as));
 }
 
-Tensor Call::view(const at::Tensor& tensor, const char* argument, std::optional<DType> as) {
-  std::optional<DType> dtype = as ? as : dtype_of(tensor.scalar_type());
-  if (!dtype)
-    fail(Error(ErrorKind::UnsupportedDType, argument, "a rudnn dtype", torch_dtype_name(tensor.scalar_type())));
+Tensor Call::view(const at::Tensor& tensor, const char* argument, DType dtype) {
   Shape shape(tensor.sizes().begin(), tensor.sizes().end());
-  auto made = Tensor::view(tensor.data_ptr(), shape, {}, *dtype, queue_);
+  auto made = Tensor::view(tensor.data_ptr(), shape, {}, dtype, queue_);
   if (!made) {
     const Error& e = made.error();
     // The view's own argument ("data", "shape") is this call's tensor `argument`.

@@ -29,9 +29,6 @@ namespace rudnn::python {
 // set_error_classes when the package loads).
 [[noreturn]] void raise(const char* family, const Error& error);
 
-// rudnn's dtype of a torch dtype (bool is stored as bytes: a mask); nullopt when rudnn has none.
-std::optional<DType> dtype_of(c10::ScalarType type);
-
 // One kernel call: its family (for errors), its device — every tensor argument must be on the
 // first one's — and queue, and the contiguous copies made for it.
 class Call {
@@ -71,7 +68,9 @@ class Call {
   void finish() const;
 
  private:
-  Tensor view(const at::Tensor& tensor, const char* argument, std::optional<DType> as);
+  // rudnn's dtype of `tensor` (`as` when given), or the UnsupportedDType error naming `argument`.
+  DType dtype_for(const at::Tensor& tensor, const char* argument, std::optional<DType> as) const;
+  Tensor view(const at::Tensor& tensor, const char* argument, DType dtype);
 
   const char* family_;
   c10::Device device_;

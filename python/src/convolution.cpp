@@ -102,6 +102,16 @@ std::tuple<at::Tensor, at::Tensor> conv_weight_backward(const at::Tensor& input,
 using ForwardSignature = at::Tensor(const at::Tensor&, const at::Tensor&, const std::optional<at::Tensor>&,
                                     at::IntArrayRef, at::IntArrayRef, at::IntArrayRef, Int, std::string_view, bool);
 
+// conv_forward's kernel below autograd (the device kernel, or the fake one while tracing).
+at::Tensor forward_below_autograd(const at::Tensor& input, const at::Tensor& weight,
+                                  const std::optional<at::Tensor>& bias, at::IntArrayRef stride,
+                                  at::IntArrayRef padding, at::IntArrayRef dilation, Int groups,
+                                  std::string_view strategy, bool channels_last) {
+  at::AutoDispatchBelowADInplaceOrView below;
+  static auto op = rudnn_op<ForwardSignature>("conv_forward");
+  return op.call(input, weight, bias, stride, padding, dilation, groups, strategy, channels_last);
+}
+
 // Saves input and weight; the backward is the data backward (for input) and the weight backward (for
 // weight and bias), each only when wanted.
 struct ConvFunction : torch::autograd::Function<ConvFunction> {
@@ -116,9 +126,8 @@ struct ConvFunction : torch::autograd::Function<ConvFunction> {
     ctx->saved_data["channels_last"] = o->channels_last;
     ctx->saved_data["wanted"] = c10::List<bool>({requires_grad(input), requires_grad(weight), requires_grad(bias)});
     if (bias) ctx->saved_data["bias_dtype"] = static_cast<Int>(bias->scalar_type());
-    at::AutoDispatchBelowADInplaceOrView below;
-    static auto op = rudnn_op<ForwardSignature>("conv_forward");
-    return op.call(input, weight, bias, o->stride, o->padding, o->dilation, o->groups, o->strategy, o->channels_last);
+    return forward_below_autograd(input, weight, bias, o->stride, o->padding, o->dilation, o->groups, o->strategy,
+                                  o->channels_last);
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -156,11 +165,8 @@ struct ConvFunction : torch::autograd::Function<ConvFunction> {
 at::Tensor conv_forward_autograd(const at::Tensor& input, const at::Tensor& weight,
                                  const std::optional<at::Tensor>& bias, at::IntArrayRef stride, at::IntArrayRef padding,
                                  at::IntArrayRef dilation, Int groups, std::string_view strategy, bool channels_last) {
-  if (!forward_needs_grad(input, weight, bias)) {
-    at::AutoDispatchBelowADInplaceOrView below;
-    static auto op = rudnn_op<ForwardSignature>("conv_forward");
-    return op.call(input, weight, bias, stride, padding, dilation, groups, strategy, channels_last);
-  }
+  if (!forward_needs_grad(input, weight, bias))
+    return forward_below_autograd(input, weight, bias, stride, padding, dilation, groups, strategy, channels_last);
   const Options o{ints(stride), ints(padding), ints(dilation), groups, std::string(strategy), channels_last};
   return ConvFunction::apply(input, weight, bias, &o);
 }

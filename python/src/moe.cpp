@@ -4,6 +4,10 @@
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
+#include <map>
+#include <mutex>
+#include <vector>
+
 #include "autograd.h"
 #include "call.h"
 #include "rudnn/moe.h"
@@ -110,6 +114,14 @@ at::Tensor router_weights_backward(const at::Tensor& grad_weights, const at::Ten
 
 using RouterWeightsSignature = at::Tensor(const at::Tensor&, const at::Tensor&, bool, bool, double);
 
+// moe_router_weights' kernel below autograd (the device kernel, or the fake one while tracing).
+at::Tensor router_weights_below_autograd(const at::Tensor& logits, const at::Tensor& indices, bool sigmoid,
+                                         bool renormalize, double scale) {
+  at::AutoDispatchBelowADInplaceOrView below;
+  static auto op = rudnn_op<RouterWeightsSignature>("moe_router_weights");
+  return op.call(logits, indices, sigmoid, renormalize, scale);
+}
+
 struct RouterWeightsFunction : torch::autograd::Function<RouterWeightsFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& logits, const at::Tensor& indices, bool sigmoid,
                             bool renormalize, double scale) {
@@ -117,9 +129,7 @@ struct RouterWeightsFunction : torch::autograd::Function<RouterWeightsFunction> 
     ctx->saved_data["sigmoid"] = sigmoid;
     ctx->saved_data["renormalize"] = renormalize;
     ctx->saved_data["scale"] = scale;
-    at::AutoDispatchBelowADInplaceOrView below;
-    static auto op = rudnn_op<RouterWeightsSignature>("moe_router_weights");
-    return op.call(logits, indices, sigmoid, renormalize, scale);
+    return router_weights_below_autograd(logits, indices, sigmoid, renormalize, scale);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const variable_list saved = ctx->get_saved_variables();
@@ -134,11 +144,7 @@ struct RouterWeightsFunction : torch::autograd::Function<RouterWeightsFunction> 
 
 at::Tensor router_weights_autograd(const at::Tensor& logits, const at::Tensor& indices, bool sigmoid, bool renormalize,
                                    double scale) {
-  if (!forward_needs_grad(logits)) {
-    at::AutoDispatchBelowADInplaceOrView below;
-    static auto op = rudnn_op<RouterWeightsSignature>("moe_router_weights");
-    return op.call(logits, indices, sigmoid, renormalize, scale);
-  }
+  if (!forward_needs_grad(logits)) return router_weights_below_autograd(logits, indices, sigmoid, renormalize, scale);
   return RouterWeightsFunction::apply(logits, indices, sigmoid, renormalize, scale);
 }
 
@@ -153,6 +159,33 @@ Result<moe::SwiGluExperts, MoeError> experts_of(Call& call, const at::Tensor& ga
 Routing routing_of(Int top_k, bool renormalize, bool grouped, Int groups, Int selected_groups, bool group_top_two,
                    double scale, std::string_view strategy) {
   return {top_k, renormalize, grouped, groups, selected_groups, group_top_two, scale, std::string(strategy)};
+}
+
+// The layer's workspace bytes, a function of the shapes, dtypes, device, top_k and strategy
+// (SwiGluExperts::layer_workspace_bytes), asked of the library once per such signature: a warm call
+// does not check the call and look up the experts' plan twice (forward_into does both). The cache
+// starts over past kKept signatures (serving varies the token count).
+std::size_t workspace_bytes(const Call& call, const moe::SwiGluExperts& experts, const Tensor& input,
+                            const Tensor& logits, Int top_k, moe::GroupedStrategy strategy) {
+  constexpr std::size_t kKept = 4096;
+  static std::mutex mutex;
+  static std::map<std::vector<Int>, std::size_t> kept;
+  std::vector<Int> key{static_cast<Int>(call.device().type()), call.device().index(), top_k,
+                       static_cast<Int>(strategy)};
+  for (const Tensor* t : {&input, &logits, &experts.gate(), &experts.up(), &experts.down()}) {
+    key.push_back(static_cast<Int>(t->dtype()));
+    key.push_back(t->rank());
+    key.insert(key.end(), t->shape().begin(), t->shape().end());
+  }
+  {
+    std::lock_guard lock(mutex);
+    if (auto found = kept.find(key); found != kept.end()) return found->second;
+  }
+  const std::size_t bytes = call.take(experts.layer_workspace_bytes(input, logits, top_k, strategy));
+  std::lock_guard lock(mutex);
+  if (kept.size() >= kKept) kept.clear();
+  kept.emplace(std::move(key), bytes);
+  return bytes;
 }
 
 at::Tensor moe_layer(const at::Tensor& input, const at::Tensor& logits, const std::optional<at::Tensor>& bias,
@@ -173,7 +206,7 @@ at::Tensor moe_layer(const at::Tensor& input, const at::Tensor& logits, const st
   Tensor l = call.in(logits, "logits");
   std::optional<Tensor> b = call.in(bias, "bias");
   auto experts = call.take(experts_of(call, gate, up, down));
-  const std::size_t bytes = call.take(experts.layer_workspace_bytes(x, l, top_k, chosen));
+  const std::size_t bytes = workspace_bytes(call, experts, x, l, top_k, chosen);
   at::Tensor workspace = call.empty({static_cast<Int>(bytes)}, c10::ScalarType::Byte);
   at::Tensor out = call.empty(input.sizes(), input.scalar_type());
   Tensor y = call.out(out, "out");
@@ -238,8 +271,9 @@ using LayerSignature = at::Tensor(const at::Tensor&, const at::Tensor&, const st
                                   const at::Tensor&, const at::Tensor&, const at::Tensor&, Int, bool, bool, Int, Int,
                                   bool, double, std::string_view);
 
-at::Tensor call_layer(const at::Tensor& input, const at::Tensor& logits, const std::optional<at::Tensor>& bias,
-                      const at::Tensor& gate, const at::Tensor& up, const at::Tensor& down, const Routing& r) {
+at::Tensor layer_below_autograd(const at::Tensor& input, const at::Tensor& logits,
+                                const std::optional<at::Tensor>& bias, const at::Tensor& gate, const at::Tensor& up,
+                                const at::Tensor& down, const Routing& r) {
   at::AutoDispatchBelowADInplaceOrView below;
   static auto op = rudnn_op<LayerSignature>("moe_layer");
   return op.call(input, logits, bias, gate, up, down, r.top_k, r.renormalize, r.grouped, r.groups, r.selected_groups,
@@ -261,7 +295,7 @@ struct LayerFunction : torch::autograd::Function<LayerFunction> {
     data["group_top_two"] = r->group_top_two;
     data["scale"] = r->scale;
     data["strategy"] = r->strategy;
-    return call_layer(input, logits, bias, gate, up, down, *r);
+    return layer_below_autograd(input, logits, bias, gate, up, down, *r);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     const variable_list s = ctx->get_saved_variables();
@@ -284,7 +318,8 @@ at::Tensor moe_layer_autograd(const at::Tensor& input, const at::Tensor& logits,
                               bool renormalize, bool grouped, Int groups, Int selected_groups, bool group_top_two,
                               double scale, std::string_view strategy) {
   const Routing r = routing_of(top_k, renormalize, grouped, groups, selected_groups, group_top_two, scale, strategy);
-  if (!forward_needs_grad(input, logits, gate, up, down)) return call_layer(input, logits, bias, gate, up, down, r);
+  if (!forward_needs_grad(input, logits, gate, up, down))
+    return layer_below_autograd(input, logits, bias, gate, up, down, r);
   if (top_k > kMaxTrainingTopK)
     raise(kFamily, Error(ErrorKind::InvalidValue, "top_k",
                          "≤ " + std::to_string(kMaxTrainingTopK) + " for a differentiable call (the router's gradient)",

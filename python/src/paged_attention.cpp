@@ -243,8 +243,6 @@ void paged_append(const at::Tensor& key, const at::Tensor& value, const at::Tens
   Call call = open(*plan, {{"key", &key}, {"value", &value}, {"key_cache", &key_cache}, {"value_cache", &value_cache}});
   Tensor k = call.in(key, "key");
   Tensor v = call.in(value, "value");
-  if (!dtype_of(key_cache.scalar_type())) (void)call.in(key_cache, "key_cache");        // names the dtype
-  if (!dtype_of(value_cache.scalar_type())) (void)call.in(value_cache, "value_cache");  // names the dtype
   Tensor kc = call.out(key_cache, "key_cache");
   Tensor vc = call.out(value_cache, "value_cache");
   check_stream(call, *plan);
@@ -299,13 +297,25 @@ using AttentionSignature = at::Tensor(const at::Tensor&, const at::Tensor&, cons
 using MlaSignature = at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, Int, double,
                                 bool, Int);
 
+// The kernels below autograd (the device kernel, or the fake one while tracing).
+at::Tensor attention_below_autograd(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, Int plan,
+                                    double scale, bool causal, Int splits) {
+  at::AutoDispatchBelowADInplaceOrView below;
+  static auto op = rudnn_op<AttentionSignature>("paged_attention");
+  return op.call(query, key, value, plan, scale, causal, splits);
+}
+at::Tensor mla_below_autograd(const at::Tensor& query, const at::Tensor& query_rope, const at::Tensor& latent,
+                              const at::Tensor& key_rope, Int plan, double scale, bool causal, Int splits) {
+  at::AutoDispatchBelowADInplaceOrView below;
+  static auto op = rudnn_op<MlaSignature>("paged_mla");
+  return op.call(query, query_rope, latent, key_rope, plan, scale, causal, splits);
+}
+
 struct AttentionFunction : torch::autograd::Function<AttentionFunction> {
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& query, const at::Tensor& key,
                             const at::Tensor& value, Int plan, double scale, bool causal, Int splits) {
     save_call(ctx, plan, scale, causal, {query, key, value});
-    at::AutoDispatchBelowADInplaceOrView below;
-    static auto op = rudnn_op<AttentionSignature>("paged_attention");
-    return op.call(query, key, value, plan, scale, causal, splits);
+    return attention_below_autograd(query, key, value, plan, scale, causal, splits);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     check_schedule(ctx);
@@ -333,9 +343,7 @@ struct MlaFunction : torch::autograd::Function<MlaFunction> {
                             const at::Tensor& latent, const at::Tensor& key_rope, Int plan, double scale, bool causal,
                             Int splits) {
     save_call(ctx, plan, scale, causal, {query, query_rope, latent, key_rope});
-    at::AutoDispatchBelowADInplaceOrView below;
-    static auto op = rudnn_op<MlaSignature>("paged_mla");
-    return op.call(query, query_rope, latent, key_rope, plan, scale, causal, splits);
+    return mla_below_autograd(query, query_rope, latent, key_rope, plan, scale, causal, splits);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     check_schedule(ctx);
@@ -361,21 +369,15 @@ struct MlaFunction : torch::autograd::Function<MlaFunction> {
 
 at::Tensor paged_attention_autograd(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, Int plan,
                                     double scale, bool causal, Int splits) {
-  if (!forward_needs_grad(query, key, value)) {
-    at::AutoDispatchBelowADInplaceOrView below;
-    static auto op = rudnn_op<AttentionSignature>("paged_attention");
-    return op.call(query, key, value, plan, scale, causal, splits);
-  }
+  if (!forward_needs_grad(query, key, value))
+    return attention_below_autograd(query, key, value, plan, scale, causal, splits);
   return AttentionFunction::apply(query, key, value, plan, scale, causal, splits);
 }
 
 at::Tensor paged_mla_autograd(const at::Tensor& query, const at::Tensor& query_rope, const at::Tensor& latent,
                               const at::Tensor& key_rope, Int plan, double scale, bool causal, Int splits) {
-  if (!forward_needs_grad(query, query_rope, latent, key_rope)) {
-    at::AutoDispatchBelowADInplaceOrView below;
-    static auto op = rudnn_op<MlaSignature>("paged_mla");
-    return op.call(query, query_rope, latent, key_rope, plan, scale, causal, splits);
-  }
+  if (!forward_needs_grad(query, query_rope, latent, key_rope))
+    return mla_below_autograd(query, query_rope, latent, key_rope, plan, scale, causal, splits);
   return MlaFunction::apply(query, query_rope, latent, key_rope, plan, scale, causal, splits);
 }
 
