@@ -270,6 +270,34 @@ func.func @attention_backward_tensor_cores(%q: tensor<?x8x64xbf16>, %k: tensor<?
   return %dq, %dk, %dv : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x64xbf16>
 }
 
+// The ordered path on tensor cores (cache_rows and compact_history set): paged_attention_backward_mma
+// writes dq and the statistics (slot 11), then paged_attention_backward_history_mma
+// (HistoryMmaPolicy<64, true>: compaction reads page_order, slot 9; row caching selects nothing, so
+// no _rows) over pages · Hkv 128-thread blocks with (2 · 32 + 4 · 64) · 72 · 2 + 2 · 64 · 40 · 2 =
+// 56320 bytes of shared memory, writing dk and dv (slots 12, 13); no scratch, no rounding.
+// CHECK-LABEL: func.func @attention_backward_ordered_tensor_cores
+// CHECK-NOT: rudnn_paged_zero
+// CHECK: %[[U:.*]]:2 = rudnn.launch @rudnn_paged_attention_backward_mma_bf16_d64(
+// CHECK-SAME: #rudnn.param<"dk" : "float*" = null>, #rudnn.param<"dk_rope" : "float*" = null>, #rudnn.param<"dv" : "float*" = null>, #rudnn.param<"row_stats" : "float*" = buffer(11)>
+// CHECK: %[[H:.*]]:2 = rudnn.launch @rudnn_paged_attention_backward_history_mma_bf16_d64_compact({{.*}}, %[[U]]#0, %[[U]]#1)
+// CHECK-SAME: header "rudnn/paged/backward_mma.cuh" function "rudnn::paged::paged_attention_backward_history_mma"
+// CHECK-SAME: args ["rudnn::bf16", "rudnn::paged::HistoryMmaPolicy<64, true>"]
+// CHECK-SAME: grid [#rudnn.size<dim(1, 0) * 2>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 56320
+// CHECK-SAME: #rudnn.param<"row_stats" : "const float*" = buffer(11)>, #rudnn.param<"history_index" : "const rudnn::i32*" = buffer(8)>, #rudnn.param<"page_order" : "const rudnn::i32*" = buffer(9)>
+// CHECK-SAME: #rudnn.param<"dk" : "rudnn::bf16*" = buffer(12)>, #rudnn.param<"dk_rope" : "rudnn::bf16*" = null>, #rudnn.param<"dv" : "rudnn::bf16*" = buffer(13)>
+// CHECK-NOT: rudnn_paged_round_gradients
+// CHECK: return %[[U]]#0, %[[H]]#0, %[[H]]#1
+func.func @attention_backward_ordered_tensor_cores(%q: tensor<?x8x64xbf16>, %k: tensor<?x16x2x64xbf16>, %v: tensor<?x16x2x64xbf16>, %go: tensor<?x8x64xbf16>,
+                                                   %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>,
+                                                   %index: tensor<?xi32>, %order: tensor<?xi32>)
+    -> (tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x64xbf16>) {
+  %dq, %dk, %dv = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p ordered(%index, %order : tensor<?xi32>, tensor<?xi32>)
+      {scale = 0.125 : f32, causal = true, cache_rows, compact_history, kernel_config = {warps = 4, tensor_core = 1}}
+      : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x8x64xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x64xbf16>
+  return %dq, %dk, %dv : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x64xbf16>
+}
+
 // MLA at R = 512 / P = 64: the latent scratch takes the key and the value contribution; 18 key
 // columns per lane → 24, 16 value columns; the query gradients are the kernel's two results.
 // CHECK-LABEL: func.func @mla_backward

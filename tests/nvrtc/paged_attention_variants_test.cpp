@@ -104,12 +104,20 @@ std::vector<Variant> paged_attention_variants() {
     ASSERT_FALSE(contracts::check_paged_backward(b).has_value()) << contracts::describe_call(sig);
     collect(compiler::lower_paged_backward({b, config, mode}, compiler::Target{}));
   };
-  // The ordered path's history kernel: each switch combination at one shape, each dtype with row
-  // caching (its shared-memory stage), the widest rows of attention and MLA.
+  // The ordered path's history kernel: on plain cores each switch combination at one shape, each
+  // dtype with row caching (its shared-memory stage), the widest rows of attention and MLA; on
+  // tensor cores (the heuristic for f16/bf16 attention at D = Dv ∈ {64, 96, 128}) with and without
+  // compaction.
+  const compiler::KernelConfig plain{{{"warps", 4}}};
   for (bool rows : {false, true})
-    for (bool compact : {false, true})
+    for (bool compact : {false, true}) {
+      backward(attention(DType::BF16, 32, 8, 128, 128), plain, {true, rows, compact});
       backward(attention(DType::BF16, 32, 8, 128, 128), std::nullopt, {true, rows, compact});
-  for (DType t : {DType::F16, DType::F32}) backward(attention(t, 32, 8, 128, 128), std::nullopt, {true, true, false});
+    }
+  for (DType t : {DType::F16, DType::F32}) backward(attention(t, 32, 8, 128, 128), plain, {true, true, false});
+  backward(attention(DType::F16, 32, 8, 128, 128), std::nullopt, {true, false, false});
+  backward(attention(DType::F16, 16, 4, 64, 64), std::nullopt, {true, false, true});
+  backward(attention(DType::BF16, 16, 4, 96, 96), std::nullopt, {true, false, false});
   backward(attention(DType::BF16, 8, 2, 1024, 1024), std::nullopt, {true, true, false});
   backward(mla(DType::BF16, 16, 512, 64), std::nullopt, {true, false, false});
   backward(mla(DType::BF16, 16, 512, 64), std::nullopt, {true, true, true});
@@ -159,6 +167,9 @@ TEST(PagedAttentionVariants, EveryRegisteredConfigLowers) {
        {"rudnn_paged_mla_bf16_", "rudnn_paged_mla_mma_bf16_r512_", "rudnn_paged_attention_mma_bf16_d128_",
         "rudnn_paged_attention_mma_f16_d256_", "rudnn_paged_attention_backward_mma_bf16_d128",
         "rudnn_paged_attention_backward_mma_f16_d64", "rudnn_paged_attention_backward_mma_bf16_d96",
+        "rudnn_paged_attention_backward_history_mma_bf16_d128_compact",
+        "rudnn_paged_attention_backward_history_mma_f16_d128", "rudnn_paged_attention_backward_history_mma_f16_d64",
+        "rudnn_paged_attention_backward_history_mma_bf16_d96",
         "rudnn_paged_mla_backward_bf16_", "rudnn_paged_zero", "rudnn_paged_mla_backward_history_bf16_"}) {
     bool found = false;
     for (const auto& e : entries) found = found || e.rfind(prefix, 0) == 0;

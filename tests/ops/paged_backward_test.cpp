@@ -495,8 +495,8 @@ void check_ordered(const Problem& p, bool causal, bool orders) {
 // The tensor-core backward (paged_attention_backward_mma: attention in f16/bf16 with D = Dv ∈ {64,
 // 96, 128}) against the oracle: GQA 1, 4 and 8, causal and not, page sizes 1, 5, 16 and 64, a
 // chunked prefill of more rows than a 64-row panel holds, decode rows, short runs and a one-key
-// sequence, several 32-key tiles; dq the same bits under the other thread orders; and the ordered
-// path, whose dq and row statistics it computes.
+// sequence, several 32-key tiles; dq the same bits under the other thread orders. The ordered path
+// on tensor cores: OrderedOnTensorCores.
 TEST_F(PagedBackward, AttentionOnTensorCores) {
   struct Case {
     Heads h;
@@ -517,11 +517,39 @@ TEST_F(PagedBackward, AttentionOnTensorCores) {
         {Seq{90, Rows::Chunk, 70}, Seq{41, Rows::Decode}, Seq{33, Rows::Random, 5}, Seq{1, Rows::Decode}}, false);
     check_attention(make_problem(std::move(l), c.h, c.dtype, rng), c.causal, &c == &kCases[0]);
   }
-  const std::uint64_t seed = fresh_seed();
-  SCOPED_TRACE(fmt::format("ordered seed={}", seed));
-  std::mt19937_64 rng(seed);
-  Layout l = make_layout(rng, 16, {Seq{37, Rows::Chunk, 9}, Seq{20, Rows::Decode}, Seq{12, Rows::None}}, false);
-  check_ordered(make_problem(std::move(l), {8, 2, 64, 64}, DType::F16, rng), true, false);
+}
+
+// The ordered path on tensor cores (paged_attention_backward_mma for dq and the row statistics, then
+// paged_attention_backward_history_mma) against the oracle and the atomic path, in every mode, the
+// same bits under the other thread orders: GQA 1, 4 and 8, causal and not, page sizes 1 and 16
+// (16-key tiles), 24 (a 32-key tile, partly empty) and 64 (two 32-key tiles a page), a reader with
+// more (row, head) items than a 64-row chunk, shared prefix pages, decode rows, a sequence without
+// queries.
+TEST_F(PagedBackward, OrderedOnTensorCores) {
+  struct Case {
+    Heads h;
+    DType dtype;
+    std::int64_t page_size;
+    bool causal;
+    std::vector<Seq> seqs;
+  };
+  const Case kCases[] = {
+      {{8, 2, 64, 64},
+       DType::F16,
+       16,
+       true,
+       {Seq{90, Rows::Chunk, 70}, Seq{45, Rows::Decode, 0, 0, 2}, Seq{33, Rows::Random, 5}, Seq{1, Rows::Decode},
+        Seq{12, Rows::None}}},
+      {{4, 4, 128, 128}, DType::BF16, 1, true, {Seq{40, Rows::Chunk, 20}, Seq{30, Rows::Decode, 0, 0, 10}}},
+      {{16, 2, 96, 96}, DType::BF16, 64, false, {Seq{100, Rows::Chunk, 12}, Seq{130, Rows::Decode, 0, 0, 1}}},
+      {{8, 1, 128, 128}, DType::F16, 24, true, {Seq{37, Rows::Chunk, 9}, Seq{60, Rows::Decode, 0, 0, 1}}}};
+  for (const Case& c : kCases) {
+    const std::uint64_t seed = fresh_seed();
+    SCOPED_TRACE(fmt::format("seed={}", seed));
+    std::mt19937_64 rng(seed);
+    Layout l = make_layout(rng, c.page_size, c.seqs, true);
+    check_ordered(make_problem(std::move(l), c.h, c.dtype, rng), c.causal, &c == &kCases[0]);
+  }
 }
 
 TEST_F(PagedBackward, OrderedEveryDtypeAndMode) {

@@ -219,7 +219,9 @@ LogicalResult lowerPagedAppendOpToLaunch(RewriterBase& rewriter, dialect::PagedA
 //            paged_attention_backward_unit), per used history gradient paged_round_gradients to the
 //            dtype.
 //   ordered  the unit kernel (dq and the FP32 row statistics, a temporary the workspace supplies),
-//            then paged_attention_backward_history writing the used history gradients directly.
+//            then the history kernel writing the used history gradients directly
+//            (paged_attention_backward_history_mma on tensor cores, else the plain
+//            paged_attention_backward_history).
 LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op) {
   auto sig = dialect::pagedBackwardSignatureOf(op);
   if (!sig) return op->emitOpError() << "is not a paged backward op";
@@ -370,14 +372,23 @@ LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op
       outputs[histories[h][1]] = rounded;
     }
   } else if (anyHistory) {
-    // The history gradients key by key, in the schedule's order.
+    // The history gradients key by key, in the schedule's order: on tensor cores
+    // paged_attention_backward_history_mma (its items always staged: cache_rows selects nothing),
+    // else the plain kernel.
     const std::string historyName =
-        fmt::format("rudnn_paged_{}_backward_history_{}_w{}_k{}_v{}{}{}", mla ? "mla" : "attention", dtype_name(dtype),
-                    warps, keyLanes, valueLanes, cacheRows ? "_rows" : "", compact ? "_compact" : "");
-    LaunchBuilder h(op, historyName, "rudnn/paged/backward.cuh", "rudnn::paged::paged_attention_backward_history");
-    h.templateArgs(
-         {elem, fmt::format("rudnn::paged::HistoryPolicy<{}, {}, {}, {}, {}, {}>", warps, keyLanes, valueLanes,
-                            mla ? "true" : "false", cacheRows ? "true" : "false", compact ? "true" : "false")})
+        mma ? fmt::format("rudnn_paged_attention_backward_history_mma_{}_d{}{}", dtype_name(dtype), d.head_dim,
+                          compact ? "_compact" : "")
+            : fmt::format("rudnn_paged_{}_backward_history_{}_w{}_k{}_v{}{}{}", mla ? "mla" : "attention",
+                          dtype_name(dtype), warps, keyLanes, valueLanes, cacheRows ? "_rows" : "",
+                          compact ? "_compact" : "");
+    LaunchBuilder h(op, historyName, mma ? "rudnn/paged/backward_mma.cuh" : "rudnn/paged/backward.cuh",
+                    mma ? "rudnn::paged::paged_attention_backward_history_mma"
+                        : "rudnn::paged::paged_attention_backward_history");
+    h.templateArgs({elem, mma ? fmt::format("rudnn::paged::HistoryMmaPolicy<{}, {}>", d.head_dim,
+                                            compact ? "true" : "false")
+                              : fmt::format("rudnn::paged::HistoryPolicy<{}, {}, {}, {}, {}, {}>", warps, keyLanes,
+                                            valueLanes, mla ? "true" : "false", cacheRows ? "true" : "false",
+                                            compact ? "true" : "false")})
         .config(config ? config : DictionaryAttr::get(ctx))
         .operands(values);
     std::int64_t slot = static_cast<std::int64_t>(values.size());
@@ -415,8 +426,9 @@ LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op
         .constant("causal", sig->forward.causal ? 1 : 0)
         .f32("scale", static_cast<float>(sig->forward.scale))
         .grid(h.size({SizeFactor::dimOf(k, 0), SizeFactor::constant(d.kv_heads)}))
-        .block(32 * warps)
-        .shared(shared_memory::paged_history(keyLanes, valueLanes, cacheRows))
+        .block(mma ? 128 : 32 * warps)
+        .shared(mma ? shared_memory::paged_history_mma(d.head_dim)
+                    : shared_memory::paged_history(keyLanes, valueLanes, cacheRows))
         .minBlocks(1);
     dialect::LaunchOp history = h.create(rewriter);
     unsigned i = 0;

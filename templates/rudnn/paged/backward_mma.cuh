@@ -78,13 +78,12 @@ RUDNN_DEVICE void store_rows(T* block, const tile::Accumulator<1, kNI>& a, int l
   }
 }
 
-// acc[16 keys × kTiles·8 columns] = Aᵀ·B over the first `rows16` panel rows (a multiple of 16: the
+// acc[16 keys × kTiles·8 columns] += Aᵀ·B over the first `rows16` panel rows (a multiple of 16: the
 // active warps' rows): A [rows][kLdS] (P or dS) from key column key0, B [rows][kLd] (dO or Q) from
 // column col0 (both stored row-major, read with ldmatrix.trans).
 template <class T, int kTiles, int kLdS, int kLd>
-RUDNN_DEVICE void transposed_product(tile::Accumulator<1, kTiles>& acc, const T* a, int key0, const T* b, int col0,
-                                     int rows16, int lane) {
-  acc.zero();
+RUDNN_DEVICE void add_transposed_product(tile::Accumulator<1, kTiles>& acc, const T* a, int key0, const T* b, int col0,
+                                         int rows16, int lane) {
   for (int r0 = 0; r0 < rows16; r0 += 16) {
     u32 frag[4];
     tile::load_a_kn(frag, a, kLdS, r0, key0, lane);
@@ -106,7 +105,7 @@ RUDNN_DEVICE void paged_attention_backward_mma(const T* q, const T* /*q_rope*/, 
                                                float* dk, float* /*dk_rope*/, float* dv, float* row_stats, i64 queries,
                                                i64 q_heads, i64 kv_heads, i64 head_dim, i64 rope_dim, i64 value_dim,
                                                i64 page_size, i64 table_stride, i64 causal, float scale) {
-  using backward_mma_detail::transposed_product;
+  using backward_mma_detail::add_transposed_product;
   constexpr int kD = P::kD, kBM = P::kBM, kBN = P::kBN, kNI = P::kNI, kDI = P::kDI, kLd = P::kLd, kLdS = P::kLdS;
   constexpr int kHT = P::kHistoryTiles;
   if (blockDim.x != static_cast<unsigned>(P::kThreads) || blockDim.y != 1u || blockDim.z != 1u)
@@ -279,11 +278,13 @@ RUDNN_DEVICE void paged_attention_backward_mma(const T* q, const T* /*q_rope*/, 
         };
         tile::Accumulator<1, kHT> part;
         if (dk) {
-          transposed_product<T, kHT, kLdS, kLd>(part, sm.ds(), hist_key0, sm.q(), hist_col0, rows16, lane);
+          part.zero();
+          add_transposed_product<T, kHT, kLdS, kLd>(part, sm.ds(), hist_key0, sm.q(), hist_col0, rows16, lane);
           add(dk, part, scale);
         }
         if (dv) {
-          transposed_product<T, kHT, kLdS, kLd>(part, sm.p(), hist_key0, sm.dout(), hist_col0, rows16, lane);
+          part.zero();
+          add_transposed_product<T, kHT, kLdS, kLd>(part, sm.p(), hist_key0, sm.dout(), hist_col0, rows16, lane);
           add(dv, part, 1.0f);
         }
       }
@@ -302,6 +303,245 @@ RUDNN_DEVICE void paged_attention_backward_mma(const T* q, const T* /*q_rope*/, 
           }
         }
       }
+    }
+  }
+}
+
+// ---- The ordered path's history kernel on tensor cores (SPEC §9's deterministic backward).
+//
+// paged_attention_backward_history's schedule — one block per (physical page, kv head); the page's
+// readers (s, j) by ascending (s, j), each one's (query row, head) items in the history index's
+// order; no floating-point atomics — with the products on mma.sync. The page's slots go in key
+// tiles of 32 (16 when the page holds at most 16 slots), K and V in shared memory; per tile the
+// readers that reach it, their items in chunks of 64 panel rows (Q and dO gathered with cp.async,
+// the next chunk's while this one computes). Per chunk, warp w takes panel rows 16w..: S = Q·Kᵀ
+// and dP = dO·Vᵀ, P = exp2(scale·log2 e·S − L) from the unit kernel's row statistics (masked past
+// the reader's valid length, the row's causal limit and the page), dS = P ⊙ (dP − δ); P and dS,
+// rounded to T, go to shared memory, and after a barrier every warp adds its blocks of
+// dK += dSᵀ·Q and dV += Pᵀ·dO to registers: with 32-key tiles keys 16·(w % 2).. and columns
+// (w / 2)·D/2.. of both; with 16-key tiles columns (w % 2)·D/2.. of dK (warps 0, 1) or dV (2, 3).
+// The sums' order is the schedule's: chunks in order, a chunk's rows in the mma's fixed k order,
+// so every run gives the same bits. At the tile's end scale·dK and dV are rounded into the outputs
+// (zeros in slots nobody reaches).
+// kCompactHistory: as the plain kernel (page_order; moves no bit). The items are always staged in
+// shared memory, so row caching (RUDA_PAGED_ORDERED_CACHE_ROWS) selects nothing here. Not the plain
+// history kernel's bits: P and dS are rounded to T before the history products, as on the atomic
+// tensor-core path.
+//
+// Parameters (launch order): paged_attention_backward_history's. Launch: 128 threads (else trap);
+// grid pages · kv_heads (strided); dynamic shared memory shared_memory::paged_history_mma(D).
+// Requirements: q, k, v, grad_out 16-byte aligned; head_dim = value_dim = kHeadDim, rope_dim = 0
+// (else trap); row_stats from paged_attention_backward_mma.
+template <int kHeadDim, bool kCompactHistoryFlag>
+struct HistoryMmaPolicy : BackwardMmaPolicy<kHeadDim, 32> {
+  static constexpr bool kCompactHistory = kCompactHistoryFlag;
+  static constexpr int kSharedBytes = static_cast<int>(shared_memory::paged_history_mma(kHeadDim));
+};
+
+namespace backward_mma_detail {
+
+// The history kernel's shared memory: the key tile's K and V (up to 32 rows), two stages of the
+// items' Q and dO, then P and dS.
+template <class T, class P>
+struct HistorySmem {
+  T* base;
+  RUDNN_DEVICE T* k() const { return base; }
+  RUDNN_DEVICE T* v() const { return base + P::kBN * P::kLd; }
+  RUDNN_DEVICE T* q(int stage) const { return base + (2 * P::kBN + 2 * stage * P::kBM) * P::kLd; }
+  RUDNN_DEVICE T* dout(int stage) const { return q(stage) + P::kBM * P::kLd; }
+  RUDNN_DEVICE T* p() const { return base + (2 * P::kBN + 4 * P::kBM) * P::kLd; }
+  RUDNN_DEVICE T* ds() const { return p() + P::kBM * P::kLdS; }
+};
+
+// One (page, kv head) block's work: the history gradients of the page's slots, a key tile at a time.
+template <class T, class P>
+struct HistoryPage {
+  const T *q, *k, *v, *grad_out;
+  const i32 *lengths, *positions;
+  const float* row_stats;
+  const i32 *row_offsets, *rows, *readers;
+  T *dk, *dv;
+  i64 q_heads, kv_heads, group, page_size, causal;
+  float scale;
+  i64 page = 0, kvh = 0, first = 0, last = 0;  // the page, the kv head, its readers [first, last)
+  HistorySmem<T, P> sm;
+  int tid, lane, warp;
+  tile::LaneOffsets lo;
+
+  // Reader e: its sequence, its visiting items (the sequence's rows × the kv group's heads), the
+  // u-th one's query row and (row, head) index.
+  RUDNN_DEVICE i64 sequence(i64 e) const { return readers[2 * e]; }
+  RUDNN_DEVICE i64 items(i64 e) const { return (row_offsets[sequence(e) + 1] - row_offsets[sequence(e)]) * group; }
+  RUDNN_DEVICE i64 row(i64 e, i64 u) const { return rows[row_offsets[sequence(e)] + div32(u, group)]; }
+  RUDNN_DEVICE i64 item(i64 e, i64 u) const { return row(e, u) * q_heads + kvh * group + mod32(u, group); }
+  // The key position of slot `slot` of this page in reader e's sequence.
+  RUDNN_DEVICE i64 position(i64 e, i64 slot) const { return static_cast<i64>(readers[2 * e + 1]) * page_size + slot; }
+  // The first reader from e on whose valid length reaches slot `slot`, or `last`.
+  RUDNN_DEVICE i64 reaching(i64 e, i64 slot) const {
+    while (e < last && position(e, slot) >= lengths[sequence(e)]) ++e;
+    return e;
+  }
+
+  RUDNN_DEVICE void load_chunk(i64 e, i64 m0, int stage) const {
+    const i64 n = min_i64(P::kBM, items(e) - m0);
+    gather_rows_async<T, P::kBM, P::kD, P::kLd, P::kThreads>(sm.q(stage), n, tid, q,
+                                                             [&](int r) { return q + item(e, m0 + r) * P::kD; });
+    gather_rows_async<T, P::kBM, P::kD, P::kLd, P::kThreads>(sm.dout(stage), n, tid, grad_out,
+                                                             [&](int r) { return grad_out + item(e, m0 + r) * P::kD; });
+  }
+
+  // The gradients of slots slot0 .. slot0 + kKeys − 1 (those below page_size).
+  template <int kKeys>
+  RUDNN_DEVICE void key_tile(i64 slot0) const {
+    static_assert(kKeys == 16 || kKeys == 32, "HistoryPage::key_tile: 16 or 32 keys");
+    constexpr int kD = P::kD, kBM = P::kBM, kLd = P::kLd, kLdS = P::kLdS, kHT = P::kHistoryTiles;
+    constexpr int kNI = kKeys / 8;
+    const i64 keys = min_i64(kKeys, page_size - slot0);
+    // This warp's blocks of the tile's gradients: 16 keys × D / 2 columns of dK and/or dV.
+    const int key0 = kKeys == 32 ? 16 * (warp & 1) : 0;
+    const int col0 = (kKeys == 32 ? warp >> 1 : warp & 1) * (kD / 2);
+    const bool my_dk = dk && (kKeys == 32 || warp < 2), my_dv = dv && (kKeys == 32 || warp >= 2);
+    const float scale_log2 = scale * kLog2e;
+    const int warp_row0 = 16 * warp;
+
+    i64 e = reaching(first, slot0), m0 = 0;
+    __syncthreads();  // every warp is done with the previous tile's shared memory
+    if (e < last) {
+      auto cache_row = [&](int r) { return ((page * page_size + slot0 + r) * kv_heads + kvh) * kD; };
+      gather_rows_async<T, kKeys, kD, kLd, P::kThreads>(sm.k(), keys, tid, k, [&](int r) { return k + cache_row(r); });
+      gather_rows_async<T, kKeys, kD, kLd, P::kThreads>(sm.v(), keys, tid, v, [&](int r) { return v + cache_row(r); });
+      load_chunk(e, 0, 0);
+    }
+    cp_async_commit();
+    tile::Accumulator<1, kHT> dkey, dvalue;
+    dkey.zero();
+    dvalue.zero();
+    for (int stage = 0; e < last; stage ^= 1) {
+      i64 next_e = e, next_m0 = m0 + kBM;  // the chunk after this one
+      if (next_m0 >= items(e)) {
+        next_e = reaching(e + 1, slot0);
+        next_m0 = 0;
+      }
+      cp_async_wait<0>();
+      __syncthreads();  // this chunk landed; every warp is past the previous chunk's reads
+      if (next_e < last) load_chunk(next_e, next_m0, stage ^ 1);
+      cp_async_commit();
+      const i64 n = min_i64(kBM, items(e) - m0);
+      if (warp_row0 < n) {  // warp-uniform: warps past the chunk's rows compute no P or dS
+        // This lane's rows (warp_row0 + 8h + lane/4): L (log2), δ, and how many of the tile's keys
+        // they see.
+        const i64 tile_key0 = position(e, slot0), length = lengths[sequence(e)];
+        float lse[2], delta[2];
+        i64 seen[2];
+        RUDNN_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          const i64 m = warp_row0 + 8 * h + (lane >> 2);
+          lse[h] = delta[h] = 0.0f;
+          seen[h] = 0;
+          if (m < n) {
+            const i64 qi = item(e, m0 + m);
+            const i64 end = causal ? min_i64(length, positions[row(e, m0 + m)] + 1) : length;
+            lse[h] = row_stats[2 * qi] * kLog2e;
+            delta[h] = row_stats[2 * qi + 1];
+            seen[h] = min_i64(end - tile_key0, keys);
+          }
+        }
+        tile::Accumulator<1, kNI> p, ds;
+        attention::flash_mma::warp_scores<T, 1, kNI, kD, kLd>(p, sm.q(stage) + warp_row0 * kLd + lo.a,
+                                                              sm.k() + lo.b_nt);
+        attention::flash_mma::warp_scores<T, 1, kNI, kD, kLd>(ds, sm.dout(stage) + warp_row0 * kLd + lo.a,
+                                                              sm.v() + lo.b_nt);  // dP
+        RUDNN_UNROLL
+        for (int h = 0; h < 2; ++h) RUDNN_UNROLL
+        for (int j = 0; j < kNI; ++j) RUDNN_UNROLL
+        for (int c = 0; c < 2; ++c) {
+          const bool visible = 8 * j + 2 * (lane & 3) + c < seen[h];
+          const float pr = visible ? exp2f(p.c[0][j][2 * h + c] * scale_log2 - lse[h]) : 0.0f;
+          p.c[0][j][2 * h + c] = pr;
+          ds.c[0][j][2 * h + c] = pr * (ds.c[0][j][2 * h + c] - delta[h]);
+        }
+        store_rows<T, kNI, kLdS>(sm.p() + warp_row0 * kLdS, p, lane);
+        store_rows<T, kNI, kLdS>(sm.ds() + warp_row0 * kLdS, ds, lane);
+      }
+      __syncthreads();  // P and dS of every active panel row
+      const int rows16 = static_cast<int>((n + 15) / 16) * 16;
+      if (my_dk) add_transposed_product<T, kHT, kLdS, kLd>(dkey, sm.ds(), key0, sm.q(stage), col0, rows16, lane);
+      if (my_dv) add_transposed_product<T, kHT, kLdS, kLd>(dvalue, sm.p(), key0, sm.dout(stage), col0, rows16, lane);
+      e = next_e;
+      m0 = next_m0;
+    }
+    RUDNN_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const i64 key = key0 + 8 * h + (lane >> 2);
+      if (key >= keys) continue;
+      const i64 at = ((page * page_size + slot0 + key) * kv_heads + kvh) * kD + col0 + 2 * (lane & 3);
+      RUDNN_UNROLL
+      for (int j = 0; j < kHT; ++j) {
+        Vec<T, 2> pair;
+        if (my_dk) {
+          pair.words[0] = pack2_from_float<T>(scale * dkey.c[0][j][2 * h], scale * dkey.c[0][j][2 * h + 1]);
+          store_vec<T, 2>(dk + at + 8 * j, pair);
+        }
+        if (my_dv) {
+          pair.words[0] = pack2_from_float<T>(dvalue.c[0][j][2 * h], dvalue.c[0][j][2 * h + 1]);
+          store_vec<T, 2>(dv + at + 8 * j, pair);
+        }
+      }
+    }
+  }
+};
+
+}  // namespace backward_mma_detail
+
+template <class T, class P>
+RUDNN_DEVICE void paged_attention_backward_history_mma(const T* q, const T* /*q_rope*/, const T* k, const T* /*k_rope*/,
+                                                       const T* v, const T* grad_out, const i32* lengths,
+                                                       const i32* positions, const float* row_stats,
+                                                       const i32* history_index, const i32* page_order, T* dk,
+                                                       T* /*dk_rope*/, T* dv, i64 queries, i64 sequences, i64 pages,
+                                                       i64 q_heads, i64 kv_heads, i64 head_dim, i64 rope_dim,
+                                                       i64 value_dim, i64 page_size, i64 causal, float scale) {
+  if (blockDim.x != static_cast<unsigned>(P::kThreads) || blockDim.y != 1u || blockDim.z != 1u)
+    trap("rudnn::paged::paged_attention_backward_history_mma: blockDim must be (Policy::kThreads, 1, 1)");
+  if (head_dim != P::kD || value_dim != P::kD || rope_dim != 0)
+    trap("rudnn::paged::paged_attention_backward_history_mma: head_dim = value_dim = Policy::kHeadDim, no rope");
+  const int tid = static_cast<int>(threadIdx.x);
+  const i32* reader_offsets = history_index;
+  const i32* row_offsets = reader_offsets + pages + 1;
+  const i32* rows = row_offsets + sequences + 1;
+  backward_mma_detail::HistoryPage<T, P> work{.q = q,
+                                              .k = k,
+                                              .v = v,
+                                              .grad_out = grad_out,
+                                              .lengths = lengths,
+                                              .positions = positions,
+                                              .row_stats = row_stats,
+                                              .row_offsets = row_offsets,
+                                              .rows = rows,
+                                              .readers = rows + queries,
+                                              .dk = dk,
+                                              .dv = dv,
+                                              .q_heads = q_heads,
+                                              .kv_heads = kv_heads,
+                                              .group = div32(q_heads, kv_heads),
+                                              .page_size = page_size,
+                                              .causal = causal,
+                                              .scale = scale,
+                                              .sm = {dynamic_shared<T>()},
+                                              .tid = tid,
+                                              .lane = tid & 31,
+                                              .warp = tid >> 5,
+                                              .lo = tile::lane_offsets<P::kLd>(tid & 31)};
+  for (i64 block = linear_block(); block < pages * kv_heads; block += block_count()) {
+    const i64 order = div32(block, kv_heads);
+    work.kvh = block - order * kv_heads;
+    work.page = P::kCompactHistory ? static_cast<i64>(page_order[order]) : order;
+    work.first = reader_offsets[work.page];
+    work.last = reader_offsets[work.page + 1];
+    if (page_size <= 16) {
+      work.template key_tile<16>(0);  // uniform
+    } else {
+      for (i64 slot0 = 0; slot0 < page_size; slot0 += 32) work.template key_tile<32>(slot0);
     }
   }
 }

@@ -27,6 +27,12 @@ RUDNN_SHARED_MEMORY_FN long long paged_backward_mma(long long block_n, long long
   return (2 * 64 + 4 * block_n) * (head_dim + 8) * 2 + 2 * 64 * (block_n + 8) * 2;
 }
 
+// paged_attention_backward_history_mma (paged/backward_mma.cuh): K and V [32] rows and 2 stages ×
+// (Q, dO) [64] rows, all of D + 8 16-bit elements; P and dS [64][32 + 8] 16-bit.
+RUDNN_SHARED_MEMORY_FN long long paged_history_mma(long long head_dim) {
+  return (2 * 32 + 4 * 64) * (head_dim + 8) * 2 + 2 * 64 * (32 + 8) * 2;
+}
+
 // paged_attention_backward_history with row caching (paged/backward.cuh): chunks of staged (row, head)
 // items, each q (32·key_per_lane floats), dO (32·value_per_lane) then lse and δ; up to 32 KiB of
 // items and at least one. Without row caching: none.

@@ -63,8 +63,9 @@ std::optional<std::string> checkTile(const Tile& t, const Shape& s);
 //                  value_per_lane, value_from_key> with the smallest registered widths that hold the
 //                  rows, and the ordered path's history kernel
 //   tensor_core 1  dq, the atomic history and the row statistics by templates/rudnn/paged/
-//                  backward_mma.cuh, paged::BackwardMmaPolicy<D, 32> (4 warps, mma.sync m16n8k16):
-//                  attention in f16/bf16 with D = Dv ∈ {64, 96, 128}; absent or 0: the plain kernel
+//                  backward_mma.cuh, paged::BackwardMmaPolicy<D, 32> (4 warps, mma.sync m16n8k16),
+//                  and the ordered path's history kernel, paged::HistoryMmaPolicy<D, compact>:
+//                  attention in f16/bf16 with D = Dv ∈ {64, 96, 128}; absent or 0: the plain kernels
 inline constexpr const char* kWarps = "warps";
 inline constexpr std::int64_t kBackwardHeuristicWarps = 4;
 inline constexpr std::int64_t kBackwardMmaKeys = 32;
