@@ -7,6 +7,7 @@
 #include "rudnn/paged_attention.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -94,6 +95,8 @@ struct DevicePlan::State {
   std::optional<Err> append_conflict;
   // The metadata tensors as the contracts see them: made once at upload, not on every call.
   contracts::PagedMetadata metadata;
+  std::int64_t updates = 0;     // DevicePlan::update calls that changed the schedule
+  std::optional<Err> unusable;  // set by an update whose copy failed: every call returns it
 };
 
 // The ordered backward's workspace (SPEC §9). The index and the page order are built on the host
@@ -101,6 +104,7 @@ struct DevicePlan::State {
 // every ordered call's first kernel.
 struct OrderedBackwardWorkspace::State {
   std::shared_ptr<const DevicePlan::State> plan;
+  std::int64_t plan_updates;  // plan->updates when the index was built
   std::int64_t queries, heads;
   Tensor stats;                     // f32 [queries · heads · 2]: (lse, δ)
   Tensor index;                     // i32: reader_offsets | row_offsets | rows | readers (paged/backward.cuh)
@@ -181,6 +185,10 @@ bool same_schedule(const DevicePlan::State& a, const DevicePlan::State& b) {
 
 std::optional<Err> check_ordered_workspace(const OrderedBackwardWorkspace::State& ws, const DevicePlan::State& s,
                                            const Tensor& q) {
+  if (ws.plan_updates != ws.plan->updates)
+    return Err(ErrorKind::InvalidValue, "workspace", "a workspace built for its plan's current schedule",
+               fmt::format("one built before DevicePlan::update changed it (update {} of {})", ws.plan_updates,
+                           ws.plan->updates));
   if (!same_schedule(*ws.plan, s))
     return Err(ErrorKind::InvalidValue, "workspace", "a workspace built for this plan's schedule",
                "one built for another schedule");
@@ -218,6 +226,7 @@ std::optional<Err> find_append_conflict(const HostPlan& host) {
 // The query's plan checks: its device and queue, and the rows the plan schedules.
 std::optional<Err> check_against_plan(const DevicePlan::State& s, const Tensor& q, const char* name,
                                       std::int64_t rows) {
+  if (s.unusable) return s.unusable;
   if (!(q.device() == s.queue.device()))
     return Err(ErrorKind::DeviceMismatch, name, "the plan's device (" + s.queue.device().to_string() + ")",
                q.device().to_string());
@@ -459,11 +468,60 @@ Result<DevicePlan, Err> DevicePlan::upload(const HostPlan& host, const Tensor& q
   auto positions = upload_i32(host.positions(), {host.queries()}, q.queue());
   if (!positions.ok()) return as<Err>(positions.error());
   contracts::PagedMetadata metadata{operand(*table), operand(*lengths), operand(*ids), operand(*positions)};
-  return DevicePlan(std::make_shared<const State>(State{host, q.queue(), host.page_size(), host.pages(), host.queries(),
-                                                        std::move(table.value()), std::move(lengths.value()),
-                                                        std::move(ids.value()), std::move(positions.value()),
-                                                        find_append_conflict(host), std::move(metadata)}));
+  return DevicePlan(
+      std::make_shared<State>(State{host, q.queue(), host.page_size(), host.pages(), host.queries(),
+                                    std::move(table.value()), std::move(lengths.value()), std::move(ids.value()),
+                                    std::move(positions.value()), find_append_conflict(host), std::move(metadata)}));
 }
+
+Status<Err> DevicePlan::update(const HostPlan& host) {
+  State& s = *state_;
+  if (s.unusable) return *s.unusable;
+  if (auto e = runtime::check_not_capturing(s.queue, "an update of a paged plan's schedule (DevicePlan::update)"))
+    return as<Err>(*e);
+  const std::int64_t width = s.page_table.dim(1);
+  const std::pair<const char*, std::array<std::int64_t, 2>> extents[] = {
+      {"page size", {s.page_size, host.page_size()}},
+      {"pages", {s.pages, host.pages()}},
+      {"sequences", {s.lengths.dim(0), host.sequences()}},
+      {"query rows", {s.queries, host.queries()}}};
+  for (const auto& [what, v] : extents)
+    if (v[0] != v[1])
+      return Err(ErrorKind::ShapeMismatch, "host", fmt::format("a schedule of {} {} (the plan's)", v[0], what),
+                 fmt::format("{} {}", v[1], what));
+  if (host.max_table_pages() > width)
+    return Err(ErrorKind::ShapeMismatch, "host", fmt::format("page tables of at most {} pages (the plan's)", width),
+               fmt::format("{} pages", host.max_table_pages()));
+  // The table padded to the plan's width with page 0 (never read: past every valid length).
+  std::vector<std::int32_t> table(static_cast<std::size_t>(host.sequences() * width), 0);
+  for (std::int64_t q = 0; q < host.sequences(); ++q)
+    std::copy_n(host.page_table().begin() + q * host.max_table_pages(), host.max_table_pages(),
+                table.begin() + q * width);
+  auto& backend = s.queue.device().backend();
+  void* stream = s.queue.impl().stream();
+  using Copy = std::pair<Tensor*, const std::vector<std::int32_t>*>;
+  for (const auto& [dst, src] : {Copy{&s.page_table, &table}, Copy{&s.lengths, &host.lengths()},
+                                 Copy{&s.sequence_ids, &host.sequence_ids()}, Copy{&s.positions, &host.positions()}}) {
+    auto copied = src->empty() ? Status<RuntimeError>{}
+                               : backend.copy_to_device(stream, dst->data(), src->data(), src->size() * 4);
+    if (copied.ok()) continue;
+    s.unusable = Err(ErrorKind::InvalidValue, "plan", "a plan whose schedule upload succeeded",
+                     "a failed DevicePlan::update: " + copied.error().message());
+    return as<Err>(copied.error());
+  }
+  // The host vectors are the caller's (and this frame's): wait until the copies have read them.
+  if (auto w = s.queue.synchronize(); !w.ok()) {
+    s.unusable = Err(ErrorKind::InvalidValue, "plan", "a plan whose schedule upload succeeded",
+                     "a failed DevicePlan::update: " + w.error().message());
+    return as<Err>(w.error());
+  }
+  s.host = host;
+  s.append_conflict = find_append_conflict(host);
+  ++s.updates;
+  return {};
+}
+
+std::int64_t DevicePlan::updates() const { return state_->updates; }
 
 std::int64_t DevicePlan::page_size() const { return state_->page_size; }
 std::int64_t DevicePlan::pages() const { return state_->pages; }
@@ -629,7 +687,7 @@ Result<OrderedBackwardWorkspace, Err> OrderedBackwardWorkspace::create(const Dev
   if (!stats.ok()) return as<Err>(stats.error());
   auto uploaded = upload_i32(index.index, {static_cast<std::int64_t>(index.index.size())}, q.queue());
   if (!uploaded.ok()) return as<Err>(uploaded.error());
-  auto state = std::make_shared<State>(State{plan.state_, q.dim(0), q.dim(1), std::move(stats.value()),
+  auto state = std::make_shared<State>(State{plan.state_, s.updates, q.dim(0), q.dim(1), std::move(stats.value()),
                                              std::move(uploaded.value()), std::move(index.order), index.active_pages,
                                              std::nullopt, *cache_rows, false});
   OrderedBackwardWorkspace ws(std::move(state));

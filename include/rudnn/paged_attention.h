@@ -251,6 +251,21 @@ class RUDNN_API DevicePlan {
                                                         bool causal, OrderedBackwardWorkspace& workspace,
                                                         const MlaBackwardOutputs& out) const;
 
+  // Writes `host`'s schedule into this plan's metadata buffers, in place — what a serving engine that
+  // replays CUDA graphs captured over this plan's calls does at every step (the graphs keep the
+  // buffers' addresses). The new schedule must fit the buffers: the plan's page size, pages, sequences
+  // and query rows, a table no wider than the plan's (narrower tables are padded; entries past a
+  // sequence's valid length are never read). Else ShapeMismatch naming `host`, and nothing changes.
+  // Not during a capture (CaptureViolation: it copies from the host and waits for the copy, which
+  // orders it after the queue's earlier work: calls enqueued before it read the old schedule).
+  // Copies of this plan share the buffers, so they see the update too; so do CUDA graphs captured
+  // over them. An OrderedBackwardWorkspace made before the update is rejected afterwards (its index
+  // is the old schedule's). Not thread-safe: no call through this plan (or a copy) may run
+  // concurrently. A failed copy (a device error) leaves the plan refusing every call.
+  Status<PagedAttentionError> update(const HostPlan& host);
+  // How many updates the schedule has had (0 after upload).
+  std::int64_t updates() const;
+
   std::int64_t page_size() const;
   std::int64_t pages() const;
   std::int64_t sequences() const;
@@ -259,8 +274,8 @@ class RUDNN_API DevicePlan {
   struct State;
 
  private:
-  explicit DevicePlan(std::shared_ptr<const State> state) : state_(std::move(state)) {}
-  std::shared_ptr<const State> state_;
+  explicit DevicePlan(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::shared_ptr<State> state_;
   friend class OrderedBackwardWorkspace;
 };
 
