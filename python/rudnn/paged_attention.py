@@ -54,12 +54,19 @@ class PagedPlan:
         """The schedule's number: 1 when made, one more at each replan."""
         return self._plan.generation
 
-    def replan(self, tables, lengths, sequence_ids, positions):
+    def replan(self, tables, lengths, sequence_ids, positions, in_place=False):
         """A new schedule (the same page size, page count, device and stream) under the same ``id``, as a
         serving loop makes at every step; a ``torch.compile``'d graph, in which the id is a constant, stays
         valid (it recompiles only when shapes change). Rejected (the schedule kept) when invalid. A backward
-        whose forward ran on an earlier schedule raises instead of differentiating the new one."""
-        raise_if_failed(_C.paged_replan(self._plan, *_schedule(tables, lengths, sequence_ids, positions)))
+        whose forward ran on an earlier schedule raises instead of differentiating the new one.
+
+        ``in_place=True`` writes the schedule into this plan's own metadata buffers instead of new ones, so
+        that a CUDA graph captured over this plan's calls replays with it. It must have the plan's query
+        rows and sequences and tables no wider than the plan's (else ``ShapeMismatch`` naming ``host``);
+        it waits for the plan's stream (work queued before reads the old schedule) and must not run during
+        a capture."""
+        raise_if_failed(_C.paged_replan(self._plan, *_schedule(tables, lengths, sequence_ids, positions),
+                                        bool(in_place)))
 
     @property
     def deterministic_backward(self):

@@ -72,14 +72,21 @@ std::tuple<std::optional<ErrorTuple>, std::shared_ptr<PagedPlanState>> make_plan
   return {std::nullopt, PagedPlanState::make(std::move(plan.value()), place, deterministic_backward)};
 }
 
-// A new schedule for `state` (its page size, page count and place): error or None; on an error the
-// plan keeps its schedule.
+// A new schedule for `state` (its page size, page count and place), uploaded as a new plan or, with
+// `in_place`, written into the current plan's buffers: error or None; on an error the plan keeps its
+// schedule.
 std::optional<ErrorTuple> replan(PagedPlanState& state, const Tables& tables, const Ints& lengths,
-                                 const Ints& sequence_ids, const Ints& positions) {
+                                 const Ints& sequence_ids, const Ints& positions, bool in_place) {
   nb::gil_scoped_release unlocked;
   const Schedule current = state.schedule();
-  auto plan =
-      upload(state.place(), current.plan->page_size(), current.plan->pages(), tables, lengths, sequence_ids, positions);
+  const std::int64_t page_size = current.plan->page_size(), pages = current.plan->pages();
+  if (in_place) {
+    auto host = paged_attention::HostPlan::create(page_size, pages, tables, lengths, sequence_ids, positions);
+    if (!host) return to_tuple(host.error());
+    if (auto st = state.update(*host); !st) return to_tuple(st.error());
+    return std::nullopt;
+  }
+  auto plan = upload(state.place(), page_size, pages, tables, lengths, sequence_ids, positions);
   if (!plan) return to_tuple(plan.error());
   state.replan(std::move(plan.value()));
   return std::nullopt;

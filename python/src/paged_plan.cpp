@@ -21,7 +21,7 @@ PagedPlanState::PagedPlanState(paged_attention::DevicePlan plan, PlanPlace place
     : place_(place),
       id_(0),
       deterministic_backward_(deterministic_backward),
-      schedule_{std::make_shared<const paged_attention::DevicePlan>(std::move(plan)), 1} {}
+      schedule_{std::make_shared<paged_attention::DevicePlan>(std::move(plan)), 1} {}
 
 PagedPlanState::~PagedPlanState() {
   std::lock_guard lock(g_registry_mutex);
@@ -49,13 +49,28 @@ Schedule PagedPlanState::schedule() const {
 }
 
 void PagedPlanState::replan(paged_attention::DevicePlan plan) {
-  auto next = std::make_shared<const paged_attention::DevicePlan>(std::move(plan));
+  auto next = std::make_shared<paged_attention::DevicePlan>(std::move(plan));
   std::lock_guard lock(schedule_mutex_);
   schedule_ = Schedule{std::move(next), schedule_.generation + 1};
 }
 
+Status<PagedAttentionError> PagedPlanState::update(const paged_attention::HostPlan& host) {
+  std::lock_guard lock(schedule_mutex_);
+  if (auto st = schedule_.plan->update(host); !st) return st;
+  ++schedule_.generation;
+  return {};
+}
+
 PagedPlanState::Workspaces& PagedPlanState::workspaces_of(const Schedule& schedule) {
-  if (workspaces_.schedule.generation != schedule.generation) workspaces_ = Workspaces{schedule, {}, {}};
+  if (workspaces_.schedule.generation == schedule.generation) return workspaces_;
+  if (workspaces_.schedule.plan == schedule.plan) {
+    // An in-place update: the split workspaces depend on shapes only and stay — a CUDA graph captured
+    // over a split call keeps writing them; the ordered ones hold the old schedule's index.
+    workspaces_.schedule = schedule;
+    workspaces_.ordered.clear();
+  } else {
+    workspaces_ = Workspaces{schedule, {}, {}};
+  }
   return workspaces_;
 }
 

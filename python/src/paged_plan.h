@@ -6,9 +6,11 @@
 // re-plans plans, the torch kernels use them.
 //
 // replan() swaps in a new schedule under the same id — what a serving loop does every step, and what
-// keeps a torch.compile'd graph (in which the id is a constant) valid across steps. Each schedule has a
-// generation; a call works on one snapshot of it from start to end, and a backward checks that the
-// schedule is still its forward's.
+// keeps a torch.compile'd graph (in which the id is a constant) valid across steps; update() writes it
+// into the current DevicePlan's own buffers instead (DevicePlan::update), which is what a CUDA graph
+// captured over the plan's calls needs. Each schedule has a generation; a call works on one snapshot of
+// it from start to end (after an update, on buffers that changed under it: the caller's race), and a
+// backward checks that the schedule is still its forward's.
 #include <atomic>
 #include <cstdint>
 #include <map>
@@ -34,7 +36,7 @@ struct PlanPlace {
 
 // One schedule of a plan: its DevicePlan (kept alive by every call that uses it) and its generation.
 struct Schedule {
-  std::shared_ptr<const paged_attention::DevicePlan> plan;
+  std::shared_ptr<paged_attention::DevicePlan> plan;
   std::uint64_t generation = 0;
 };
 
@@ -50,6 +52,9 @@ class PagedPlanState {
   // The current schedule, and the swap to a new one (uploaded on this plan's place).
   Schedule schedule() const;
   void replan(paged_attention::DevicePlan plan);
+  // The new schedule written into the current plan's buffers (its extents: DevicePlan::update), as the
+  // next generation; on an error the schedule and generation stay.
+  Status<PagedAttentionError> update(const paged_attention::HostPlan& host);
 
   // The backward's path, read when a backward runs: the ordered, deterministic one, or the atomic one.
   bool deterministic_backward() const { return deterministic_backward_.load(); }
@@ -58,7 +63,8 @@ class PagedPlanState {
   // The split-KV workspace for (heads, value dim, splits) and the ordered backward's for q's heads, of
   // `schedule`, made on first use. Both under workspace_mutex(): a split call's partial and merge
   // kernels and the ordered backward's state must not interleave with another thread's call through
-  // the same plan. The kept workspaces belong to one schedule; a call with another starts them over.
+  // the same plan. The kept workspaces belong to one schedule; a call with another starts them over
+  // (after an in-place update only the ordered ones: the split ones depend on shapes alone).
   Result<paged_attention::SplitWorkspace*, PagedAttentionError> split_workspace(const Schedule& schedule,
                                                                                 const Tensor& q, std::int64_t heads,
                                                                                 std::int64_t value_dim,

@@ -48,3 +48,26 @@ def test_a_paged_plan_stays_on_its_stream(seed):
     with pytest.raises(rudnn.PagedAttentionError) as error:  # the default stream is not the plan's
         plan.attention(q, k, v)
     assert error.value.kind == "QueueMismatch" and error.value.argument == "query", str(error.value)
+
+
+def test_a_captured_paged_call_replays_with_an_in_place_replan(seed):
+    """A CUDA graph captured over a plan's call replays with whatever schedule an in-place replan wrote
+    into the plan's buffers since: each replay equals a fresh plan's call for that schedule."""
+    side = torch.cuda.Stream()
+    schedules = [([[0, 1, 2]], [9], [0], [8]), ([[0, 1, 2]], [10], [0], [9]), ([[2, 0]], [7], [0], [6])]
+    with torch.cuda.stream(side):
+        plan = rudnn.paged_attention.PagedPlan(4, 3, *schedules[0], "cuda")
+        q = torch.randn(1, 2, 16, device="cuda")
+        k, v = torch.randn(3, 4, 1, 16, device="cuda"), torch.randn(3, 4, 1, 16, device="cuda")
+        plan.attention(q, k, v)  # warm: nothing may compile during the capture
+        side.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=side):
+            out = plan.attention(q, k, v)
+        for schedule in schedules:
+            if schedule is not schedules[0]:
+                plan.replan(*schedule, in_place=True)
+            graph.replay()
+            expected = rudnn.paged_attention.PagedPlan(4, 3, *schedule, "cuda").attention(q, k, v)
+            side.synchronize()
+            assert torch.equal(out, expected)

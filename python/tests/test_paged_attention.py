@@ -269,6 +269,54 @@ def test_replan_rejects_a_bad_schedule_and_keeps_the_old_one(seed):
     assert torch.equal(p.attention(q, k, v), before)
 
 
+# The next decode step of SWAPPED's schedule: every sequence one key longer (within its table), its
+# rows one position on; and the same with a narrower table (sequence 1's needs 4 pages: no narrower;
+# sequence 0's last page dropped: 12 keys fit 3 pages).
+NEXT_STEP = (TABLES[::-1], [12, 15], [0, 0, 0, 1, 1], [4, 5, 6, 11, 14])
+NARROWER = ([TABLES[1][:3], TABLES[0]], [12, 15], [0, 0, 0, 1, 1], [4, 5, 6, 11, 14])
+
+
+@pytest.mark.parametrize("splits", [1, 2])
+def test_replan_in_place_matches_a_new_plan(seed, splits):
+    """replan(in_place=True) writes the schedule into the plan's own buffers (what a CUDA graph captured
+    over the plan's calls replays with): results bitwise equal to a plan made for it, the generation one
+    on, a narrower table padded."""
+    p = plan()
+    q, k, v = torch.randn(5, 2, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16)
+    before = p.attention(q, k, v, splits=splits)
+    for generation, schedule in ((2, SWAPPED), (3, NEXT_STEP), (4, NARROWER)):
+        p.replan(*schedule, in_place=True)
+        assert p.generation == generation
+        expected = rudnn.paged_attention.PagedPlan(PAGE_SIZE, PAGES, *schedule).attention(q, k, v, splits=splits)
+        assert torch.equal(p.attention(q, k, v, splits=splits), expected)
+        # A new schedule changes the result; a narrower table for the same one does not.
+        assert torch.equal(expected, before) == (schedule is NARROWER)
+        before = expected
+
+
+def test_replan_in_place_rejects_a_schedule_that_does_not_fit(seed):
+    """The plan's query rows and sequences, tables no wider than its own: else ShapeMismatch naming host,
+    and the schedule stays; a backward across an in-place replan raises as across any replan."""
+    p = plan()
+    q = torch.randn(5, 2, 16, requires_grad=True)
+    k, v = torch.randn(PAGES, PAGE_SIZE, 1, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16)
+    before = p.attention(q, k, v)
+    for schedule, what in (((TABLES, LENGTHS, SEQUENCE_IDS[:4], POSITIONS[:4]), "query rows"),
+                           (([TABLES[0]], [14], [0] * 5, [3, 4, 5, 10, 13]), "sequences"),
+                           (([TABLES[0] + [8], TABLES[1]], LENGTHS, SEQUENCE_IDS, POSITIONS), "pages")):
+        with pytest.raises(rudnn.PagedAttentionError) as error:
+            p.replan(*schedule, in_place=True)
+        assert error.value.kind == "ShapeMismatch" and error.value.argument == "host", error.value
+        assert what in error.value.expected
+    assert p.generation == 1
+    assert torch.equal(p.attention(q, k, v), before)
+    loss = before.sum()
+    p.replan(*SWAPPED, in_place=True)
+    with pytest.raises(rudnn.PagedAttentionError) as error:
+        loss.backward()
+    assert error.value.argument == "plan"
+
+
 def test_a_backward_after_a_replan_is_an_error(seed):
     """The gradient of the forward's schedule, or an error: never the gradient of the new schedule."""
     p = plan()

@@ -6,9 +6,10 @@
 // MLA at R = 512 / P = 64 with H = 16 and H = 128, the append in place and copy-on-write; and a
 // CUDA graph captured on the plan's stream after the warm-up: append, attention,
 // attention_with_workspace, mla and mla_with_workspace recorded with no module load, no host wait
-// and no allocation but the returned outputs, replayed twice (the second time with new query
-// values written into the same storage) bit for bit equal to eager calls. Every test prints SKIP
-// without a CUDA device.
+// and no allocation but the returned outputs, replayed three times (the second time with new query
+// values written into the same storage, the third after DevicePlan::update wrote another schedule
+// into the plan's buffers) bit for bit equal to eager calls. Every test prints SKIP without a CUDA
+// device.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -536,6 +537,26 @@ TEST_F(PagedAttentionOnGpu, CudaGraphCaptureReplaysTheEagerCalls) {
   EXPECT_LE(relative_l2(host_values(*captured.split), want), 2 * tolerance(dtype));
   EXPECT_LE(relative_l2(host_values(*captured.mla), want_m), 2 * tolerance(dtype));
   EXPECT_LE(relative_l2(host_values(*captured.mla_split), want_m), 2 * tolerance(dtype));
+
+  // Replay 3: another schedule (every sequence one key shorter, its rows one position back) written
+  // into the plan's own buffers by DevicePlan::update between replays: the graph replays with it,
+  // as eager calls through the updated plan compute.
+  Layout shorter = l;
+  for (auto& length : shorter.lengths) --length;
+  for (auto& position : shorter.positions) --position;
+  auto host = paged_test::host_plan(shorter);
+  ASSERT_TRUE(host.has_value());
+  auto updated = plan->update(*host);
+  ASSERT_TRUE(updated.ok()) << updated.error().message();
+  r = api->launch(exec, stream);
+  ASSERT_EQ(r, 0) << "cuGraphLaunch: " << api->describe(r);
+  const auto replay3 = bytes_of(captured);
+  ASSERT_EQ(api->synchronize(stream), 0);
+  Outputs eager3;
+  record(tq2, tqm2, eager3);
+  if (HasFatalFailure()) return;
+  EXPECT_TRUE(replay3 == bytes_of(eager3)) << "the third replay differs from eager calls through the updated plan";
+  EXPECT_TRUE(replay3 != replay2) << "the third replay did not read the updated schedule";
 
   // The graph's outputs are freed in stream order (they outlive no launch), then the graph.
   captured = Outputs{};
