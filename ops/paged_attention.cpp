@@ -95,7 +95,7 @@ struct DevicePlan::State {
   std::optional<Err> append_conflict;
   // The metadata tensors as the contracts see them: made once at upload, not on every call.
   contracts::PagedMetadata metadata;
-  std::int64_t updates = 0;     // DevicePlan::update calls that changed the schedule
+  std::int64_t updates = 0;     // successful DevicePlan::update calls
   std::optional<Err> unusable;  // set by an update whose copy failed: every call returns it
 };
 
@@ -500,13 +500,18 @@ Status<Err> DevicePlan::update(const HostPlan& host) {
   auto& backend = s.queue.device().backend();
   void* stream = s.queue.impl().stream();
   using Copy = std::pair<Tensor*, const std::vector<std::int32_t>*>;
+  bool written = false;  // a failure before any copy leaves the old schedule whole
   for (const auto& [dst, src] : {Copy{&s.page_table, &table}, Copy{&s.lengths, &host.lengths()},
                                  Copy{&s.sequence_ids, &host.sequence_ids()}, Copy{&s.positions, &host.positions()}}) {
     auto copied = src->empty() ? Status<RuntimeError>{}
                                : backend.copy_to_device(stream, dst->data(), src->data(), src->size() * 4);
-    if (copied.ok()) continue;
-    s.unusable = Err(ErrorKind::InvalidValue, "plan", "a plan whose schedule upload succeeded",
-                     "a failed DevicePlan::update: " + copied.error().message());
+    if (copied.ok()) {
+      written = written || !src->empty();
+      continue;
+    }
+    if (written)
+      s.unusable = Err(ErrorKind::InvalidValue, "plan", "a plan whose schedule upload succeeded",
+                       "a failed DevicePlan::update: " + copied.error().message());
     return as<Err>(copied.error());
   }
   // The host vectors are the caller's (and this frame's): wait until the copies have read them.

@@ -259,9 +259,11 @@ class RUDNN_API DevicePlan {
   // Not during a capture (CaptureViolation: it copies from the host and waits for the copy, which
   // orders it after the queue's earlier work: calls enqueued before it read the old schedule).
   // Copies of this plan share the buffers, so they see the update too; so do CUDA graphs captured
-  // over them. An OrderedBackwardWorkspace made before the update is rejected afterwards (its index
-  // is the old schedule's). Not thread-safe: no call through this plan (or a copy) may run
-  // concurrently. A failed copy (a device error) leaves the plan refusing every call.
+  // over their forward, append and atomic backward calls, replayed on the plan's queue (or after it
+  // is synchronized). An OrderedBackwardWorkspace made before the update is rejected afterwards (its
+  // index is the old schedule's), and a graph that captured an ordered backward must be captured
+  // again. Not thread-safe: no call through this plan (or a copy) may run concurrently. A copy that
+  // fails after an earlier one was queued (a device error) leaves the plan refusing every call.
   Status<PagedAttentionError> update(const HostPlan& host);
   // How many updates the schedule has had (0 after upload).
   std::int64_t updates() const;

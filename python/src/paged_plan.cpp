@@ -55,8 +55,12 @@ void PagedPlanState::replan(paged_attention::DevicePlan plan) {
 }
 
 Status<PagedAttentionError> PagedPlanState::update(const paged_attention::HostPlan& host) {
+  // Under the workspace lock, so that the copies never land between a split call's partial and merge
+  // kernels or the ordered backward's two; a call without it racing the update is the caller's race.
+  std::lock_guard workspaces(workspace_mutex_);
+  const Schedule current = schedule();
+  if (auto st = current.plan->update(host); !st) return st;
   std::lock_guard lock(schedule_mutex_);
-  if (auto st = schedule_.plan->update(host); !st) return st;
   ++schedule_.generation;
   return {};
 }

@@ -169,8 +169,8 @@ TEST(PagedAttentionVariants, EveryRegisteredConfigLowers) {
         "rudnn_paged_attention_backward_mma_f16_d64", "rudnn_paged_attention_backward_mma_bf16_d96",
         "rudnn_paged_attention_backward_history_mma_bf16_d128_compact",
         "rudnn_paged_attention_backward_history_mma_f16_d128", "rudnn_paged_attention_backward_history_mma_f16_d64",
-        "rudnn_paged_attention_backward_history_mma_bf16_d96",
-        "rudnn_paged_mla_backward_bf16_", "rudnn_paged_zero", "rudnn_paged_mla_backward_history_bf16_"}) {
+        "rudnn_paged_attention_backward_history_mma_bf16_d96", "rudnn_paged_mla_backward_bf16_", "rudnn_paged_zero",
+        "rudnn_paged_mla_backward_history_bf16_"}) {
     bool found = false;
     for (const auto& e : entries) found = found || e.rfind(prefix, 0) == 0;
     EXPECT_TRUE(found) << prefix;

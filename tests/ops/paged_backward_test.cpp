@@ -548,7 +548,8 @@ TEST_F(PagedBackward, OrderedOnTensorCores) {
     SCOPED_TRACE(fmt::format("seed={}", seed));
     std::mt19937_64 rng(seed);
     Layout l = make_layout(rng, c.page_size, c.seqs, true);
-    check_ordered(make_problem(std::move(l), c.h, c.dtype, rng), c.causal, &c == &kCases[0]);
+    // The other thread orders with 16-key (page 16) and 32-key (page 24) tiles.
+    check_ordered(make_problem(std::move(l), c.h, c.dtype, rng), c.causal, &c == &kCases[0] || &c == &kCases[3]);
   }
 }
 

@@ -181,7 +181,7 @@ TEST_F(PagedUpdate, SchedulesThatDoNotFitAreRejectedAndChangeNothing) {
   expect_rejected(queries, "query rows");
   Layout wider = a;
   for (auto& table : wider.tables) table.push_back(table.front());  // one page wider than every table
-  expect_rejected(wider, "pages (the plan's)");
+  expect_rejected(wider, "page tables of at most");
 
   {  // an update during a capture (simulated on the host queue)
     auto host = paged_test::host_plan(next_step(a));

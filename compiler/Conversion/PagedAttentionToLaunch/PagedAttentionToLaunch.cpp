@@ -375,20 +375,18 @@ LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op
     // The history gradients key by key, in the schedule's order: on tensor cores
     // paged_attention_backward_history_mma (its items always staged: cache_rows selects nothing),
     // else the plain kernel.
-    const std::string historyName =
-        mma ? fmt::format("rudnn_paged_attention_backward_history_mma_{}_d{}{}", dtype_name(dtype), d.head_dim,
-                          compact ? "_compact" : "")
-            : fmt::format("rudnn_paged_{}_backward_history_{}_w{}_k{}_v{}{}{}", mla ? "mla" : "attention",
-                          dtype_name(dtype), warps, keyLanes, valueLanes, cacheRows ? "_rows" : "",
-                          compact ? "_compact" : "");
-    LaunchBuilder h(op, historyName, mma ? "rudnn/paged/backward_mma.cuh" : "rudnn/paged/backward.cuh",
-                    mma ? "rudnn::paged::paged_attention_backward_history_mma"
-                        : "rudnn::paged::paged_attention_backward_history");
-    h.templateArgs({elem, mma ? fmt::format("rudnn::paged::HistoryMmaPolicy<{}, {}>", d.head_dim,
-                                            compact ? "true" : "false")
-                              : fmt::format("rudnn::paged::HistoryPolicy<{}, {}, {}, {}, {}, {}>", warps, keyLanes,
-                                            valueLanes, mla ? "true" : "false", cacheRows ? "true" : "false",
-                                            compact ? "true" : "false")})
+    const std::string historyName = mma ? fmt::format("rudnn_paged_attention_backward_history_mma_{}_d{}{}",
+                                                      dtype_name(dtype), d.head_dim, compact ? "_compact" : "")
+                                        : fmt::format("rudnn_paged_{}_backward_history_{}_w{}_k{}_v{}{}{}",
+                                                      mla ? "mla" : "attention", dtype_name(dtype), warps, keyLanes,
+                                                      valueLanes, cacheRows ? "_rows" : "", compact ? "_compact" : "");
+    LaunchBuilder h(
+        op, historyName, mma ? "rudnn/paged/backward_mma.cuh" : "rudnn/paged/backward.cuh",
+        mma ? "rudnn::paged::paged_attention_backward_history_mma" : "rudnn::paged::paged_attention_backward_history");
+    h.templateArgs(
+         {elem, mma ? fmt::format("rudnn::paged::HistoryMmaPolicy<{}, {}>", d.head_dim, compact ? "true" : "false")
+                    : fmt::format("rudnn::paged::HistoryPolicy<{}, {}, {}, {}, {}, {}>", warps, keyLanes, valueLanes,
+                                  mla ? "true" : "false", cacheRows ? "true" : "false", compact ? "true" : "false")})
         .config(config ? config : DictionaryAttr::get(ctx))
         .operands(values);
     std::int64_t slot = static_cast<std::int64_t>(values.size());
