@@ -84,13 +84,13 @@ class PagedPlan:
         page_size, Hkv, Dv] → [queries, Hq, Dv]. ``scale`` defaults to 1/√D; ``splits`` in 2..=32
         is split-KV."""
         scale = query.shape[-1] ** -0.5 if scale is None else scale
-        return paged_attention_op(query, key, value, self.id, scale, causal, splits)
+        return paged_attention_op(query, key, value, self.id, scale, causal, splits)[0]
 
     def mla(self, query, query_rope, latent, key_rope, scale, causal=True, splits=1):
         """Absorbed MLA: query [queries, H, R], query_rope [queries, H, P], the paged latent [pages,
         page_size, 1, R] and key_rope [pages, page_size, 1, P]; scores = scale·(query·latent +
         query_rope·key_rope), values the latent rows → [queries, H, R]."""
-        return paged_mla_op(query, query_rope, latent, key_rope, self.id, scale, causal, splits)
+        return paged_mla_op(query, query_rope, latent, key_rope, self.id, scale, causal, splits)[0]
 
     def append(self, key, value, key_cache, value_cache):
         """Writes key [queries, Hkv, D] and value [queries, Hkv, Dv] at each query row's position,
@@ -123,15 +123,19 @@ def _integers(name, values, bound):
     return out
 
 
+def _generation_fake():
+    return torch.empty((), dtype=torch.int64)
+
+
 def _paged_attention_fake(query, key, value, *args):
-    return query.new_empty((*query.shape[:-1], value.shape[-1]))
+    return query.new_empty((*query.shape[:-1], value.shape[-1])), _generation_fake()
 
 
 def _paged_mla_fake(query, *args):
-    return torch.empty_like(query, memory_format=torch.contiguous_format)
+    return torch.empty_like(query, memory_format=torch.contiguous_format), _generation_fake()
 
 
-def _backward_fake(grad_out, *args):
+def _backward_fake(grad_out, generation, *args):
     """The wanted gradients in the query's dtype, the others empty."""
     *tensors, plan, scale, causal, wanted = args
     return tuple(t.new_empty(t.shape if w else (0,), dtype=tensors[0].dtype) for t, w in zip(tensors, wanted))
@@ -140,19 +144,22 @@ def _backward_fake(grad_out, *args):
 # The plan is found by its id (python/src/paged_plan.h). attention and MLA are differentiable in every
 # tensor through their backward ops: the atomic path, or the ordered one when the plan's
 # deterministic_backward is set when the backward runs. `wanted`: which gradients to compute (the
-# others are empty tensors and cost nothing).
+# others are empty tensors and cost nothing). The forward ops also return the schedule's generation
+# (a 0-dim int64 CPU tensor), which the backward ops take back to check that the plan was not
+# re-planned in between — in eager autograd and in a torch.compile'd backward alike.
 _CALL = "int plan, float scale, bool causal"
 paged_attention_op = define(
-    f"paged_attention(Tensor query, Tensor key, Tensor value, {_CALL}, int splits) -> Tensor", _paged_attention_fake)
+    f"paged_attention(Tensor query, Tensor key, Tensor value, {_CALL}, int splits) -> (Tensor, Tensor)",
+    _paged_attention_fake)
 paged_mla_op = define(
-    f"paged_mla(Tensor query, Tensor query_rope, Tensor latent, Tensor key_rope, {_CALL}, int splits) -> Tensor",
-    _paged_mla_fake)
+    f"paged_mla(Tensor query, Tensor query_rope, Tensor latent, Tensor key_rope, {_CALL}, int splits) "
+    "-> (Tensor, Tensor)", _paged_mla_fake)
 paged_attention_backward_op = define(
-    f"paged_attention_backward(Tensor grad_out, Tensor query, Tensor key, Tensor value, {_CALL}, "
+    f"paged_attention_backward(Tensor grad_out, Tensor generation, Tensor query, Tensor key, Tensor value, {_CALL}, "
     "bool[3] wanted) -> (Tensor, Tensor, Tensor)", _backward_fake)
 paged_mla_backward_op = define(
-    f"paged_mla_backward(Tensor grad_out, Tensor query, Tensor query_rope, Tensor latent, Tensor key_rope, {_CALL}, "
-    "bool[4] wanted) -> (Tensor, Tensor, Tensor, Tensor)", _backward_fake)
+    "paged_mla_backward(Tensor grad_out, Tensor generation, Tensor query, Tensor query_rope, Tensor latent, "
+    f"Tensor key_rope, {_CALL}, bool[4] wanted) -> (Tensor, Tensor, Tensor, Tensor)", _backward_fake)
 # Mutating: no gradient; the kernel moves the caches' version counters, as torch's in-place ops do.
 paged_append_op = define(
     "paged_append(Tensor key, Tensor value, Tensor(a!) key_cache, Tensor(b!) value_cache, int plan) -> ()",

@@ -83,8 +83,32 @@ void under_plan_lock(const Call& call, PagedPlanState& plan, Body&& body) {
   call.check(status);
 }
 
-at::Tensor paged_attention(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, Int plan_id,
-                           double scale, bool causal, Int splits) {
+// A schedule's generation as the forward ops' second output (a 0-dim CPU int64 tensor). The backward
+// ops take it back and check that the plan is still on that schedule: as an output it reaches a
+// torch.compile'd backward too, in which anything the autograd function saved aside is a constant of
+// the trace.
+at::Tensor generation_tensor(const Schedule& schedule) {
+  return at::scalar_tensor(static_cast<Int>(schedule.generation), at::TensorOptions(at::kLong));
+}
+
+// A backward runs on its forward's schedule: a plan re-planned in between (in place or not) is an
+// error, never the gradient of another schedule.
+void check_generation(const at::Tensor& generation, const Schedule& schedule) {
+  if (generation.dim() != 0 || generation.scalar_type() != at::kLong || !generation.device().is_cpu())
+    raise(kFamily,
+          Error(ErrorKind::InvalidValue, "generation", "the forward's generation output (a 0-dim int64 CPU tensor)",
+                "a " + std::to_string(generation.dim()) + "-dim " + c10::toString(generation.scalar_type()) +
+                    " tensor on " + generation.device().str()));
+  const Int forward = generation.item<Int>(), now = static_cast<Int>(schedule.generation);
+  if (forward != now)
+    raise(kFamily, Error(ErrorKind::InvalidValue, "plan",
+                         "the schedule of the forward (generation " + std::to_string(forward) + ")",
+                         "re-planned since (generation " + std::to_string(now) + ")"));
+}
+
+std::tuple<at::Tensor, at::Tensor> paged_attention(const at::Tensor& query, const at::Tensor& key,
+                                                   const at::Tensor& value, Int plan_id, double scale, bool causal,
+                                                   Int splits) {
   auto plan = plan_of(plan_id);
   const Schedule schedule = plan->schedule();  // this call's schedule, whatever a replan does meanwhile
   check_splits(splits);
@@ -104,11 +128,12 @@ at::Tensor paged_attention(const at::Tensor& query, const at::Tensor& key, const
     return schedule.plan->attention_into(q, k, v, static_cast<float>(scale), causal, o, *workspace);
   });
   call.finish();
-  return out;
+  return {out, generation_tensor(schedule)};
 }
 
-at::Tensor paged_mla(const at::Tensor& query, const at::Tensor& query_rope, const at::Tensor& latent,
-                     const at::Tensor& key_rope, Int plan_id, double scale, bool causal, Int splits) {
+std::tuple<at::Tensor, at::Tensor> paged_mla(const at::Tensor& query, const at::Tensor& query_rope,
+                                             const at::Tensor& latent, const at::Tensor& key_rope, Int plan_id,
+                                             double scale, bool causal, Int splits) {
   auto plan = plan_of(plan_id);
   const Schedule schedule = plan->schedule();  // this call's schedule, whatever a replan does meanwhile
   check_splits(splits);
@@ -128,7 +153,7 @@ at::Tensor paged_mla(const at::Tensor& query, const at::Tensor& query_rope, cons
     return schedule.plan->mla_into(q, qp, lat, kp, static_cast<float>(scale), causal, o, *workspace);
   });
   call.finish();
-  return out;
+  return {out, generation_tensor(schedule)};
 }
 
 // Gradient buffers for the wanted inputs, in q's dtype (the others: empty, and not computed). The
@@ -151,13 +176,12 @@ Tensor* wanted_view(Call& call, std::vector<std::optional<Tensor>>& views, const
   return &*views.back();
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> paged_attention_backward(const at::Tensor& grad_out,
-                                                                        const at::Tensor& query, const at::Tensor& key,
-                                                                        const at::Tensor& value, Int plan_id,
-                                                                        double scale, bool causal,
-                                                                        std::array<bool, 3> wanted) {
+std::tuple<at::Tensor, at::Tensor, at::Tensor> paged_attention_backward(
+    const at::Tensor& grad_out, const at::Tensor& generation, const at::Tensor& query, const at::Tensor& key,
+    const at::Tensor& value, Int plan_id, double scale, bool causal, std::array<bool, 3> wanted) {
   auto plan = plan_of(plan_id);
   const Schedule schedule = plan->schedule();  // this call's schedule, whatever a replan does meanwhile
+  check_generation(generation, schedule);
   Call call = open(*plan, {{"query", &query}, {"key", &key}, {"value", &value}, {"grad_out", &grad_out}});
   Tensor q = call.in(query, "query");
   Tensor k = call.in(key, "key");
@@ -186,10 +210,12 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> paged_attention_backward(const at
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor> paged_mla_backward(
-    const at::Tensor& grad_out, const at::Tensor& query, const at::Tensor& query_rope, const at::Tensor& latent,
-    const at::Tensor& key_rope, Int plan_id, double scale, bool causal, std::array<bool, 4> wanted) {
+    const at::Tensor& grad_out, const at::Tensor& generation, const at::Tensor& query, const at::Tensor& query_rope,
+    const at::Tensor& latent, const at::Tensor& key_rope, Int plan_id, double scale, bool causal,
+    std::array<bool, 4> wanted) {
   auto plan = plan_of(plan_id);
   const Schedule schedule = plan->schedule();  // this call's schedule, whatever a replan does meanwhile
+  check_generation(generation, schedule);
   Call call = open(*plan, {{"query", &query},
                            {"query_rope", &query_rope},
                            {"latent", &latent},
@@ -265,69 +291,59 @@ struct PlanKeeper : torch::CustomClassHolder {
   std::shared_ptr<PagedPlanState> plan;
 };
 
-void save_call(AutogradContext* ctx, Int plan_id, double scale, bool causal, variable_list inputs) {
+// What the backward needs: the inputs and the forward's generation (saved), the call's scalars, which
+// inputs want a gradient, and the plan kept alive.
+void save_call(AutogradContext* ctx, Int plan_id, double scale, bool causal, variable_list inputs,
+               const at::Tensor& generation) {
   c10::List<bool> wanted;
   for (const at::Tensor& t : inputs) wanted.push_back(requires_grad(t));
+  inputs.push_back(generation);
   ctx->save_for_backward(inputs);
+  ctx->mark_non_differentiable({generation});
   ctx->saved_data["plan"] = plan_id;
   ctx->saved_data["scale"] = scale;
   ctx->saved_data["causal"] = causal;
   ctx->saved_data["wanted"] = wanted;
-  if (auto plan = PagedPlanState::find(plan_id)) {
-    ctx->saved_data["generation"] = static_cast<Int>(plan->schedule().generation);
+  if (auto plan = PagedPlanState::find(plan_id))
     ctx->saved_data["keep"] = c10::IValue::make_capsule(c10::make_intrusive<PlanKeeper>(std::move(plan)));
-  }
 }
 
-// A backward runs on its forward's schedule: a plan re-planned in between is an error, never the
-// gradient of another schedule.
-void check_schedule(AutogradContext* ctx) {
-  auto& data = ctx->saved_data;
-  if (data.find("generation") == data.end()) return;
-  auto plan = PagedPlanState::find(data["plan"].toInt());
-  const Int forward = data["generation"].toInt();
-  const Int now = plan ? static_cast<Int>(plan->schedule().generation) : forward;
-  if (now != forward)
-    raise(kFamily, Error(ErrorKind::InvalidValue, "plan",
-                         "the schedule of the forward (generation " + std::to_string(forward) + ")",
-                         "re-planned since (generation " + std::to_string(now) + ")"));
-}
-
-using AttentionSignature = at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, Int, double, bool, Int);
-using MlaSignature = at::Tensor(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, Int, double,
-                                bool, Int);
+using Forward = std::tuple<at::Tensor, at::Tensor>;  // the output and the schedule's generation
+using AttentionSignature = Forward(const at::Tensor&, const at::Tensor&, const at::Tensor&, Int, double, bool, Int);
+using MlaSignature = Forward(const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, Int, double,
+                             bool, Int);
 
 // The kernels below autograd (the device kernel, or the fake one while tracing).
-at::Tensor attention_below_autograd(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, Int plan,
-                                    double scale, bool causal, Int splits) {
+Forward attention_below_autograd(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, Int plan,
+                                 double scale, bool causal, Int splits) {
   at::AutoDispatchBelowADInplaceOrView below;
   static auto op = rudnn_op<AttentionSignature>("paged_attention");
   return op.call(query, key, value, plan, scale, causal, splits);
 }
-at::Tensor mla_below_autograd(const at::Tensor& query, const at::Tensor& query_rope, const at::Tensor& latent,
-                              const at::Tensor& key_rope, Int plan, double scale, bool causal, Int splits) {
+Forward mla_below_autograd(const at::Tensor& query, const at::Tensor& query_rope, const at::Tensor& latent,
+                           const at::Tensor& key_rope, Int plan, double scale, bool causal, Int splits) {
   at::AutoDispatchBelowADInplaceOrView below;
   static auto op = rudnn_op<MlaSignature>("paged_mla");
   return op.call(query, query_rope, latent, key_rope, plan, scale, causal, splits);
 }
 
 struct AttentionFunction : torch::autograd::Function<AttentionFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& query, const at::Tensor& key,
-                            const at::Tensor& value, Int plan, double scale, bool causal, Int splits) {
-    save_call(ctx, plan, scale, causal, {query, key, value});
-    return attention_below_autograd(query, key, value, plan, scale, causal, splits);
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& query, const at::Tensor& key,
+                               const at::Tensor& value, Int plan, double scale, bool causal, Int splits) {
+    auto [out, generation] = attention_below_autograd(query, key, value, plan, scale, causal, splits);
+    save_call(ctx, plan, scale, causal, {query, key, value}, generation);
+    return {out, generation};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    check_schedule(ctx);
     const variable_list s = ctx->get_saved_variables();
     auto& data = ctx->saved_data;
     const auto list = data["wanted"].toBoolList();
     const std::array<bool, 3> wanted{list[0], list[1], list[2]};
     static auto op = rudnn_op<std::tuple<at::Tensor, at::Tensor, at::Tensor>(
-        const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, Int, double, bool,
-        std::array<bool, 3>)>("paged_attention_backward");
-    auto [dq, dk, dv] = op.call(grads[0].contiguous(), s[0], s[1], s[2], data["plan"].toInt(), data["scale"].toDouble(),
-                                data["causal"].toBool(), wanted);
+        const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, Int, double,
+        bool, std::array<bool, 3>)>("paged_attention_backward");
+    auto [dq, dk, dv] = op.call(grads[0].contiguous(), s[3], s[0], s[1], s[2], data["plan"].toInt(),
+                                data["scale"].toDouble(), data["causal"].toBool(), wanted);
     return {wanted[0] ? dq : at::Tensor(),
             wanted[1] ? dk : at::Tensor(),
             wanted[2] ? dv : at::Tensor(),
@@ -339,22 +355,22 @@ struct AttentionFunction : torch::autograd::Function<AttentionFunction> {
 };
 
 struct MlaFunction : torch::autograd::Function<MlaFunction> {
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& query, const at::Tensor& query_rope,
-                            const at::Tensor& latent, const at::Tensor& key_rope, Int plan, double scale, bool causal,
-                            Int splits) {
-    save_call(ctx, plan, scale, causal, {query, query_rope, latent, key_rope});
-    return mla_below_autograd(query, query_rope, latent, key_rope, plan, scale, causal, splits);
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& query, const at::Tensor& query_rope,
+                               const at::Tensor& latent, const at::Tensor& key_rope, Int plan, double scale,
+                               bool causal, Int splits) {
+    auto [out, generation] = mla_below_autograd(query, query_rope, latent, key_rope, plan, scale, causal, splits);
+    save_call(ctx, plan, scale, causal, {query, query_rope, latent, key_rope}, generation);
+    return {out, generation};
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    check_schedule(ctx);
     const variable_list s = ctx->get_saved_variables();
     auto& data = ctx->saved_data;
     const auto list = data["wanted"].toBoolList();
     const std::array<bool, 4> wanted{list[0], list[1], list[2], list[3]};
     static auto op = rudnn_op<std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>(
-        const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, Int, double,
-        bool, std::array<bool, 4>)>("paged_mla_backward");
-    auto [dq, dqp, dlatent, dkp] = op.call(grads[0].contiguous(), s[0], s[1], s[2], s[3], data["plan"].toInt(),
+        const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&, const at::Tensor&,
+        const at::Tensor&, Int, double, bool, std::array<bool, 4>)>("paged_mla_backward");
+    auto [dq, dqp, dlatent, dkp] = op.call(grads[0].contiguous(), s[4], s[0], s[1], s[2], s[3], data["plan"].toInt(),
                                            data["scale"].toDouble(), data["causal"].toBool(), wanted);
     return {wanted[0] ? dq : at::Tensor(),
             wanted[1] ? dqp : at::Tensor(),
@@ -367,18 +383,20 @@ struct MlaFunction : torch::autograd::Function<MlaFunction> {
   }
 };
 
-at::Tensor paged_attention_autograd(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, Int plan,
-                                    double scale, bool causal, Int splits) {
+Forward paged_attention_autograd(const at::Tensor& query, const at::Tensor& key, const at::Tensor& value, Int plan,
+                                 double scale, bool causal, Int splits) {
   if (!forward_needs_grad(query, key, value))
     return attention_below_autograd(query, key, value, plan, scale, causal, splits);
-  return AttentionFunction::apply(query, key, value, plan, scale, causal, splits);
+  const variable_list out = AttentionFunction::apply(query, key, value, plan, scale, causal, splits);
+  return {out[0], out[1]};
 }
 
-at::Tensor paged_mla_autograd(const at::Tensor& query, const at::Tensor& query_rope, const at::Tensor& latent,
-                              const at::Tensor& key_rope, Int plan, double scale, bool causal, Int splits) {
+Forward paged_mla_autograd(const at::Tensor& query, const at::Tensor& query_rope, const at::Tensor& latent,
+                           const at::Tensor& key_rope, Int plan, double scale, bool causal, Int splits) {
   if (!forward_needs_grad(query, query_rope, latent, key_rope))
     return mla_below_autograd(query, query_rope, latent, key_rope, plan, scale, causal, splits);
-  return MlaFunction::apply(query, query_rope, latent, key_rope, plan, scale, causal, splits);
+  const variable_list out = MlaFunction::apply(query, query_rope, latent, key_rope, plan, scale, causal, splits);
+  return {out[0], out[1]};
 }
 
 void kernels(torch::Library& m) {

@@ -17,6 +17,11 @@ SEQUENCE_IDS = [0, 0, 0, 1, 0]
 POSITIONS = [3, 4, 5, 10, 13]
 
 
+def generation(p):
+    """The generation tensor a forward op returns for `p`'s current schedule (the backward ops take it)."""
+    return torch.tensor(p.generation, dtype=torch.int64)
+
+
 def plan(device="cpu", deterministic=False):
     return rudnn.paged_attention.PagedPlan(PAGE_SIZE, PAGES, TABLES, LENGTHS, SEQUENCE_IDS, POSITIONS, device,
                                            deterministic_backward=deterministic)
@@ -77,8 +82,8 @@ def test_only_the_wanted_gradients(seed):
     reference(q64, k64, v64, 0.25, True).sum().backward()
     close(v.grad, v64.grad, 1e-4, 1e-4)
     # The backward op computes only what `wanted` names: the others come back empty.
-    dq, dk, dv = torch.ops.rudnn.paged_attention_backward(torch.ones(5, 2, 16), q, k, v, p.id, 0.25, True,
-                                                          [False, False, True])
+    dq, dk, dv = torch.ops.rudnn.paged_attention_backward(torch.ones(5, 2, 16), generation(p), q, k, v, p.id, 0.25,
+                                                          True, [False, False, True])
     assert dq.numel() == 0 and dk.numel() == 0 and dv.shape == v.shape
     close(dv, v64.grad, 1e-4, 1e-4)
 
@@ -135,13 +140,13 @@ def test_opcheck_and_compile(seed):
     v = torch.randn(PAGES, PAGE_SIZE, 1, 16, requires_grad=True)
     torch.library.opcheck(torch.ops.rudnn.paged_attention.default, (q, k, v, p.id, 0.25, True, 1))
     torch.library.opcheck(torch.ops.rudnn.paged_attention_backward.default,
-                          (torch.randn(5, 2, 16), q.detach(), k.detach(), v.detach(), p.id, 0.25, True,
-                           [True, False, True]))
+                          (torch.randn(5, 2, 16), generation(p), q.detach(), k.detach(), v.detach(), p.id, 0.25,
+                           True, [True, False, True]))
     mla = (torch.randn(5, 2, 16, requires_grad=True), torch.randn(5, 2, 8, requires_grad=True),
            torch.randn(PAGES, PAGE_SIZE, 1, 16, requires_grad=True), torch.randn(PAGES, PAGE_SIZE, 1, 8))
     torch.library.opcheck(torch.ops.rudnn.paged_mla.default, (*mla, p.id, 0.2, True, 2))
     torch.library.opcheck(torch.ops.rudnn.paged_mla_backward.default,
-                          (torch.randn(5, 2, 16), *(t.detach() for t in mla), p.id, 0.2, True,
+                          (torch.randn(5, 2, 16), generation(p), *(t.detach() for t in mla), p.id, 0.2, True,
                            [True, True, False, True]))
     torch.library.opcheck(torch.ops.rudnn.paged_append.default,
                           (torch.randn(5, 1, 16), torch.randn(5, 1, 16), k.detach().clone(), v.detach().clone(), p.id))
@@ -167,7 +172,7 @@ def test_opcheck_and_compile(seed):
 def test_a_wrong_rank_in_the_deterministic_backward_is_an_error():
     p = plan(deterministic=True)
     with pytest.raises(rudnn.PagedAttentionError) as error:
-        torch.ops.rudnn.paged_attention_backward(torch.randn(5, 16), torch.randn(5, 16),
+        torch.ops.rudnn.paged_attention_backward(torch.randn(5, 16), generation(p), torch.randn(5, 16),
                                                  torch.randn(PAGES, PAGE_SIZE, 1, 16),
                                                  torch.randn(PAGES, PAGE_SIZE, 1, 16), p.id, 0.25, True,
                                                  [True, True, True])
@@ -291,6 +296,31 @@ def test_replan_in_place_matches_a_new_plan(seed, splits):
         assert torch.equal(p.attention(q, k, v, splits=splits), expected)
         assert not torch.equal(expected, before)
         before = expected
+
+
+@pytest.mark.parametrize("in_place", [False, True])
+def test_a_compiled_backward_after_a_replan_is_an_error(seed, in_place):
+    """The forward op returns its schedule's generation and the backward op checks it, so a torch.compile'd
+    backward (whose saved data would be constants of the trace) refuses a replan made between forward and
+    backward as the eager one does; a replan after the backward is fine."""
+    p = plan()
+    q = torch.randn(5, 2, 16, requires_grad=True)
+    k, v = torch.randn(PAGES, PAGE_SIZE, 1, 16), torch.randn(PAGES, PAGE_SIZE, 1, 16)
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda q, k, v: p.attention(q, k, v).square().sum(), fullgraph=True, backend="aot_eager")
+    compiled(q, k, v).backward()  # generation 1 throughout
+    p.replan(*SWAPPED, in_place=in_place)
+    compiled(q, k, v).backward()  # generation 2 throughout: the same compiled graphs
+    loss = compiled(q, k, v)
+    p.replan(*NEXT_STEP, in_place=in_place)
+    with pytest.raises(rudnn.PagedAttentionError) as error:
+        loss.backward()
+    assert error.value.argument == "plan" and "generation 2" in error.value.expected, str(error.value)
+    assert "generation 3" in error.value.actual
+    with pytest.raises(rudnn.PagedAttentionError) as error:  # not the forward's generation tensor
+        torch.ops.rudnn.paged_attention_backward(torch.ones(5, 2, 16), torch.zeros(2, dtype=torch.int64), q.detach(),
+                                                 k, v, p.id, 0.25, True, [True, False, False])
+    assert error.value.argument == "generation" and "0-dim" in error.value.expected, str(error.value)
 
 
 def test_replan_in_place_rejects_a_schedule_that_does_not_fit(seed):
