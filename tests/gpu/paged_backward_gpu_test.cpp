@@ -2,7 +2,8 @@
 // of tests/reference/paged_attention.h: decode GQA 32/8 at D = 128 and mixed chunked-prefill rows
 // (shuffled pages, a shared prefix) for bf16, f16 and f32, causal and not; MLA at R = 512 / P = 64
 // with H = 16; dq the same bits twice (no atomics in it); the ordered path (no atomics) the same
-// bits on every run and with its row caching and compaction switched on. Every test prints SKIP without a CUDA device
+// bits on every run and with its row caching and compaction switched on; small shapes of both paths,
+// tensor cores and plain, for compute-sanitizer. Every test prints SKIP without a CUDA device
 // (RUDNN_GPU_TESTS_ON_HOST=1 runs them on the host device).
 #include <gtest/gtest.h>
 
@@ -104,6 +105,23 @@ TEST_F(PagedBackwardOnGpu, AttentionMatchesTheOracle) {
           true);
       check_attention(l, 32, 8, 128, 128, dtype, causal, rng, device_);
     }
+}
+
+// Small, for compute-sanitizer (scripts/gpu-check runs *Sanitized* under memcheck and racecheck): the
+// atomic and the ordered backward on tensor cores (bf16, D = 64; pages of 16 and 24 slots, the
+// ordered history kernel's 16- and 32-key tiles; a reader with more items than a 64-row chunk) and on
+// plain cores (f32, pages of 5).
+TEST_F(PagedBackwardOnGpu, SanitizedSmall) {
+  for (const auto& [dtype, page_size] :
+       {std::pair{DType::BF16, std::int64_t{16}}, std::pair{DType::BF16, std::int64_t{24}},
+        std::pair{DType::F32, std::int64_t{5}}}) {
+    const std::uint64_t seed = fresh_seed();
+    SCOPED_TRACE(fmt::format("seed={} page_size={}", seed, page_size));
+    std::mt19937_64 rng(seed);
+    const Layout l = make_layout(rng, page_size,
+                                 {Seq{40, Rows::Chunk, 9}, Seq{23, Rows::Decode, 0, 0, 1}, Seq{3, Rows::Decode}}, true);
+    check_attention(l, 8, 1, 64, 64, dtype, true, rng, device_);
+  }
 }
 
 TEST_F(PagedBackwardOnGpu, MlaMatchesTheOracle) {
