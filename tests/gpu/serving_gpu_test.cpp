@@ -1,8 +1,8 @@
 // Serving integration (SPEC §13, issue 16) on a real GPU: the engine's own CUstream wrapped as a
 // queue (never destroyed by rudnn), views of its device memory, and a real CUDA graph capture on
 // that stream: a cold call fails with CaptureViolation and leaves the capture valid; after a warm-up
-// a norm → attention step is captured and its replay equals the eager run bit for bit. Prints SKIP
-// without a CUDA device.
+// a norm → attention → MoE layer step (routing, dispatch, experts and combine all on the device) is
+// captured and its replay equals the eager run bit for bit. Prints SKIP without a CUDA device.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -15,6 +15,7 @@
 #include "gpu_test_util.h"
 #include "graph_api.h"
 #include "rudnn/attention.h"
+#include "rudnn/moe.h"
 #include "rudnn/normalization.h"
 #include "rudnn/stats.h"
 
@@ -62,6 +63,11 @@ TEST_F(ServingOnGpu, WrappedStreamViewsAndCapture) {
     };
     const Tensor x = upload({tokens, h}), gamma = upload({h}), k = upload({1, heads, tokens, d}),
                  v = upload({1, heads, tokens, d});
+    const std::int64_t experts_count = 8, inter = 256;
+    auto experts = moe::SwiGluExperts::create(upload({experts_count, inter, h}), upload({experts_count, inter, h}),
+                                              upload({experts_count, h, inter}));
+    ASSERT_TRUE(experts.ok()) << experts.error().message();
+    const Tensor logits = upload({tokens, experts_count});
     // A view of the engine's device memory (here: memory rudnn allocated, seen through a pointer).
     auto xv = Tensor::view(x.data(), x.shape(), {}, dtype, q);
     ASSERT_TRUE(xv.ok()) << xv.error().message();
@@ -74,7 +80,12 @@ TEST_F(ServingOnGpu, WrappedStreamViewsAndCapture) {
       if (!qv.ok()) return Error(qv.error());
       auto o = attention::attention(*qv, k, v, std::nullopt, std::nullopt);
       if (!o.ok()) return Error(o.error());
-      return std::move(o.value());
+      // The attention output's storage as [tokens, H·D] rows into the MoE layer (top 2 of 8).
+      auto rows = Tensor::view(o->data(), {tokens, h}, {}, dtype, q);
+      if (!rows.ok()) return Error(rows.error());
+      auto m = experts->forward(*rows, logits, {2, true});
+      if (!m.ok()) return Error(m.error());
+      return std::move(m.value());
     };
 
     // Cold inside a capture: CaptureViolation, and the capture is still valid to end.
