@@ -11,25 +11,15 @@
 #include <vector>
 
 #include "op_test_util.h"
-#include "queue_impl.h"
 #include "rudnn/moe.h"
 #include "rudnn/stats.h"
+#include "simulated_capture.h"
 
 namespace rudnn {
 namespace {
 
-std::vector<std::byte> bytes_of(const Tensor& t) {
-  auto h = to_host(t);
-  EXPECT_TRUE(h.ok()) << h.error().message();
-  return h.ok() ? h->bytes : std::vector<std::byte>{};
-}
-
-// Ends the simulated capture however the test leaves.
-struct SimulatedCapture {
-  const Queue& queue;
-  explicit SimulatedCapture(const Queue& q) : queue(q) { queue.impl().simulate_capture(true); }
-  ~SimulatedCapture() { queue.impl().simulate_capture(false); }
-};
+using testing::host_bytes;
+using testing::SimulatedCapture;
 
 TEST(MoeCapture, WarmStepRunsInsideACaptureWithTheEagerBits) {
   std::mt19937_64 rng(testing::fresh_seed());
@@ -77,7 +67,7 @@ TEST(MoeCapture, WarmStepRunsInsideACaptureWithTheEagerBits) {
   };
 
   std::vector<std::vector<std::byte>> eager;
-  for (const Tensor& t : step()) eager.push_back(bytes_of(t));  // cold: plans, compiles, module loads
+  for (const Tensor& t : step()) eager.push_back(host_bytes(t));  // cold: plans, compiles, module loads
   ASSERT_EQ(eager.size(), 4u);
   std::vector<Tensor> captured;
   const Stats before = stats();
@@ -98,7 +88,7 @@ TEST(MoeCapture, WarmStepRunsInsideACaptureWithTheEagerBits) {
   EXPECT_EQ(after.jit_compiles, before.jit_compiles);
   EXPECT_EQ(after.plan_cache_misses, before.plan_cache_misses);
   ASSERT_EQ(captured.size(), eager.size());
-  for (std::size_t i = 0; i < captured.size(); ++i) EXPECT_EQ(bytes_of(captured[i]), eager[i]) << "output " << i;
+  for (std::size_t i = 0; i < captured.size(); ++i) EXPECT_EQ(host_bytes(captured[i]), eager[i]) << "output " << i;
 }
 
 }  // namespace

@@ -35,4 +35,11 @@ inline Tensor upload(const Shape& shape, DType dtype, const std::vector<double>&
   return std::move(t.value());
 }
 
+// A tensor's bytes on the host (for bitwise comparisons); empty, with a test failure, when the copy fails.
+inline std::vector<std::byte> host_bytes(const Tensor& t) {
+  auto h = to_host(t);
+  EXPECT_TRUE(h.ok()) << h.error().message();
+  return h.ok() ? h->bytes : std::vector<std::byte>{};
+}
+
 }  // namespace rudnn::testing

@@ -15,8 +15,8 @@
 #include "jit.h"
 #include "op_test_util.h"
 #include "paged_test_util.h"
-#include "queue_impl.h"
 #include "rudnn/paged_attention.h"
+#include "simulated_capture.h"
 
 namespace rudnn {
 namespace {
@@ -30,15 +30,10 @@ using paged_test::Rows;
 using paged_test::Seq;
 using paged_test::sz;
 using testing::fresh_seed;
+using testing::host_bytes;
 
 constexpr std::int64_t kHq = 4, kHkv = 2, kD = 16;
 constexpr float kScale = 0.25f;
-
-std::vector<std::byte> bytes_of(const Tensor& t) {
-  auto h = to_host(t);
-  EXPECT_TRUE(h.ok()) << h.error().message();
-  return h.ok() ? h->bytes : std::vector<std::byte>{};
-}
 
 // One decode step further: every sequence one key longer, its row one position on (the tables have a
 // spare page for it).
@@ -76,7 +71,7 @@ std::vector<std::vector<std::byte>> results(const DevicePlan& plan, const Inputs
   auto g = plan.attention_backward(in.q, in.k, in.v, in.grad_out, kScale, true);
   EXPECT_TRUE(g.ok()) << g.error().message();
   if (!out.ok() || !g.ok()) return {};
-  return {bytes_of(*out), bytes_of(g->dq)};
+  return {host_bytes(*out), host_bytes(g->dq)};
 }
 
 std::vector<std::vector<std::byte>> fresh_results(const Layout& l, const Inputs& in) {
@@ -141,8 +136,9 @@ TEST_F(PagedUpdate, ServesTheNewScheduleInPlace) {
     };
     auto caches = p.append(key, key, copy_of(in.k), copy_of(in.v));
     EXPECT_TRUE(caches.ok()) << caches.error().message();
-    return caches.ok() ? std::vector<std::vector<std::byte>>{bytes_of(caches->key_cache), bytes_of(caches->value_cache)}
-                       : std::vector<std::vector<std::byte>>{};
+    return caches.ok()
+               ? std::vector<std::vector<std::byte>>{host_bytes(caches->key_cache), host_bytes(caches->value_cache)}
+               : std::vector<std::vector<std::byte>>{};
   };
   EXPECT_EQ(append(*plan), append(*fresh));
 }
@@ -186,9 +182,10 @@ TEST_F(PagedUpdate, SchedulesThatDoNotFitAreRejectedAndChangeNothing) {
   {  // an update during a capture (simulated on the host queue)
     auto host = paged_test::host_plan(next_step(a));
     ASSERT_TRUE(host.has_value());
-    in.q.queue().impl().simulate_capture(true);
-    auto st = plan->update(*host);
-    in.q.queue().impl().simulate_capture(false);
+    Status<PagedAttentionError> st = [&] {
+      const testing::SimulatedCapture capture(in.q.queue());
+      return plan->update(*host);
+    }();
     ASSERT_FALSE(st.ok());
     EXPECT_EQ(st.error().kind(), ErrorKind::CaptureViolation) << st.error().message();
   }
@@ -209,13 +206,13 @@ TEST_F(PagedUpdate, OrderedWorkspaceFromBeforeAnUpdateIsRejected) {
   ASSERT_TRUE(plan->update(*host).ok());
 
   Tensor dk = testing::upload(in.k.shape(), DType::F32, std::vector<double>(sz(in.k.numel()), 7.0), Device::host());
-  const auto dk_before = bytes_of(dk);
+  const auto dk_before = host_bytes(dk);
   auto st = plan->attention_backward_ordered_into(in.q, in.k, in.v, in.grad_out, kScale, true, *stale,
                                                   {nullptr, &dk, nullptr});
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().kind(), ErrorKind::InvalidValue) << st.error().message();
   EXPECT_EQ(st.error().argument(), "workspace") << st.error().message();
-  EXPECT_EQ(bytes_of(dk), dk_before) << "a rejected call wrote its output";
+  EXPECT_EQ(host_bytes(dk), dk_before) << "a rejected call wrote its output";
 
   // A workspace made after the update: the fresh plan's ordered gradients, bit for bit.
   auto ws = OrderedBackwardWorkspace::create(*plan, in.q);
@@ -232,7 +229,7 @@ TEST_F(PagedUpdate, OrderedWorkspaceFromBeforeAnUpdateIsRejected) {
                   ->attention_backward_ordered_into(in.q, in.k, in.v, in.grad_out, kScale, true, *fresh_ws,
                                                     {nullptr, &want, nullptr})
                   .ok());
-  EXPECT_EQ(bytes_of(dk), bytes_of(want));
+  EXPECT_EQ(host_bytes(dk), host_bytes(want));
 }
 
 TEST_F(PagedUpdate, AppendConflictFollowsTheSchedule) {

@@ -25,6 +25,7 @@
 #include "rudnn/moe.h"
 #include "rudnn/normalization.h"
 #include "rudnn/stats.h"
+#include "simulated_capture.h"
 #include "normalization.h"
 
 namespace rudnn {
@@ -280,12 +281,7 @@ TEST(Serving, NormRowStridedViews) {
   EXPECT_EQ(too_far.error().kind(), ErrorKind::InvalidValue);
 }
 
-// Ends a simulated capture however the test leaves.
-struct SimulatedCapture {
-  const Queue& queue;
-  explicit SimulatedCapture(const Queue& q) : queue(q) { queue.impl().simulate_capture(true); }
-  ~SimulatedCapture() { queue.impl().simulate_capture(false); }
-};
+using testing::SimulatedCapture;
 
 // Graph::prepare (SPEC §13 warm-up): every plan of a norm → attention step made for two buckets
 // of the token count; then runs of those shapes on real inputs miss no plan and compile nothing,
