@@ -5,6 +5,7 @@
 #include <bit>
 #include <limits>
 #include <initializer_list>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -244,6 +245,67 @@ Result<Dispatched, MoeError> RoutingPlan::dispatch_impl(const Tensor& input, con
   if (auto s = ops::launch(**plan, input.queue(), {&input, &indices_, &*rows, &*offsets, &*slots}); !s.ok())
     return as<MoeError>(s.error());
   return Dispatched(*this, std::move(rows.value()), std::move(offsets.value()), std::move(slots.value()));
+}
+
+Result<Dispatched, MoeError> RoutingPlan::adopt_dispatch(Tensor rows, Tensor offsets, Tensor slots) const {
+  const std::int64_t tokens = this->tokens(), k = top_k(), n = tokens * k;
+  if (is_quantized(rows.dtype()))
+    return MoeError(ErrorKind::QuantizedDType, "rows", "f32, f16 or bf16", std::string(dtype_name(rows.dtype())));
+  if (!is_float(rows.dtype()))
+    return MoeError(ErrorKind::UnsupportedDType, "rows", "f32, f16 or bf16", std::string(dtype_name(rows.dtype())));
+  if (rows.rank() != 2 || rows.dim(0) != n || rows.dim(1) < 1)
+    return MoeError(ErrorKind::ShapeMismatch, "rows", fmt::format("[{}, hidden >= 1] (tokens x top_k rows)", n),
+                    shape_to_string(rows.shape()));
+  for (auto [t, name] : {std::pair{&offsets, "offsets"}, {&slots, "slots"}})
+    if (t->dtype() != DType::U32)
+      return MoeError(ErrorKind::UnsupportedDType, name, "u32", std::string(dtype_name(t->dtype())));
+  if (offsets.shape() != Shape{experts_ + 1})
+    return MoeError(ErrorKind::ShapeMismatch, "offsets", fmt::format("[{}] (experts + 1)", experts_ + 1),
+                    shape_to_string(offsets.shape()));
+  if (slots.shape() != indices_.shape())
+    return MoeError(ErrorKind::ShapeMismatch, "slots",
+                    shape_to_string(indices_.shape()) + " (the routing's [T, top_k])", shape_to_string(slots.shape()));
+  for (auto [t, name] : {std::pair{&rows, "rows"}, {&offsets, "offsets"}, {&slots, "slots"}}) {
+    if (t->device() != indices_.device())
+      return MoeError(ErrorKind::DeviceMismatch, name, "the routing's device (" + indices_.device().to_string() + ")",
+                      t->device().to_string());
+    if (auto e = same_queue(*t, name, indices_, "the routing")) return *e;
+    if (auto e = check_layout(*t, name)) return *e;
+  }
+  // The selection and the two index tensors on the host. Values below 2^32 are exact in a double.
+  std::vector<double> host[3];
+  for (auto [i, t] : {std::pair{0, &indices_}, {1, &offsets}, {2, &slots}}) {
+    auto copy = to_host(*t);
+    if (!copy.ok()) return MoeError::from(copy.error());
+    host[i] = copy->to_f64();
+  }
+  const auto& chosen = host[0];
+  const auto& begin = host[1];
+  const auto& slot = host[2];
+  // offsets must be the running sum of each expert's number of choices.
+  std::vector<std::int64_t> expected(static_cast<std::size_t>(experts_) + 1, 0);
+  for (double e : chosen) ++expected[static_cast<std::size_t>(e) + 1];
+  for (std::size_t e = 0; e + 1 < expected.size(); ++e) expected[e + 1] += expected[e];
+  for (std::size_t e = 0; e < expected.size(); ++e)
+    if (begin[e] != static_cast<double>(expected[e]))
+      return MoeError(ErrorKind::InvalidValue, "offsets",
+                      fmt::format("{} at [{}] (the running count of the routing's choices)", expected[e], e),
+                      fmt::format("{}", begin[e]));
+  std::vector<bool> taken(static_cast<std::size_t>(n), false);
+  for (std::size_t i = 0; i < slot.size(); ++i) {
+    const auto e = static_cast<std::size_t>(chosen[i]);
+    const double row = slot[i];
+    const auto t = i / static_cast<std::size_t>(k), j = i % static_cast<std::size_t>(k);
+    if (row < begin[e] || row >= begin[e + 1])
+      return MoeError(ErrorKind::InvalidValue, "slots",
+                      fmt::format("a row in [{}, {}) (expert {}'s) at [{}, {}]", begin[e], begin[e + 1], e, t, j),
+                      fmt::format("{}", row));
+    if (taken[static_cast<std::size_t>(row)])
+      return MoeError(ErrorKind::InvalidValue, "slots", fmt::format("a row no other choice takes at [{}, {}]", t, j),
+                      fmt::format("{}, taken before", row));
+    taken[static_cast<std::size_t>(row)] = true;
+  }
+  return Dispatched(*this, std::move(rows), std::move(offsets), std::move(slots));
 }
 
 Result<Tensor, MoeError> Dispatched::combine(const Tensor& expert_output) const {

@@ -103,6 +103,16 @@ class RUDNN_API RoutingPlan {
   // the buffer and writes nothing.
   Result<Dispatched, MoeError> dispatch_into(const Tensor& input, const Tensor& rows, const Tensor& offsets,
                                              const Tensor& slots) const;
+  // A dispatch of this routing made earlier and kept as its three tensors (a framework's ops pass them
+  // between each other): rows [T·top_k, H] (any float dtype), offsets [experts + 1] U32 and slots
+  // [T, top_k] U32, contiguous, on the routing's device and queue. The offsets and slots are read back
+  // (one copy each and a synchronization of the queue, like create()'s) and must be a dispatch of this
+  // selection: offsets[0] = 0 and expert e's range [offsets[e], offsets[e+1]) as long as its number of
+  // choices; slots[t, j] inside the range of expert_indices[t, j], no row taken twice. The order of the
+  // rows inside an expert is free (dispatch's own is not fixed). The rows' values are data: not checked.
+  // Anything else names rows, offsets or slots (the first bad position in the message); the returned
+  // Dispatched refers to the caller's tensors (keep them alive and unmodified while it is used).
+  Result<Dispatched, MoeError> adopt_dispatch(Tensor rows, Tensor offsets, Tensor slots) const;
 
   // Training: keeps this selection and recomputes its weights from `logits` [T, E] with
   // selected_router_weights (FP32). The logits are saved (not copied): do not modify them before
