@@ -126,7 +126,16 @@ Call::Call(const char* family, std::initializer_list<Named> tensors)
       queue_(queue_of(family, device_, stream_)) {}
 
 DType Call::dtype_for(const at::Tensor& tensor, const char* argument, std::optional<DType> as) const {
-  if (as) return *as;
+  if (as) {
+    // An integer tensor of the same width read as another integer dtype (int32 holding u32 indices).
+    if (!c10::isIntegralType(tensor.scalar_type(), /*includeBool=*/false) ||
+        static_cast<std::size_t>(tensor.element_size()) != dtype_size(*as))
+      fail(Error(ErrorKind::UnsupportedDType, argument,
+                 "a " + std::to_string(8 * dtype_size(*as)) + "-bit integer tensor (read as " +
+                     std::string(dtype_name(*as)) + ")",
+                 torch_dtype_name(tensor.scalar_type())));
+    return *as;
+  }
   std::optional<DType> dtype = dtype_of(tensor.scalar_type());
   if (!dtype)
     fail(Error(ErrorKind::UnsupportedDType, argument, "a rudnn dtype (float32, float16, bfloat16, ...)",

@@ -44,7 +44,8 @@ class Call {
   const Queue& queue() const { return queue_; }
 
   // The view of an input: a rudnn dtype, made contiguous and 16-byte aligned (a copy, kept for the
-  // call, when it is not). `as` overrides the dtype (an int32 tensor holding U32 indices).
+  // call, when it is not). `as` reads an integer tensor of the same width as that dtype (an int32
+  // tensor holding U32 indices); any other tensor is UnsupportedDType naming the argument.
   Tensor in(const at::Tensor& tensor, const char* argument, std::optional<DType> as = std::nullopt);
   std::optional<Tensor> in(const std::optional<at::Tensor>& tensor, const char* argument);
   // A new output from torch's allocator (its caching allocator on CUDA) on the call's device, NaN

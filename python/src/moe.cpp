@@ -10,13 +10,14 @@
 
 #include "autograd.h"
 #include "call.h"
+#include "moe_common.h"
 #include "rudnn/moe.h"
 
 namespace rudnn::python {
 
 namespace {
 
-constexpr char kFamily[] = "moe";
+constexpr const auto& kFamily = kMoeFamily;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 using Int = std::int64_t;
@@ -54,14 +55,6 @@ struct Routing {
 moe::RouterWeightOptions scoring(bool sigmoid, bool renormalize, double scale) {
   return {sigmoid ? moe::RouterScoring::Sigmoid : moe::RouterScoring::Softmax, renormalize, static_cast<float>(scale)};
 }
-moe::GroupedStrategy strategy_of(const Call& call, std::string_view strategy) {
-  using moe::GroupedStrategy;
-  return choose<GroupedStrategy>(call, "strategy", strategy,
-                                 {{"scalar", GroupedStrategy::Scalar},
-                                  {"auto", GroupedStrategy::Auto},
-                                  {"tensor_core", GroupedStrategy::TensorCore}});
-}
-
 Pair route(const at::Tensor& logits, const std::optional<at::Tensor>& bias, const Routing& r) {
   Call call(kFamily, {{"logits", &logits}, {"bias", bias ? &*bias : nullptr}});
   Tensor l = call.in(logits, "logits");
@@ -148,14 +141,6 @@ at::Tensor router_weights_autograd(const at::Tensor& logits, const at::Tensor& i
   return RouterWeightsFunction::apply(logits, indices, sigmoid, renormalize, scale);
 }
 
-Result<moe::SwiGluExperts, MoeError> experts_of(Call& call, const at::Tensor& gate, const at::Tensor& up,
-                                                const at::Tensor& down) {
-  Tensor g = call.in(gate, "gate");
-  Tensor u = call.in(up, "up");
-  Tensor d = call.in(down, "down");
-  return moe::SwiGluExperts::create(g, u, d);
-}
-
 Routing routing_of(Int top_k, bool renormalize, bool grouped, Int groups, Int selected_groups, bool group_top_two,
                    double scale, std::string_view strategy) {
   return {top_k, renormalize, grouped, groups, selected_groups, group_top_two, scale, std::string(strategy)};
@@ -198,14 +183,14 @@ at::Tensor moe_layer(const at::Tensor& input, const at::Tensor& logits, const st
                       {"gate", &gate},
                       {"up", &up},
                       {"down", &down}});
-  const auto chosen = strategy_of(call, strategy);
+  const auto chosen = experts_strategy(call, strategy);
   const Routing r = routing_of(top_k, renormalize, grouped, groups, selected_groups, group_top_two, scale, strategy);
   if (bias && !grouped)
     call.fail(Error(ErrorKind::InvalidValue, "bias", "None for softmax routing (grouped = false)", "a tensor"));
   Tensor x = call.in(input, "input");
   Tensor l = call.in(logits, "logits");
   std::optional<Tensor> b = call.in(bias, "bias");
-  auto experts = call.take(experts_of(call, gate, up, down));
+  auto experts = swiglu_experts(call, gate, up, down);
   const std::size_t bytes = workspace_bytes(call, experts, x, l, top_k, chosen);
   at::Tensor workspace = call.empty({static_cast<Int>(bytes)}, c10::ScalarType::Byte);
   at::Tensor out = call.empty(input.sizes(), input.scalar_type());
@@ -234,9 +219,9 @@ Five moe_layer_backward(const at::Tensor& grad_output, const at::Tensor& input, 
                       {"up", &up},
                       {"down", &down},
                       {"grad_output", &grad_output}});
-  const auto chosen = strategy_of(call, strategy);
+  const auto chosen = experts_strategy(call, strategy);
   const Routing r = routing_of(top_k, renormalize, grouped, groups, selected_groups, group_top_two, scale, strategy);
-  auto experts = call.take(experts_of(call, gate, up, down));
+  auto experts = swiglu_experts(call, gate, up, down);
   Tensor dy = call.in(grad_output, "grad_output");
   Tensor x = call.in(input, "input");
   Tensor l = call.in(logits, "logits");

@@ -82,3 +82,30 @@ def test_compile_with_inductor(seed):
     (grad,) = torch.autograd.grad(out, w)
     close(out, eager.double(), 1e-5, 1e-5)
     close(grad, expected.double(), 1e-5, 1e-5)
+
+
+def test_compile_the_moe_steps(seed):
+    """route → router_weights → dispatch → experts → combine, beside a shared expert in torch: traced
+    whole (each step's fake kernel) and equal to eager, forward and backward."""
+    torch._dynamo.reset()
+    x = torch.randn(9, 16, requires_grad=True)
+    router = torch.randn(16, 4, requires_grad=True)
+    gate, up = (torch.randn(4, 8, 16) * 0.3).requires_grad_(), (torch.randn(4, 8, 16) * 0.3).requires_grad_()
+    down = (torch.randn(4, 16, 8) * 0.3).requires_grad_()
+    shared = torch.randn(16, 16) * 0.1
+
+    def layer(x, router, gate, up, down):
+        logits = x @ router
+        indices = rudnn.moe.route(logits.detach(), 2)[1]
+        d = rudnn.moe.dispatch(x, indices, 4)
+        y = rudnn.moe.swiglu_experts(d, gate, up, down, strategy="scalar")
+        return rudnn.moe.combine(y, d, rudnn.moe.router_weights(logits, indices)) + x @ shared
+
+    inputs = (x, router, gate, up, down)
+    eager = layer(*inputs)
+    expected = torch.autograd.grad(eager.pow(2).sum(), inputs)
+    compiled = torch.compile(layer, fullgraph=True, backend="aot_eager")
+    out = compiled(*inputs)
+    close(out, eager.double(), 1e-6, 1e-6)
+    for got, want in zip(torch.autograd.grad(out.pow(2).sum(), inputs), expected):
+        close(got, want.double(), 1e-6, 1e-6)

@@ -170,3 +170,145 @@ def test_route_errors():
     with pytest.raises(rudnn.MoeError) as error:
         rudnn.moe.router_weights(torch.randn(4, 16), torch.zeros(3, 2, dtype=torch.int32))
     assert error.value.kind == "ShapeMismatch" and error.value.argument == "indices", str(error.value)
+
+
+# --- the layer's steps as separate ops: moe_dispatch, moe_experts, moe_combine ---
+
+
+def expect_dispatch(d, x, experts):
+    """offsets are the choices' running count; each choice's row is its token's input, inside its
+    expert's range, no row taken twice."""
+    indices, offsets, slots = d.expert_indices.long().cpu(), d.offsets.long().cpu(), d.slots.long().cpu()
+    counts = torch.bincount(indices.flatten(), minlength=experts)
+    assert torch.equal(offsets, torch.cat([torch.zeros(1, dtype=torch.long), counts.cumsum(0)]))
+    assert torch.equal(torch.sort(slots.flatten()).values, torch.arange(slots.numel()))
+    assert ((slots >= offsets[indices]) & (slots < offsets[indices + 1])).all()
+    rows = d.rows.detach().cpu()
+    assert torch.equal(rows[slots], x.detach().cpu()[:, None].expand(-1, slots.shape[1], -1))
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("dtype, strategy", [(torch.float32, "scalar"), (torch.bfloat16, "tensor_core"),
+                                             (torch.bfloat16, "auto")])
+def test_steps_compose_the_layer_bit_for_bit(seed, device, dtype, strategy):
+    x, logits, gate, up, down = layer_inputs(dtype, device)
+    weights, indices = rudnn.moe.route(logits, 2)
+    d = rudnn.moe.dispatch(x, indices, 8)
+    expect_dispatch(d, x, 8)
+    y = rudnn.moe.swiglu_experts(d, gate, up, down, strategy=strategy)
+    assert y.shape == d.rows.shape and y.dtype == dtype
+    out = rudnn.moe.combine(y, d, weights)
+    assert torch.equal(out, rudnn.moe.swiglu_moe(x, logits, gate, up, down, top_k=2, strategy=strategy))
+    tol = 2e-5 if dtype == torch.float32 else 3e-2
+    leaves = [t.double().cpu() for t in (x, logits, gate, up, down)]
+    close(out, reference_layer(*leaves, indices.long().cpu(), False, True), tol, tol)
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("dtype, strategy", [(torch.float32, "scalar"), (torch.bfloat16, "auto")])
+def test_steps_gradients_against_reference(seed, device, dtype, strategy):
+    """The router trained through router_weights → combine; the experts and the input through dispatch
+    → experts → combine: every gradient against the float64 reference layer's."""
+    x, logits, gate, up, down = layer_inputs(dtype, device, requires_grad=True)
+    indices = rudnn.moe.route(logits.detach(), 3)[1]
+    weights = rudnn.moe.router_weights(logits, indices)
+    d = rudnn.moe.dispatch(x, indices, 8)
+    assert not d.offsets.requires_grad and not d.slots.requires_grad
+    out = rudnn.moe.combine(rudnn.moe.swiglu_experts(d, gate, up, down, strategy=strategy), d, weights)
+    leaves = [t.detach().double().cpu().requires_grad_() for t in (x, logits, gate, up, down)]
+    expected = reference_layer(*leaves, indices.long().cpu(), False, True)
+    tol = 2e-5 if dtype == torch.float32 else 3e-2
+    close(out, expected, tol, tol)
+    grad = torch.randn(expected.shape, dtype=torch.float64)
+    out.backward(grad.to(dtype).to(device))
+    expected.backward(grad)
+    for name, got, want in zip(("input", "logits", "gate", "up", "down"), (x, logits, gate, up, down), leaves):
+        assert got.grad is not None and got.grad.dtype == dtype, name
+        close(got.grad, want.grad, tol * 4, tol * 4)
+
+
+def test_steps_opcheck(seed):
+    x, logits, gate, up, down = layer_inputs(torch.float32, "cpu", requires_grad=True)
+    weights, indices = rudnn.moe.route(logits.detach(), 2)
+    weights.requires_grad_()
+    ops = torch.ops.rudnn
+    torch.library.opcheck(ops.moe_dispatch.default, (x, indices, 8))
+    d = rudnn.moe.dispatch(x.detach(), indices, 8)
+    dispatch = (indices, d.offsets, d.slots)
+    rows = d.rows.clone().requires_grad_()
+    torch.library.opcheck(ops.moe_dispatch_backward.default, (torch.randn(d.rows.shape), *dispatch))
+    torch.library.opcheck(ops.moe_experts.default, (rows, *dispatch, gate, up, down, "scalar"))
+    torch.library.opcheck(ops.moe_experts_backward.default,
+                          (torch.randn(d.rows.shape), d.rows, *dispatch, *(t.detach() for t in (gate, up, down)),
+                           "scalar"))
+    y = torch.randn(d.rows.shape, requires_grad=True)
+    torch.library.opcheck(ops.moe_combine.default, (y, indices, weights, d.offsets, d.slots))
+    torch.library.opcheck(ops.moe_combine_backward.default,
+                          (torch.randn(x.shape), y.detach(), indices, weights.detach(), d.offsets, d.slots))
+
+
+def corrupted(d, name, edit):
+    """d with one of its tensors edited (on a copy)."""
+    value = getattr(d, name).clone()
+    edit(value)
+    return d._replace(**{name: value})
+
+
+def swapped_choices(slots):
+    slots[0, 0], slots[0, 1] = slots[0, 1].clone(), slots[0, 0].clone()  # token 0's two experts differ
+
+
+@pytest.mark.parametrize("name, edit, kind", [
+    ("offsets", lambda o: o.__setitem__(1, o[1] + 1), "InvalidValue"),
+    ("offsets", lambda o: o.__setitem__(0, 1), "InvalidValue"),
+    ("slots", swapped_choices, "InvalidValue"),
+    ("slots", lambda s: s.__setitem__((1, 0), s[0, 0]), "InvalidValue"),
+    ("slots", lambda s: s.__setitem__((2, 1), 10**6), "InvalidValue"),
+])
+def test_a_malformed_dispatch_is_named(name, edit, kind):
+    """Every op after dispatch checks the dispatch it is given; a bad one is an error naming the tensor,
+    also from a backward."""
+    x, logits, gate, up, down = layer_inputs(torch.float32, "cpu")
+    weights, indices = rudnn.moe.route(logits, 2)
+    d = rudnn.moe.dispatch(x, indices, 8)
+    bad = corrupted(d, name, edit)
+    y = rudnn.moe.swiglu_experts(d, gate, up, down, strategy="scalar")
+    for call in (lambda: rudnn.moe.swiglu_experts(bad, gate, up, down, strategy="scalar"),
+                 lambda: rudnn.moe.combine(y, bad, weights),
+                 lambda: torch.ops.rudnn.moe_dispatch_backward(d.rows, indices, bad.offsets, bad.slots)):
+        with pytest.raises(rudnn.MoeError) as error:
+            call()
+        assert error.value.kind == kind and error.value.argument == name, str(error.value)
+
+
+def test_step_errors():
+    x, logits, gate, up, down = layer_inputs(torch.float32, "cpu")
+    weights, indices = rudnn.moe.route(logits, 2)
+    cases = [
+        (lambda: rudnn.moe.dispatch(x, indices.long(), 8), "UnsupportedDType", "expert_indices"),
+        (lambda: rudnn.moe.dispatch(x, indices.float(), 8), "UnsupportedDType", "expert_indices"),
+        (lambda: rudnn.moe.dispatch(x, indices, 3), "InvalidValue", "expert_indices"),
+        (lambda: rudnn.moe.dispatch(x, indices, 0), "InvalidValue", "experts"),
+        (lambda: rudnn.moe.dispatch(x[:5], indices, 8), "ShapeMismatch", "input"),
+    ]
+    d = rudnn.moe.dispatch(x, indices, 8)
+    cases += [
+        (lambda: rudnn.moe.swiglu_experts(d._replace(offsets=d.offsets[None]), gate, up, down), "ShapeMismatch",
+         "offsets"),
+        (lambda: rudnn.moe.swiglu_experts(d._replace(offsets=d.offsets[:5]), gate, up, down), "ShapeMismatch",
+         "offsets"),
+        (lambda: rudnn.moe.combine(d.rows, d._replace(offsets=d.offsets[None]), weights), "ShapeMismatch",
+         "offsets"),
+        (lambda: rudnn.moe.swiglu_experts(d._replace(slots=d.slots.long()), gate, up, down), "UnsupportedDType",
+         "slots"),
+        (lambda: rudnn.moe.swiglu_experts(d._replace(rows=d.rows[:-1]), gate, up, down), "ShapeMismatch", "rows"),
+        (lambda: rudnn.moe.swiglu_experts(d, gate, up, down, strategy="gpu"), "InvalidValue", "strategy"),
+        (lambda: rudnn.moe.combine(d.rows, d, weights[:, :1]), "ShapeMismatch", "weights"),
+        (lambda: rudnn.moe.combine(d.rows[:-1], d, weights), "ShapeMismatch", "expert_output"),
+        (lambda: torch.ops.rudnn.moe_dispatch_backward(d.rows[:-1], indices, d.offsets, d.slots), "ShapeMismatch",
+         "grad_rows"),
+    ]
+    for call, kind, argument in cases:
+        with pytest.raises(rudnn.MoeError) as error:
+            call()
+        assert error.value.kind == kind and error.value.argument == argument, str(error.value)
