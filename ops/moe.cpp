@@ -284,7 +284,14 @@ Result<Dispatched, MoeError> RoutingPlan::adopt_dispatch(Tensor rows, Tensor off
   const auto& slot = host[2];
   // offsets must be the running sum of each expert's number of choices.
   std::vector<std::int64_t> expected(static_cast<std::size_t>(experts_) + 1, 0);
-  for (double e : chosen) ++expected[static_cast<std::size_t>(e) + 1];
+  for (std::size_t i = 0; i < chosen.size(); ++i) {
+    // create() checked them, but the tensor may have been written since: index only what is in range.
+    if (chosen[i] >= static_cast<double>(experts_))
+      return MoeError(
+          ErrorKind::InvalidValue, "expert_indices", fmt::format("indices < {} (experts)", experts_),
+          fmt::format("{} at [{}, {}]", chosen[i], i / static_cast<std::size_t>(k), i % static_cast<std::size_t>(k)));
+    ++expected[static_cast<std::size_t>(chosen[i]) + 1];
+  }
   for (std::size_t e = 0; e + 1 < expected.size(); ++e) expected[e + 1] += expected[e];
   for (std::size_t e = 0; e < expected.size(); ++e)
     if (begin[e] != static_cast<double>(expected[e]))

@@ -86,6 +86,57 @@ Result<HostPlan, Err> HostPlan::create(std::int64_t page_size, std::int64_t page
 
 // ---- DevicePlan
 
+namespace {
+
+// update()'s page-locked copy of a schedule, made at the first update: the queued copies read it
+// after update returns, so the caller's vectors are free at once and the host does not wait for the
+// queue. `copied` is recorded after the copies; the next update waits on it (those copies, long done
+// by then) before it writes the staging again, and so does the destructor before releasing it.
+class ScheduleStaging {
+ public:
+  static Result<std::unique_ptr<ScheduleStaging>, RuntimeError> create(runtime::DeviceBackend& backend,
+                                                                       std::size_t bytes) {
+    auto data = backend.allocate_pinned(bytes);
+    if (!data.ok()) return data.error();
+    auto staging = std::unique_ptr<ScheduleStaging>(new ScheduleStaging(backend, *data));
+    auto event = backend.create_event();
+    if (!event.ok()) return event.error();
+    staging->copied_ = *event;
+    return staging;
+  }
+  ~ScheduleStaging() {
+    if (pending_) (void)backend_.wait_event(copied_);
+    backend_.release_pinned(data_);
+    if (copied_) backend_.destroy_event(copied_);
+  }
+  ScheduleStaging(const ScheduleStaging&) = delete;
+  ScheduleStaging& operator=(const ScheduleStaging&) = delete;
+
+  // The staging, once the copies from the previous update have read it.
+  Result<std::int32_t*, RuntimeError> writable() {
+    if (pending_) {
+      if (auto w = backend_.wait_event(copied_); !w.ok()) return w.error();
+      pending_ = false;
+    }
+    return static_cast<std::int32_t*>(data_);
+  }
+  // After the copies from it are queued on `stream`.
+  Status<RuntimeError> queued(void* stream) {
+    if (auto r = backend_.record_event(copied_, stream); !r.ok()) return r;
+    pending_ = true;
+    return {};
+  }
+
+ private:
+  ScheduleStaging(runtime::DeviceBackend& backend, void* data) : backend_(backend), data_(data) {}
+  runtime::DeviceBackend& backend_;
+  void* data_;
+  void* copied_ = nullptr;
+  bool pending_ = false;
+};
+
+}  // namespace
+
 struct DevicePlan::State {
   HostPlan host;  // the schedule as validated (the ordered workspace's index is built from it)
   Queue queue;
@@ -95,8 +146,9 @@ struct DevicePlan::State {
   std::optional<Err> append_conflict;
   // The metadata tensors as the contracts see them: made once at upload, not on every call.
   contracts::PagedMetadata metadata;
-  std::int64_t updates = 0;     // successful DevicePlan::update calls
-  std::optional<Err> unusable;  // set by an update whose copy failed: every call returns it
+  std::int64_t updates = 0;                  // successful DevicePlan::update calls
+  std::optional<Err> unusable;               // set by an update whose copy failed: every call returns it
+  std::unique_ptr<ScheduleStaging> staging;  // update()'s, made at the first one
 };
 
 // The ordered backward's workspace (SPEC §9). The index and the page order are built on the host
@@ -492,34 +544,47 @@ Status<Err> DevicePlan::update(const HostPlan& host) {
   if (host.max_table_pages() > width)
     return Err(ErrorKind::ShapeMismatch, "host", fmt::format("page tables of at most {} pages (the plan's)", width),
                fmt::format("{} pages", host.max_table_pages()));
-  // The table padded to the plan's width with page 0 (never read: past every valid length).
-  std::vector<std::int32_t> table(static_cast<std::size_t>(host.sequences() * width), 0);
-  for (std::int64_t q = 0; q < host.sequences(); ++q)
-    std::copy_n(host.page_table().begin() + q * host.max_table_pages(), host.max_table_pages(),
-                table.begin() + q * width);
   auto& backend = s.queue.device().backend();
   void* stream = s.queue.impl().stream();
-  using Copy = std::pair<Tensor*, const std::vector<std::int32_t>*>;
-  bool written = false;  // a failure before any copy leaves the old schedule whole
-  for (const auto& [dst, src] : {Copy{&s.page_table, &table}, Copy{&s.lengths, &host.lengths()},
-                                 Copy{&s.sequence_ids, &host.sequence_ids()}, Copy{&s.positions, &host.positions()}}) {
-    auto copied = src->empty() ? Status<RuntimeError>{}
-                               : backend.copy_to_device(stream, dst->data(), src->data(), src->size() * 4);
-    if (copied.ok()) {
-      written = written || !src->empty();
-      continue;
-    }
-    if (written)
-      s.unusable = Err(ErrorKind::InvalidValue, "plan", "a plan whose schedule upload succeeded",
-                       "a failed DevicePlan::update: " + copied.error().message());
-    return as<Err>(copied.error());
+  // The four buffers' contents, in order, staged: the table padded to the plan's width with page 0
+  // (never read: past every valid length), the lengths, the sequence ids, the positions.
+  const auto sequences = static_cast<std::size_t>(host.sequences()), rows = static_cast<std::size_t>(host.queries());
+  const std::size_t counts[] = {sequences * static_cast<std::size_t>(width), sequences, rows, rows};
+  if (!s.staging) {
+    auto made = ScheduleStaging::create(backend, (counts[0] + counts[1] + counts[2] + counts[3]) * 4);
+    if (!made.ok()) return as<Err>(made.error());
+    s.staging = std::move(made.value());
   }
-  // The host vectors are the caller's (and this frame's): wait until the copies have read them.
-  if (auto w = s.queue.synchronize(); !w.ok()) {
+  auto staged = s.staging->writable();
+  if (!staged.ok()) return as<Err>(staged.error());
+  std::int32_t* const table = *staged;
+  std::fill_n(table, counts[0], 0);
+  for (std::int64_t q = 0; q < host.sequences(); ++q)
+    std::copy_n(host.page_table().begin() + q * host.max_table_pages(), host.max_table_pages(), table + q * width);
+  std::int32_t* next = table + counts[0];
+  for (const std::vector<std::int32_t>* v : {&host.lengths(), &host.sequence_ids(), &host.positions()})
+    next = std::copy(v->begin(), v->end(), next);
+
+  const auto failed = [&](const RuntimeError& e) {
     s.unusable = Err(ErrorKind::InvalidValue, "plan", "a plan whose schedule upload succeeded",
-                     "a failed DevicePlan::update: " + w.error().message());
-    return as<Err>(w.error());
+                     "a failed DevicePlan::update: " + e.message());
+    return as<Err>(e);
+  };
+  const std::int32_t* from = table;
+  bool written = false;  // a failure before any copy leaves the old schedule whole
+  Tensor* const buffers[] = {&s.page_table, &s.lengths, &s.sequence_ids, &s.positions};
+  for (std::size_t i = 0; i < 4; ++i) {
+    if (counts[i] != 0) {
+      auto copied = backend.copy_to_device(stream, buffers[i]->data(), from, counts[i] * 4);
+      if (!copied.ok()) return written ? failed(copied.error()) : as<Err>(copied.error());
+      written = true;
+    }
+    from += counts[i];
   }
+  // The copies read the staging later: the next update waits for them (or, were the event not
+  // recorded, this one waits for the queue).
+  if (auto r = s.staging->queued(stream); !r.ok())
+    if (auto w = s.queue.synchronize(); !w.ok()) return failed(w.error());
   s.host = host;
   s.append_conflict = find_append_conflict(host);
   ++s.updates;

@@ -73,6 +73,16 @@ class DeviceBackend {
   virtual Status<RuntimeError> record_event(void* /*event*/, void* /*stream*/) { return no_events(); }
   virtual Result<float, RuntimeError> elapsed_ms(void* /*start*/, void* /*end*/) { return no_events(); }
   virtual void destroy_event(void* /*event*/) {}
+  // Waits on the host until the work queued before `event`'s last record has completed.
+  virtual Status<RuntimeError> wait_event(void* /*event*/) { return no_events(); }
+
+  // Page-locked host memory (cuMemHostAlloc; ordinary memory on the host device): a source the
+  // device copies from asynchronously while the host goes on. Release it only after those copies
+  // completed (wait_event). Defaults say Unsupported, like the events'.
+  virtual Result<void*, RuntimeError> allocate_pinned(std::size_t /*bytes*/) {
+    return RuntimeError(ErrorKind::Unsupported, "page-locked host memory", "a device backend with it", info().name);
+  }
+  virtual void release_pinned(void* /*ptr*/) {}
 
  private:
   RuntimeError no_events() const {

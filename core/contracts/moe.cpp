@@ -156,6 +156,10 @@ std::optional<MoeError> check_dispatch(const DispatchSignature& sig) {
   // U32 indices and offsets address at most 2^32 − 1 experts (and experts + 1 must not overflow).
   if (sig.experts < 1 || sig.experts > std::int64_t{0xffffffff})
     return fail<Err>(ErrorKind::InvalidValue, "experts", ">= 1 and <= 4294967295", std::to_string(sig.experts));
+  if (sig.experts > moe::kMaxDispatchExperts)
+    return fail<Err>(ErrorKind::InvalidValue, "experts",
+                     fmt::format("<= {} (dispatch's per-expert counters in shared memory)", moe::kMaxDispatchExperts),
+                     std::to_string(sig.experts));
   if (known(sig.indices.shape[1]) && sig.indices.shape[1] > sig.experts)
     return fail<Err>(ErrorKind::ShapeMismatch, "indices", fmt::format("top_k <= {} (experts)", sig.experts),
                      shape_to_string(sig.indices.shape));

@@ -10,6 +10,7 @@
 #include "contracts/normalization.h"  // NormOperand, kDynamic
 #include "rudnn/dtype.h"
 #include "rudnn/error.h"
+#include "rudnn/moe.h"  // kMaxDispatchExperts
 #include "rudnn/tensor.h"
 
 namespace rudnn::contracts {

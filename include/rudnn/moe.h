@@ -21,6 +21,11 @@ namespace rudnn::moe {
 
 using rudnn::MoeError;
 
+// The most experts a dispatch serves: its ranking keeps one U32 counter per expert in shared memory,
+// (experts + 1) · 4 bytes ≤ 128 KiB, which every supported GPU gives a block (sm_80: 163 KiB).
+// More is InvalidValue naming `experts` before anything runs.
+inline constexpr std::int64_t kMaxDispatchExperts = 32768;
+
 struct RoutingOptions {
   std::int64_t top_k = 1;   // 1 ≤ top_k ≤ experts
   bool renormalize = true;  // divide the selected weights by their sum
@@ -105,11 +110,11 @@ class RUDNN_API RoutingPlan {
                                              const Tensor& slots) const;
   // A dispatch of this routing made earlier and kept as its three tensors (a framework's ops pass them
   // between each other): rows [T·top_k, H] (any float dtype), offsets [experts + 1] U32 and slots
-  // [T, top_k] U32, contiguous, on the routing's device and queue. The offsets and slots are read back
-  // (one copy each and a synchronization of the queue, like create()'s) and must be a dispatch of this
-  // selection: offsets[0] = 0 and expert e's range [offsets[e], offsets[e+1]) as long as its number of
-  // choices; slots[t, j] inside the range of expert_indices[t, j], no row taken twice. The order of the
-  // rows inside an expert is free (dispatch's own is not fixed). The rows' values are data: not checked.
+  // [T, top_k] U32, contiguous, on the routing's device and queue. The indices, offsets and slots are
+  // read back (a copy and a synchronization of the queue each, like create()'s) and must be a dispatch
+  // of this selection (and the indices still < experts): offsets[0] = 0 and expert e's range [offsets[e], offsets[e+1])
+  // as long as its number of choices; slots[t, j] inside the range of expert_indices[t, j], no row taken twice. The
+  // order of the rows inside an expert is free (dispatch's own is not fixed). The rows' values are data: not checked.
   // Anything else names rows, offsets or slots (the first bad position in the message); the returned
   // Dispatched refers to the caller's tensors (keep them alive and unmodified while it is used).
   Result<Dispatched, MoeError> adopt_dispatch(Tensor rows, Tensor offsets, Tensor slots) const;

@@ -52,8 +52,8 @@ moe_layer_backward_op = define(
         torch.empty_like(t, memory_format=torch.contiguous_format) for t in (input, logits, gate, up, down)))
 
 # The layer's steps (python/src/moe_steps.cpp). A dispatch is (expert_indices, offsets, slots), int32;
-# each op after moe_dispatch reads them back and checks them against each other (a host
-# synchronization per op, which moe_layer does not pay).
+# each op after moe_dispatch reads them back and checks them against each other (host
+# synchronizations in every op, which moe_layer does not pay).
 _DISPATCH = "Tensor expert_indices, Tensor offsets, Tensor slots"
 
 

@@ -6,8 +6,8 @@
 // dispatch's offsets and slots. Each op after moe_dispatch gives them back to the library through
 // RoutingPlan::create and RoutingPlan::adopt_dispatch, which read them back and check them (an index
 // ≥ experts, offsets that are not the choices' running count, a slot outside its expert's rows or
-// taken twice: a MoeError naming the tensor). That costs a host synchronization per op, which the
-// fused moe_layer does not pay (docs/pytorch.md).
+// taken twice: a MoeError naming the tensor). That costs host synchronizations in every op (one per
+// tensor read back), which the fused moe_layer does not pay (docs/pytorch.md).
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
@@ -28,22 +28,50 @@ using Pair = std::tuple<at::Tensor, at::Tensor>;
 using Triple = std::tuple<at::Tensor, at::Tensor, at::Tensor>;
 using Four = std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor>;
 
-// The number of experts of a dispatch: its offsets hold experts + 1 entries.
-Int experts_of(const Call& call, const at::Tensor& offsets) {
-  if (offsets.dim() != 1 || offsets.size(0) < 2)
-    call.fail(Error(ErrorKind::ShapeMismatch, "offsets", "[experts + 1] with experts >= 1", c10::str(offsets.sizes())));
-  return offsets.size(0) - 1;
+// Raises a library error about `from` (an argument of the library call) naming `to` (this op's).
+[[noreturn]] void fail_naming(const Call& call, const Error& e, std::string_view from, const char* to) {
+  if (e.argument() == from) call.fail(Error(e.kind(), to, e.expected(), e.actual(), e.detail()));
+  call.fail(e);
+}
+template <class T>
+T take_named(const Call& call, Result<T, MoeError>&& result, std::string_view from, const char* to) {
+  if (!result) fail_naming(call, result.error(), from, to);
+  return std::move(result.value());
+}
+void check_named(const Call& call, const Status<MoeError>& status, std::string_view from, const char* to) {
+  if (!status) fail_naming(call, status.error(), from, to);
 }
 
 // The routing a dispatch was made from. moe_dispatch, moe_experts and dispatch's gradient read no
 // routing weight, but a RoutingPlan holds one: for them (`weights` absent) an unread buffer of the
 // selection's shape stands in, kept alive in `unread`.
-moe::RoutingPlan routing(Call& call, const at::Tensor& indices, const std::optional<at::Tensor>& weights, Int experts,
-                         at::Tensor& unread) {
+Result<moe::RoutingPlan, MoeError> routing_plan(Call& call, const at::Tensor& indices,
+                                                const std::optional<at::Tensor>& weights, Int experts,
+                                                at::Tensor& unread) {
   Tensor i = call.in(indices, "expert_indices", DType::U32);
   if (!weights) unread = call.empty(indices.sizes(), c10::ScalarType::Float);
   Tensor w = weights ? call.in(*weights, "weights") : call.out(unread, "weights");
-  return call.take(moe::RoutingPlan::create(i, w, experts));
+  return moe::RoutingPlan::create(i, w, experts);
+}
+
+moe::RoutingPlan routing(Call& call, const at::Tensor& indices, const std::optional<at::Tensor>& weights, Int experts,
+                         at::Tensor& unread) {
+  return call.take(routing_plan(call, indices, weights, experts, unread));
+}
+
+// The same for the ops that know the number of experts only from the offsets (experts + 1 entries):
+// an index with no expert in the offsets is named as the offsets' shape (it is the likelier mistake,
+// and the message says which index).
+moe::RoutingPlan routing_of_offsets(Call& call, const at::Tensor& indices, const std::optional<at::Tensor>& weights,
+                                    const at::Tensor& offsets, at::Tensor& unread) {
+  if (offsets.dim() != 1 || offsets.size(0) < 2)
+    call.fail(Error(ErrorKind::ShapeMismatch, "offsets", "[experts + 1] with experts >= 1", c10::str(offsets.sizes())));
+  auto r = routing_plan(call, indices, weights, offsets.size(0) - 1, unread);
+  if (!r && r.error().kind() == ErrorKind::InvalidValue && r.error().argument() == "expert_indices")
+    call.fail(Error(ErrorKind::ShapeMismatch, "offsets",
+                    "an entry for every expert index + 1 (expert_indices: " + r.error().actual() + ")",
+                    c10::str(offsets.sizes())));
+  return call.take(std::move(r));
 }
 
 // A dispatch of `routing` from its tensors, checked (RoutingPlan::adopt_dispatch). `rows` gives the
@@ -51,12 +79,10 @@ moe::RoutingPlan routing(Call& call, const at::Tensor& indices, const std::optio
 // an error about it names that tensor's argument.
 moe::Dispatched adopt(Call& call, const moe::RoutingPlan& routing, const at::Tensor& rows, const char* rows_argument,
                       const at::Tensor& offsets, const at::Tensor& slots) {
-  auto adopted = routing.adopt_dispatch(call.in(rows, rows_argument), call.in(offsets, "offsets", DType::U32),
-                                        call.in(slots, "slots", DType::U32));
-  if (adopted) return std::move(adopted.value());
-  const Error& e = adopted.error();
-  if (e.argument() == "rows") call.fail(Error(e.kind(), rows_argument, e.expected(), e.actual(), e.detail()));
-  call.fail(Error(e));
+  return take_named(call,
+                    routing.adopt_dispatch(call.in(rows, rows_argument), call.in(offsets, "offsets", DType::U32),
+                                           call.in(slots, "slots", DType::U32)),
+                    "rows", rows_argument);
 }
 
 // --- the device kernels ------------------------------------------------------------------------
@@ -64,6 +90,10 @@ moe::Dispatched adopt(Call& call, const moe::RoutingPlan& routing, const at::Ten
 Triple moe_dispatch(const at::Tensor& input, const at::Tensor& indices, Int experts) {
   Call call(kFamily, {{"input", &input}, {"expert_indices", &indices}});
   Tensor x = call.in(input, "input");
+  if (experts > moe::kMaxDispatchExperts)  // before experts + 1 offsets are allocated
+    call.fail(Error(ErrorKind::InvalidValue, "experts",
+                    "<= " + std::to_string(moe::kMaxDispatchExperts) + " (dispatch's per-expert counters)",
+                    std::to_string(experts)));
   at::Tensor unread;
   const moe::RoutingPlan r = routing(call, indices, std::nullopt, experts, unread);
   // A wrong input shape is the library's error; the buffers only need some shape until then.
@@ -82,11 +112,11 @@ at::Tensor moe_dispatch_backward(const at::Tensor& grad_rows, const at::Tensor& 
   Call call(kFamily,
             {{"grad_rows", &grad_rows}, {"expert_indices", &indices}, {"offsets", &offsets}, {"slots", &slots}});
   at::Tensor unread;
-  const moe::RoutingPlan r = routing(call, indices, std::nullopt, experts_of(call, offsets), unread);
+  const moe::RoutingPlan r = routing_of_offsets(call, indices, std::nullopt, offsets, unread);
+  // The gradient stands for the rows (dispatch's backward reads no row): one view of it serves both.
   const moe::Dispatched d = adopt(call, r, grad_rows, "grad_rows", offsets, slots);
-  Tensor drows = call.in(grad_rows, "grad_rows");
   at::Tensor out = call.empty({r.tokens(), d.hidden()}, grad_rows.scalar_type());
-  call.check(d.dispatch_backward_into(drows, call.out(out, "out")));
+  call.check(d.dispatch_backward_into(d.rows(), call.out(out, "out")));
   call.finish();
   return out;
 }
@@ -136,11 +166,11 @@ Four moe_experts_backward(const at::Tensor& grad_output, const at::Tensor& rows,
   at::Tensor dgate = call.empty(gate.sizes(), c10::ScalarType::Float);
   at::Tensor dup = call.empty(up.sizes(), c10::ScalarType::Float);
   at::Tensor ddown = call.empty(down.sizes(), c10::ScalarType::Float);
-  call.check(cache.backward_into(dy, chosen,
-                                 {.dinput = call.out(drows, "drows"),
+  const moe::ExpertGradients into{.dinput = call.out(drows, "drows"),
                                   .dgate = call.out(dgate, "dgate"),
                                   .dup = call.out(dup, "dup"),
-                                  .ddown = call.out(ddown, "ddown")}));
+                                  .ddown = call.out(ddown, "ddown")};
+  check_named(call, cache.backward_into(dy, chosen, into), "dexpert", "grad_output");
   call.finish();
   return {drows, dgate.to(gate.scalar_type()), dup.to(up.scalar_type()), ddown.to(down.scalar_type())};
 }
@@ -153,11 +183,11 @@ at::Tensor moe_combine(const at::Tensor& expert_output, const at::Tensor& indice
                       {"offsets", &offsets},
                       {"slots", &slots}});
   at::Tensor unused;
-  const moe::RoutingPlan r = routing(call, indices, weights, experts_of(call, offsets), unused);
+  const moe::RoutingPlan r = routing_of_offsets(call, indices, weights, offsets, unused);
+  // The expert output stands for the rows (combine reads no row): one view of it serves both.
   const moe::Dispatched d = adopt(call, r, expert_output, "expert_output", offsets, slots);
-  Tensor y = call.in(expert_output, "expert_output");
   at::Tensor out = call.empty({r.tokens(), d.hidden()}, expert_output.scalar_type());
-  call.check(d.combine_into(y, call.out(out, "out")));
+  call.check(d.combine_into(d.rows(), call.out(out, "out")));
   call.finish();
   return out;
 }
@@ -171,9 +201,9 @@ Pair moe_combine_backward(const at::Tensor& grad_output, const at::Tensor& exper
                       {"offsets", &offsets},
                       {"slots", &slots}});
   at::Tensor unused;
-  const moe::RoutingPlan r = routing(call, indices, weights, experts_of(call, offsets), unused);
+  const moe::RoutingPlan r = routing_of_offsets(call, indices, weights, offsets, unused);
   const moe::Dispatched d = adopt(call, r, expert_output, "expert_output", offsets, slots);
-  Tensor y = call.in(expert_output, "expert_output");
+  const Tensor& y = d.rows();
   Tensor dy = call.in(grad_output, "grad_output");
   at::Tensor dexpert = call.empty(expert_output.sizes(), expert_output.scalar_type());
   at::Tensor dweights = call.empty(weights.sizes(), c10::ScalarType::Float);

@@ -273,9 +273,13 @@ def test_a_malformed_dispatch_is_named(name, edit, kind):
     d = rudnn.moe.dispatch(x, indices, 8)
     bad = corrupted(d, name, edit)
     y = rudnn.moe.swiglu_experts(d, gate, up, down, strategy="scalar")
+    ops = torch.ops.rudnn
     for call in (lambda: rudnn.moe.swiglu_experts(bad, gate, up, down, strategy="scalar"),
+                 lambda: ops.moe_experts_backward(y, bad.rows, indices, bad.offsets, bad.slots, gate, up, down,
+                                                  "scalar"),
                  lambda: rudnn.moe.combine(y, bad, weights),
-                 lambda: torch.ops.rudnn.moe_dispatch_backward(d.rows, indices, bad.offsets, bad.slots)):
+                 lambda: ops.moe_combine_backward(y, y, indices, weights, bad.offsets, bad.slots),
+                 lambda: ops.moe_dispatch_backward(d.rows, indices, bad.offsets, bad.slots)):
         with pytest.raises(rudnn.MoeError) as error:
             call()
         assert error.value.kind == kind and error.value.argument == name, str(error.value)
@@ -289,6 +293,7 @@ def test_step_errors():
         (lambda: rudnn.moe.dispatch(x, indices.float(), 8), "UnsupportedDType", "expert_indices"),
         (lambda: rudnn.moe.dispatch(x, indices, 3), "InvalidValue", "expert_indices"),
         (lambda: rudnn.moe.dispatch(x, indices, 0), "InvalidValue", "experts"),
+        (lambda: rudnn.moe.dispatch(x, indices, 2**31), "InvalidValue", "experts"),
         (lambda: rudnn.moe.dispatch(x[:5], indices, 8), "ShapeMismatch", "input"),
     ]
     d = rudnn.moe.dispatch(x, indices, 8)
@@ -305,6 +310,11 @@ def test_step_errors():
         (lambda: rudnn.moe.swiglu_experts(d, gate, up, down, strategy="gpu"), "InvalidValue", "strategy"),
         (lambda: rudnn.moe.combine(d.rows, d, weights[:, :1]), "ShapeMismatch", "weights"),
         (lambda: rudnn.moe.combine(d.rows[:-1], d, weights), "ShapeMismatch", "expert_output"),
+        (lambda: rudnn.moe.combine(d.rows, d._replace(offsets=d.offsets[:3]), weights), "ShapeMismatch", "offsets"),
+        (lambda: torch.ops.rudnn.moe_experts_backward(d.rows[:, :8], d.rows, indices, d.offsets, d.slots, gate, up,
+                                                      down, "scalar"), "ShapeMismatch", "grad_output"),
+        (lambda: torch.ops.rudnn.moe_experts_backward(d.rows.bfloat16(), d.rows, indices, d.offsets, d.slots, gate,
+                                                      up, down, "scalar"), "UnsupportedDType", "grad_output"),
         (lambda: torch.ops.rudnn.moe_dispatch_backward(d.rows[:-1], indices, d.offsets, d.slots), "ShapeMismatch",
          "grad_rows"),
     ]

@@ -1,6 +1,7 @@
 // A CUDA GPU through the Driver API: the primary context, streams as queues, cubin modules.
 #include "cuda/cuda_device.h"
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -192,6 +193,27 @@ class CudaDevice final : public DeviceBackend {
     if (!event) return;
     bind_context();
     d().cuEventDestroy(static_cast<CUevent>(event));
+  }
+  Status<RuntimeError> wait_event(void* event) override {
+    bind_context();
+    if (CUresult r = d().cuEventSynchronize(static_cast<CUevent>(event)); r != CUDA_SUCCESS)
+      return driver_error(ErrorKind::DriverFailure, "cuEventSynchronize", r);
+    return {};
+  }
+
+  // Portable: usable from every context (the memory outlives a plan's queue's context binding).
+  Result<void*, RuntimeError> allocate_pinned(std::size_t bytes) override {
+    bind_context();
+    void* p = nullptr;
+    if (CUresult r = d().cuMemHostAlloc(&p, std::max<std::size_t>(bytes, 1), CU_MEMHOSTALLOC_PORTABLE);
+        r != CUDA_SUCCESS)
+      return driver_error(ErrorKind::OutOfMemory, "cuMemHostAlloc", r);
+    return p;
+  }
+  void release_pinned(void* ptr) override {
+    if (!ptr) return;
+    bind_context();
+    d().cuMemFreeHost(ptr);
   }
 
  private:

@@ -35,6 +35,8 @@ Loaded load() {
   lib.bind(a.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
   lib.bind(a.cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
   lib.bind(a.cuMemsetD8Async, "cuMemsetD8Async");
+  lib.bind(a.cuMemHostAlloc, "cuMemHostAlloc");
+  lib.bind(a.cuMemFreeHost, "cuMemFreeHost");
   lib.bind(a.cuStreamCreate, "cuStreamCreate");
   lib.bind(a.cuStreamDestroy, "cuStreamDestroy_v2");
   lib.bind(a.cuStreamSynchronize, "cuStreamSynchronize");

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -152,6 +153,14 @@ class HostDevice final : public DeviceBackend {
     return std::chrono::duration<float, std::milli>(b - a).count();
   }
   void destroy_event(void* event) override { delete static_cast<std::chrono::steady_clock::time_point*>(event); }
+  Status<RuntimeError> wait_event(void*) override { return {}; }  // the work ran inside its call
+
+  Result<void*, RuntimeError> allocate_pinned(std::size_t bytes) override {
+    void* p = std::malloc(std::max<std::size_t>(bytes, 1));
+    if (!p) return RuntimeError(ErrorKind::OutOfMemory, "host memory", fmt::format("{} bytes", bytes), "none left");
+    return p;
+  }
+  void release_pinned(void* ptr) override { std::free(ptr); }
 };
 
 }  // namespace

@@ -41,7 +41,8 @@ TEST(MoeAdoptDispatch, RunsEveryStepWithTheOriginalsBits) {
   auto original = routing->dispatch(input);
   ASSERT_TRUE(original.ok()) << original.error().message();
 
-  // Each step of a dispatch: the experts (both strategies), combine, combine's and dispatch's gradients.
+  // Each step of a dispatch: the experts (both strategies), combine, combine's, dispatch's and the
+  // experts' gradients (dinput is in rows order: compared through dispatch's gradient).
   auto steps = [&](const moe::Dispatched& d) {
     std::vector<std::vector<std::byte>> out;
     for (auto strategy : {moe::GroupedStrategy::Scalar, moe::GroupedStrategy::TensorCore}) {
@@ -55,12 +56,20 @@ TEST(MoeAdoptDispatch, RunsEveryStepWithTheOriginalsBits) {
       auto dinput = d.dispatch_backward(grads->dexpert);
       EXPECT_TRUE(dinput.ok()) << dinput.error().message();
       if (!dinput.ok()) return out;
-      for (const Tensor* t : {&*combined, &grads->dweights, &*dinput}) out.push_back(host_bytes(*t));
+      // The experts' backward orders each expert's rows by token through the slots.
+      auto cache = experts->training_cache(d);
+      EXPECT_TRUE(cache.ok()) << cache.error().message();
+      if (!cache.ok()) return out;
+      auto trained = cache->backward_with_strategy(grads->dexpert, moe::GroupedStrategy::Scalar);
+      EXPECT_TRUE(trained.ok()) << trained.error().message();
+      if (!trained.ok()) return out;
+      for (const Tensor* t : {&*combined, &grads->dweights, &*dinput, &trained->dgate, &trained->dup, &trained->ddown})
+        out.push_back(host_bytes(*t));
     }
     return out;
   };
   const auto expected = steps(*original);
-  ASSERT_EQ(expected.size(), 6u);
+  ASSERT_EQ(expected.size(), 12u);
 
   auto same = routing->adopt_dispatch(original->rows(), original->expert_offsets(), original->slots());
   ASSERT_TRUE(same.ok()) << same.error().message();

@@ -427,6 +427,13 @@ TEST_F(MoeForwardContract, QueuesAndHandMadeRoutings) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message().find("9 at [2, 1]"), std::string::npos) << bad.error().message();
 
+  // A dispatch's ranking counts each expert in shared memory: more experts than kMaxDispatchExperts
+  // are refused before anything runs.
+  auto many = moe::RoutingPlan::create(indices({0, 1, 2, 3, 1, 0}), w, moe::kMaxDispatchExperts + 1);
+  ASSERT_TRUE(many.ok()) << many.error().message();
+  rebase();
+  expect_rejected(many->dispatch(t({3, 16}, DType::F32)), ErrorKind::InvalidValue, "experts");
+
   // A valid hand-made routing dispatches like route()'s: offsets end at T·top_k.
   auto good = moe::RoutingPlan::create(indices({0, 1, 2, 3, 1, 0}), w, 4);
   ASSERT_TRUE(good.ok()) << good.error().message();

@@ -16,6 +16,7 @@
 #include "op_test_util.h"
 #include "paged_test_util.h"
 #include "rudnn/paged_attention.h"
+#include "rudnn/stats.h"
 #include "simulated_capture.h"
 
 namespace rudnn {
@@ -114,8 +115,13 @@ TEST_F(PagedUpdate, ServesTheNewScheduleInPlace) {
     SCOPED_TRACE(next->describe());
     auto host = paged_test::host_plan(*next);
     ASSERT_TRUE(host.has_value());
+    const std::uint64_t waits = stats().host_synchronizations;
     auto st = plan->update(*host);
     ASSERT_TRUE(st.ok()) << st.error().message();
+    // The schedule goes through the plan's staging: the host waits neither for the queue nor for
+    // the copies (the host device's own copies finish inside their call).
+    EXPECT_EQ(stats().host_synchronizations, waits) << "update waited for the queue";
+    host.reset();  // the caller's schedule is not read after update returns
     const auto want = fresh_results(*next, in);
     EXPECT_NE(want, previous) << "the step changes nothing: the test would prove nothing";
     EXPECT_EQ(results(*plan, in), want) << "the updated plan";
