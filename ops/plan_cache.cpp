@@ -33,3 +33,16 @@ void PlanCache::clear() {
 }
 
 }  // namespace rudnn::ops
+
+namespace rudnn::ops {
+
+std::vector<std::string> PlanCache::kernel_entries(std::string_view op_name) const {
+  std::shared_lock lock(mutex_);
+  std::vector<std::string> entries;
+  for (const auto& [key, plan] : plans_)
+    if (key.op_name() == op_name)
+      for (const PreparedKernel& k : plan->kernels) entries.push_back(k.launch.entry);
+  return entries;
+}
+
+}  // namespace rudnn::ops

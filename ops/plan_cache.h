@@ -5,8 +5,10 @@
 #include <cstdint>
 #include <memory>
 #include <shared_mutex>
+#include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "jit.h"
 
@@ -39,6 +41,8 @@ class PlanCache {
   std::shared_ptr<const Plan> find(const PlanKey& key) const;
   void insert(const PlanKey& key, std::shared_ptr<const Plan> plan);
   void clear();  // tests and benchmarks: force the cold path
+  // Tests: the kernel entries of the cached plans of `op_name` (which kernels a call chose).
+  std::vector<std::string> kernel_entries(std::string_view op_name) const;
 
  private:
   mutable std::shared_mutex mutex_;

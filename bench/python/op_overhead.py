@@ -75,6 +75,19 @@ def cases(device):
         return ops.moe_layer.default(tokens, logits, None, gate, up, down, 2, True, False, 1, 1, True, 1.0, "auto")
 
     yield ("moe_layer [·, 64], 8 experts, top 2 f32", lambda: moe(t0, l0), lambda: moe(t, l), None)
+    # The layer's steps as separate ops: each after dispatch reads the dispatch back to check it.
+    (w0, i0), (w1, i1) = ops.moe_route.default(l0, 2, True), ops.moe_route.default(l, 2, True)
+    d0, d1 = ops.moe_dispatch.default(t0, i0, 8), ops.moe_dispatch.default(t, i1, 8)
+
+    def experts(rows, indices, offsets, slots):
+        return ops.moe_experts.default(rows, indices, offsets, slots, gate, up, down, "auto")
+
+    yield ("moe_dispatch [·, 64], 8 experts, top 2 f32", lambda: ops.moe_dispatch.default(t0, i0, 8),
+           lambda: ops.moe_dispatch.default(t, i1, 8), None)
+    yield ("moe_experts [2·, 64], 8 experts f32", lambda: experts(d0[0], i0, d0[1], d0[2]),
+           lambda: experts(d1[0], i1, d1[1], d1[2]), None)
+    yield ("moe_combine [2·, 64] → [·, 64] f32", lambda: ops.moe_combine.default(d0[0], i0, w0, d0[1], d0[2]),
+           lambda: ops.moe_combine.default(d1[0], i1, w1, d1[1], d1[2]), None)
 
 
 def empty_custom_ops(device):

@@ -25,6 +25,7 @@
 #include "jit.h"
 #include "op_test_util.h"
 #include "paged_test_util.h"
+#include "plan_cache.h"
 #include "reference/paged_attention.h"
 #include "rudnn/paged_attention.h"
 
@@ -497,6 +498,20 @@ void check_ordered(const Problem& p, bool causal, bool orders) {
 // chunked prefill of more rows than a 64-row panel holds, decode rows, short runs and a one-key
 // sequence, several 32-key tiles; dq the same bits under the other thread orders. The ordered path
 // on tensor cores: OrderedOnTensorCores.
+//
+// The heuristic picks the kernels: these tests check that the backward's cached plans (cleared before
+// each case) did run on tensor cores — the unit kernel, and on the ordered path the history kernel.
+void expect_tensor_core_kernels(bool ordered) {
+  const auto entries = ops::PlanCache::instance().kernel_entries("rudnn.paged_attention_backward");
+  auto has = [&](std::string_view part) {
+    return std::any_of(entries.begin(), entries.end(), [&](const std::string& e) { return e.find(part) != e.npos; });
+  };
+  EXPECT_TRUE(has("paged_attention_backward_mma")) << "no tensor-core unit kernel ran";
+  if (ordered) EXPECT_TRUE(has("backward_history_mma")) << "the ordered history ran on plain cores";
+  for (const std::string& e : entries)
+    EXPECT_TRUE(e.find("history") == e.npos || e.find("history_mma") != e.npos) << e << " ran on plain cores";
+}
+
 TEST_F(PagedBackward, AttentionOnTensorCores) {
   struct Case {
     Heads h;
@@ -515,7 +530,9 @@ TEST_F(PagedBackward, AttentionOnTensorCores) {
     Layout l = make_layout(
         rng, c.page_size,
         {Seq{90, Rows::Chunk, 70}, Seq{41, Rows::Decode}, Seq{33, Rows::Random, 5}, Seq{1, Rows::Decode}}, false);
+    ops::PlanCache::instance().clear();  // the kernels this case's calls chose, below
     check_attention(make_problem(std::move(l), c.h, c.dtype, rng), c.causal, &c == &kCases[0]);
+    expect_tensor_core_kernels(false);
   }
 }
 
@@ -549,7 +566,9 @@ TEST_F(PagedBackward, OrderedOnTensorCores) {
     std::mt19937_64 rng(seed);
     Layout l = make_layout(rng, c.page_size, c.seqs, true);
     // The other thread orders with 16-key (page 16) and 32-key (page 24) tiles.
+    ops::PlanCache::instance().clear();
     check_ordered(make_problem(std::move(l), c.h, c.dtype, rng), c.causal, &c == &kCases[0] || &c == &kCases[3]);
+    expect_tensor_core_kernels(true);
   }
 }
 
