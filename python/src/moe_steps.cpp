@@ -121,6 +121,27 @@ at::Tensor moe_dispatch_backward(const at::Tensor& grad_rows, const at::Tensor& 
   return out;
 }
 
+// What both experts ops start from: the strategy, the experts and the dispatch they run on (its
+// routing's count of experts is the experts', so offsets of another length are named as such).
+struct AdoptedExperts {
+  moe::GroupedStrategy strategy;
+  moe::SwiGluExperts experts;
+  at::Tensor unread;  // the routing's stand-in weights
+  moe::RoutingPlan routing;
+  moe::Dispatched dispatched;
+};
+
+AdoptedExperts adopt_experts(Call& call, const at::Tensor& rows, const at::Tensor& indices, const at::Tensor& offsets,
+                             const at::Tensor& slots, const at::Tensor& gate, const at::Tensor& up,
+                             const at::Tensor& down, std::string_view strategy) {
+  const auto chosen = experts_strategy(call, strategy);
+  moe::SwiGluExperts experts = swiglu_experts(call, gate, up, down);
+  at::Tensor unread;
+  moe::RoutingPlan r = routing(call, indices, std::nullopt, experts.experts(), unread);
+  moe::Dispatched d = adopt(call, r, rows, "rows", offsets, slots);
+  return {chosen, std::move(experts), std::move(unread), std::move(r), std::move(d)};
+}
+
 at::Tensor moe_experts(const at::Tensor& rows, const at::Tensor& indices, const at::Tensor& offsets,
                        const at::Tensor& slots, const at::Tensor& gate, const at::Tensor& up, const at::Tensor& down,
                        std::string_view strategy) {
@@ -131,13 +152,9 @@ at::Tensor moe_experts(const at::Tensor& rows, const at::Tensor& indices, const 
                       {"gate", &gate},
                       {"up", &up},
                       {"down", &down}});
-  const auto chosen = experts_strategy(call, strategy);
-  const moe::SwiGluExperts experts = swiglu_experts(call, gate, up, down);
-  at::Tensor unread;  // the experts' count: offsets of another length are named as such
-  const moe::RoutingPlan r = routing(call, indices, std::nullopt, experts.experts(), unread);
-  const moe::Dispatched d = adopt(call, r, rows, "rows", offsets, slots);
+  const AdoptedExperts a = adopt_experts(call, rows, indices, offsets, slots, gate, up, down, strategy);
   at::Tensor out = call.empty(rows.sizes(), gate.scalar_type());
-  call.check(experts.forward_dispatched_into(d, chosen, call.out(out, "out")));
+  call.check(a.experts.forward_dispatched_into(a.dispatched, a.strategy, call.out(out, "out")));
   call.finish();
   return out;
 }
@@ -155,13 +172,9 @@ Four moe_experts_backward(const at::Tensor& grad_output, const at::Tensor& rows,
                       {"gate", &gate},
                       {"up", &up},
                       {"down", &down}});
-  const auto chosen = experts_strategy(call, strategy);
-  const moe::SwiGluExperts experts = swiglu_experts(call, gate, up, down);
-  at::Tensor unread;  // the experts' count: offsets of another length are named as such
-  const moe::RoutingPlan r = routing(call, indices, std::nullopt, experts.experts(), unread);
-  const moe::Dispatched d = adopt(call, r, rows, "rows", offsets, slots);
+  const AdoptedExperts a = adopt_experts(call, rows, indices, offsets, slots, gate, up, down, strategy);
   Tensor dy = call.in(grad_output, "grad_output");
-  const moe::SwiGluTrainingCache cache = call.take(experts.training_cache(d));
+  const moe::SwiGluTrainingCache cache = call.take(a.experts.training_cache(a.dispatched));
   at::Tensor drows = call.empty(rows.sizes(), rows.scalar_type());
   at::Tensor dgate = call.empty(gate.sizes(), c10::ScalarType::Float);
   at::Tensor dup = call.empty(up.sizes(), c10::ScalarType::Float);
@@ -170,7 +183,7 @@ Four moe_experts_backward(const at::Tensor& grad_output, const at::Tensor& rows,
                                   .dgate = call.out(dgate, "dgate"),
                                   .dup = call.out(dup, "dup"),
                                   .ddown = call.out(ddown, "ddown")};
-  check_named(call, cache.backward_into(dy, chosen, into), "dexpert", "grad_output");
+  check_named(call, cache.backward_into(dy, a.strategy, into), "dexpert", "grad_output");
   call.finish();
   return {drows, dgate.to(gate.scalar_type()), dup.to(up.scalar_type()), ddown.to(down.scalar_type())};
 }

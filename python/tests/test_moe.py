@@ -56,6 +56,17 @@ def layer_inputs(dtype, device, tokens=11, hidden=16, inter=24, experts=8, requi
             make(experts, inter, hidden, scale=0.3), make(experts, hidden, inter, scale=0.3))
 
 
+def expect_gradients(out, expected, inputs, leaves, tol):
+    """Back-propagates one random gradient through `out` and its float64 reference `expected`; each
+    input's gradient (its dtype) against its leaf's."""
+    grad = torch.randn(expected.shape, dtype=torch.float64)
+    out.backward(grad.to(out.dtype).to(out.device))
+    expected.backward(grad)
+    for name, got, want in zip(("input", "logits", "gate", "up", "down"), inputs, leaves):
+        assert got.grad is not None and got.grad.dtype == got.dtype, name
+        close(got.grad, want.grad, tol, tol)
+
+
 @pytest.mark.parametrize("device", devices())
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
 def test_routes(seed, device, dtype):
@@ -89,12 +100,7 @@ def test_layer_and_gradients_against_reference(seed, device, grouped, dtype, str
     expected = reference_layer(*leaves, indices, grouped, True, 1.5 if grouped else 1.0)
     tol = 2e-5 if dtype == torch.float32 else 3e-2
     close(out, expected, tol, tol)
-    grad = torch.randn(expected.shape, dtype=torch.float64)
-    out.backward(grad.to(dtype).to(device))
-    expected.backward(grad)
-    for name, got, want in zip(("input", "logits", "gate", "up", "down"), (x, logits, gate, up, down), leaves):
-        assert got.grad is not None and got.grad.dtype == dtype, name
-        close(got.grad, want.grad, tol * 4, tol * 4)
+    expect_gradients(out, expected, (x, logits, gate, up, down), leaves, tol * 4)
 
 
 @pytest.mark.parametrize("device", devices())
@@ -219,12 +225,7 @@ def test_steps_gradients_against_reference(seed, device, dtype, strategy):
     expected = reference_layer(*leaves, indices.long().cpu(), False, True)
     tol = 2e-5 if dtype == torch.float32 else 3e-2
     close(out, expected, tol, tol)
-    grad = torch.randn(expected.shape, dtype=torch.float64)
-    out.backward(grad.to(dtype).to(device))
-    expected.backward(grad)
-    for name, got, want in zip(("input", "logits", "gate", "up", "down"), (x, logits, gate, up, down), leaves):
-        assert got.grad is not None and got.grad.dtype == dtype, name
-        close(got.grad, want.grad, tol * 4, tol * 4)
+    expect_gradients(out, expected, (x, logits, gate, up, down), leaves, tol * 4)
 
 
 def test_steps_opcheck(seed):
