@@ -6,7 +6,9 @@ forward and one training step's gradients.
 The routed experts run as one torch.ops.rudnn.moe_layer call — grouped sigmoid routing with a
 selection bias (DeepSeek's auxiliary-loss-free balancing), compact dispatch, SwiGLU experts,
 weighted combine — and its backward gives the gradients of the input, the router logits and every
-expert weight. The shared expert and the router projection stay in PyTorch.
+expert weight. The shared expert and the router projection stay in PyTorch. Then the same routed
+experts through the layer's steps as separate ops (the selection, the router weights, dispatch, the
+experts, combine), as a model that puts its own pieces between them would write it.
 """
 
 import argparse
@@ -34,6 +36,17 @@ class MoeLayer(torch.nn.Module):
                                             top_k=self.top_k, groups=self.groups,
                                             selected_groups=self.selected_groups, scale=self.scale)
 
+    def routed_rudnn_steps(self, x, logits):
+        """The same through the steps: the selection (not differentiated), the selected experts' weights
+        as a function of the logits (the router's gradient), dispatch, the experts, combine."""
+        _, indices = rudnn.moe.route_sigmoid_grouped(logits.detach(), self.bias.float(), top_k=self.top_k,
+                                                     groups=self.groups, selected_groups=self.selected_groups,
+                                                     scale=self.scale)
+        weights = rudnn.moe.router_weights(logits, indices, "sigmoid", renormalize=True, scale=self.scale)
+        dispatched = rudnn.moe.dispatch(x, indices, self.gate.shape[0])
+        rows = rudnn.moe.swiglu_experts(dispatched, self.gate, self.up, self.down)
+        return rudnn.moe.combine(rows, dispatched, weights)
+
     def routed_torch(self, x, logits):
         """The same routing and experts token by token: the selection by sigmoid + bias within the best
         groups (sum of each group's two best), the weights sigmoid(logit) renormalized × scale."""
@@ -54,10 +67,10 @@ class MoeLayer(torch.nn.Module):
             out = out + weights[:, j, None] * torch.einsum("thi,ti->th", self.down[e].float(), h)
         return out.to(x.dtype)
 
-    def forward(self, x, use_rudnn):
+    def forward(self, x, routed_by):
         logits = self.router(x)
-        routed = self.routed_rudnn(x, logits) if use_rudnn else self.routed_torch(x, logits)
-        return x + self.shared(x) + routed
+        routed = {"layer": self.routed_rudnn, "steps": self.routed_rudnn_steps, "torch": self.routed_torch}[routed_by]
+        return x + self.shared(x) + routed(x, logits)
 
 
 def main():
@@ -72,19 +85,20 @@ def main():
     target = torch.randn_like(x)
 
     results = {}
-    for use_rudnn in (True, False):
+    for routed_by in ("layer", "steps", "torch"):
         layer.zero_grad()
-        out = layer(x, use_rudnn)
+        out = layer(x, routed_by)
         F.mse_loss(out.float(), target.float()).backward()
-        results[use_rudnn] = (out.detach(), {n: p.grad.clone() for n, p in layer.named_parameters() if p.grad is not None})
-    (ours, our_grads), (theirs, their_grads) = results[True], results[False]
-    print(f"MoE layer [24, 128] {args.dtype} on {device}, 32 experts in 8 groups, top-4 of 4 groups: "
-          f"max |rudnn − torch| = {(ours.float() - theirs.float()).abs().max().item():.3e}")
-    for name in ("router.weight", "gate", "up", "down"):
-        diff = (our_grads[name].float() - their_grads[name].float()).abs().max().item()
-        size = their_grads[name].float().abs().max().item()
-        print(f"  d{name:<14} max |rudnn − torch| = {diff:.3e} (largest gradient {size:.3e})")
-
+        results[routed_by] = (out.detach(), {n: p.grad.clone() for n, p in layer.named_parameters() if p.grad is not None})
+    theirs, their_grads = results["torch"]
+    for routed_by, how in (("layer", "one moe_layer call"), ("steps", "dispatch → experts → combine")):
+        ours, our_grads = results[routed_by]
+        print(f"MoE layer [24, 128] {args.dtype} on {device}, 32 experts in 8 groups, top-4 of 4 groups, {how}: "
+              f"max |rudnn − torch| = {(ours.float() - theirs.float()).abs().max().item():.3e}")
+        for name in ("router.weight", "gate", "up", "down"):
+            diff = (our_grads[name].float() - their_grads[name].float()).abs().max().item()
+            size = their_grads[name].float().abs().max().item()
+            print(f"  d{name:<14} max |rudnn − torch| = {diff:.3e} (largest gradient {size:.3e})")
 
 if __name__ == "__main__":
     main()
