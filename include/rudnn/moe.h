@@ -199,8 +199,9 @@ class RUDNN_API SwiGluTrainingCache {
   // Scalar experts (plain cores). Weight gradients summed over each expert's rows in a fixed order:
   // deterministic; an expert with no rows gets zero gradients.
   Result<ExpertGradients, MoeError> backward(const Tensor& dexpert) const;
-  // Scalar or Auto (Auto takes TensorCore where it is supported and built; the tensor-core backward
-  // is not built yet, so Auto runs Scalar and TensorCore is an Unsupported error).
+  // Scalar, TensorCore (f16/bf16 weights with H and I multiples of 8 on an mma-capable target; else
+  // an Unsupported error naming `strategy`) or Auto (TensorCore exactly where it is allowed, as the
+  // forward's rule; else Scalar).
   Result<ExpertGradients, MoeError> backward_with_strategy(const Tensor& dexpert, GroupedStrategy strategy) const;
   // The same into a caller's buffers (SPEC §13): dinput, dgate, dup, ddown with the shapes and dtypes
   // of ExpertGradients, contiguous, on the rows' device and queue, overlapping no input (nor each
