@@ -90,23 +90,23 @@ namespace {
 
 // update()'s page-locked copy of a schedule, made at the first update: the queued copies read it
 // after update returns, so the caller's vectors are free at once and the host does not wait for the
-// queue. `copied` is recorded after the copies; the next update waits on it (those copies, long done
-// by then) before it writes the staging again, and so does the destructor before releasing it.
+// queue's other work. `copied` is recorded after the copies; the next update waits on it (for those
+// copies only) before it writes the staging again, and so does the destructor before releasing it.
+// Without events (a driver lacking them) the update synchronizes the queue instead.
 class ScheduleStaging {
  public:
   static Result<std::unique_ptr<ScheduleStaging>, RuntimeError> create(runtime::DeviceBackend& backend,
                                                                        std::size_t bytes) {
+    auto staging = std::unique_ptr<ScheduleStaging>(new ScheduleStaging(backend));
     auto data = backend.allocate_pinned(bytes);
     if (!data.ok()) return data.error();
-    auto staging = std::unique_ptr<ScheduleStaging>(new ScheduleStaging(backend, *data));
-    auto event = backend.create_event();
-    if (!event.ok()) return event.error();
-    staging->copied_ = *event;
+    staging->data_ = *data;
+    if (auto event = backend.create_event(); event.ok()) staging->copied_ = *event;
     return staging;
   }
   ~ScheduleStaging() {
     if (pending_) (void)backend_.wait_event(copied_);
-    backend_.release_pinned(data_);
+    if (data_) backend_.release_pinned(data_);
     if (copied_) backend_.destroy_event(copied_);
   }
   ScheduleStaging(const ScheduleStaging&) = delete;
@@ -120,19 +120,31 @@ class ScheduleStaging {
     }
     return static_cast<std::int32_t*>(data_);
   }
-  // After the copies from it are queued on `stream`.
-  Status<RuntimeError> queued(void* stream) {
-    if (auto r = backend_.record_event(copied_, stream); !r.ok()) return r;
-    pending_ = true;
-    return {};
+  // After copies from it were queued on `queue`: the event recorded behind them, else (no events, or
+  // the record failed) the queue synchronized. Either way the staging is safe to reuse or release.
+  Status<RuntimeError> queued(const Queue& queue) {
+    if (copied_ && backend_.record_event(copied_, queue.impl().stream()).ok()) {
+      pending_ = true;
+      return {};
+    }
+    return queue.synchronize();
   }
 
  private:
-  ScheduleStaging(runtime::DeviceBackend& backend, void* data) : backend_(backend), data_(data) {}
+  explicit ScheduleStaging(runtime::DeviceBackend& backend) : backend_(backend) {}
   runtime::DeviceBackend& backend_;
-  void* data_;
+  void* data_ = nullptr;
   void* copied_ = nullptr;
   bool pending_ = false;
+};
+}
+
+private:
+ScheduleStaging(runtime::DeviceBackend& backend, void* data) : backend_(backend), data_(data) {}
+runtime::DeviceBackend& backend_;
+void* data_;
+void* copied_ = nullptr;
+bool pending_ = false;
 };
 
 }  // namespace
@@ -576,15 +588,16 @@ Status<Err> DevicePlan::update(const HostPlan& host) {
   for (std::size_t i = 0; i < 4; ++i) {
     if (counts[i] != 0) {
       auto copied = backend.copy_to_device(stream, buffers[i]->data(), from, counts[i] * 4);
-      if (!copied.ok()) return written ? failed(copied.error()) : as<Err>(copied.error());
+      if (!copied.ok()) {
+        if (!written) return as<Err>(copied.error());
+        (void)s.staging->queued(s.queue);  // the copies already queued still read the staging
+        return failed(copied.error());
+      }
       written = true;
     }
     from += counts[i];
   }
-  // The copies read the staging later: the next update waits for them (or, were the event not
-  // recorded, this one waits for the queue).
-  if (auto r = s.staging->queued(stream); !r.ok())
-    if (auto w = s.queue.synchronize(); !w.ok()) return failed(w.error());
+  if (auto r = s.staging->queued(s.queue); !r.ok()) return failed(r.error());
   s.host = host;
   s.append_conflict = find_append_conflict(host);
   ++s.updates;

@@ -257,10 +257,11 @@ class RUDNN_API DevicePlan {
   // and query rows, a table no wider than the plan's (narrower tables are padded; entries past a
   // sequence's valid length are never read). Else ShapeMismatch naming `host`, and nothing changes.
   // Not during a capture (CaptureViolation: it copies from the host). The copies are queued on the
-  // plan's queue from a page-locked staging buffer the plan owns (made at the first update), so calls
-  // enqueued before it read the old schedule, calls after it the new one, `host` is not read after it
-  // returns, and the host does not wait for the queue (the next update waits for this one's copies
-  // before reusing the staging).
+  // plan's queue from a page-locked staging buffer the plan owns (made at the first update: not while
+  // another thread captures in global mode), so calls enqueued there before it read the old schedule,
+  // calls after it the new one, and `host` is not read after it returns. The host does not wait for
+  // the queue (the next update waits for this one's copies before reusing the staging); work on
+  // another stream must wait for the plan's queue first.
   // Copies of this plan share the buffers, so they see the update too; so do CUDA graphs captured
   // over their forward, append and atomic backward calls, replayed on the plan's queue (or after it
   // is synchronized). An OrderedBackwardWorkspace made before the update is rejected afterwards (its

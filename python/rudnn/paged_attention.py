@@ -63,8 +63,9 @@ class PagedPlan:
         ``in_place=True`` writes the schedule into this plan's own metadata buffers instead of new ones, so
         that a CUDA graph captured over this plan's calls replays with it. It must have the plan's query
         rows and sequences and tables no wider than the plan's (else ``ShapeMismatch`` naming ``host``);
-        it waits for the plan's stream (work queued before reads the old schedule), so replay graphs on
-        that stream or synchronize first; it must not run during a capture, nor while another thread
+        it is queued on the plan's stream without waiting for it (work queued there before reads the old
+        schedule), so replay graphs on that stream, or make the replaying stream wait for the plan's
+        (``stream.wait_stream(plan_stream)``); it must not run during a capture, nor while another thread
         calls the plan. A graph that captured a deterministic (ordered) backward must be captured again."""
         raise_if_failed(_C.paged_replan(self._plan, *_schedule(tables, lengths, sequence_ids, positions),
                                         bool(in_place)))

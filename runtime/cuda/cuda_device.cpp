@@ -207,7 +207,8 @@ class CudaDevice final : public DeviceBackend {
     void* p = nullptr;
     if (CUresult r = d().cuMemHostAlloc(&p, std::max<std::size_t>(bytes, 1), CU_MEMHOSTALLOC_PORTABLE);
         r != CUDA_SUCCESS)
-      return driver_error(ErrorKind::OutOfMemory, "cuMemHostAlloc", r);
+      return driver_error(r == CUDA_ERROR_OUT_OF_MEMORY ? ErrorKind::OutOfMemory : ErrorKind::DriverFailure,
+                          "cuMemHostAlloc", r);
     return p;
   }
   void release_pinned(void* ptr) override {
