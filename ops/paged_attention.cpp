@@ -137,15 +137,6 @@ class ScheduleStaging {
   void* copied_ = nullptr;
   bool pending_ = false;
 };
-}
-
-private:
-ScheduleStaging(runtime::DeviceBackend& backend, void* data) : backend_(backend), data_(data) {}
-runtime::DeviceBackend& backend_;
-void* data_;
-void* copied_ = nullptr;
-bool pending_ = false;
-};
 
 }  // namespace
 
