@@ -32,10 +32,6 @@ void PlanCache::clear() {
   plans_.clear();
 }
 
-}  // namespace rudnn::ops
-
-namespace rudnn::ops {
-
 std::vector<std::string> PlanCache::kernel_entries(std::string_view op_name) const {
   std::shared_lock lock(mutex_);
   std::vector<std::string> entries;

@@ -115,8 +115,9 @@ class RUDNN_API RoutingPlan {
   // of this selection (and the indices still < experts): offsets[0] = 0 and expert e's range [offsets[e], offsets[e+1])
   // as long as its number of choices; slots[t, j] inside the range of expert_indices[t, j], no row taken twice. The
   // order of the rows inside an expert is free (dispatch's own is not fixed). The rows' values are data: not checked.
-  // Anything else names rows, offsets or slots (the first bad position in the message); the returned
-  // Dispatched refers to the caller's tensors (keep them alive and unmodified while it is used).
+  // Anything else names rows, offsets, slots or expert_indices (the first bad position in the
+  // message); the returned Dispatched refers to the caller's tensors (keep them alive and
+  // unmodified while it is used).
   Result<Dispatched, MoeError> adopt_dispatch(Tensor rows, Tensor offsets, Tensor slots) const;
 
   // Training: keeps this selection and recomputes its weights from `logits` [T, E] with
