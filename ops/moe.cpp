@@ -30,6 +30,24 @@ std::optional<MoeError> same_queue(const Tensor& t, const char* name, const Tens
   return std::nullopt;
 }
 
+// The selection read back (U32 values, exact in a double): its first index ≥ experts, as the error.
+std::optional<MoeError> index_beyond_experts(const std::vector<double>& indices, std::int64_t experts,
+                                             std::int64_t top_k) {
+  const auto k = static_cast<std::size_t>(top_k);
+  for (std::size_t i = 0; i < indices.size(); ++i)
+    if (indices[i] >= static_cast<double>(experts))
+      return MoeError(ErrorKind::InvalidValue, "expert_indices", fmt::format("indices < {} (experts)", experts),
+                      fmt::format("{} at [{}, {}]", indices[i], i / k, i % k));
+  return std::nullopt;
+}
+
+// A tensor's values on the host (a copy and a synchronization of its queue).
+Result<std::vector<double>, MoeError> read_back(const Tensor& t) {
+  auto host = to_host(t);
+  if (!host.ok()) return MoeError::from(host.error());
+  return host->to_f64();
+}
+
 }  // namespace
 
 // The one way the routing ops construct a plan (RoutingPlan's constructor is private).
@@ -91,6 +109,20 @@ Result<RoutingPlan, MoeError> run(bool grouped, const contracts::GroupRouteSigna
 }  // namespace
 
 Result<RoutingPlan, MoeError> RoutingPlan::create(Tensor expert_indices, Tensor weights, std::int64_t experts) {
+  std::vector<double> unused;
+  return create_reading(std::move(expert_indices), std::move(weights), experts, unused);
+}
+
+Result<Dispatched, MoeError> RoutingPlan::adopt(Tensor expert_indices, Tensor weights, std::int64_t experts,
+                                                Tensor rows, Tensor offsets, Tensor slots) {
+  std::vector<double> indices;
+  auto routing = create_reading(std::move(expert_indices), std::move(weights), experts, indices);
+  if (!routing.ok()) return routing.error();
+  return routing->adopt_reading(std::move(rows), std::move(offsets), std::move(slots), &indices);
+}
+
+Result<RoutingPlan, MoeError> RoutingPlan::create_reading(Tensor expert_indices, Tensor weights, std::int64_t experts,
+                                                          std::vector<double>& indices_read) {
   // Indices and offsets are U32: more experts than that could not be addressed (and experts + 1
   // offsets must not overflow).
   constexpr std::int64_t kMaxExperts = std::numeric_limits<std::uint32_t>::max();
@@ -116,14 +148,10 @@ Result<RoutingPlan, MoeError> RoutingPlan::create(Tensor expert_indices, Tensor 
   if (auto e = same_queue(weights, "weights", ix, "expert_indices")) return *e;
   for (auto [t, name] : {std::pair{&ix, "expert_indices"}, {&weights, "weights"}})
     if (auto e = check_layout(*t, name)) return *e;
-  auto host = to_host(ix);
-  if (!host.ok()) return MoeError::from(host.error());
-  const auto values = host->to_f64();
-  for (std::size_t i = 0; i < values.size(); ++i)
-    if (values[i] >= static_cast<double>(experts))
-      return MoeError(ErrorKind::InvalidValue, "expert_indices", fmt::format("indices < {} (experts)", experts),
-                      fmt::format("{} at [{}, {}]", values[i], i / static_cast<std::size_t>(ix.dim(1)),
-                                  i % static_cast<std::size_t>(ix.dim(1))));
+  auto values = read_back(ix);
+  if (!values.ok()) return values.error();
+  if (auto e = index_beyond_experts(*values, experts, ix.dim(1))) return *e;
+  indices_read = std::move(values.value());
   return RoutingPlan(std::move(expert_indices), std::move(weights), experts);
 }
 
@@ -248,6 +276,11 @@ Result<Dispatched, MoeError> RoutingPlan::dispatch_impl(const Tensor& input, con
 }
 
 Result<Dispatched, MoeError> RoutingPlan::adopt_dispatch(Tensor rows, Tensor offsets, Tensor slots) const {
+  return adopt_reading(std::move(rows), std::move(offsets), std::move(slots), nullptr);
+}
+
+Result<Dispatched, MoeError> RoutingPlan::adopt_reading(Tensor rows, Tensor offsets, Tensor slots,
+                                                        const std::vector<double>* indices_read) const {
   const std::int64_t tokens = this->tokens(), k = top_k(), n = tokens * k;
   if (is_quantized(rows.dtype()))
     return MoeError(ErrorKind::QuantizedDType, "rows", "f32, f16 or bf16", std::string(dtype_name(rows.dtype())));
@@ -272,26 +305,26 @@ Result<Dispatched, MoeError> RoutingPlan::adopt_dispatch(Tensor rows, Tensor off
     if (auto e = same_queue(*t, name, indices_, "the routing")) return *e;
     if (auto e = check_layout(*t, name)) return *e;
   }
-  // The selection and the two index tensors on the host. Values below 2^32 are exact in a double.
-  std::vector<double> host[3];
-  for (auto [i, t] : {std::pair{0, &indices_}, {1, &offsets}, {2, &slots}}) {
-    auto copy = to_host(*t);
-    if (!copy.ok()) return MoeError::from(copy.error());
-    host[i] = copy->to_f64();
+  // The selection (unless the caller just read it) and the two index tensors on the host. Values below
+  // 2^32 are exact in a double. create() checked the indices, but the tensor may have been written
+  // since: index only what is in range.
+  std::vector<double> selection;
+  if (!indices_read) {
+    auto read = read_back(indices_);
+    if (!read.ok()) return read.error();
+    if (auto e = index_beyond_experts(*read, experts_, k)) return *e;
+    selection = std::move(read.value());
   }
-  const auto& chosen = host[0];
-  const auto& begin = host[1];
-  const auto& slot = host[2];
+  const std::vector<double>& chosen = indices_read ? *indices_read : selection;
+  auto offsets_read = read_back(offsets);
+  if (!offsets_read.ok()) return offsets_read.error();
+  auto slots_read = read_back(slots);
+  if (!slots_read.ok()) return slots_read.error();
+  const std::vector<double>& begin = *offsets_read;
+  const std::vector<double>& slot = *slots_read;
   // offsets must be the running sum of each expert's number of choices.
   std::vector<std::int64_t> expected(static_cast<std::size_t>(experts_) + 1, 0);
-  for (std::size_t i = 0; i < chosen.size(); ++i) {
-    // create() checked them, but the tensor may have been written since: index only what is in range.
-    if (chosen[i] >= static_cast<double>(experts_))
-      return MoeError(
-          ErrorKind::InvalidValue, "expert_indices", fmt::format("indices < {} (experts)", experts_),
-          fmt::format("{} at [{}, {}]", chosen[i], i / static_cast<std::size_t>(k), i % static_cast<std::size_t>(k)));
-    ++expected[static_cast<std::size_t>(chosen[i]) + 1];
-  }
+  for (double e : chosen) ++expected[static_cast<std::size_t>(e) + 1];
   for (std::size_t e = 0; e + 1 < expected.size(); ++e) expected[e + 1] += expected[e];
   for (std::size_t e = 0; e < expected.size(); ++e)
     if (begin[e] != static_cast<double>(expected[e]))

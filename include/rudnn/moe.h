@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstddef>
 #include <optional>
+#include <vector>
 
 #include "rudnn/error.h"
 #include "rudnn/export.h"
@@ -119,6 +120,10 @@ class RUDNN_API RoutingPlan {
   // message); the returned Dispatched refers to the caller's tensors (keep them alive and
   // unmodified while it is used).
   Result<Dispatched, MoeError> adopt_dispatch(Tensor rows, Tensor offsets, Tensor slots) const;
+  // create() and adopt_dispatch() in one, reading the indices back once instead of twice (a
+  // framework's ops that keep a dispatch as tensors rebuild it per call this way).
+  static Result<Dispatched, MoeError> adopt(Tensor expert_indices, Tensor weights, std::int64_t experts, Tensor rows,
+                                            Tensor offsets, Tensor slots);
 
   // Training: keeps this selection and recomputes its weights from `logits` [T, E] with
   // selected_router_weights (FP32). The logits are saved (not copied): do not modify them before
@@ -131,6 +136,11 @@ class RUDNN_API RoutingPlan {
   friend struct RoutingPlanAccess;
   // dispatch, into `into` = {rows, offsets, slots} when given.
   Result<Dispatched, MoeError> dispatch_impl(const Tensor& input, const Tensor* const* into) const;
+  // create() keeping the indices it read back; adopt_dispatch() with them (null: read them itself).
+  static Result<RoutingPlan, MoeError> create_reading(Tensor expert_indices, Tensor weights, std::int64_t experts,
+                                                      std::vector<double>& indices_read);
+  Result<Dispatched, MoeError> adopt_reading(Tensor rows, Tensor offsets, Tensor slots,
+                                             const std::vector<double>* indices_read) const;
   RoutingPlan(Tensor expert_indices, Tensor weights, std::int64_t experts)
       : indices_(std::move(expert_indices)), weights_(std::move(weights)), experts_(experts) {}
   Tensor indices_, weights_;

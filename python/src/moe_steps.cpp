@@ -4,7 +4,7 @@
 //
 // A dispatch travels between the ops as three int32 tensors: the routing's expert_indices and the
 // dispatch's offsets and slots. Each op after moe_dispatch gives them back to the library through
-// RoutingPlan::create and RoutingPlan::adopt_dispatch, which read them back and check them (an index
+// RoutingPlan::adopt, which reads them back and checks them (an index
 // ≥ experts, offsets that are not the choices' running count, a slot outside its expert's rows or
 // taken twice: a MoeError naming the tensor). That costs host synchronizations in every op (one per
 // tensor read back), which the fused moe_layer does not pay (docs/pytorch.md).
@@ -42,47 +42,47 @@ void check_named(const Call& call, const Status<MoeError>& status, std::string_v
   if (!status) fail_naming(call, status.error(), from, to);
 }
 
-// The routing a dispatch was made from. moe_dispatch, moe_experts and dispatch's gradient read no
-// routing weight, but a RoutingPlan holds one: for them (`weights` absent) an unread buffer of the
-// selection's shape stands in, kept alive in `unread`.
-Result<moe::RoutingPlan, MoeError> routing_plan(Call& call, const at::Tensor& indices,
-                                                const std::optional<at::Tensor>& weights, Int experts,
-                                                at::Tensor& unread) {
+// The routing's weights: the caller's, or for the ops that read none (moe_dispatch, moe_experts and
+// dispatch's gradient; a RoutingPlan holds weights all the same) an unread buffer of the selection's
+// shape, kept alive in `unread`.
+Tensor routing_weights(Call& call, const at::Tensor& indices, const std::optional<at::Tensor>& weights,
+                       at::Tensor& unread) {
+  if (weights) return call.in(*weights, "weights");
+  unread = call.empty(indices.sizes(), c10::ScalarType::Float);
+  return call.out(unread, "weights");
+}
+
+moe::RoutingPlan routing(Call& call, const at::Tensor& indices, Int experts, at::Tensor& unread) {
   Tensor i = call.in(indices, "expert_indices", DType::U32);
-  if (!weights) unread = call.empty(indices.sizes(), c10::ScalarType::Float);
-  Tensor w = weights ? call.in(*weights, "weights") : call.out(unread, "weights");
-  return moe::RoutingPlan::create(i, w, experts);
+  return call.take(moe::RoutingPlan::create(i, routing_weights(call, indices, std::nullopt, unread), experts));
 }
 
-moe::RoutingPlan routing(Call& call, const at::Tensor& indices, const std::optional<at::Tensor>& weights, Int experts,
-                         at::Tensor& unread) {
-  return call.take(routing_plan(call, indices, weights, experts, unread));
-}
-
-// The same for the ops that know the number of experts only from the offsets (experts + 1 entries):
-// an index with no expert in the offsets is named as the offsets' shape (it is the likelier mistake,
-// and the message says which index).
-moe::RoutingPlan routing_of_offsets(Call& call, const at::Tensor& indices, const std::optional<at::Tensor>& weights,
-                                    const at::Tensor& offsets, at::Tensor& unread) {
-  if (offsets.dim() != 1 || offsets.size(0) < 2)
+// A dispatch from its tensors, checked (RoutingPlan::adopt: the indices, offsets and slots read back
+// once each). `rows` gives the rows' shape and dtype; an op that does not read them passes the tensor
+// of that shape it has, and an error about it names that tensor's argument. Without `experts` the
+// count comes from the offsets (experts + 1 entries), and an index with no expert in them is named
+// as the offsets' shape (the likelier mistake; the message says which index).
+moe::Dispatched adopt(Call& call, const at::Tensor& indices, const std::optional<at::Tensor>& weights,
+                      std::optional<Int> experts, const at::Tensor& rows, const char* rows_argument,
+                      const at::Tensor& offsets, const at::Tensor& slots, at::Tensor& unread) {
+  if (!experts && (offsets.dim() != 1 || offsets.size(0) < 2))
     call.fail(Error(ErrorKind::ShapeMismatch, "offsets", "[experts + 1] with experts >= 1", c10::str(offsets.sizes())));
-  auto r = routing_plan(call, indices, weights, offsets.size(0) - 1, unread);
-  if (!r && r.error().kind() == ErrorKind::InvalidValue && r.error().argument() == "expert_indices")
+  auto d = moe::RoutingPlan::adopt(call.in(indices, "expert_indices", DType::U32),
+                                   routing_weights(call, indices, weights, unread),
+                                   experts.value_or(offsets.size(0) - 1), call.in(rows, rows_argument),
+                                   call.in(offsets, "offsets", DType::U32), call.in(slots, "slots", DType::U32));
+  if (!d && !experts && d.error().kind() == ErrorKind::InvalidValue && d.error().argument() == "expert_indices")
     call.fail(Error(ErrorKind::ShapeMismatch, "offsets",
-                    "an entry for every expert index + 1 (expert_indices: " + r.error().actual() + ")",
+                    "an entry for every expert index + 1 (expert_indices: " + d.error().actual() + ")",
                     c10::str(offsets.sizes())));
-  return call.take(std::move(r));
+  return take_named(call, std::move(d), "rows", rows_argument);
 }
 
-// A dispatch of `routing` from its tensors, checked (RoutingPlan::adopt_dispatch). `rows` gives the
-// rows' shape and dtype; an op that does not read them passes the tensor of that shape it has, and
-// an error about it names that tensor's argument.
-moe::Dispatched adopt(Call& call, const moe::RoutingPlan& routing, const at::Tensor& rows, const char* rows_argument,
-                      const at::Tensor& offsets, const at::Tensor& slots) {
-  return take_named(call,
-                    routing.adopt_dispatch(call.in(rows, rows_argument), call.in(offsets, "offsets", DType::U32),
-                                           call.in(slots, "slots", DType::U32)),
-                    "rows", rows_argument);
+// combine's dispatch (its routing has the caller's weights).
+moe::Dispatched adopt_combine(Call& call, const at::Tensor& expert_output, const at::Tensor& indices,
+                              const at::Tensor& weights, const at::Tensor& offsets, const at::Tensor& slots) {
+  at::Tensor none;
+  return adopt(call, indices, weights, std::nullopt, expert_output, "expert_output", offsets, slots, none);
 }
 
 // --- the device kernels ------------------------------------------------------------------------
@@ -95,7 +95,7 @@ Triple moe_dispatch(const at::Tensor& input, const at::Tensor& indices, Int expe
                     "<= " + std::to_string(moe::kMaxDispatchExperts) + " (dispatch's per-expert counters)",
                     std::to_string(experts)));
   at::Tensor unread;
-  const moe::RoutingPlan r = routing(call, indices, std::nullopt, experts, unread);
+  const moe::RoutingPlan r = routing(call, indices, experts, unread);
   // A wrong input shape is the library's error; the buffers only need some shape until then.
   const Int hidden = input.dim() == 2 ? input.size(1) : 0;
   at::Tensor rows = call.empty({r.tokens() * r.top_k(), hidden}, input.scalar_type());
@@ -112,10 +112,10 @@ at::Tensor moe_dispatch_backward(const at::Tensor& grad_rows, const at::Tensor& 
   Call call(kFamily,
             {{"grad_rows", &grad_rows}, {"expert_indices", &indices}, {"offsets", &offsets}, {"slots", &slots}});
   at::Tensor unread;
-  const moe::RoutingPlan r = routing_of_offsets(call, indices, std::nullopt, offsets, unread);
   // The gradient stands for the rows (dispatch's backward reads no row): one view of it serves both.
-  const moe::Dispatched d = adopt(call, r, grad_rows, "grad_rows", offsets, slots);
-  at::Tensor out = call.empty({r.tokens(), d.hidden()}, grad_rows.scalar_type());
+  const moe::Dispatched d =
+      adopt(call, indices, std::nullopt, std::nullopt, grad_rows, "grad_rows", offsets, slots, unread);
+  at::Tensor out = call.empty({d.routing().tokens(), d.hidden()}, grad_rows.scalar_type());
   call.check(d.dispatch_backward_into(d.rows(), call.out(out, "out")));
   call.finish();
   return out;
@@ -127,7 +127,6 @@ struct AdoptedExperts {
   moe::GroupedStrategy strategy;
   moe::SwiGluExperts experts;
   at::Tensor unread;  // the routing's stand-in weights
-  moe::RoutingPlan routing;
   moe::Dispatched dispatched;
 };
 
@@ -137,9 +136,8 @@ AdoptedExperts adopt_experts(Call& call, const at::Tensor& rows, const at::Tenso
   const auto chosen = experts_strategy(call, strategy);
   moe::SwiGluExperts experts = swiglu_experts(call, gate, up, down);
   at::Tensor unread;
-  moe::RoutingPlan r = routing(call, indices, std::nullopt, experts.experts(), unread);
-  moe::Dispatched d = adopt(call, r, rows, "rows", offsets, slots);
-  return {chosen, std::move(experts), std::move(unread), std::move(r), std::move(d)};
+  moe::Dispatched d = adopt(call, indices, std::nullopt, experts.experts(), rows, "rows", offsets, slots, unread);
+  return {chosen, std::move(experts), std::move(unread), std::move(d)};
 }
 
 at::Tensor moe_experts(const at::Tensor& rows, const at::Tensor& indices, const at::Tensor& offsets,
@@ -195,11 +193,9 @@ at::Tensor moe_combine(const at::Tensor& expert_output, const at::Tensor& indice
                       {"weights", &weights},
                       {"offsets", &offsets},
                       {"slots", &slots}});
-  at::Tensor unused;
-  const moe::RoutingPlan r = routing_of_offsets(call, indices, weights, offsets, unused);
   // The expert output stands for the rows (combine reads no row): one view of it serves both.
-  const moe::Dispatched d = adopt(call, r, expert_output, "expert_output", offsets, slots);
-  at::Tensor out = call.empty({r.tokens(), d.hidden()}, expert_output.scalar_type());
+  const moe::Dispatched d = adopt_combine(call, expert_output, indices, weights, offsets, slots);
+  at::Tensor out = call.empty({d.routing().tokens(), d.hidden()}, expert_output.scalar_type());
   call.check(d.combine_into(d.rows(), call.out(out, "out")));
   call.finish();
   return out;
@@ -213,9 +209,7 @@ Pair moe_combine_backward(const at::Tensor& grad_output, const at::Tensor& exper
                       {"weights", &weights},
                       {"offsets", &offsets},
                       {"slots", &slots}});
-  at::Tensor unused;
-  const moe::RoutingPlan r = routing_of_offsets(call, indices, weights, offsets, unused);
-  const moe::Dispatched d = adopt(call, r, expert_output, "expert_output", offsets, slots);
+  const moe::Dispatched d = adopt_combine(call, expert_output, indices, weights, offsets, slots);
   const Tensor& y = d.rows();
   Tensor dy = call.in(grad_output, "grad_output");
   at::Tensor dexpert = call.empty(expert_output.sizes(), expert_output.scalar_type());

@@ -157,5 +157,30 @@ TEST_F(MoeAdoptContract, EveryMalformedDispatchIsNamed) {
   EXPECT_EQ(host_values(adopted->slots()), (std::vector<double>{0, 2, 4, 5, 3, 1}));
 }
 
+// RoutingPlan::adopt: create and adopt_dispatch in one (the indices read once), the same checks.
+TEST_F(MoeAdoptContract, AdoptInOneChecksBoth) {
+  const Tensor indices = upload({3, 2}, DType::U32, {0, 1, 2, 3, 1, 0});
+  const Tensor weights = upload({3, 2}, DType::F32, {1, 1, 1, 1, 1, 1});
+  const Tensor rows = t({6, 8}, DType::F32), offsets = upload({5}, DType::U32, {0, 2, 4, 5, 6});
+  const Tensor slots = upload({3, 2}, DType::U32, {0, 2, 4, 5, 3, 1});
+  rebase();
+  auto adopted = moe::RoutingPlan::adopt(indices, weights, 4, rows, offsets, slots);
+  ASSERT_TRUE(adopted.ok()) << adopted.error().message();
+  EXPECT_EQ(adopted->routing().experts(), 4);
+  EXPECT_EQ(host_values(adopted->expert_offsets()), (std::vector<double>{0, 2, 4, 5, 6}));
+  // create's contract: an index ≥ experts (3 of 3 experts) named with its position.
+  auto beyond = moe::RoutingPlan::adopt(indices, weights, 3, rows, upload({4}, DType::U32, {0, 2, 4, 5}), slots);
+  expect_rejected(beyond, ErrorKind::InvalidValue, "expert_indices");
+  if (!beyond.ok()) EXPECT_NE(beyond.error().message().find("3 at [1, 1]"), std::string::npos);
+  expect_rejected(moe::RoutingPlan::adopt(indices, t({3, 1}, DType::F32), 4, rows, offsets, slots),
+                  ErrorKind::ShapeMismatch, "weights");
+  // adopt_dispatch's: a slot outside its expert's rows, a malformed rows tensor.
+  expect_rejected(
+      moe::RoutingPlan::adopt(indices, weights, 4, rows, offsets, upload({3, 2}, DType::U32, {0, 2, 4, 5, 3, 2})),
+      ErrorKind::InvalidValue, "slots");
+  expect_rejected(moe::RoutingPlan::adopt(indices, weights, 4, t({5, 8}, DType::F32), offsets, slots),
+                  ErrorKind::ShapeMismatch, "rows");
+}
+
 }  // namespace
 }  // namespace rudnn
