@@ -385,6 +385,47 @@ func.func @attention_backward_ordered_plain(%q: tensor<?x8x64xf32>, %k: tensor<?
   return %dq, %dk, %dv, %dk2 : tensor<?x8x64xf32>, tensor<?x16x2x64xf32>, tensor<?x16x2x32xf32>, tensor<?x16x2x64xf32>
 }
 
+// MLA on tensor cores (f16, R = 512, P = 64, {warps = 4, tensor_core = 1}): the same zero / round
+// kernels around paged_mla_backward_mma with MlaBackwardMmaPolicy<512, 64>, the plain kernel's
+// parameters, one 256-thread block per query row, shared 4 · 32 · 584 · 2 + 2 · 32 · 40 · 2 +
+// (32 · 32 + 8 · 32) · 4 = 159744.
+// CHECK-LABEL: func.func @mla_backward_tensor_cores
+// CHECK: %[[ZL:.*]] = rudnn.launch @rudnn_paged_zero(
+// CHECK: %[[ZP:.*]] = rudnn.launch @rudnn_paged_zero(
+// CHECK: %[[G:.*]]:2 = rudnn.launch @rudnn_paged_mla_backward_mma_f16_r512_p64({{.*}}, %[[ZL]], %[[ZP]]) header "rudnn/paged/mla_backward_mma.cuh" function "rudnn::paged::paged_mla_backward_mma" args ["rudnn::f16", "rudnn::paged::MlaBackwardMmaPolicy<512, 64>"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * 1>, #rudnn.size<1>, #rudnn.size<1>] block [256, 1, 1] shared 159744
+// CHECK-SAME: #rudnn.param<"dq" : "rudnn::f16*" = buffer(11)>, #rudnn.param<"dq_rope" : "rudnn::f16*" = buffer(12)>, #rudnn.param<"dk" : "float*" = buffer(9)>, #rudnn.param<"dk_rope" : "float*" = buffer(10)>, #rudnn.param<"dv" : "float*" = null>
+// CHECK: %[[DL:.*]] = rudnn.launch @rudnn_paged_round_gradients_f16(
+// CHECK: %[[DP:.*]] = rudnn.launch @rudnn_paged_round_gradients_f16(
+// CHECK: return %[[G]]#0, %[[G]]#1, %[[DL]], %[[DP]]
+func.func @mla_backward_tensor_cores(%q: tensor<?x16x512xf16>, %qp: tensor<?x16x64xf16>, %c: tensor<32x64x1x512xf16>, %kp: tensor<32x64x1x64xf16>,
+                                     %go: tensor<?x16x512xf16>, %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>)
+    -> (tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>) {
+  %a, %b, %cc, %d = rudnn.paged_mla_backward %q, %qp, %c, %kp, %go, %t, %l, %s, %p {scale = 0.0416666679 : f32, causal = false, kernel_config = {warps = 4, tensor_core = 1}}
+      : tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>, tensor<?x16x512xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
+  return %a, %b, %cc, %d : tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
+}
+
+// The ordered MLA on tensor cores: the statistics from paged_mla_backward_mma, the history on the
+// plain kernel (its warps from the config).
+// CHECK-LABEL: func.func @mla_backward_ordered_tensor_cores
+// CHECK: %[[U:.*]]:3 = rudnn.launch @rudnn_paged_mla_backward_mma_f16_r512_p64(
+// CHECK-SAME: #rudnn.param<"dk" : "float*" = null>, #rudnn.param<"dk_rope" : "float*" = null>, #rudnn.param<"dv" : "float*" = null>, #rudnn.param<"row_stats" : "float*" = buffer(13)>
+// CHECK: rudnn.launch @rudnn_paged_mla_backward_history_f16_w4_k24_v16({{.*}}, %[[U]]#0, %[[U]]#1, %[[U]]#2)
+// CHECK-SAME: args ["rudnn::f16", "rudnn::paged::HistoryPolicy<4, 24, 16, true, false, false>"]
+// CHECK-SAME: block [128, 1, 1] shared 0
+func.func @mla_backward_ordered_tensor_cores(%q: tensor<?x16x512xf16>, %qp: tensor<?x16x64xf16>, %c: tensor<32x64x1x512xf16>, %kp: tensor<32x64x1x64xf16>,
+                                %go: tensor<?x16x512xf16>, %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>,
+                                %index: tensor<?xi32>, %order: tensor<?xi32>)
+    -> (tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>) {
+  %a, %b, %cc, %d = rudnn.paged_mla_backward %q, %qp, %c, %kp, %go, %t, %l, %s, %p ordered(%index, %order : tensor<?xi32>, tensor<?xi32>)
+      {scale = 0.0416666679 : f32, causal = false, kernel_config = {warps = 4, tensor_core = 1}}
+      : tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>, tensor<?x16x512xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
+  return %a, %b, %cc, %d : tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
+}
+
 // Ordered MLA with compact_history: the unit writes dq, dq_rope and the statistics (slot 13 after
 // the 11 operands), the history dlatent and dk_rope (slots 14, 15) over pages · 1 blocks.
 // CHECK-LABEL: func.func @mla_backward_ordered

@@ -945,9 +945,10 @@ func.func @backward_config_keys(%q: tensor<?x8x64xbf16>, %k: tensor<?x16x2x64xbf
 
 // -----
 
-// The tensor-core backward: attention (not MLA) in f16/bf16 with D = Dv in {64, 96, 128}.
+// The tensor-core backward: f16/bf16, attention with D = Dv in {64, 96, 128}, MLA with R a multiple of 128
+// up to 512 and Pr a multiple of 16 in 16..256 within sm_80's shared memory.
 func.func @backward_tensor_core_value_dim(%q: tensor<?x8x64xbf16>, %k: tensor<?x16x2x64xbf16>, %v: tensor<?x16x2x32xbf16>, %go: tensor<?x8x32xbf16>, %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>) {
-  // expected-error @+1 {{kernel_config: tensor_core 1 needs attention (not MLA) in f16/bf16 with D = Dv in {64, 96, 128}; got key dim 64 value dim 32}}
+  // expected-error @+1 {{kernel_config: tensor_core 1 needs f16/bf16 with attention's D = Dv in {64, 96, 128} or MLA's R a multiple of 128 up to 512, Pr a multiple of 16 in 16..256 and 166912 bytes of shared memory at most; got key dim 64 value dim 32}}
   %dq, %dk, %dv = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p {scale = 0.125 : f32, causal = true, kernel_config = {warps = 4, tensor_core = 1}} : tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>, tensor<?x8x32xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8x64xbf16>, tensor<?x16x2x64xbf16>, tensor<?x16x2x32xbf16>
   return
 }
@@ -955,8 +956,17 @@ func.func @backward_tensor_core_value_dim(%q: tensor<?x8x64xbf16>, %k: tensor<?x
 // -----
 
 func.func @backward_tensor_core_f32(%q: tensor<?x8x64xf32>, %k: tensor<?x16x2x64xf32>, %v: tensor<?x16x2x64xf32>, %go: tensor<?x8x64xf32>, %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>) {
-  // expected-error @+1 {{kernel_config: tensor_core 1 needs attention (not MLA) in f16/bf16 with D = Dv in {64, 96, 128}; got key dim 64 value dim 64}}
+  // expected-error @+1 {{kernel_config: tensor_core 1 needs f16/bf16 with attention's D = Dv in {64, 96, 128} or MLA's R a multiple of 128 up to 512, Pr a multiple of 16 in 16..256 and 166912 bytes of shared memory at most; got a 32-bit dtype, key dim 64 value dim 64}}
   %dq, %dk, %dv = rudnn.paged_attention_backward %q, %k, %v, %go, %t, %l, %s, %p {scale = 0.125 : f32, causal = true, kernel_config = {warps = 4, tensor_core = 1}} : tensor<?x8x64xf32>, tensor<?x16x2x64xf32>, tensor<?x16x2x64xf32>, tensor<?x8x64xf32>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x8x64xf32>, tensor<?x16x2x64xf32>, tensor<?x16x2x64xf32>
+  return
+}
+
+// -----
+
+// MLA at R = 512 with Pr = 96: two key stages of 616-column rows pass sm_80's shared memory.
+func.func @mla_backward_tensor_core_shared(%q: tensor<?x16x512xf16>, %qp: tensor<?x16x96xf16>, %c: tensor<32x64x1x512xf16>, %kp: tensor<32x64x1x96xf16>, %go: tensor<?x16x512xf16>, %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{kernel_config: tensor_core 1 needs f16/bf16 with attention's D = Dv in {64, 96, 128} or MLA's R a multiple of 128 up to 512, Pr a multiple of 16 in 16..256 and 166912 bytes of shared memory at most; got key dim 608 value dim 512 (MLA)}}
+  %a, %b, %cc, %d = rudnn.paged_mla_backward %q, %qp, %c, %kp, %go, %t, %l, %s, %p {scale = 0.04 : f32, causal = false, kernel_config = {warps = 4, tensor_core = 1}} : tensor<?x16x512xf16>, tensor<?x16x96xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x96xf16>, tensor<?x16x512xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16x512xf16>, tensor<?x16x96xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x96xf16>
   return
 }
 

@@ -171,7 +171,7 @@ func.func @kept_and_append(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16
 }
 
 // The backward: {warps = 4, tensor_core = 1} for attention in f16/bf16 with D = Dv in {64, 96, 128}
-// where the target has mma.sync m16n8k16, else {warps = 4, tensor_core = 0}; MLA stays plain.
+// where the target has mma.sync m16n8k16, else {warps = 4, tensor_core = 0}. MLA below.
 // CHECK-LABEL: func.func @backward
 // CHECK: rudnn.paged_attention_backward {{.*}}kernel_config = {tensor_core = 1 : i64, warps = 4 : i64}
 // CHECK: rudnn.paged_attention_backward {{.*}}kernel_config = {tensor_core = 0 : i64, warps = 4 : i64}
@@ -189,4 +189,26 @@ func.func @backward(%q: tensor<?x8x128xbf16>, %k: tensor<?x16x2x128xbf16>, %v: t
       : tensor<?x8x128xbf16>, tensor<?x16x2x128xbf16>, tensor<?x16x2x64xbf16>, tensor<?x8x64xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
       -> tensor<?x8x128xbf16>, tensor<?x16x2x128xbf16>, tensor<?x16x2x64xbf16>
   return %dq, %dq2 : tensor<?x8x128xbf16>, tensor<?x8x128xbf16>
+}
+
+// The MLA backward: {warps = 4, tensor_core = 1} in f16/bf16 where paged_mla_backward_mma serves
+// (R = 512 / Pr = 64), plain at R = 512 / Pr = 96 (its shared memory passes sm_80's) and without
+// mma.sync.
+// CHECK-LABEL: func.func @mla_backward
+// CHECK: rudnn.paged_mla_backward {{.*}}kernel_config = {tensor_core = 1 : i64, warps = 4 : i64}
+// CHECK: rudnn.paged_mla_backward {{.*}}kernel_config = {tensor_core = 0 : i64, warps = 4 : i64}
+// PLAIN-LABEL: func.func @mla_backward
+// PLAIN: rudnn.paged_mla_backward {{.*}}kernel_config = {tensor_core = 0 : i64, warps = 4 : i64}
+// PLAIN: rudnn.paged_mla_backward {{.*}}kernel_config = {tensor_core = 0 : i64, warps = 4 : i64}
+func.func @mla_backward(%q: tensor<?x16x512xf16>, %qp: tensor<?x16x64xf16>, %c: tensor<32x64x1x512xf16>, %kp: tensor<32x64x1x64xf16>,
+                        %qp2: tensor<?x16x96xf16>, %kp2: tensor<32x64x1x96xf16>,
+                        %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>)
+    -> (tensor<?x16x512xf16>, tensor<?x16x512xf16>) {
+  %a, %b, %cc, %d = rudnn.paged_mla_backward %q, %qp, %c, %kp, %q, %t, %l, %s, %p {scale = 0.0416666679 : f32, causal = false}
+      : tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>, tensor<?x16x512xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
+  %a2, %b2, %cc2, %d2 = rudnn.paged_mla_backward %q, %qp2, %c, %kp2, %q, %t, %l, %s, %p {scale = 0.0416666679 : f32, causal = false}
+      : tensor<?x16x512xf16>, tensor<?x16x96xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x96xf16>, tensor<?x16x512xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
+      -> tensor<?x16x512xf16>, tensor<?x16x96xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x96xf16>
+  return %a, %a2 : tensor<?x16x512xf16>, tensor<?x16x512xf16>
 }

@@ -126,8 +126,11 @@ std::vector<Variant> paged_attention_variants() {
     for (std::int64_t warps : {2, 4, 8})
       backward(attention(t, 32, 8, 128, 128), compiler::KernelConfig{{{"warps", warps}}});
   for (std::int64_t d : {32, 256, 512, 768, 1024}) backward(attention(DType::BF16, 8, 2, d, d), std::nullopt);
-  backward(mla(DType::BF16, 16, 512, 64), std::nullopt);
+  backward(mla(DType::BF16, 16, 512, 64), plain);         // MLA on plain cores
   backward(mla(DType::F32, 8, 1024, 256), std::nullopt);  // 40 columns per lane
+  // MLA on tensor cores (the heuristic for f16/bf16 MLA the kernel serves): R = 512 / P = 64 bf16
+  // (from the calls above), and a small f16 one whose column groups end past the last column.
+  backward(mla(DType::F16, 16, 128, 16), std::nullopt);
   // The tensor-core backward (the heuristic for f16/bf16 attention at D = Dv ∈ {64, 96, 128}; D = 128
   // bf16 and f16 come from the calls above).
   backward(attention(DType::F16, 16, 4, 64, 64), std::nullopt);
@@ -170,7 +173,8 @@ TEST(PagedAttentionVariants, EveryRegisteredConfigLowers) {
         "rudnn_paged_attention_backward_history_mma_bf16_d128_compact",
         "rudnn_paged_attention_backward_history_mma_f16_d128", "rudnn_paged_attention_backward_history_mma_f16_d64",
         "rudnn_paged_attention_backward_history_mma_bf16_d96", "rudnn_paged_mla_backward_bf16_", "rudnn_paged_zero",
-        "rudnn_paged_mla_backward_history_bf16_"}) {
+        "rudnn_paged_mla_backward_history_bf16_", "rudnn_paged_mla_backward_mma_bf16_r512_p64",
+        "rudnn_paged_mla_backward_mma_f16_r128_p16"}) {
     bool found = false;
     for (const auto& e : entries) found = found || e.rfind(prefix, 0) == 0;
     EXPECT_TRUE(found) << prefix;

@@ -24,8 +24,14 @@ struct KernelVariant {
 // from a random seed that is printed so a failing sample can be repeated. The CI machine (two cores,
 // scripts/test) compiles half per run, so a regression in one variant is caught with probability 1/2
 // per run: a change to a template or a lowering is checked with RUDNN_VARIANT_SAMPLE=1 before it lands.
+// RUDNN_VARIANT_FILTER=text keeps only the variants whose entry contains `text` (before sampling): a
+// developer's quick check of the kernels being changed.
 template <class Variant>
-std::vector<Variant> sampled(const std::vector<Variant>& variants, const char* family) {
+std::vector<Variant> sampled(std::vector<Variant> variants, const char* family) {
+  if (const char* filter = std::getenv("RUDNN_VARIANT_FILTER"); filter && *filter) {
+    std::erase_if(variants, [&](const Variant& v) { return v.entry.find(filter) == std::string::npos; });
+    std::printf("%s: %zu variants match RUDNN_VARIANT_FILTER=%s\n", family, variants.size(), filter);
+  }
   const char* fraction_text = std::getenv("RUDNN_VARIANT_SAMPLE");
   const double fraction = fraction_text ? std::atof(fraction_text) : 1.0;
   if (!(fraction > 0.0 && fraction < 1.0) || variants.empty()) return variants;

@@ -668,6 +668,50 @@ TEST_F(PagedBackward, OrderedMla) {
   check_ordered_mla(make_mla(std::move(l), 4, 512, 64, DType::BF16, rng), false);
 }
 
+// MLA on tensor cores (paged_mla_backward_mma: f16/bf16, R a multiple of 128 up to 512, Pr a
+// multiple of 16) against the oracle: 32-row chunks holding several query rows (H = 4, 16), a row
+// split over chunks (H = 64), a decode row of one block (H = 16); page sizes 1, 5, 16 and 64;
+// causal and not; chunked prefill, decode and a one-key sequence; R = 512 / P = 64; column groups
+// that end past the last column (R + Pr = 144); the ordered path (the tensor-core unit's
+// statistics read by the plain history kernel) against the oracle in both modes. The heuristic
+// picks the kernel; the cached plans show it ran.
+void expect_mla_tensor_core_unit() {
+  const auto entries = ops::PlanCache::instance().kernel_entries("rudnn.paged_mla_backward");
+  EXPECT_TRUE(std::any_of(entries.begin(), entries.end(), [](const std::string& e) {
+    return e.find("paged_mla_backward_mma") != e.npos;
+  })) << "no tensor-core MLA unit kernel ran";
+}
+
+TEST_F(PagedBackward, MlaOnTensorCores) {
+  struct Case {
+    std::int64_t heads, r, pr;
+    DType dtype;
+    std::int64_t page_size;
+    bool causal;
+  };
+  const Case kCases[] = {{16, 128, 16, DType::F16, 16, true},
+                         {4, 128, 32, DType::BF16, 5, false},
+                         {64, 256, 16, DType::BF16, 1, true},
+                         {16, 512, 64, DType::BF16, 64, true}};
+  for (const Case& c : kCases) {
+    const std::uint64_t seed = fresh_seed();
+    SCOPED_TRACE(fmt::format("seed={}", seed));
+    std::mt19937_64 rng(seed);
+    Layout l =
+        make_layout(rng, c.page_size, {Seq{70, Rows::Chunk, 9}, Seq{41, Rows::Decode}, Seq{1, Rows::Decode}}, false);
+    ops::PlanCache::instance().clear();
+    check_mla(make_mla(std::move(l), c.heads, c.r, c.pr, c.dtype, rng), c.causal);
+    expect_mla_tensor_core_unit();
+  }
+  const std::uint64_t seed = fresh_seed();
+  SCOPED_TRACE(fmt::format("seed={}", seed));
+  std::mt19937_64 rng(seed);
+  Layout l = make_layout(rng, 16, {Seq{40, Rows::Chunk, 6}, Seq{21, Rows::Decode, 0, 0, 1}}, true);
+  ops::PlanCache::instance().clear();
+  check_ordered_mla(make_mla(std::move(l), 16, 128, 16, DType::F16, rng), true);
+  expect_mla_tensor_core_unit();
+}
+
 // The workspace: the switches from the environment (read once), compaction's page counts, the
 // uploaded page order in bytes() (kept when switched off), the budget.
 TEST_F(PagedBackward, OrderedWorkspaceSwitchesAndCompaction) {

@@ -215,13 +215,13 @@ LogicalResult lowerPagedAppendOpToLaunch(RewriterBase& rewriter, dialect::PagedA
 // positions[, history_index, page_order]. A result nobody uses (an output the call did not select)
 // is not computed, and its history scratch is not made.
 //   atomic   per used history gradient an FP32 scratch (paged_zero), the unit kernel (dq, atomics
-//            into the scratch; paged_attention_backward_mma on tensor cores, else the plain
-//            paged_attention_backward_unit), per used history gradient paged_round_gradients to the
-//            dtype.
+//            into the scratch; on tensor cores paged_attention_backward_mma or, for MLA,
+//            paged_mla_backward_mma, else the plain paged_attention_backward_unit), per used
+//            history gradient paged_round_gradients to the dtype.
 //   ordered  the unit kernel (dq and the FP32 row statistics, a temporary the workspace supplies),
 //            then the history kernel writing the used history gradients directly
 //            (paged_attention_backward_history_mma on tensor cores, else the plain
-//            paged_attention_backward_history).
+//            paged_attention_backward_history; MLA's history always on the plain kernel).
 LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op) {
   auto sig = dialect::pagedBackwardSignatureOf(op);
   if (!sig) return op->emitOpError() << "is not a paged backward op";
@@ -272,20 +272,31 @@ LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op
   }
 
   // The unit kernel: dq (and dq_rope) when used; atomic, the history atomics; ordered, the row
-  // statistics. On tensor cores backward_mma.cuh (the same parameters), else backward.cuh.
+  // statistics. On tensor cores backward_mma.cuh (attention) or mla_backward_mma.cuh (MLA), with the
+  // same parameters, else backward.cuh.
   const bool mma = backward.tensorCore;
+  const bool mlaMma = mma && mla;
   constexpr std::int64_t kMmaKeys = dialect::paged_config::kBackwardMmaKeys;
-  const std::string name = mma ? fmt::format("rudnn_paged_attention_backward_mma_{}_d{}", dtype_name(dtype), d.head_dim)
-                               : fmt::format("rudnn_paged_{}_backward_{}_w{}_k{}_v{}", mla ? "mla" : "attention",
-                                             dtype_name(dtype), warps, keyLanes, valueLanes);
-  LaunchBuilder unit(
-      op, name, mma ? "rudnn/paged/backward_mma.cuh" : "rudnn/paged/backward.cuh",
-      mma ? "rudnn::paged::paged_attention_backward_mma" : "rudnn::paged::paged_attention_backward_unit");
-  unit.templateArgs({elem, mma ? fmt::format("rudnn::paged::BackwardMmaPolicy<{}, {}>", d.head_dim, kMmaKeys)
-                               : fmt::format("rudnn::paged::BackwardPolicy<{}, {}, {}, {}>", warps, keyLanes,
-                                             valueLanes, mla ? "true" : "false")})
-      .config(config ? config : DictionaryAttr::get(ctx))
-      .operands(values);
+  std::string name, header = "rudnn/paged/backward.cuh", function = "rudnn::paged::paged_attention_backward_unit",
+                    policy;
+  if (mlaMma) {
+    name = fmt::format("rudnn_paged_mla_backward_mma_{}_r{}_p{}", dtype_name(dtype), d.value_dim, d.rope_dim);
+    header = "rudnn/paged/mla_backward_mma.cuh";
+    function = "rudnn::paged::paged_mla_backward_mma";
+    policy = fmt::format("rudnn::paged::MlaBackwardMmaPolicy<{}, {}>", d.value_dim, d.rope_dim);
+  } else if (mma) {
+    name = fmt::format("rudnn_paged_attention_backward_mma_{}_d{}", dtype_name(dtype), d.head_dim);
+    header = "rudnn/paged/backward_mma.cuh";
+    function = "rudnn::paged::paged_attention_backward_mma";
+    policy = fmt::format("rudnn::paged::BackwardMmaPolicy<{}, {}>", d.head_dim, kMmaKeys);
+  } else {
+    name = fmt::format("rudnn_paged_{}_backward_{}_w{}_k{}_v{}", mla ? "mla" : "attention", dtype_name(dtype), warps,
+                       keyLanes, valueLanes);
+    policy = fmt::format("rudnn::paged::BackwardPolicy<{}, {}, {}, {}>", warps, keyLanes, valueLanes,
+                         mla ? "true" : "false");
+  }
+  LaunchBuilder unit(op, name, header, function);
+  unit.templateArgs({elem, policy}).config(config ? config : DictionaryAttr::get(ctx)).operands(values);
   std::int64_t next = static_cast<std::int64_t>(values.size());
   SmallVector<Type> unitTypes;
   SmallVector<Attribute> unitSizes;
@@ -336,11 +347,16 @@ LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op
       .sizeParam("table_stride", unit.size({SizeFactor::dimOf(table, 1)}))
       .constant("causal", sig->forward.causal ? 1 : 0)
       .f32("scale", static_cast<float>(sig->forward.scale))
-      // Tensor cores: one block per (query row, kv head) item, 4 warps; plain: one warp per (row, head).
+      // Tensor cores: one block per (query row, kv head) item, 4 warps (MLA: 8); plain: one warp per
+      // (row, head).
       .grid(mma ? unit.size({SizeFactor::dimOf(q, 0), SizeFactor::constant(d.kv_heads)})
                 : unit.size({SizeFactor::dimOf(q, 0), SizeFactor::constant(d.q_heads)}, warps))
-      .block(mma ? 128 : 32 * warps)
-      .shared(mma ? shared_memory::paged_backward_mma(kMmaKeys, d.head_dim) : 0)
+      .block(mlaMma ? 256
+             : mma  ? 128
+                    : 32 * warps)
+      .shared(mlaMma ? shared_memory::paged_mla_backward_mma(d.value_dim, d.rope_dim)
+              : mma  ? shared_memory::paged_backward_mma(kMmaKeys, d.head_dim)
+                     : 0)
       .minBlocks(1);  // as the forward's unit kernel: __launch_bounds__(threads) alone makes ptxas spill
   dialect::LaunchOp main = unit.create(rewriter);
   {
@@ -374,17 +390,20 @@ LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op
   } else if (anyHistory) {
     // The history gradients key by key, in the schedule's order: on tensor cores
     // paged_attention_backward_history_mma (its items always staged: cache_rows selects nothing),
-    // else the plain kernel.
-    const std::string historyName = mma ? fmt::format("rudnn_paged_attention_backward_history_mma_{}_d{}{}",
+    // else (and for MLA) the plain kernel.
+    const bool historyMma = mma && !mla;
+    const std::string historyName = historyMma
+                                        ? fmt::format("rudnn_paged_attention_backward_history_mma_{}_d{}{}",
                                                       dtype_name(dtype), d.head_dim, compact ? "_compact" : "")
                                         : fmt::format("rudnn_paged_{}_backward_history_{}_w{}_k{}_v{}{}{}",
                                                       mla ? "mla" : "attention", dtype_name(dtype), warps, keyLanes,
                                                       valueLanes, cacheRows ? "_rows" : "", compact ? "_compact" : "");
-    LaunchBuilder h(
-        op, historyName, mma ? "rudnn/paged/backward_mma.cuh" : "rudnn/paged/backward.cuh",
-        mma ? "rudnn::paged::paged_attention_backward_history_mma" : "rudnn::paged::paged_attention_backward_history");
+    LaunchBuilder h(op, historyName, historyMma ? "rudnn/paged/backward_mma.cuh" : "rudnn/paged/backward.cuh",
+                    historyMma ? "rudnn::paged::paged_attention_backward_history_mma"
+                               : "rudnn::paged::paged_attention_backward_history");
     h.templateArgs(
-         {elem, mma ? fmt::format("rudnn::paged::HistoryMmaPolicy<{}, {}>", d.head_dim, compact ? "true" : "false")
+         {elem, historyMma
+                    ? fmt::format("rudnn::paged::HistoryMmaPolicy<{}, {}>", d.head_dim, compact ? "true" : "false")
                     : fmt::format("rudnn::paged::HistoryPolicy<{}, {}, {}, {}, {}, {}>", warps, keyLanes, valueLanes,
                                   mla ? "true" : "false", cacheRows ? "true" : "false", compact ? "true" : "false")})
         .config(config ? config : DictionaryAttr::get(ctx))
@@ -424,9 +443,9 @@ LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op
         .constant("causal", sig->forward.causal ? 1 : 0)
         .f32("scale", static_cast<float>(sig->forward.scale))
         .grid(h.size({SizeFactor::dimOf(k, 0), SizeFactor::constant(d.kv_heads)}))
-        .block(mma ? 128 : 32 * warps)
-        .shared(mma ? shared_memory::paged_history_mma(d.head_dim)
-                    : shared_memory::paged_history(keyLanes, valueLanes, cacheRows))
+        .block(historyMma ? 128 : 32 * warps)
+        .shared(historyMma ? shared_memory::paged_history_mma(d.head_dim)
+                           : shared_memory::paged_history(keyLanes, valueLanes, cacheRows))
         .minBlocks(1);
     dialect::LaunchOp history = h.create(rewriter);
     unsigned i = 0;

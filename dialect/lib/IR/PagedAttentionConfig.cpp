@@ -178,8 +178,15 @@ std::int64_t backwardColumnsPerLane(std::int64_t width) {
 }
 
 bool backwardMmaServes(const Shape& s) {
-  return s.halfPrecision && !s.valueFromKey && s.keyDim == s.valueDim &&
-         (s.keyDim == 64 || s.keyDim == 96 || s.keyDim == 128);
+  if (!s.halfPrecision) return false;
+  // MLA (paged/mla_backward_mma.cuh, MlaBackwardMmaPolicy): the forward's R and Pr rules, and its
+  // 32-row chunk with two key stages within sm_80's shared memory (R = 512: Pr ≤ 64).
+  if (s.valueFromKey) {
+    const std::int64_t rope = ropeDim(s);
+    return s.valueDim % 128 == 0 && s.valueDim <= 512 && rope % 16 == 0 && rope >= 16 && rope <= 256 &&
+           shared_memory::paged_mla_backward_mma(s.valueDim, rope) <= kSm80SharedBytes;
+  }
+  return s.keyDim == s.valueDim && (s.keyDim == 64 || s.keyDim == 96 || s.keyDim == 128);
 }
 
 BackwardConfig heuristicBackward(const Shape& s, bool tensorCores) {
@@ -190,9 +197,10 @@ std::optional<std::string> checkBackward(const BackwardConfig& c, const Shape& s
   if (c.warps != 2 && c.warps != 4 && c.warps != 8) return fmt::format("warps: expected 2, 4 or 8, got {}", c.warps);
   if (c.tensorCore && !backwardMmaServes(s))
     return fmt::format(
-        "tensor_core 1 needs attention (not MLA) in f16/bf16 with D = Dv in {{64, 96, 128}}; got key dim {} value dim "
-        "{}{}",
-        s.keyDim, s.valueDim, s.valueFromKey ? " (MLA)" : "");
+        "tensor_core 1 needs f16/bf16 with attention's D = Dv in {{64, 96, 128}} or MLA's R a multiple of 128 up to "
+        "512, Pr a multiple of 16 in 16..256 and {} bytes of shared memory at most; got {}key dim {} value dim {}{}",
+        kSm80SharedBytes, s.halfPrecision ? "" : "a 32-bit dtype, ", s.keyDim, s.valueDim,
+        s.valueFromKey ? " (MLA)" : "");
   return std::nullopt;
 }
 

@@ -24,14 +24,6 @@
 #include "rudnn/grid.cuh"
 #include "rudnn/numeric.cuh"
 
-// Keeps a loop rolled on the GPU where unrolling it would only multiply live registers (the inner
-// statements are already unrolled over register arrays); the host compiler decides for itself.
-#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
-#define RUDNN_ATTENTION_ROLLED _Pragma("unroll 1")
-#else
-#define RUDNN_ATTENTION_ROLLED
-#endif
-
 namespace rudnn::attention {
 
 RUDNN_DEVICE i64 min_i64(i64 a, i64 b) { return a < b ? a : b; }

@@ -32,15 +32,6 @@
 #include "rudnn/tile/accumulator.cuh"
 #include "rudnn/tile/mma_fragment.cuh"
 
-// Keeps the k16 loops and the split loop rolled on the GPU: unrolled (and software-pipelined) they
-// keep several iterations' values live, and ptxas spilled a few bytes on sm_80 under the kernel's
-// launch bounds.
-#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
-#define RUDNN_GD_ROLLED _Pragma("unroll 1")
-#else
-#define RUDNN_GD_ROLLED
-#endif
-
 namespace rudnn::gated_delta {
 
 inline constexpr int kStateTerms = 3;   // hi, mid, lo planes of the state split
@@ -56,7 +47,7 @@ using tile::Block16;
 // depth a multiple of 16.
 template <class T>
 RUDNN_DEVICE void warp_block_nt(Block16& acc, const T* x, const T* y, int ld, int row0, int col0, int depth, int lane) {
-  RUDNN_GD_ROLLED
+  RUDNN_ROLLED
   for (int k0 = 0; k0 < depth; k0 += 16) {
     u32 a[4], b[2][2];
     tile::load_a(a, x, ld, row0, k0, lane);
@@ -79,7 +70,7 @@ RUDNN_DEVICE void lower_block(int index, int& i, int& j) {
 template <class T>
 RUDNN_DEVICE void warp_state_blocks(Block16& ks, Block16& qs, const T* keys, const T* queries, int ld_k, const T* split,
                                     int plane, int ld_s, int row0, int col0, int depth, int lane) {
-  RUDNN_GD_ROLLED
+  RUDNN_ROLLED
   for (int k0 = 0; k0 < depth; k0 += 16) {
     u32 ak[4], aq[4];
     tile::load_a(ak, keys, ld_k, row0, k0, lane);
@@ -126,7 +117,7 @@ RUDNN_DEVICE void publish_warp_max(float m, float* warp_max, int tid) {
 template <class T>
 RUDNN_DEVICE void split_state(const float* state, int rows, int bv, float inv_sigma, T* split, int plane, int ld_s,
                               int rows_padded, int tid, int nthreads) {
-  RUDNN_GD_ROLLED
+  RUDNN_ROLLED
   for (int idx = tid; idx < rows_padded * bv; idx += nthreads) {
     const int r = idx / bv, j = idx - (idx / bv) * bv;
     float x = r < rows ? state[idx] * inv_sigma : 0.0f;

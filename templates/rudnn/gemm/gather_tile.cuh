@@ -19,12 +19,6 @@
 #include "rudnn/numeric.cuh"
 #include "rudnn/prelude.cuh"
 
-#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
-#define RUDNN_NO_UNROLL _Pragma("unroll 1")
-#else
-#define RUDNN_NO_UNROLL
-#endif
-
 namespace rudnn::gemm {
 
 // kRows rows of kCols elements, each row padded by 16 bytes (16-byte aligned rows for cp.async and
@@ -93,7 +87,7 @@ struct GatherTile {
     } else {
       // Element gathers: many chunks per thread, each with its own position arithmetic; unrolled they
       // keep every address live at once and spill (seen with C = 3, 128×32 tiles), so one at a time.
-      RUDNN_NO_UNROLL
+      RUDNN_ROLLED
       for (int i = 0; i < kPerThread; ++i) chunk(tile, fallback, addr, tid + i * kThreads);
     }
   }

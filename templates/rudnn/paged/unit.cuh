@@ -159,7 +159,7 @@ RUDNN_DEVICE void paged_attention_unit(const T* q, const T* q_rope, const T* k, 
           RUDNN_UNROLL
           for (int t = 0; t < P::kKeysPerThread; ++t) s[t] = 0.0f;
           const float* qrow = sq + row * ds;
-          RUDNN_ATTENTION_ROLLED
+          RUDNN_ROLLED
           for (i64 d = 0; d < dk_padded; d += 4) {
             const Floats4 qv = load_floats4(qrow + d);
             RUDNN_UNROLL
@@ -183,7 +183,7 @@ RUDNN_DEVICE void paged_attention_unit(const T* q, const T* q_rope, const T* k, 
           RUDNN_UNROLL
           for (int t = 0; t < P::kKeysPerThread; ++t) prow[sub + t * P::kTPR] = s[t];
           __syncwarp(0xffffffffu);
-          RUDNN_ATTENTION_ROLLED
+          RUDNN_ROLLED
           for (int j = 0; j < P::kBN; j += 4) {
             const Floats4 p4 = load_floats4(prow + j);
             RUDNN_UNROLL

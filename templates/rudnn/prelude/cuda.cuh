@@ -21,7 +21,7 @@
 //   void cp_async_wait_all();                 // cp.async.wait_all (= commit_group + wait_group 0)
 //   void trap(const char* message);           // abandons the kernel (the message is for the host)
 // Other vocabulary: RUDNN_DEVICE, RUDNN_KERNEL, RUDNN_LAUNCH_BOUNDS(n),
-// RUDNN_LAUNCH_BOUNDS_MIN(n, min_blocks), RUDNN_RESTRICT, RUDNN_UNROLL,
+// RUDNN_LAUNCH_BOUNDS_MIN(n, min_blocks), RUDNN_RESTRICT, RUDNN_UNROLL, RUDNN_ROLLED,
 // rudnn::i32/u32/i64/u64, rudnn::dynamic_shared<T>(), rudnn::is_nan/is_inf (float, double).
 
 #define RUDNN_DEVICE __device__ __forceinline__
@@ -32,6 +32,9 @@
 #define RUDNN_RESTRICT __restrict__
 // Full unrolling of a loop with a compile-time trip count (register-resident arrays need it).
 #define RUDNN_UNROLL _Pragma("unroll")
+// Keeps a loop rolled where unrolling it would only multiply live registers (its body is already
+// unrolled over register arrays, or ptxas would keep several iterations' values live and spill).
+#define RUDNN_ROLLED _Pragma("unroll 1")
 
 namespace rudnn {
 

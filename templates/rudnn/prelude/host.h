@@ -27,6 +27,7 @@
 #define RUDNN_RESTRICT __restrict__
 // Unrolling only changes speed, and on the host compile time of generated kernels matters more.
 #define RUDNN_UNROLL
+#define RUDNN_ROLLED
 
 // Templates take shared memory only from rudnn::dynamic_shared<T>(): the emulator has one arena per
 // block and static `__shared__` variables would be one per process (shared by every block running

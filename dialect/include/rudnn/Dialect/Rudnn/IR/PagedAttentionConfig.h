@@ -65,7 +65,11 @@ std::optional<std::string> checkTile(const Tile& t, const Shape& s);
 //   tensor_core 1  dq, the atomic history and the row statistics by templates/rudnn/paged/
 //                  backward_mma.cuh, paged::BackwardMmaPolicy<D, 32> (4 warps, mma.sync m16n8k16),
 //                  and the ordered path's history kernel, paged::HistoryMmaPolicy<D, compact>:
-//                  attention in f16/bf16 with D = Dv ∈ {64, 96, 128}; absent or 0: the plain kernels
+//                  attention in f16/bf16 with D = Dv ∈ {64, 96, 128}; MLA in f16/bf16 (R a multiple
+//                  of 128 up to 512, Pr a multiple of 16 in 16..256, within sm_80's shared memory):
+//                  dq, the atomic history and the row statistics by paged/mla_backward_mma.cuh,
+//                  paged::MlaBackwardMmaPolicy<R, Pr> (8 warps), the ordered history on the plain
+//                  kernel; absent or 0: the plain kernels
 inline constexpr const char* kWarps = "warps";
 inline constexpr std::int64_t kBackwardHeuristicWarps = 4;
 inline constexpr std::int64_t kBackwardMmaKeys = 32;

@@ -1,0 +1,396 @@
+#pragma once
+// Paged MLA backward on tensor cores (SPEC §9), mma.sync m16n8k16 for f16/bf16: a drop-in for
+// paged_attention_backward_unit with MLA's operands (same parameters and outputs: dq and dq_rope in
+// T; dlatent (dk) and dk_rope as FP32 atomics into the zeroed scratch, or, with those null, the
+// ordered path's row statistics, which the plain history kernel then reads).
+//
+// Keys are (latent [R], rope [Pr]) rows of K = R + Pr columns and the values are the latent rows,
+// so one gathered key tile serves S = Q·Kᵀ, dP = dO·Vᵀ, dQ += dS·K and dlatent's value part; and
+// like the forward (mla_mma.cuh) a block serves the heads of a query row (or of up to 32 / H
+// consecutive rows of one sequence) so each key tile is gathered once for all of them.
+//
+// The accumulators are wide (dQ: 32 rows × K, dlatent: 32 keys × K, K = 576 for DeepSeek), so a
+// block has 8 warps and a panel chunk 32 rows; key tiles of 32 keys, two cp.async stages. Roles per
+// key tile (warp w; row block rb = w % 2, key half kh = (w / 2) % 2):
+//   scores   warps 0-3: S of rows 16·rb.. × keys 16·kh.. over K columns (FP32, log2 domain,
+//            masked past each row's visible end); warps 4-7: dP of the same blocks over the R
+//            latent columns, handed to the score warps through shared memory (FP32)
+//   pass 1   the score warps keep, per row and key half, the running max m, Σ 2^(s−m) and
+//            Σ 2^(s−m)·dP; the two halves merge at the end: L = m + log2 ℓ and δ = Σ P·dP
+//            (= dO·O, without holding O's 32 × R accumulator)
+//   pass 2   P = 2^(S − L), dS' = scale·P ⊙ (dP − δ), both rounded to T into shared memory; then
+//            every warp w: dQ (rows 16·(w % 2).., columns of group w / 2) += dS'·K in registers,
+//            and, when a history output is asked for, its block of the key tile's history
+//            gradient (keys 16·(w % 2).., the same columns) = dS'ᵀ·[Q | Qp] + Pᵀ·dO (the value part
+//            on the latent columns only), added to the FP32 scratch with atomics — one add per key,
+//            column and 32-row chunk
+// Column group g of 4 covers n16 column pairs g·kColPairs.. (kColPairs = ⌈K / 64⌉): R and Pr are
+// multiples of 16, so a pair never straddles the latent / rope boundary; pairs past K are skipped.
+// dq = dQ (the scale is in dS'). A row that sees no key gets dq = 0, statistics (0, 0) and adds
+// nothing. The history sums' order depends on scheduling (the atomic path).
+//
+// Parameters (launch order, paged_attention_backward_unit's): q, q_rope, k (latent), k_rope, v
+// (null), grad_out, page_table, lengths, sequence_ids, positions, dq, dq_rope, dk (dlatent), dk_rope,
+// dv (null), row_stats, queries, q_heads, kv_heads, head_dim, rope_dim, value_dim, page_size,
+// table_stride, causal (i64), scale (float). Null outputs are not computed.
+// Launch: 256 threads (else trap); grid queries items (kv_heads = 1; strided over the linear block
+// index); dynamic shared memory shared_memory::paged_mla_backward_mma(R, Pr). Requirements: q,
+// q_rope, latent, rope cache, grad_out 16-byte aligned; head_dim = value_dim = kLatent, rope_dim =
+// kRope, kv_heads = 1 (else trap).
+#include "rudnn/grid.cuh"
+#include "rudnn/paged/gather.cuh"
+#include "rudnn/paged/schedule.cuh"
+#include "rudnn/paged/shared_memory.h"
+#include "rudnn/tile/accumulator.cuh"
+#include "rudnn/tile/mma_fragment.cuh"
+#include "rudnn/vector.cuh"
+
+namespace rudnn::paged {
+
+template <int kLatent, int kRope>
+struct MlaBackwardMmaPolicy {
+  static_assert(kLatent % 128 == 0 && kLatent <= 512, "MlaBackwardMmaPolicy: R a multiple of 128, at most 512");
+  static_assert(kRope % 16 == 0 && kRope >= 16 && kRope <= 256, "MlaBackwardMmaPolicy: Pr a multiple of 16 in 16..256");
+  static constexpr int kR = kLatent, kPr = kRope, kKeyDim = kLatent + kRope;
+  static constexpr int kBM = 32, kBN = 32, kWarps = 8, kThreads = 32 * kWarps;
+  static constexpr int kColPairs = (kKeyDim / 16 + 3) / 4;  // n16 column pairs of a warp's dQ / history block
+  static constexpr int kColTiles = 2 * kColPairs;
+  static constexpr int kHistoryPairs = 3;  // column pairs of the history product per step
+  static constexpr int kLd = kKeyDim + 8, kLdS = kBN + 8;
+  static constexpr int kSharedBytes = static_cast<int>(shared_memory::paged_mla_backward_mma(kLatent, kRope));
+};
+
+namespace mla_backward_mma_detail {
+
+// The panel rows' Q and dO, the key tiles, P and dS' (T), then dP and the row statistics (FP32).
+template <class T, class P>
+struct Smem {
+  T* base;
+  RUDNN_DEVICE T* q() const { return base; }
+  RUDNN_DEVICE T* dout() const { return base + P::kBM * P::kLd; }  // R columns used
+  RUDNN_DEVICE T* k(int stage) const { return base + (2 * P::kBM + stage * P::kBN) * P::kLd; }
+  RUDNN_DEVICE T* p() const { return base + (2 * P::kBM + 2 * P::kBN) * P::kLd; }
+  RUDNN_DEVICE T* ds() const { return p() + P::kBM * P::kLdS; }
+  RUDNN_DEVICE float* dp() const { return reinterpret_cast<float*>(ds() + P::kBM * P::kLdS); }  // [kBM][kBN]
+  // [2 key halves][max, sum, dot][kBM]: pass 1's running values of each half
+  RUDNN_DEVICE float* half_stats() const { return dp() + P::kBM * P::kBN; }
+  RUDNN_DEVICE float* lse() const { return half_stats() + 6 * P::kBM; }  // [kBM], log2 domain
+  RUDNN_DEVICE float* delta() const { return lse() + P::kBM; }           // [kBM]
+};
+
+// S (or dP) of a warp's 16 rows × 16 keys over kDepth columns, from shared memory (a_lane, b_lane:
+// the blocks plus LaneOffsets::a / b_nt). The k16 loop stays rolled: unrolled, ptxas keeps many
+// steps' fragments live next to dQ's accumulator and spills at K = 576.
+template <class T, int kDepth>
+RUDNN_DEVICE void block_scores(tile::Accumulator<1, 2>& s, const T* a_lane, const T* b_lane) {
+  s.zero();
+  RUDNN_ROLLED
+  for (int kk = 0; kk < kDepth; kk += 16) {
+    u32 a[4], b[2][2];
+    tile::load_a(a, a_lane + kk);
+    tile::load_b_pair_nt(b, b_lane + kk);
+    s.template mma_pair<T>(0, 0, a, b);
+  }
+}
+
+}  // namespace mla_backward_mma_detail
+
+template <class T, class P>
+RUDNN_DEVICE void paged_mla_backward_mma(const T* q, const T* q_rope, const T* k, const T* k_rope, const T* /*v*/,
+                                         const T* grad_out, const i32* page_table, const i32* lengths,
+                                         const i32* sequence_ids, const i32* positions, T* dq, T* dq_rope, float* dk,
+                                         float* dk_rope, float* /*dv*/, float* row_stats, i64 queries, i64 q_heads,
+                                         i64 kv_heads, i64 head_dim, i64 rope_dim, i64 value_dim, i64 page_size,
+                                         i64 table_stride, i64 causal, float scale) {
+  constexpr int kR = P::kR, kPr = P::kPr, kK = P::kKeyDim, kBM = P::kBM, kBN = P::kBN, kLd = P::kLd, kLdS = P::kLdS,
+                kCT = P::kColTiles, kHP = P::kHistoryPairs;
+  if (blockDim.x != static_cast<unsigned>(P::kThreads) || blockDim.y != 1u || blockDim.z != 1u)
+    trap("rudnn::paged::paged_mla_backward_mma: blockDim must be (Policy::kThreads, 1, 1)");
+  if (head_dim != kR || value_dim != kR || rope_dim != kPr || kv_heads != 1)
+    trap("rudnn::paged::paged_mla_backward_mma: head_dim = value_dim = kLatent, rope_dim = kRope and kv_heads = 1");
+  const Schedule sched{page_table, lengths, sequence_ids, positions, table_stride, page_size};
+  const mla_backward_mma_detail::Smem<T, P> sm{dynamic_shared<T>()};
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  const int row_block = warp & 1, key_half = (warp >> 1) & 1;  // the scores role's block
+  const bool score_warp = warp < 4;                            // S (else dP)
+  const int col0 = 16 * P::kColPairs * (warp >> 1);            // dQ / history columns col0..
+  const int hist_key0 = 16 * (warp & 1);                       // history keys of the tile
+  const i64 rows_per_tile = max_i64(1, div32(kBM, q_heads));
+  const float scale_log2 = scale * kLog2e;
+  const tile::LaneOffsets lo = tile::lane_offsets<kLd>(lane);
+  const bool want_dq = dq != nullptr || dq_rope != nullptr;
+  const bool history = dk != nullptr || dk_rope != nullptr;
+
+  for (i64 item = linear_block(); item < queries; item += block_count()) {
+    QueryTile work;
+    if (!sched.query_tile(item, queries, 1, 1, rows_per_tile, causal, work)) continue;  // uniform
+    const i64 seq = work.sequence, stop = work.stop;
+    const KeyRange& range = work.keys;  // [0, length): unsplit
+    const int n_tiles = stop > range.lo ? static_cast<int>((stop - range.lo + kBN - 1) / kBN) : 0;
+    // kv_heads = 1: panel row m is row run0·H + m of the [queries·H] query matrix.
+    const i64 panel = (work.run1 - work.run0) * q_heads;
+    auto latent_row = [&](i64 key) { return k + sched.cache_row(seq, key) * kR; };
+    auto rope_row = [&](i64 key) { return k_rope + sched.cache_row(seq, key) * kPr; };
+    // Both passes start the key pipeline over: tile 0 into stage 0 (the caller has synchronized).
+    auto load_tile = [&](int t, int stage) {
+      const i64 key0 = range.lo + static_cast<i64>(t) * kBN;
+      gather_split_rows_async<T, kBN, kR, kPr, kLd, P::kThreads>(
+          sm.k(stage), min_i64(kBN, stop - key0), tid, k, [&](int r) { return latent_row(key0 + r); },
+          [&](int r) { return rope_row(key0 + r); });
+    };
+
+    for (i64 m0 = 0; m0 < panel; m0 += kBM) {
+      const i64 rows = min_i64(kBM, panel - m0), g0 = work.run0 * q_heads + m0;
+      const int rows16 = static_cast<int>((rows + 15) / 16) * 16;
+      // A warp whose row block lies past the chunk's rows (a decode row of ≤ 16 heads) computes no
+      // scores and no dQ; the history products read only the active blocks' P and dS' rows.
+      const bool idle = 16 * row_block >= rows;
+      // The scores role's rows (16·rb + 8h + lane/4): their visible end.
+      i64 row_end[2];
+      RUDNN_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        const i64 m = 16 * row_block + 8 * h + (lane >> 2);
+        row_end[h] = m >= rows ? range.lo
+                     : causal  ? min_i64(range.hi, sched.position(div32(g0 + m, q_heads)) + 1)
+                               : range.hi;
+      }
+      // Phase A of a key tile: a score warp's S (scaled to log2, masked) in `s`; a dP warp's dP
+      // into shared memory.
+      auto scores_or_dp = [&](tile::Accumulator<1, 2>& s, int stage, int t) {
+        const T* k_lane = sm.k(stage) + 16 * key_half * kLd + lo.b_nt;
+        if (score_warp) {
+          mla_backward_mma_detail::block_scores<T, kK>(s, sm.q() + 16 * row_block * kLd + lo.a, k_lane);
+          s.scale(scale_log2);
+          const i64 key0 = range.lo + static_cast<i64>(t) * kBN + 16 * key_half;
+          RUDNN_UNROLL
+          for (int h = 0; h < 2; ++h) RUDNN_UNROLL
+          for (int j = 0; j < 2; ++j) RUDNN_UNROLL
+          for (int e = 0; e < 2; ++e)
+            if (8 * j + 2 * (lane & 3) + e >= row_end[h] - key0) s.c[0][j][2 * h + e] = negative_infinity();
+        } else {
+          tile::Accumulator<1, 2> dp;
+          mla_backward_mma_detail::block_scores<T, kR>(dp, sm.dout() + 16 * row_block * kLd + lo.a, k_lane);
+          float* block = sm.dp() + 16 * row_block * kBN + 16 * key_half;
+          dp.each(lane, [&](int row, int col, float x) { block[row * kBN + col] = x; });
+        }
+      };
+      auto dp_at = [&](int h, int j, int e) {
+        return sm.dp()[(16 * row_block + 8 * h + (lane >> 2)) * kBN + 16 * key_half + 8 * j + 2 * (lane & 3) + e];
+      };
+
+      // ---- Pass 1: per row and key half, the running max, Σ 2^(s−m) and Σ 2^(s−m)·dP (lane parts).
+      __syncthreads();  // every warp is done with the previous chunk's shared memory
+      if (n_tiles > 0) {
+        gather_split_rows_async<T, kBM, kR, kPr, kLd, P::kThreads>(
+            sm.q(), rows, tid, q, [&](int r) { return q + (g0 + r) * kR; },
+            [&](int r) { return q_rope + (g0 + r) * kPr; });
+        gather_rows_async<T, kBM, kR, kLd, P::kThreads>(sm.dout(), rows, tid, grad_out,
+                                                        [&](int r) { return grad_out + (g0 + r) * kR; });
+        load_tile(0, 0);
+      }
+      cp_async_commit();
+      float run_max[2], run_sum[2], run_dot[2];
+      RUDNN_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        run_max[h] = negative_infinity();
+        run_sum[h] = 0.0f;
+        run_dot[h] = 0.0f;
+      }
+      for (int t = 0; t < n_tiles; ++t) {
+        const int stage = t & 1;
+        cp_async_wait<0>();
+        __syncthreads();  // tile t landed; every warp is past tile t − 1's reads of dP
+        if (t + 1 < n_tiles) load_tile(t + 1, stage ^ 1);
+        cp_async_commit();
+        tile::Accumulator<1, 2> s;
+        if (!idle) scores_or_dp(s, stage, t);  // warp-uniform
+        __syncthreads();                       // dP of every active block
+        if (!score_warp || idle) continue;
+        RUDNN_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          const float mx = fmaxf(run_max[h], s.row_max(0, h, negative_infinity()));
+          const float base = mx == negative_infinity() ? 0.0f : mx;
+          const float alpha = exp2f(run_max[h] - base);  // 0 while the row kept nothing
+          float sum = 0.0f, dot = 0.0f;
+          RUDNN_UNROLL
+          for (int j = 0; j < 2; ++j) RUDNN_UNROLL
+          for (int e = 0; e < 2; ++e) {
+            const float p = exp2f(s.c[0][j][2 * h + e] - base);
+            sum += p;
+            dot += p * dp_at(h, j, e);
+          }
+          run_sum[h] = run_sum[h] * alpha + sum;
+          run_dot[h] = run_dot[h] * alpha + dot;
+          run_max[h] = mx;
+        }
+      }
+      if (score_warp && !idle) {
+        RUDNN_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          const float sum = tile::quad_sum(run_sum[h]), dot = tile::quad_sum(run_dot[h]);
+          if ((lane & 3) != 0) continue;
+          float* half = sm.half_stats() + 3 * kBM * key_half + 16 * row_block + 8 * h + (lane >> 2);
+          half[0] = run_max[h];
+          half[kBM] = sum;
+          half[2 * kBM] = dot;
+        }
+      }
+      __syncthreads();  // both halves of every active row
+      // The halves merged (in that order): L (log2, +inf for a row without keys: every P is then
+      // 0) and δ; row_stats in the plain kernel's natural-log form.
+      if (tid < rows16) {
+        const float* a = sm.half_stats() + tid;
+        const float* b = a + 3 * kBM;
+        const float mx = fmaxf(a[0], b[0]);
+        float lse = bits_as_float(0x7f800000u), delta = 0.0f;
+        if (mx != negative_infinity()) {
+          const float fa = exp2f(a[0] - mx), fb = exp2f(b[0] - mx);
+          const float l = a[kBM] * fa + b[kBM] * fb;
+          lse = mx + log2f(l);
+          delta = (a[2 * kBM] * fa + b[2 * kBM] * fb) / l;
+        }
+        sm.lse()[tid] = lse;
+        sm.delta()[tid] = delta;
+        if (row_stats && tid < rows) {
+          const i64 g = g0 + tid;
+          row_stats[2 * g] = mx != negative_infinity() ? lse / kLog2e : 0.0f;
+          row_stats[2 * g + 1] = delta;
+        }
+      }
+      if (!want_dq && !history) continue;  // the statistics were all that was asked (uniform)
+
+      // ---- Pass 2: the gradients.
+      __syncthreads();  // L and δ; every warp is past pass 1's reads of the stages
+      if (n_tiles > 0) load_tile(0, 0);
+      cp_async_commit();
+      float lse[2], delta[2];
+      RUDNN_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        lse[h] = sm.lse()[16 * row_block + 8 * h + (lane >> 2)];
+        delta[h] = sm.delta()[16 * row_block + 8 * h + (lane >> 2)];
+      }
+      tile::Accumulator<1, kCT> dqa;
+      dqa.zero();
+      for (int t = 0; t < n_tiles; ++t) {
+        const int stage = t & 1;
+        cp_async_wait<0>();
+        __syncthreads();  // tile t landed; every warp is past tile t − 1's products
+        if (t + 1 < n_tiles) load_tile(t + 1, stage ^ 1);
+        cp_async_commit();
+        tile::Accumulator<1, 2> s;
+        if (!idle) scores_or_dp(s, stage, t);
+        __syncthreads();  // dP of every active block
+        if (score_warp && !idle) {
+          RUDNN_UNROLL
+          for (int h = 0; h < 2; ++h) {
+            const int r = 16 * row_block + 8 * h + (lane >> 2);
+            RUDNN_UNROLL
+            for (int j = 0; j < 2; ++j) {
+              float p[2], ds[2];
+              RUDNN_UNROLL
+              for (int e = 0; e < 2; ++e) {
+                p[e] = exp2f(s.c[0][j][2 * h + e] - lse[h]);
+                ds[e] = scale * p[e] * (dp_at(h, j, e) - delta[h]);
+              }
+              const int col = 16 * key_half + 8 * j + 2 * (lane & 3);
+              Vec<T, 2> pair;
+              pair.words[0] = pack2_from_float<T>(p[0], p[1]);
+              store_vec<T, 2>(sm.p() + r * kLdS + col, pair);
+              pair.words[0] = pack2_from_float<T>(ds[0], ds[1]);
+              store_vec<T, 2>(sm.ds() + r * kLdS + col, pair);
+            }
+          }
+        }
+        __syncthreads();  // P and dS' of every active row
+        if (want_dq && !idle) {
+          RUDNN_UNROLL
+          for (int kk = 0; kk < kBN; kk += 16) {
+            u32 a[4];
+            tile::load_a(a, sm.ds(), kLdS, 16 * row_block, kk, lane);
+            RUDNN_UNROLL
+            for (int j = 0; j < kCT; j += 2) {
+              if (col0 + 8 * j >= kK) continue;  // warp-uniform
+              u32 b[2][2];
+              tile::load_b_pair_kn(b, sm.k(stage), kLd, kk, col0 + 8 * j, lane);
+              dqa.template mma_pair<T>(0, j, a, b);
+            }
+          }
+        }
+        if (!history) continue;  // uniform
+        // This warp's 16 keys × its columns of dS'ᵀ·[Q | Qp] + Pᵀ·dO, added atomically, in steps of
+        // kHistoryPairs n16 column pairs (dQ's accumulator stays live beside it: a whole column
+        // group at once would spill at K = 576).
+        const i64 key0 = range.lo + static_cast<i64>(t) * kBN + hist_key0;
+        i64 cache[2];  // the scratch row of this lane's two keys; −1: the tile's zero-filled tail
+        RUDNN_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          const i64 key = key0 + 8 * h + (lane >> 2);
+          cache[h] = key < stop ? sched.cache_row(seq, key) : -1;
+        }
+        RUDNN_ROLLED
+        for (int pair0 = 0; pair0 < P::kColPairs; pair0 += kHP) {
+          const int step0 = col0 + 16 * pair0;
+          if (step0 >= kK) break;  // warp-uniform
+          // n8 tile j of this step: columns step0 + 8j.., inside the warp's group and the row.
+          auto in_step = [&](int j) { return pair0 + j / 2 < P::kColPairs && step0 + 8 * j < kK; };
+          tile::Accumulator<1, 2 * kHP> part;
+          part.zero();
+          for (int r0 = 0; r0 < rows16; r0 += 16) {
+            u32 a[4];
+            tile::load_a_kn(a, sm.ds(), kLdS, r0, hist_key0, lane);
+            RUDNN_UNROLL
+            for (int j = 0; j < 2 * kHP; j += 2) {
+              if (!in_step(j)) continue;
+              u32 b[2][2];
+              tile::load_b_pair_kn(b, sm.q(), kLd, r0, step0 + 8 * j, lane);
+              part.template mma_pair<T>(0, j, a, b);
+            }
+            tile::load_a_kn(a, sm.p(), kLdS, r0, hist_key0, lane);
+            RUDNN_UNROLL
+            for (int j = 0; j < 2 * kHP; j += 2) {
+              if (!in_step(j) || step0 + 8 * j >= kR) continue;  // the value part: latent columns only
+              u32 b[2][2];
+              tile::load_b_pair_kn(b, sm.dout(), kLd, r0, step0 + 8 * j, lane);
+              part.template mma_pair<T>(0, j, a, b);
+            }
+          }
+          RUDNN_UNROLL
+          for (int h = 0; h < 2; ++h) {
+            if (cache[h] < 0) continue;
+            RUDNN_UNROLL
+            for (int j = 0; j < 2 * kHP; ++j) {
+              if (!in_step(j)) continue;
+              const int col = step0 + 8 * j + 2 * (lane & 3);
+              float* at = col < kR ? (dk ? dk + cache[h] * kR + col : nullptr)
+                                   : (dk_rope ? dk_rope + cache[h] * kPr + (col - kR) : nullptr);
+              if (!at) continue;
+              atomicAdd(at, part.c[0][j][2 * h]);
+              atomicAdd(at + 1, part.c[0][j][2 * h + 1]);
+            }
+          }
+        }
+      }
+
+      if (!want_dq || idle) continue;
+      RUDNN_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        const i64 m = 16 * row_block + 8 * h + (lane >> 2);
+        if (m >= rows) continue;
+        const i64 g = g0 + m;
+        RUDNN_UNROLL
+        for (int j = 0; j < kCT; ++j) {
+          const int col = col0 + 8 * j + 2 * (lane & 3);
+          T* at = col0 + 8 * j >= kK ? nullptr
+                  : col < kR         ? (dq ? dq + g * kR + col : nullptr)
+                                     : (dq_rope ? dq_rope + g * kPr + (col - kR) : nullptr);
+          if (!at) continue;
+          Vec<T, 2> pair;
+          pair.words[0] = pack2_from_float<T>(dqa.c[0][j][2 * h], dqa.c[0][j][2 * h + 1]);
+          store_vec<T, 2>(at, pair);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace rudnn::paged
