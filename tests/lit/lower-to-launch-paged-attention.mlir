@@ -407,14 +407,16 @@ func.func @mla_backward_tensor_cores(%q: tensor<?x16x512xf16>, %qp: tensor<?x16x
   return %a, %b, %cc, %d : tensor<?x16x512xf16>, tensor<?x16x64xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x64xf16>
 }
 
-// The ordered MLA on tensor cores: the statistics from paged_mla_backward_mma, the history on the
-// plain kernel (its warps from the config).
+// The ordered MLA on tensor cores: the statistics from paged_mla_backward_mma, then
+// paged_mla_backward_history_mma (MlaHistoryMmaPolicy<512, 64, false>) over pages 256-thread blocks
+// with 3 · 32 · 584 · 2 + 2 · 32 · 40 · 2 + 32 · 32 · 4 = 121344 bytes of shared memory.
 // CHECK-LABEL: func.func @mla_backward_ordered_tensor_cores
 // CHECK: %[[U:.*]]:3 = rudnn.launch @rudnn_paged_mla_backward_mma_f16_r512_p64(
 // CHECK-SAME: #rudnn.param<"dk" : "float*" = null>, #rudnn.param<"dk_rope" : "float*" = null>, #rudnn.param<"dv" : "float*" = null>, #rudnn.param<"row_stats" : "float*" = buffer(13)>
-// CHECK: rudnn.launch @rudnn_paged_mla_backward_history_f16_w4_k24_v16({{.*}}, %[[U]]#0, %[[U]]#1, %[[U]]#2)
-// CHECK-SAME: args ["rudnn::f16", "rudnn::paged::HistoryPolicy<4, 24, 16, true, false, false>"]
-// CHECK-SAME: block [128, 1, 1] shared 0
+// CHECK: rudnn.launch @rudnn_paged_mla_backward_history_mma_f16_r512_p64({{.*}}, %[[U]]#0, %[[U]]#1, %[[U]]#2)
+// CHECK-SAME: header "rudnn/paged/mla_backward_mma.cuh" function "rudnn::paged::paged_mla_backward_history_mma"
+// CHECK-SAME: args ["rudnn::f16", "rudnn::paged::MlaHistoryMmaPolicy<512, 64, false>"]
+// CHECK-SAME: grid [#rudnn.size<dim(2, 0) * 1>, #rudnn.size<1>, #rudnn.size<1>] block [256, 1, 1] shared 121344
 func.func @mla_backward_ordered_tensor_cores(%q: tensor<?x16x512xf16>, %qp: tensor<?x16x64xf16>, %c: tensor<32x64x1x512xf16>, %kp: tensor<32x64x1x64xf16>,
                                 %go: tensor<?x16x512xf16>, %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>,
                                 %index: tensor<?xi32>, %order: tensor<?xi32>)

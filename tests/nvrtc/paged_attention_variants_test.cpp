@@ -119,8 +119,9 @@ std::vector<Variant> paged_attention_variants() {
   backward(attention(DType::F16, 16, 4, 64, 64), std::nullopt, {true, false, true});
   backward(attention(DType::BF16, 16, 4, 96, 96), std::nullopt, {true, false, false});
   backward(attention(DType::BF16, 8, 2, 1024, 1024), std::nullopt, {true, true, false});
-  backward(mla(DType::BF16, 16, 512, 64), std::nullopt, {true, false, false});
+  backward(mla(DType::BF16, 16, 512, 64), std::nullopt, {true, false, false});  // on tensor cores
   backward(mla(DType::BF16, 16, 512, 64), std::nullopt, {true, true, true});
+  backward(mla(DType::BF16, 16, 512, 64), plain, {true, true, true});  // MLA history on plain cores
   backward(mla(DType::F32, 8, 1024, 256), std::nullopt, {true, true, false});
   for (DType t : {DType::BF16, DType::F16, DType::F32})
     for (std::int64_t warps : {2, 4, 8})
@@ -174,7 +175,8 @@ TEST(PagedAttentionVariants, EveryRegisteredConfigLowers) {
         "rudnn_paged_attention_backward_history_mma_f16_d128", "rudnn_paged_attention_backward_history_mma_f16_d64",
         "rudnn_paged_attention_backward_history_mma_bf16_d96", "rudnn_paged_mla_backward_bf16_", "rudnn_paged_zero",
         "rudnn_paged_mla_backward_history_bf16_", "rudnn_paged_mla_backward_mma_bf16_r512_p64",
-        "rudnn_paged_mla_backward_mma_f16_r128_p16"}) {
+        "rudnn_paged_mla_backward_mma_f16_r128_p16", "rudnn_paged_mla_backward_history_mma_bf16_r512_p64",
+        "rudnn_paged_mla_backward_history_mma_bf16_r512_p64_compact"}) {
     bool found = false;
     for (const auto& e : entries) found = found || e.rfind(prefix, 0) == 0;
     EXPECT_TRUE(found) << prefix;

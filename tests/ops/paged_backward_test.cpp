@@ -624,7 +624,9 @@ TEST_F(PagedBackward, OrderedTwentyRunsSameBits) {
   EXPECT_EQ(host_bytes(dk), first.bytes[1]);
 }
 
-void check_ordered_mla(const MlaProblem& m, bool causal) {
+// The ordered MLA backward in both modes (row caching and compaction off, then on: the same bits)
+// against the oracle; `bits` receives the outputs' bytes.
+void check_ordered_mla(const MlaProblem& m, bool causal, std::vector<std::vector<std::byte>>* bits = nullptr) {
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(m.r + m.pr)));
   SCOPED_TRACE(fmt::format("{} H={} R={} P={} {} causal={}", m.layout.describe(), m.heads, m.r, m.pr,
                            dtype_name(m.dtype), causal));
@@ -651,6 +653,7 @@ void check_ordered_mla(const MlaProblem& m, bool causal) {
     EXPECT_LE(relative_l2(host_values(dc), want.dlatent), bound(m.dtype)) << "dlatent";
     EXPECT_LE(relative_l2(host_values(dkp), want.dk_rope), bound(m.dtype)) << "dkp";
   }
+  if (bits && first) *bits = *first;
 }
 
 TEST_F(PagedBackward, OrderedMla) {
@@ -672,14 +675,17 @@ TEST_F(PagedBackward, OrderedMla) {
 // multiple of 16) against the oracle: 32-row chunks holding several query rows (H = 4, 16), a row
 // split over chunks (H = 64), a decode row of one block (H = 16); page sizes 1, 5, 16 and 64;
 // causal and not; chunked prefill, decode and a one-key sequence; R = 512 / P = 64; column groups
-// that end past the last column (R + Pr = 144); the ordered path (the tensor-core unit's
-// statistics read by the plain history kernel) against the oracle in both modes. The heuristic
-// picks the kernel; the cached plans show it ran.
-void expect_mla_tensor_core_unit() {
+// that end past the last column (R + Pr = 144); the ordered path (paged_mla_backward_history_mma
+// after the unit's statistics) against the oracle in both modes, pages of 16 (half a key tile) and
+// 48 (two tiles, the second half empty), the same bits under the other thread orders. The heuristic
+// picks the kernels; the cached plans show they ran.
+void expect_mla_tensor_core_unit(bool ordered = false) {
   const auto entries = ops::PlanCache::instance().kernel_entries("rudnn.paged_mla_backward");
-  EXPECT_TRUE(std::any_of(entries.begin(), entries.end(), [](const std::string& e) {
-    return e.find("paged_mla_backward_mma") != e.npos;
-  })) << "no tensor-core MLA unit kernel ran";
+  auto has = [&](std::string_view part) {
+    return std::any_of(entries.begin(), entries.end(), [&](const std::string& e) { return e.find(part) != e.npos; });
+  };
+  EXPECT_TRUE(has("paged_mla_backward_mma")) << "no tensor-core MLA unit kernel ran";
+  if (ordered) EXPECT_TRUE(has("paged_mla_backward_history_mma")) << "the ordered MLA history ran on plain cores";
 }
 
 TEST_F(PagedBackward, MlaOnTensorCores) {
@@ -706,10 +712,20 @@ TEST_F(PagedBackward, MlaOnTensorCores) {
   const std::uint64_t seed = fresh_seed();
   SCOPED_TRACE(fmt::format("seed={}", seed));
   std::mt19937_64 rng(seed);
-  Layout l = make_layout(rng, 16, {Seq{40, Rows::Chunk, 6}, Seq{21, Rows::Decode, 0, 0, 1}}, true);
-  ops::PlanCache::instance().clear();
-  check_ordered_mla(make_mla(std::move(l), 16, 128, 16, DType::F16, rng), true);
-  expect_mla_tensor_core_unit();
+  for (std::int64_t page_size : {16, 48}) {
+    Layout l = make_layout(rng, page_size,
+                           {Seq{40, Rows::Chunk, 6}, Seq{21, Rows::Decode, 0, 0, 1}, Seq{70, Rows::Random, 3}}, true);
+    const MlaProblem m = make_mla(std::move(l), 16, 128, 16, DType::F16, rng);
+    ops::PlanCache::instance().clear();
+    std::vector<std::vector<std::byte>> bits;
+    check_ordered_mla(m, true, &bits);
+    expect_mla_tensor_core_unit(true);
+    for_each_other_order([&] {
+      std::vector<std::vector<std::byte>> again;
+      check_ordered_mla(m, true, &again);
+      EXPECT_EQ(again, bits) << "the ordered path's bits changed with the thread order";
+    });
+  }
 }
 
 // The workspace: the switches from the environment (read once), compaction's page counts, the

@@ -221,7 +221,7 @@ LogicalResult lowerPagedAppendOpToLaunch(RewriterBase& rewriter, dialect::PagedA
 //   ordered  the unit kernel (dq and the FP32 row statistics, a temporary the workspace supplies),
 //            then the history kernel writing the used history gradients directly
 //            (paged_attention_backward_history_mma on tensor cores, else the plain
-//            paged_attention_backward_history; MLA's history always on the plain kernel).
+//            paged_attention_backward_history; MLA: paged_mla_backward_history_mma).
 LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op) {
   auto sig = dialect::pagedBackwardSignatureOf(op);
   if (!sig) return op->emitOpError() << "is not a paged backward op";
@@ -389,25 +389,33 @@ LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op
     }
   } else if (anyHistory) {
     // The history gradients key by key, in the schedule's order: on tensor cores
-    // paged_attention_backward_history_mma (its items always staged: cache_rows selects nothing),
-    // else (and for MLA) the plain kernel.
-    const bool historyMma = mma && !mla;
-    const std::string historyName = historyMma
-                                        ? fmt::format("rudnn_paged_attention_backward_history_mma_{}_d{}{}",
-                                                      dtype_name(dtype), d.head_dim, compact ? "_compact" : "")
-                                        : fmt::format("rudnn_paged_{}_backward_history_{}_w{}_k{}_v{}{}{}",
-                                                      mla ? "mla" : "attention", dtype_name(dtype), warps, keyLanes,
-                                                      valueLanes, cacheRows ? "_rows" : "", compact ? "_compact" : "");
-    LaunchBuilder h(op, historyName, historyMma ? "rudnn/paged/backward_mma.cuh" : "rudnn/paged/backward.cuh",
-                    historyMma ? "rudnn::paged::paged_attention_backward_history_mma"
-                               : "rudnn::paged::paged_attention_backward_history");
-    h.templateArgs(
-         {elem, historyMma
-                    ? fmt::format("rudnn::paged::HistoryMmaPolicy<{}, {}>", d.head_dim, compact ? "true" : "false")
-                    : fmt::format("rudnn::paged::HistoryPolicy<{}, {}, {}, {}, {}, {}>", warps, keyLanes, valueLanes,
-                                  mla ? "true" : "false", cacheRows ? "true" : "false", compact ? "true" : "false")})
-        .config(config ? config : DictionaryAttr::get(ctx))
-        .operands(values);
+    // paged_attention_backward_history_mma or paged_mla_backward_history_mma (their items always
+    // staged: cache_rows selects nothing), else the plain kernel.
+    const char* compactSuffix = compact ? "_compact" : "";
+    const char* compactArg = compact ? "true" : "false";
+    std::string historyName, historyHeader = "rudnn/paged/backward.cuh",
+                             historyFunction = "rudnn::paged::paged_attention_backward_history", historyPolicy;
+    if (mlaMma) {
+      historyName = fmt::format("rudnn_paged_mla_backward_history_mma_{}_r{}_p{}{}", dtype_name(dtype), d.value_dim,
+                                d.rope_dim, compactSuffix);
+      historyHeader = "rudnn/paged/mla_backward_mma.cuh";
+      historyFunction = "rudnn::paged::paged_mla_backward_history_mma";
+      historyPolicy = fmt::format("rudnn::paged::MlaHistoryMmaPolicy<{}, {}, {}>", d.value_dim, d.rope_dim, compactArg);
+    } else if (mma) {
+      historyName = fmt::format("rudnn_paged_attention_backward_history_mma_{}_d{}{}", dtype_name(dtype), d.head_dim,
+                                compactSuffix);
+      historyHeader = "rudnn/paged/backward_mma.cuh";
+      historyFunction = "rudnn::paged::paged_attention_backward_history_mma";
+      historyPolicy = fmt::format("rudnn::paged::HistoryMmaPolicy<{}, {}>", d.head_dim, compactArg);
+    } else {
+      historyName =
+          fmt::format("rudnn_paged_{}_backward_history_{}_w{}_k{}_v{}{}{}", mla ? "mla" : "attention",
+                      dtype_name(dtype), warps, keyLanes, valueLanes, cacheRows ? "_rows" : "", compactSuffix);
+      historyPolicy = fmt::format("rudnn::paged::HistoryPolicy<{}, {}, {}, {}, {}, {}>", warps, keyLanes, valueLanes,
+                                  mla ? "true" : "false", cacheRows ? "true" : "false", compactArg);
+    }
+    LaunchBuilder h(op, historyName, historyHeader, historyFunction);
+    h.templateArgs({elem, historyPolicy}).config(config ? config : DictionaryAttr::get(ctx)).operands(values);
     std::int64_t slot = static_cast<std::int64_t>(values.size());
     SmallVector<Type> types;
     std::int64_t historySlot[2] = {-1, -1};
@@ -443,9 +451,12 @@ LogicalResult lowerPagedBackwardOpToLaunch(RewriterBase& rewriter, Operation* op
         .constant("causal", sig->forward.causal ? 1 : 0)
         .f32("scale", static_cast<float>(sig->forward.scale))
         .grid(h.size({SizeFactor::dimOf(k, 0), SizeFactor::constant(d.kv_heads)}))
-        .block(historyMma ? 128 : 32 * warps)
-        .shared(historyMma ? shared_memory::paged_history_mma(d.head_dim)
-                           : shared_memory::paged_history(keyLanes, valueLanes, cacheRows))
+        .block(mlaMma ? 256
+               : mma  ? 128
+                      : 32 * warps)
+        .shared(mlaMma ? shared_memory::paged_mla_history_mma(d.value_dim, d.rope_dim)
+                : mma  ? shared_memory::paged_history_mma(d.head_dim)
+                       : shared_memory::paged_history(keyLanes, valueLanes, cacheRows))
         .minBlocks(1);
     dialect::LaunchOp history = h.create(rewriter);
     unsigned i = 0;

@@ -33,6 +33,7 @@
 #include "rudnn/attention/flash_mma_warp.cuh"
 #include "rudnn/grid.cuh"
 #include "rudnn/paged/gather.cuh"
+#include "rudnn/paged/history_readers.cuh"
 #include "rudnn/paged/schedule.cuh"
 #include "rudnn/paged/shared_memory.h"
 #include "rudnn/tile/accumulator.cuh"
@@ -356,38 +357,24 @@ struct HistorySmem {
 // One (page, kv head) block's work: the history gradients of the page's slots, a key tile at a time.
 template <class T, class P>
 struct HistoryPage {
+  HistoryReaders index;
   const T *q, *k, *v, *grad_out;
-  const i32 *lengths, *positions;
+  const i32* positions;
   const float* row_stats;
-  const i32 *row_offsets, *rows, *readers;
   T *dk, *dv;
-  i64 q_heads, kv_heads, group, page_size, causal;
+  i64 kv_heads, causal;
   float scale;
-  i64 page = 0, kvh = 0, first = 0, last = 0;  // the page, the kv head, its readers [first, last)
+  i64 page = 0;
   HistorySmem<T, P> sm;
   int tid, lane, warp;
   tile::LaneOffsets lo;
 
-  // Reader e: its sequence, its visiting items (the sequence's rows × the kv group's heads), the
-  // u-th one's query row and (row, head) index.
-  RUDNN_DEVICE i64 sequence(i64 e) const { return readers[2 * e]; }
-  RUDNN_DEVICE i64 items(i64 e) const { return (row_offsets[sequence(e) + 1] - row_offsets[sequence(e)]) * group; }
-  RUDNN_DEVICE i64 row(i64 e, i64 u) const { return rows[row_offsets[sequence(e)] + div32(u, group)]; }
-  RUDNN_DEVICE i64 item(i64 e, i64 u) const { return row(e, u) * q_heads + kvh * group + mod32(u, group); }
-  // The key position of slot `slot` of this page in reader e's sequence.
-  RUDNN_DEVICE i64 position(i64 e, i64 slot) const { return static_cast<i64>(readers[2 * e + 1]) * page_size + slot; }
-  // The first reader from e on whose valid length reaches slot `slot`, or `last`.
-  RUDNN_DEVICE i64 reaching(i64 e, i64 slot) const {
-    while (e < last && position(e, slot) >= lengths[sequence(e)]) ++e;
-    return e;
-  }
-
   RUDNN_DEVICE void load_chunk(i64 e, i64 m0, int stage) const {
-    const i64 n = min_i64(P::kBM, items(e) - m0);
+    const i64 n = min_i64(P::kBM, index.items(e) - m0);
     gather_rows_async<T, P::kBM, P::kD, P::kLd, P::kThreads>(sm.q(stage), n, tid, q,
-                                                             [&](int r) { return q + item(e, m0 + r) * P::kD; });
-    gather_rows_async<T, P::kBM, P::kD, P::kLd, P::kThreads>(sm.dout(stage), n, tid, grad_out,
-                                                             [&](int r) { return grad_out + item(e, m0 + r) * P::kD; });
+                                                             [&](int r) { return q + index.item(e, m0 + r) * P::kD; });
+    gather_rows_async<T, P::kBM, P::kD, P::kLd, P::kThreads>(
+        sm.dout(stage), n, tid, grad_out, [&](int r) { return grad_out + index.item(e, m0 + r) * P::kD; });
   }
 
   // The gradients of slots slot0 .. slot0 + kKeys − 1 (those below page_size).
@@ -396,7 +383,7 @@ struct HistoryPage {
     static_assert(kKeys == 16 || kKeys == 32, "HistoryPage::key_tile: 16 or 32 keys");
     constexpr int kD = P::kD, kBM = P::kBM, kLd = P::kLd, kLdS = P::kLdS, kHT = P::kHistoryTiles;
     constexpr int kNI = kKeys / 8;
-    const i64 keys = min_i64(kKeys, page_size - slot0);
+    const i64 keys = min_i64(kKeys, index.page_size - slot0);
     // This warp's blocks of the tile's gradients: 16 keys × D / 2 columns of dK and/or dV.
     const int key0 = kKeys == 32 ? 16 * (warp & 1) : 0;
     const int col0 = (kKeys == 32 ? warp >> 1 : warp & 1) * (kD / 2);
@@ -404,10 +391,10 @@ struct HistoryPage {
     const float scale_log2 = scale * kLog2e;
     const int warp_row0 = 16 * warp;
 
-    i64 e = reaching(first, slot0), m0 = 0;
+    i64 e = index.reaching(index.first, slot0), m0 = 0;
     __syncthreads();  // every warp is done with the previous tile's shared memory
-    if (e < last) {
-      auto cache_row = [&](int r) { return ((page * page_size + slot0 + r) * kv_heads + kvh) * kD; };
+    if (e < index.last) {
+      auto cache_row = [&](int r) { return ((page * index.page_size + slot0 + r) * kv_heads + index.kvh) * kD; };
       gather_rows_async<T, kKeys, kD, kLd, P::kThreads>(sm.k(), keys, tid, k, [&](int r) { return k + cache_row(r); });
       gather_rows_async<T, kKeys, kD, kLd, P::kThreads>(sm.v(), keys, tid, v, [&](int r) { return v + cache_row(r); });
       load_chunk(e, 0, 0);
@@ -416,21 +403,20 @@ struct HistoryPage {
     tile::Accumulator<1, kHT> dkey, dvalue;
     dkey.zero();
     dvalue.zero();
-    for (int stage = 0; e < last; stage ^= 1) {
+    for (int stage = 0; e < index.last; stage ^= 1) {
       i64 next_e = e, next_m0 = m0 + kBM;  // the chunk after this one
-      if (next_m0 >= items(e)) {
-        next_e = reaching(e + 1, slot0);
+      if (next_m0 >= index.items(e)) {
+        next_e = index.reaching(e + 1, slot0);
         next_m0 = 0;
       }
       cp_async_wait<0>();
       __syncthreads();  // this chunk landed; every warp is past the previous chunk's reads
-      if (next_e < last) load_chunk(next_e, next_m0, stage ^ 1);
+      if (next_e < index.last) load_chunk(next_e, next_m0, stage ^ 1);
       cp_async_commit();
-      const i64 n = min_i64(kBM, items(e) - m0);
+      const i64 n = min_i64(kBM, index.items(e) - m0);
       if (warp_row0 < n) {  // warp-uniform: warps past the chunk's rows compute no P or dS
         // This lane's rows (warp_row0 + 8h + lane/4): L (log2), δ, and how many of the tile's keys
         // they see.
-        const i64 tile_key0 = position(e, slot0), length = lengths[sequence(e)];
         float lse[2], delta[2];
         i64 seen[2];
         RUDNN_UNROLL
@@ -439,11 +425,10 @@ struct HistoryPage {
           lse[h] = delta[h] = 0.0f;
           seen[h] = 0;
           if (m < n) {
-            const i64 qi = item(e, m0 + m);
-            const i64 end = causal ? min_i64(length, positions[row(e, m0 + m)] + 1) : length;
+            const i64 qi = index.item(e, m0 + m);
             lse[h] = row_stats[2 * qi] * kLog2e;
             delta[h] = row_stats[2 * qi + 1];
-            seen[h] = min_i64(end - tile_key0, keys);
+            seen[h] = index.seen(e, m0 + m, slot0, keys, positions, causal);
           }
         }
         tile::Accumulator<1, kNI> p, ds;
@@ -474,7 +459,7 @@ struct HistoryPage {
     for (int h = 0; h < 2; ++h) {
       const i64 key = key0 + 8 * h + (lane >> 2);
       if (key >= keys) continue;
-      const i64 at = ((page * page_size + slot0 + key) * kv_heads + kvh) * kD + col0 + 2 * (lane & 3);
+      const i64 at = ((page * index.page_size + slot0 + key) * kv_heads + index.kvh) * kD + col0 + 2 * (lane & 3);
       RUDNN_UNROLL
       for (int j = 0; j < kHT; ++j) {
         Vec<T, 2> pair;
@@ -509,22 +494,22 @@ RUDNN_DEVICE void paged_attention_backward_history_mma(const T* q, const T* /*q_
   const i32* reader_offsets = history_index;
   const i32* row_offsets = reader_offsets + pages + 1;
   const i32* rows = row_offsets + sequences + 1;
-  backward_mma_detail::HistoryPage<T, P> work{.q = q,
+  backward_mma_detail::HistoryPage<T, P> work{.index = {.lengths = lengths,
+                                                        .row_offsets = row_offsets,
+                                                        .rows = rows,
+                                                        .readers = rows + queries,
+                                                        .q_heads = q_heads,
+                                                        .group = div32(q_heads, kv_heads),
+                                                        .page_size = page_size},
+                                              .q = q,
                                               .k = k,
                                               .v = v,
                                               .grad_out = grad_out,
-                                              .lengths = lengths,
                                               .positions = positions,
                                               .row_stats = row_stats,
-                                              .row_offsets = row_offsets,
-                                              .rows = rows,
-                                              .readers = rows + queries,
                                               .dk = dk,
                                               .dv = dv,
-                                              .q_heads = q_heads,
                                               .kv_heads = kv_heads,
-                                              .group = div32(q_heads, kv_heads),
-                                              .page_size = page_size,
                                               .causal = causal,
                                               .scale = scale,
                                               .sm = {dynamic_shared<T>()},
@@ -534,10 +519,10 @@ RUDNN_DEVICE void paged_attention_backward_history_mma(const T* q, const T* /*q_
                                               .lo = tile::lane_offsets<P::kLd>(tid & 31)};
   for (i64 block = linear_block(); block < pages * kv_heads; block += block_count()) {
     const i64 order = div32(block, kv_heads);
-    work.kvh = block - order * kv_heads;
+    work.index.kvh = block - order * kv_heads;
     work.page = P::kCompactHistory ? static_cast<i64>(page_order[order]) : order;
-    work.first = reader_offsets[work.page];
-    work.last = reader_offsets[work.page + 1];
+    work.index.first = reader_offsets[work.page];
+    work.index.last = reader_offsets[work.page + 1];
     if (page_size <= 16) {
       work.template key_tile<16>(0);  // uniform
     } else {

@@ -2,7 +2,7 @@
 // Paged MLA backward on tensor cores (SPEC §9), mma.sync m16n8k16 for f16/bf16: a drop-in for
 // paged_attention_backward_unit with MLA's operands (same parameters and outputs: dq and dq_rope in
 // T; dlatent (dk) and dk_rope as FP32 atomics into the zeroed scratch, or, with those null, the
-// ordered path's row statistics, which the plain history kernel then reads).
+// ordered path's row statistics, which paged_mla_backward_history_mma below then reads).
 //
 // Keys are (latent [R], rope [Pr]) rows of K = R + Pr columns and the values are the latent rows,
 // so one gathered key tile serves S = Q·Kᵀ, dP = dO·Vᵀ, dQ += dS·K and dlatent's value part; and
@@ -39,6 +39,7 @@
 // kRope, kv_heads = 1 (else trap).
 #include "rudnn/grid.cuh"
 #include "rudnn/paged/gather.cuh"
+#include "rudnn/paged/history_readers.cuh"
 #include "rudnn/paged/schedule.cuh"
 #include "rudnn/paged/shared_memory.h"
 #include "rudnn/tile/accumulator.cuh"
@@ -386,6 +387,193 @@ RUDNN_DEVICE void paged_mla_backward_mma(const T* q, const T* q_rope, const T* k
           if (!at) continue;
           Vec<T, 2> pair;
           pair.words[0] = pack2_from_float<T>(dqa.c[0][j][2 * h], dqa.c[0][j][2 * h + 1]);
+          store_vec<T, 2>(at, pair);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace rudnn::paged
+
+namespace rudnn::paged {
+
+// ---- The ordered path's MLA history kernel on tensor cores (SPEC §9's deterministic backward).
+//
+// paged_attention_backward_history's schedule — one block per physical page (kv_heads = 1), the
+// page's readers ascending, each one's (query row, head) items in the history index's order; no
+// floating-point atomics — with paged_mla_backward_mma's products. The page's slots in 32-key
+// tiles (the latent + rope rows in shared memory; a page of ≤ 16 slots leaves half a tile empty);
+// per tile the readers that reach it, their items in chunks of 32 (Q | Qp and dO gathered with
+// cp.async, one stage: two would pass sm_80's shared memory at R = 512). Per chunk warps 0-3 form S
+// and warps 4-7 dP as in the unit kernel, P = exp2(S·scale·log2 e − L) from the unit kernel's row
+// statistics (masked past the item's causal limit, its sequence's length and the page), dS' =
+// scale·P ⊙ (dP − δ), both rounded to T into shared memory; then every warp adds its 16 keys × its
+// column group of dS'ᵀ·[Q | Qp] + Pᵀ·dO to registers. At the tile's end the sums are rounded into
+// dlatent (dk) and dk_rope — zeros in slots nobody reaches. The order of every sum is the
+// schedule's: the same bits on every run. Compaction (page_order) moves no bit; the items are
+// always staged, so row caching selects nothing.
+//
+// Parameters (launch order): paged_attention_backward_history's. Launch: 256 threads (else trap);
+// grid pages (strided); dynamic shared memory shared_memory::paged_mla_history_mma(R, Pr).
+// Requirements: as paged_mla_backward_mma; row_stats from it.
+template <int kLatent, int kRope, bool kCompactHistoryFlag>
+struct MlaHistoryMmaPolicy : MlaBackwardMmaPolicy<kLatent, kRope> {
+  static constexpr bool kCompactHistory = kCompactHistoryFlag;
+  static constexpr int kSharedBytes = static_cast<int>(shared_memory::paged_mla_history_mma(kLatent, kRope));
+};
+
+template <class T, class P>
+RUDNN_DEVICE void paged_mla_backward_history_mma(const T* q, const T* q_rope, const T* k, const T* k_rope,
+                                                 const T* /*v*/, const T* grad_out, const i32* lengths,
+                                                 const i32* positions, const float* row_stats, const i32* history_index,
+                                                 const i32* page_order, T* dk, T* dk_rope, T* /*dv*/, i64 queries,
+                                                 i64 sequences, i64 pages, i64 q_heads, i64 kv_heads, i64 head_dim,
+                                                 i64 rope_dim, i64 value_dim, i64 page_size, i64 causal, float scale) {
+  constexpr int kR = P::kR, kPr = P::kPr, kK = P::kKeyDim, kBM = P::kBM, kBN = P::kBN, kLd = P::kLd, kLdS = P::kLdS,
+                kCT = P::kColTiles;
+  if (blockDim.x != static_cast<unsigned>(P::kThreads) || blockDim.y != 1u || blockDim.z != 1u)
+    trap("rudnn::paged::paged_mla_backward_history_mma: blockDim must be (Policy::kThreads, 1, 1)");
+  if (head_dim != kR || value_dim != kR || rope_dim != kPr || kv_heads != 1)
+    trap(
+        "rudnn::paged::paged_mla_backward_history_mma: head_dim = value_dim = kLatent, rope_dim = kRope and "
+        "kv_heads = 1");
+  T* const sk = dynamic_shared<T>();                              // [kBN][kLd]: the key tile
+  T* const sq = sk + kBN * kLd;                                   // [kBM][kLd]: the chunk's Q | Qp
+  T* const sdo = sq + kBM * kLd;                                  // [kBM][kLd]: its dO (R columns)
+  T* const sp = sdo + kBM * kLd;                                  // [kBM][kLdS]
+  T* const sds = sp + kBM * kLdS;                                 // [kBM][kLdS]
+  float* const sdp = reinterpret_cast<float*>(sds + kBM * kLdS);  // [kBM][kBN]
+  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  const int row_block = warp & 1, key_half = (warp >> 1) & 1;
+  const bool score_warp = warp < 4;
+  const int col0 = 16 * P::kColPairs * (warp >> 1), hist_key0 = 16 * (warp & 1);
+  const float scale_log2 = scale * kLog2e;
+  const tile::LaneOffsets lo = tile::lane_offsets<kLd>(lane);
+  const i32* reader_offsets = history_index;
+  const i32* row_offsets = reader_offsets + pages + 1;
+  const i32* rows = row_offsets + sequences + 1;
+  HistoryReaders index{.lengths = lengths,
+                       .row_offsets = row_offsets,
+                       .rows = rows,
+                       .readers = rows + queries,
+                       .q_heads = q_heads,
+                       .group = q_heads,
+                       .page_size = page_size};
+
+  for (i64 block = linear_block(); block < pages; block += block_count()) {
+    const i64 page = P::kCompactHistory ? static_cast<i64>(page_order[block]) : block;
+    index.first = reader_offsets[page];
+    index.last = reader_offsets[page + 1];
+    for (i64 slot0 = 0; slot0 < page_size; slot0 += kBN) {
+      const i64 keys = min_i64(kBN, page_size - slot0), row0 = page * page_size + slot0;
+      i64 e = index.reaching(index.first, slot0), m0 = 0;
+      __syncthreads();     // every warp is done with the previous tile's shared memory
+      if (e < index.last)  // committed with the first chunk
+        gather_split_rows_async<T, kBN, kR, kPr, kLd, P::kThreads>(
+            sk, keys, tid, k, [&](int r) { return k + (row0 + r) * kR; },
+            [&](int r) { return k_rope + (row0 + r) * kPr; });
+      tile::Accumulator<1, kCT> acc;
+      acc.zero();
+      while (e < index.last) {
+        const i64 n = min_i64(kBM, index.items(e) - m0);
+        gather_split_rows_async<T, kBM, kR, kPr, kLd, P::kThreads>(
+            sq, n, tid, q, [&](int r) { return q + index.item(e, m0 + r) * kR; },
+            [&](int r) { return q_rope + index.item(e, m0 + r) * kPr; });
+        gather_rows_async<T, kBM, kR, kLd, P::kThreads>(sdo, n, tid, grad_out,
+                                                        [&](int r) { return grad_out + index.item(e, m0 + r) * kR; });
+        cp_async_commit();
+        cp_async_wait<0>();
+        __syncthreads();                        // the chunk (and the key tile) landed
+        const bool idle = 16 * row_block >= n;  // warp-uniform
+        tile::Accumulator<1, 2> s;
+        float lse[2], delta[2];
+        i64 seen[2];
+        if (!idle && score_warp) {
+          mla_backward_mma_detail::block_scores<T, kK>(s, sq + 16 * row_block * kLd + lo.a,
+                                                       sk + 16 * key_half * kLd + lo.b_nt);
+          RUDNN_UNROLL
+          for (int h = 0; h < 2; ++h) {
+            const i64 m = 16 * row_block + 8 * h + (lane >> 2);
+            lse[h] = delta[h] = 0.0f;
+            seen[h] = 0;
+            if (m < n) {
+              const i64 qi = index.item(e, m0 + m);
+              lse[h] = row_stats[2 * qi] * kLog2e;
+              delta[h] = row_stats[2 * qi + 1];
+              seen[h] = index.seen(e, m0 + m, slot0, keys, positions, causal);
+            }
+          }
+        } else if (!idle) {
+          tile::Accumulator<1, 2> dp;
+          mla_backward_mma_detail::block_scores<T, kR>(dp, sdo + 16 * row_block * kLd + lo.a,
+                                                       sk + 16 * key_half * kLd + lo.b_nt);
+          float* out = sdp + 16 * row_block * kBN + 16 * key_half;
+          dp.each(lane, [&](int r, int c, float x) { out[r * kBN + c] = x; });
+        }
+        __syncthreads();  // dP of every active block
+        if (!idle && score_warp) {
+          RUDNN_UNROLL
+          for (int h = 0; h < 2; ++h) {
+            const int r = 16 * row_block + 8 * h + (lane >> 2);
+            RUDNN_UNROLL
+            for (int j = 0; j < 2; ++j) {
+              const int col = 16 * key_half + 8 * j + 2 * (lane & 3);
+              float p[2], ds[2];
+              RUDNN_UNROLL
+              for (int c = 0; c < 2; ++c) {
+                p[c] = col + c < seen[h] ? exp2f(s.c[0][j][2 * h + c] * scale_log2 - lse[h]) : 0.0f;
+                ds[c] = scale * p[c] * (sdp[r * kBN + col + c] - delta[h]);
+              }
+              Vec<T, 2> pair;
+              pair.words[0] = pack2_from_float<T>(p[0], p[1]);
+              store_vec<T, 2>(sp + r * kLdS + col, pair);
+              pair.words[0] = pack2_from_float<T>(ds[0], ds[1]);
+              store_vec<T, 2>(sds + r * kLdS + col, pair);
+            }
+          }
+        }
+        __syncthreads();  // P and dS' of every active row
+        const int rows16 = static_cast<int>((n + 15) / 16) * 16;
+        for (int r0 = 0; r0 < rows16; r0 += 16) {
+          u32 a[4];
+          tile::load_a_kn(a, sds, kLdS, r0, hist_key0, lane);
+          RUDNN_UNROLL
+          for (int j = 0; j < kCT; j += 2) {
+            if (col0 + 8 * j >= kK) continue;  // warp-uniform
+            u32 b[2][2];
+            tile::load_b_pair_kn(b, sq, kLd, r0, col0 + 8 * j, lane);
+            acc.template mma_pair<T>(0, j, a, b);
+          }
+          tile::load_a_kn(a, sp, kLdS, r0, hist_key0, lane);
+          RUDNN_UNROLL
+          for (int j = 0; j < kCT; j += 2) {
+            if (col0 + 8 * j >= kR) continue;  // the value part: latent columns only
+            u32 b[2][2];
+            tile::load_b_pair_kn(b, sdo, kLd, r0, col0 + 8 * j, lane);
+            acc.template mma_pair<T>(0, j, a, b);
+          }
+        }
+        m0 += kBM;
+        if (m0 >= index.items(e)) {
+          e = index.reaching(e + 1, slot0);
+          m0 = 0;
+        }
+        __syncthreads();  // every warp is past this chunk's reads
+      }
+      RUDNN_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        const i64 key = hist_key0 + 8 * h + (lane >> 2);
+        if (key >= keys) continue;
+        RUDNN_UNROLL
+        for (int j = 0; j < kCT; ++j) {
+          const int col = col0 + 8 * j + 2 * (lane & 3);
+          T* at = col0 + 8 * j >= kK ? nullptr
+                  : col < kR         ? (dk ? dk + (row0 + key) * kR + col : nullptr)
+                                     : (dk_rope ? dk_rope + (row0 + key) * kPr + (col - kR) : nullptr);
+          if (!at) continue;
+          Vec<T, 2> pair;
+          pair.words[0] = pack2_from_float<T>(acc.c[0][j][2 * h], acc.c[0][j][2 * h + 1]);
           store_vec<T, 2>(at, pair);
         }
       }

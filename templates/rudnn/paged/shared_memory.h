@@ -34,6 +34,12 @@ RUDNN_SHARED_MEMORY_FN long long paged_mla_backward_mma(long long latent_dim, lo
   return 4 * 32 * (latent_dim + rope_dim + 8) * 2 + 2 * 32 * (32 + 8) * 2 + (32 * 32 + 8 * 32) * 4;
 }
 
+// paged_mla_backward_history_mma (paged/mla_backward_mma.cuh): the key tile [32], Q and dO [32]
+// rows, all of R + Pr + 8 16-bit elements; P and dS' [32][32 + 8] 16-bit; dP [32][32] FP32.
+RUDNN_SHARED_MEMORY_FN long long paged_mla_history_mma(long long latent_dim, long long rope_dim) {
+  return 3 * 32 * (latent_dim + rope_dim + 8) * 2 + 2 * 32 * (32 + 8) * 2 + 32 * 32 * 4;
+}
+
 // paged_attention_backward_history_mma (paged/backward_mma.cuh): K and V [32] rows and 2 stages ×
 // (Q, dO) [64] rows, all of D + 8 16-bit elements; P and dS [64][32 + 8] 16-bit.
 RUDNN_SHARED_MEMORY_FN long long paged_history_mma(long long head_dim) {

@@ -68,8 +68,8 @@ std::optional<std::string> checkTile(const Tile& t, const Shape& s);
 //                  attention in f16/bf16 with D = Dv ∈ {64, 96, 128}; MLA in f16/bf16 (R a multiple
 //                  of 128 up to 512, Pr a multiple of 16 in 16..256, within sm_80's shared memory):
 //                  dq, the atomic history and the row statistics by paged/mla_backward_mma.cuh,
-//                  paged::MlaBackwardMmaPolicy<R, Pr> (8 warps), the ordered history on the plain
-//                  kernel; absent or 0: the plain kernels
+//                  paged::MlaBackwardMmaPolicy<R, Pr> (8 warps), the ordered history by
+//                  paged::MlaHistoryMmaPolicy<R, Pr, compact>; absent or 0: the plain kernels
 inline constexpr const char* kWarps = "warps";
 inline constexpr std::int64_t kBackwardHeuristicWarps = 4;
 inline constexpr std::int64_t kBackwardMmaKeys = 32;
