@@ -94,6 +94,8 @@ check "paged-backward CSV header" "[ \"\$(head -1 $WORK/pagedb.csv)\" = 'set,bat
 check "paged-backward: prefill row (40 rows), checked ok" "grep -Eq '^prefill,2,20,8,4,2,32,40,bf16,atomic,host,[0-9.]+,[0-9.]+,1.000,[0-9.e+-]+,ok\$' $WORK/pagedb.csv"
 check "paged-backward: decode row (2 rows), checked ok" "grep -Eq '^decode,2,20,8,4,2,32,2,bf16,atomic,host,[0-9.]+,[0-9.]+,1.000,[0-9.e+-]+,ok\$' $WORK/pagedb.csv"
 check "paged-backward: the ordered path's rows, checked ok" "[ \$(grep -Ec '^(prefill|decode),2,20,8,4,2,32,[0-9]+,bf16,ordered,host,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.e+-]+,ok\$' $WORK/pagedb.csv) -eq 2 ]"
+"$BENCH" paged-backward --batch 1 --seq-len 20 --page-size 8 --sets mla-prefill,mla-decode $T > "$WORK/pagedb3.csv" 2> "$WORK/pagedb3.err"; rc=$?
+check "paged-backward: MLA rows (R 128 as head_dim, one kv head), both paths checked ok" "[ $rc -eq 0 ] && grep -Eq '^mla-prefill,1,20,8,4,1,128,20,bf16,atomic,host,[0-9.]+,[0-9.]+,1.000,[0-9.e+-]+,ok\$' $WORK/pagedb3.csv && grep -Eq '^mla-decode,1,20,8,4,1,128,1,bf16,ordered,host,[0-9.]+,[0-9.]+,[0-9.]+,[0-9.e+-]+,ok\$' $WORK/pagedb3.csv"
 "$BENCH" paged-backward --batch 1 --seq-len 9 --page-size 4 --sets decode --paths ordered-rows-compact --check 0 $T > "$WORK/pagedb2.csv" 2> "$WORK/pagedb2.err"; rc=$?
 check "paged-backward: an ordered path alone (no vs_atomic), unchecked" "[ $rc -eq 0 ] && grep -Eq '^decode,1,9,4,4,2,32,1,bf16,ordered-rows-compact,host,[0-9.]+,[0-9.]+,,,\$' $WORK/pagedb2.csv"
 
@@ -123,6 +125,7 @@ bad "a paged --splits over 32" paged --splits 40
 bad "paged --kv-heads not dividing --q-heads" paged --q-heads 32 --kv-heads 5
 bad "an unknown moe-backward step" moe-backward --steps router,nope
 bad "an unknown paged-backward set" paged-backward --sets prefill,split
+bad "a paged-backward rope dim past 256" paged-backward --sets mla-decode --rope-dim 257
 bad "an unknown paged-backward path" paged-backward --paths atomic,sorted
 bad "paged-backward kv heads not dividing q heads" paged-backward --q-heads 6 --kv-heads 4
 bad "an unknown moe-backward combine strategy" moe-backward --combine warp

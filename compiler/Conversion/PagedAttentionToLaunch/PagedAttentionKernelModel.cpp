@@ -10,8 +10,9 @@
 //   config check: paged_config::checkTile (tensor_core = 1 uses mma.sync m16n8k16); append: an
 //                 empty config.
 // rudnn.paged_attention_backward / rudnn.paged_mla_backward: {warps, tensor_core}, heuristic 4
-// warps, on tensor cores for attention in f16/bf16 with D = Dv ∈ {64, 96, 128} where the target has
-// mma.sync m16n8k16 (paged_config::heuristicBackward).
+// warps, on tensor cores for attention in f16/bf16 with D = Dv ∈ {64, 96, 128} and for MLA in
+// f16/bf16 with R a multiple of 128 up to 512 and Pr a multiple of 16 (within sm_80's shared memory)
+// where the target has mma.sync m16n8k16 (paged_config::heuristicBackward).
 #include "Conversion/PagedAttentionToLaunch/PagedAttentionToLaunch.h"
 #include "contracts/arch.h"
 #include "mlir/IR/Builders.h"

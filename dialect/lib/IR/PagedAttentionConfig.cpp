@@ -180,7 +180,7 @@ std::int64_t backwardColumnsPerLane(std::int64_t width) {
 bool backwardMmaServes(const Shape& s) {
   if (!s.halfPrecision) return false;
   // MLA (paged/mla_backward_mma.cuh, MlaBackwardMmaPolicy): the forward's R and Pr rules, and its
-  // 32-row chunk with two key stages within sm_80's shared memory (R = 512: Pr ≤ 64).
+  // 32-row chunk with two key stages within sm_80's shared memory (R = 512: Pr ≤ 80).
   if (s.valueFromKey) {
     const std::int64_t rope = ropeDim(s);
     return s.valueDim % 128 == 0 && s.valueDim <= 512 && rope % 16 == 0 && rope >= 16 && rope <= 256 &&

@@ -3,8 +3,7 @@
 // {64, 96, 128}: FlashAttention-2's backward over the forward's query tiles, with the K/V tiles
 // gathered through the page tables. A drop-in for paged_attention_backward_unit (same parameters and
 // outputs: dq in T, the history gradients as FP32 atomics into the zeroed scratch, or, with the
-// history outputs null, the ordered path's row statistics), for attention only (MLA stays on the
-// plain kernel).
+// history outputs null, the ordered path's row statistics), for attention (MLA: mla_backward_mma.cuh).
 //
 // Work items: (query row, kv head) as the forward's query tiles (Schedule::query_tile, at most
 // 64 / group consecutive rows of one sequence; panel rows (row, head of the kv head's group)), in

@@ -25,7 +25,8 @@
 //            on the latent columns only), added to the FP32 scratch with atomics — one add per key,
 //            column and 32-row chunk
 // Column group g of 4 covers n16 column pairs g·kColPairs.. (kColPairs = ⌈K / 64⌉): R and Pr are
-// multiples of 16, so a pair never straddles the latent / rope boundary; pairs past K are skipped.
+// multiples of 16, so a pair never straddles the latent / rope boundary; pairs past K are skipped
+// (K ≤ 192 leaves group 3 empty: warps 6 and 7 then only compute scores).
 // dq = dQ (the scale is in dS'). A row that sees no key gets dq = 0, statistics (0, 0) and adds
 // nothing. The history sums' order depends on scheduling (the atomic path).
 //
@@ -332,8 +333,11 @@ RUDNN_DEVICE void paged_mla_backward_mma(const T* q, const T* q_rope, const T* k
         for (int pair0 = 0; pair0 < P::kColPairs; pair0 += kHP) {
           const int step0 = col0 + 16 * pair0;
           if (step0 >= kK) break;  // warp-uniform
-          // n8 tile j of this step: columns step0 + 8j.., inside the warp's group and the row.
-          auto in_step = [&](int j) { return pair0 + j / 2 < P::kColPairs && step0 + 8 * j < kK; };
+          // n8 tile j of this step: columns step0 + 8j.., inside the warp's group and the row, of an
+          // output that was asked for.
+          auto in_step = [&](int j) {
+            return pair0 + j / 2 < P::kColPairs && step0 + 8 * j < kK && (step0 + 8 * j < kR ? dk : dk_rope);
+          };
           tile::Accumulator<1, 2 * kHP> part;
           part.zero();
           for (int r0 = 0; r0 < rows16; r0 += 16) {
