@@ -158,6 +158,7 @@ Result<LoweredOp, RuntimeError> lowerModule(ModuleOp module, const std::string& 
   dialect::SelectKernelConfigPassOptions selectOptions;
   selectOptions.arch = target.arch;
   selectOptions.maxThreadsPerBlock = target.limits.max_threads_per_block;
+  selectOptions.maxSharedBytes = static_cast<std::int64_t>(target.limits.shared_memory_per_block_optin);
   pm.addPass(dialect::createSelectKernelConfigPass(selectOptions));
   pm.addPass(dialect::createLowerToLaunchPass());
   if (failed(pm.run(module))) return RuntimeError(ErrorKind::Internal, opName, "a successful lowering", diagnostics);

@@ -34,7 +34,7 @@ struct SelectKernelConfig : dialect::impl::SelectKernelConfigPassBase<SelectKern
   using Base::Base;
 
   void runOnOperation() override {
-    const dialect::KernelTarget target{arch, maxThreadsPerBlock};
+    const dialect::KernelTarget target{arch, maxThreadsPerBlock, maxSharedBytes};
     WalkResult walk = getOperation()->walk([&](Operation* op) -> WalkResult {
       if (!dialect::isOperatorOp(op)) return WalkResult::advance();
       FailureOr<dialect::KernelOpInterface> kernel = dialect::getKernelOpInterface(op);

@@ -8,8 +8,10 @@
 // two (≥ row_lanes); 16-key tiles of 4 rows × 16 lanes when the shared memory would pass 227 KiB.
 // Splits and causal do not change the tile. rudnn.paged_append gets the empty config.
 // RUN: rudnn-opt %s --rudnn-select-kernel-config | FileCheck %s
-// RUN: rudnn-opt %s --rudnn-select-kernel-config="arch=sm_80" | FileCheck %s
+// RUN: rudnn-opt %s --rudnn-select-kernel-config="arch=sm_80 max-shared-bytes=166912" | FileCheck %s
 // RUN: rudnn-opt %s --rudnn-select-kernel-config="arch=sm_75" | FileCheck %s --check-prefix=PLAIN
+// sm_86 / sm_89 (99 KiB of shared memory a block): MLA's tensor-core kernels need more, attention's fit.
+// RUN: rudnn-opt %s --rudnn-select-kernel-config="arch=sm_86 max-shared-bytes=101376" | FileCheck %s --check-prefix=SM86
 
 // Decode with GQA 32/8 (group 4), D = 128, bf16: the tensor-core 64x64 tile, unsplit and split; plain
 // (sm_75), 4 rows × 32 lanes, 4 value columns per lane.
@@ -95,6 +97,8 @@ func.func @mqa_value_dim_48(%q: tensor<?x32x64xbf16>, %k: tensor<?x16x1x64xbf16>
 // CHECK: rudnn.paged_mla {{.*}}kernel_config = {block_keys = 32 : i64, block_rows = 64 : i64, max_value_dim = 512 : i64, row_lanes = 0 : i64, tensor_core = 1 : i64}
 // PLAIN-LABEL: func.func @mla_h16
 // PLAIN: rudnn.paged_mla {{.*}}kernel_config = {block_keys = 32 : i64, block_rows = 16 : i64, max_value_dim = 512 : i64, row_lanes = 16 : i64, tensor_core = 0 : i64}
+// SM86-LABEL: func.func @mla_h16
+// SM86: rudnn.paged_mla {{.*}}kernel_config = {block_keys = 32 : i64, block_rows = 16 : i64, max_value_dim = 512 : i64, row_lanes = 16 : i64, tensor_core = 0 : i64}
 func.func @mla_h16(%q: tensor<?x16x512xbf16>, %qp: tensor<?x16x64xbf16>, %latent: tensor<?x64x1x512xbf16>,
                    %kp: tensor<?x64x1x64xbf16>, %table: tensor<?x?xi32>, %lengths: tensor<?xi32>, %seq: tensor<?xi32>,
                    %pos: tensor<?xi32>) -> tensor<?x16x512xbf16> {
@@ -178,6 +182,8 @@ func.func @kept_and_append(%q: tensor<?x32x128xbf16>, %k: tensor<?x16x8x128xbf16
 // PLAIN-LABEL: func.func @backward
 // PLAIN: rudnn.paged_attention_backward {{.*}}kernel_config = {tensor_core = 0 : i64, warps = 4 : i64}
 // PLAIN: rudnn.paged_attention_backward {{.*}}kernel_config = {tensor_core = 0 : i64, warps = 4 : i64}
+// SM86-LABEL: func.func @backward
+// SM86: rudnn.paged_attention_backward {{.*}}kernel_config = {tensor_core = 1 : i64, warps = 4 : i64}
 func.func @backward(%q: tensor<?x8x128xbf16>, %k: tensor<?x16x2x128xbf16>, %v: tensor<?x16x2x128xbf16>,
                     %v2: tensor<?x16x2x64xbf16>, %go2: tensor<?x8x64xbf16>,
                     %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>)
@@ -200,6 +206,9 @@ func.func @backward(%q: tensor<?x8x128xbf16>, %k: tensor<?x16x2x128xbf16>, %v: t
 // PLAIN-LABEL: func.func @mla_backward
 // PLAIN: rudnn.paged_mla_backward {{.*}}kernel_config = {tensor_core = 0 : i64, warps = 4 : i64}
 // PLAIN: rudnn.paged_mla_backward {{.*}}kernel_config = {tensor_core = 0 : i64, warps = 4 : i64}
+// SM86-LABEL: func.func @mla_backward
+// SM86: rudnn.paged_mla_backward {{.*}}kernel_config = {tensor_core = 0 : i64, warps = 4 : i64}
+// SM86: rudnn.paged_mla_backward {{.*}}kernel_config = {tensor_core = 0 : i64, warps = 4 : i64}
 func.func @mla_backward(%q: tensor<?x16x512xf16>, %qp: tensor<?x16x64xf16>, %c: tensor<32x64x1x512xf16>, %kp: tensor<32x64x1x64xf16>,
                         %qp2: tensor<?x16x96xf16>, %kp2: tensor<32x64x1x96xf16>,
                         %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>)

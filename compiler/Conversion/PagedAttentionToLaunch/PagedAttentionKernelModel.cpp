@@ -3,7 +3,8 @@
 // and an empty config.
 //   heuristic:    paged_config::heuristicTile: the tensor-core kernels for f16/bf16 with D = Dv ∈
 //                 {64, 96, 128, 256}, and for MLA with R a multiple of 128 up to 512 and Pr a
-//                 multiple of 16, where the target has mma.sync m16n8k16; else the
+//                 multiple of 16, where the target has mma.sync m16n8k16 and the shared memory
+//                 they need (sm_86/sm_89: 99 KiB, too little for MLA's); else the
 //                 plain one (block rows covering the GQA group, lanes so that a lane holds ≤ 32
 //                 value columns, 32-key tiles, 16 for the widest dims); append: {}.
 //   tuning query: none (the paged ops have no Autotune strategy).
@@ -12,7 +13,7 @@
 // rudnn.paged_attention_backward / rudnn.paged_mla_backward: {warps, tensor_core}, heuristic 4
 // warps, on tensor cores for attention in f16/bf16 with D = Dv ∈ {64, 96, 128} and for MLA in
 // f16/bf16 with R a multiple of 128 up to 512 and Pr a multiple of 16 (within sm_80's shared memory)
-// where the target has mma.sync m16n8k16 (paged_config::heuristicBackward).
+// where the target has mma.sync m16n8k16 and the kernels' shared memory (paged_config::heuristicBackward).
 #include "Conversion/PagedAttentionToLaunch/PagedAttentionToLaunch.h"
 #include "contracts/arch.h"
 #include "mlir/IR/Builders.h"
@@ -32,9 +33,10 @@ struct PagedKernelModel : dialect::KernelOpInterface::ExternalModel<PagedKernelM
   FailureOr<DictionaryAttr> selectHeuristicConfig(Operation* op, const dialect::KernelTarget& target) const {
     auto sig = dialect::pagedSignatureOf(op);
     if (!sig) return op->emitOpError() << "is not a paged attention op";
-    return dialect::pagedTileConfig(
-        op->getContext(),
-        dialect::paged_config::heuristicTile(dialect::pagedShapeOf(*sig), contracts::has_mma_m16n8k16(target.arch)));
+    const dialect::paged_config::Shape shape = dialect::pagedShapeOf(*sig);
+    const bool tensorCores = contracts::has_mma_m16n8k16(target.arch) &&
+                             dialect::paged_config::mmaSharedBytes(shape) <= target.maxSharedBytes;
+    return dialect::pagedTileConfig(op->getContext(), dialect::paged_config::heuristicTile(shape, tensorCores));
   }
 
   bool configUsesTensorCores(Operation*, DictionaryAttr config) const {
@@ -74,8 +76,10 @@ struct PagedBackwardKernelModel : dialect::KernelOpInterface::ExternalModel<Page
   FailureOr<DictionaryAttr> selectHeuristicConfig(Operation* op, const dialect::KernelTarget& target) const {
     auto sig = dialect::pagedBackwardSignatureOf(op);
     if (!sig) return op->emitOpError() << "is not a paged backward op";
-    const auto config = dialect::paged_config::heuristicBackward(dialect::pagedShapeOf(sig->forward),
-                                                                 contracts::has_mma_m16n8k16(target.arch));
+    const dialect::paged_config::Shape shape = dialect::pagedShapeOf(sig->forward);
+    const bool tensorCores = contracts::has_mma_m16n8k16(target.arch) &&
+                             dialect::paged_config::backwardMmaSharedBytes(shape) <= target.maxSharedBytes;
+    const auto config = dialect::paged_config::heuristicBackward(shape, tensorCores);
     return dialect::integerDictionary(op->getContext(), dialect::paged_config::valuesOf(config));
   }
   bool configUsesTensorCores(Operation*, DictionaryAttr config) const {

@@ -58,6 +58,16 @@ std::int64_t threads(const Tile& t, const Shape& s) {
   return t.blockRows * t.rowLanes;
 }
 
+std::int64_t mmaSharedBytes(const Shape& s) { return sharedBytes(mmaTile(s), s); }
+
+std::int64_t backwardMmaSharedBytes(const Shape& s) {
+  if (s.valueFromKey)
+    return std::max(shared_memory::paged_mla_backward_mma(s.valueDim, ropeDim(s)),
+                    shared_memory::paged_mla_history_mma(s.valueDim, ropeDim(s)));
+  return std::max(shared_memory::paged_backward_mma(kBackwardMmaKeys, s.keyDim),
+                  shared_memory::paged_history_mma(s.keyDim));
+}
+
 std::int64_t sharedBytes(const Tile& t, const Shape& s) {
   if (t.tensorCore && s.valueFromKey) return shared_memory::paged_mla_mma(t.blockKeys, s.valueDim, ropeDim(s));
   if (t.tensorCore) return shared_memory::flash_mma(t.blockRows, t.blockKeys, s.keyDim);

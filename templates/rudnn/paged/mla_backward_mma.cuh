@@ -95,6 +95,50 @@ RUDNN_DEVICE void block_scores(tile::Accumulator<1, 2>& s, const T* a_lane, cons
   }
 }
 
+// Keys of a warp's 16 × 16 S block (log2 domain) at or past `visible[h]` (counted from the block's
+// first key) of this lane's rows 8h + lane/4 set to −inf.
+RUDNN_DEVICE void mask_keys(tile::Accumulator<1, 2>& s, const i64 (&visible)[2], int lane) {
+  RUDNN_UNROLL
+  for (int h = 0; h < 2; ++h) RUDNN_UNROLL
+  for (int j = 0; j < 2; ++j) RUDNN_UNROLL
+  for (int e = 0; e < 2; ++e)
+    if (8 * j + 2 * (lane & 3) + e >= visible[h]) s.c[0][j][2 * h + e] = negative_infinity();
+}
+
+// A dP warp's 16 × 16 block into the FP32 dP tile ([rows][kBN]) at (row0, key0).
+template <int kBN>
+RUDNN_DEVICE void store_dp(float* dp, const tile::Accumulator<1, 2>& block, int row0, int key0, int lane) {
+  float* at = dp + row0 * kBN + key0;
+  block.each(lane, [&](int row, int col, float x) { at[row * kBN + col] = x; });
+}
+
+// A score warp's P = exp2(S − L) and dS' = scale·P ⊙ (dP − δ) (S masked, log2 domain; dP from the
+// FP32 tile; L and δ of this lane's rows), rounded to T into P and dS' ([rows][kLdS]) at (row0, key0).
+template <class T, int kBN, int kLdS>
+RUDNN_DEVICE void store_p_ds(T* p_tile, T* ds_tile, const float* dp, const tile::Accumulator<1, 2>& s,
+                             const float (&lse)[2], const float (&delta)[2], float scale, int row0, int key0,
+                             int lane) {
+  RUDNN_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    const int r = row0 + 8 * h + (lane >> 2);
+    RUDNN_UNROLL
+    for (int j = 0; j < 2; ++j) {
+      const int col = key0 + 8 * j + 2 * (lane & 3);
+      float p[2], ds[2];
+      RUDNN_UNROLL
+      for (int e = 0; e < 2; ++e) {
+        p[e] = exp2f(s.c[0][j][2 * h + e] - lse[h]);
+        ds[e] = scale * p[e] * (dp[r * kBN + col + e] - delta[h]);
+      }
+      Vec<T, 2> pair;
+      pair.words[0] = pack2_from_float<T>(p[0], p[1]);
+      store_vec<T, 2>(p_tile + r * kLdS + col, pair);
+      pair.words[0] = pack2_from_float<T>(ds[0], ds[1]);
+      store_vec<T, 2>(ds_tile + r * kLdS + col, pair);
+    }
+  }
+}
+
 }  // namespace mla_backward_mma_detail
 
 template <class T, class P>
@@ -164,16 +208,12 @@ RUDNN_DEVICE void paged_mla_backward_mma(const T* q, const T* q_rope, const T* k
           mla_backward_mma_detail::block_scores<T, kK>(s, sm.q() + 16 * row_block * kLd + lo.a, k_lane);
           s.scale(scale_log2);
           const i64 key0 = range.lo + static_cast<i64>(t) * kBN + 16 * key_half;
-          RUDNN_UNROLL
-          for (int h = 0; h < 2; ++h) RUDNN_UNROLL
-          for (int j = 0; j < 2; ++j) RUDNN_UNROLL
-          for (int e = 0; e < 2; ++e)
-            if (8 * j + 2 * (lane & 3) + e >= row_end[h] - key0) s.c[0][j][2 * h + e] = negative_infinity();
+          const i64 visible[2] = {row_end[0] - key0, row_end[1] - key0};
+          mla_backward_mma_detail::mask_keys(s, visible, lane);
         } else {
           tile::Accumulator<1, 2> dp;
           mla_backward_mma_detail::block_scores<T, kR>(dp, sm.dout() + 16 * row_block * kLd + lo.a, k_lane);
-          float* block = sm.dp() + 16 * row_block * kBN + 16 * key_half;
-          dp.each(lane, [&](int row, int col, float x) { block[row * kBN + col] = x; });
+          mla_backward_mma_detail::store_dp<kBN>(sm.dp(), dp, 16 * row_block, 16 * key_half, lane);
         }
       };
       auto dp_at = [&](int h, int j, int e) {
@@ -282,27 +322,9 @@ RUDNN_DEVICE void paged_mla_backward_mma(const T* q, const T* q_rope, const T* k
         tile::Accumulator<1, 2> s;
         if (!idle) scores_or_dp(s, stage, t);
         __syncthreads();  // dP of every active block
-        if (score_warp && !idle) {
-          RUDNN_UNROLL
-          for (int h = 0; h < 2; ++h) {
-            const int r = 16 * row_block + 8 * h + (lane >> 2);
-            RUDNN_UNROLL
-            for (int j = 0; j < 2; ++j) {
-              float p[2], ds[2];
-              RUDNN_UNROLL
-              for (int e = 0; e < 2; ++e) {
-                p[e] = exp2f(s.c[0][j][2 * h + e] - lse[h]);
-                ds[e] = scale * p[e] * (dp_at(h, j, e) - delta[h]);
-              }
-              const int col = 16 * key_half + 8 * j + 2 * (lane & 3);
-              Vec<T, 2> pair;
-              pair.words[0] = pack2_from_float<T>(p[0], p[1]);
-              store_vec<T, 2>(sm.p() + r * kLdS + col, pair);
-              pair.words[0] = pack2_from_float<T>(ds[0], ds[1]);
-              store_vec<T, 2>(sm.ds() + r * kLdS + col, pair);
-            }
-          }
-        }
+        if (score_warp && !idle)
+          mla_backward_mma_detail::store_p_ds<T, kBN, kLdS>(sm.p(), sm.ds(), sm.dp(), s, lse, delta, scale,
+                                                            16 * row_block, 16 * key_half, lane);
         __syncthreads();  // P and dS' of every active row
         if (want_dq && !idle) {
           RUDNN_UNROLL
@@ -492,51 +514,34 @@ RUDNN_DEVICE void paged_mla_backward_history_mma(const T* q, const T* q_rope, co
         const bool idle = 16 * row_block >= n;  // warp-uniform
         tile::Accumulator<1, 2> s;
         float lse[2], delta[2];
-        i64 seen[2];
         if (!idle && score_warp) {
           mla_backward_mma_detail::block_scores<T, kK>(s, sq + 16 * row_block * kLd + lo.a,
                                                        sk + 16 * key_half * kLd + lo.b_nt);
+          s.scale(scale_log2);
+          i64 visible[2];  // of the warp's 16 keys
           RUDNN_UNROLL
           for (int h = 0; h < 2; ++h) {
             const i64 m = 16 * row_block + 8 * h + (lane >> 2);
             lse[h] = delta[h] = 0.0f;
-            seen[h] = 0;
+            visible[h] = 0;
             if (m < n) {
               const i64 qi = index.item(e, m0 + m);
               lse[h] = row_stats[2 * qi] * kLog2e;
               delta[h] = row_stats[2 * qi + 1];
-              seen[h] = index.seen(e, m0 + m, slot0, keys, positions, causal);
+              visible[h] = index.seen(e, m0 + m, slot0, keys, positions, causal) - 16 * key_half;
             }
           }
+          mla_backward_mma_detail::mask_keys(s, visible, lane);
         } else if (!idle) {
           tile::Accumulator<1, 2> dp;
           mla_backward_mma_detail::block_scores<T, kR>(dp, sdo + 16 * row_block * kLd + lo.a,
                                                        sk + 16 * key_half * kLd + lo.b_nt);
-          float* out = sdp + 16 * row_block * kBN + 16 * key_half;
-          dp.each(lane, [&](int r, int c, float x) { out[r * kBN + c] = x; });
+          mla_backward_mma_detail::store_dp<kBN>(sdp, dp, 16 * row_block, 16 * key_half, lane);
         }
         __syncthreads();  // dP of every active block
-        if (!idle && score_warp) {
-          RUDNN_UNROLL
-          for (int h = 0; h < 2; ++h) {
-            const int r = 16 * row_block + 8 * h + (lane >> 2);
-            RUDNN_UNROLL
-            for (int j = 0; j < 2; ++j) {
-              const int col = 16 * key_half + 8 * j + 2 * (lane & 3);
-              float p[2], ds[2];
-              RUDNN_UNROLL
-              for (int c = 0; c < 2; ++c) {
-                p[c] = col + c < seen[h] ? exp2f(s.c[0][j][2 * h + c] * scale_log2 - lse[h]) : 0.0f;
-                ds[c] = scale * p[c] * (sdp[r * kBN + col + c] - delta[h]);
-              }
-              Vec<T, 2> pair;
-              pair.words[0] = pack2_from_float<T>(p[0], p[1]);
-              store_vec<T, 2>(sp + r * kLdS + col, pair);
-              pair.words[0] = pack2_from_float<T>(ds[0], ds[1]);
-              store_vec<T, 2>(sds + r * kLdS + col, pair);
-            }
-          }
-        }
+        if (!idle && score_warp)
+          mla_backward_mma_detail::store_p_ds<T, kBN, kLdS>(sp, sds, sdp, s, lse, delta, scale, 16 * row_block,
+                                                            16 * key_half, lane);
         __syncthreads();  // P and dS' of every active row
         const int rows16 = static_cast<int>((n + 15) / 16) * 16;
         for (int r0 = 0; r0 < rows16; r0 += 16) {

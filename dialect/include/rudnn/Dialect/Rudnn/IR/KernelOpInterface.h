@@ -17,6 +17,9 @@ namespace rudnn::dialect {
 struct KernelTarget {
   std::string arch = "sm_90a";  // "sm_80", "sm_90a", "host", ...
   std::int64_t maxThreadsPerBlock = 1024;
+  // Dynamic shared memory a block may opt into (sm_80 163 KiB, sm_86/sm_89 99 KiB, sm_90 227 KiB): a
+  // heuristic does not pick a kernel that needs more.
+  std::int64_t maxSharedBytes = 227 * 1024;
 };
 
 // The part of a tuning question that depends on the family: the operands whose dtypes and shapes

@@ -44,6 +44,11 @@ struct Shape {
 
 std::int64_t threads(const Tile& t, const Shape& s);
 std::int64_t sharedBytes(const Tile& t, const Shape& s);
+// The dynamic shared memory the tensor-core kernels need for `s`: the forward's tile, and the
+// larger of the backward's unit and history kernels. The heuristics take tensor cores only on a
+// target whose opt-in limit holds it (sm_86 and sm_89 have 99 KiB, less than MLA's kernels need).
+std::int64_t mmaSharedBytes(const Shape& s);
+std::int64_t backwardMmaSharedBytes(const Shape& s);
 
 // The heuristic: the tensor-core tile where it serves `s` and the target has mma.sync m16n8k16
 // (64 panel rows; 64-key tiles, 32 for D = 256 and for MLA); else the plain one: block_rows covers the group
