@@ -26,7 +26,7 @@
 //            column and 32-row chunk
 // Column group g of 4 covers n16 column pairs g·kColPairs.. (kColPairs = ⌈K / 64⌉): R and Pr are
 // multiples of 16, so a pair never straddles the latent / rope boundary; pairs past K are skipped
-// (K ≤ 192 leaves group 3 empty: warps 6 and 7 then only compute scores).
+// (K ≤ 192 leaves group 3 empty: warps 6 and 7 then only compute dP).
 // dq = dQ (the scale is in dS'). A row that sees no key gets dq = 0, statistics (0, 0) and adds
 // nothing. The history sums' order depends on scheduling (the atomic path).
 //
