@@ -1,8 +1,9 @@
 // Targets for GPUs that are not in this machine: what rudnn-precompile lowers for. The runtime's
 // target for a real GPU comes from the device (ops::target_for), so every field that influences
-// lowering must equal what the driver reports for that arch. Today lowering reads `arch` and
-// `limits.max_threads_per_block` (rudnn-select-kernel-config); the other limits are the flagship
-// part's, so later passes (shared-memory tiling, occupancy, split counts) see real numbers.
+// lowering must equal what the driver reports for that arch. Today lowering reads `arch`,
+// `limits.max_threads_per_block` and `limits.shared_memory_per_block_optin`
+// (rudnn-select-kernel-config); the other limits are the flagship part's, so later passes
+// (occupancy, split counts) see real numbers.
 #include <fmt/format.h>
 
 #include "rudnn/compiler/pipeline.h"

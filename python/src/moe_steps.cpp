@@ -67,10 +67,13 @@ moe::Dispatched adopt(Call& call, const at::Tensor& indices, const std::optional
                       const at::Tensor& offsets, const at::Tensor& slots, at::Tensor& unread) {
   if (!experts && (offsets.dim() != 1 || offsets.size(0) < 2))
     call.fail(Error(ErrorKind::ShapeMismatch, "offsets", "[experts + 1] with experts >= 1", c10::str(offsets.sizes())));
-  auto d = moe::RoutingPlan::adopt(call.in(indices, "expert_indices", DType::U32),
-                                   routing_weights(call, indices, weights, unread),
-                                   experts.value_or(offsets.size(0) - 1), call.in(rows, rows_argument),
-                                   call.in(offsets, "offsets", DType::U32), call.in(slots, "slots", DType::U32));
+  // The views in the argument order, so that the first bad one is the one named.
+  Tensor i = call.in(indices, "expert_indices", DType::U32);
+  Tensor w = routing_weights(call, indices, weights, unread);
+  Tensor r = call.in(rows, rows_argument);
+  Tensor o = call.in(offsets, "offsets", DType::U32);
+  Tensor s = call.in(slots, "slots", DType::U32);
+  auto d = moe::RoutingPlan::adopt(i, w, experts ? *experts : offsets.size(0) - 1, r, o, s);
   if (!d && !experts && d.error().kind() == ErrorKind::InvalidValue && d.error().argument() == "expert_indices")
     call.fail(Error(ErrorKind::ShapeMismatch, "offsets",
                     "an entry for every expert index + 1 (expert_indices: " + d.error().actual() + ")",

@@ -303,6 +303,10 @@ def test_step_errors():
          "offsets"),
         (lambda: rudnn.moe.swiglu_experts(d._replace(offsets=d.offsets[:5]), gate, up, down), "ShapeMismatch",
          "offsets"),
+        # 0-d offsets: the experts op knows the count from the weights and must still name them.
+        (lambda: rudnn.moe.swiglu_experts(d._replace(offsets=d.offsets[0]), gate, up, down), "ShapeMismatch",
+         "offsets"),
+        (lambda: rudnn.moe.combine(d.rows, d._replace(offsets=d.offsets[0]), weights), "ShapeMismatch", "offsets"),
         (lambda: rudnn.moe.combine(d.rows, d._replace(offsets=d.offsets[None]), weights), "ShapeMismatch",
          "offsets"),
         (lambda: rudnn.moe.swiglu_experts(d._replace(slots=d.slots.long()), gate, up, down), "UnsupportedDType",
