@@ -139,6 +139,33 @@ RUDNN_DEVICE void store_p_ds(T* p_tile, T* ds_tile, const float* dp, const tile:
   }
 }
 
+// acc[16 keys from key0 × kTiles n8 tiles from col0] += dS'ᵀ·[Q | Qp] + Pᵀ·dO over the first rows16
+// panel rows (P, dS' [rows][kLdS]; Q | Qp and dO [rows][kLd], read with ldmatrix.trans); the value
+// part only on the latent columns (< kR); n8 tile pairs j with !take(j) skipped (warp-uniform).
+template <class T, int kTiles, int kR, int kLd, int kLdS, class Take>
+RUDNN_DEVICE void add_history_product(tile::Accumulator<1, kTiles>& acc, const T* ds, const T* p, const T* q,
+                                      const T* dout, int rows16, int key0, int col0, int lane, const Take& take) {
+  for (int r0 = 0; r0 < rows16; r0 += 16) {
+    u32 a[4];
+    tile::load_a_kn(a, ds, kLdS, r0, key0, lane);
+    RUDNN_UNROLL
+    for (int j = 0; j < kTiles; j += 2) {
+      if (!take(j)) continue;
+      u32 b[2][2];
+      tile::load_b_pair_kn(b, q, kLd, r0, col0 + 8 * j, lane);
+      acc.template mma_pair<T>(0, j, a, b);
+    }
+    tile::load_a_kn(a, p, kLdS, r0, key0, lane);
+    RUDNN_UNROLL
+    for (int j = 0; j < kTiles; j += 2) {
+      if (!take(j) || col0 + 8 * j >= kR) continue;
+      u32 b[2][2];
+      tile::load_b_pair_kn(b, dout, kLd, r0, col0 + 8 * j, lane);
+      acc.template mma_pair<T>(0, j, a, b);
+    }
+  }
+}
+
 }  // namespace mla_backward_mma_detail
 
 template <class T, class P>
@@ -362,25 +389,8 @@ RUDNN_DEVICE void paged_mla_backward_mma(const T* q, const T* q_rope, const T* k
           };
           tile::Accumulator<1, 2 * kHP> part;
           part.zero();
-          for (int r0 = 0; r0 < rows16; r0 += 16) {
-            u32 a[4];
-            tile::load_a_kn(a, sm.ds(), kLdS, r0, hist_key0, lane);
-            RUDNN_UNROLL
-            for (int j = 0; j < 2 * kHP; j += 2) {
-              if (!in_step(j)) continue;
-              u32 b[2][2];
-              tile::load_b_pair_kn(b, sm.q(), kLd, r0, step0 + 8 * j, lane);
-              part.template mma_pair<T>(0, j, a, b);
-            }
-            tile::load_a_kn(a, sm.p(), kLdS, r0, hist_key0, lane);
-            RUDNN_UNROLL
-            for (int j = 0; j < 2 * kHP; j += 2) {
-              if (!in_step(j) || step0 + 8 * j >= kR) continue;  // the value part: latent columns only
-              u32 b[2][2];
-              tile::load_b_pair_kn(b, sm.dout(), kLd, r0, step0 + 8 * j, lane);
-              part.template mma_pair<T>(0, j, a, b);
-            }
-          }
+          mla_backward_mma_detail::add_history_product<T, 2 * kHP, kR, kLd, kLdS>(
+              part, sm.ds(), sm.p(), sm.q(), sm.dout(), rows16, hist_key0, step0, lane, in_step);
           RUDNN_UNROLL
           for (int h = 0; h < 2; ++h) {
             if (cache[h] < 0) continue;
@@ -544,25 +554,8 @@ RUDNN_DEVICE void paged_mla_backward_history_mma(const T* q, const T* q_rope, co
                                                             16 * key_half, lane);
         __syncthreads();  // P and dS' of every active row
         const int rows16 = static_cast<int>((n + 15) / 16) * 16;
-        for (int r0 = 0; r0 < rows16; r0 += 16) {
-          u32 a[4];
-          tile::load_a_kn(a, sds, kLdS, r0, hist_key0, lane);
-          RUDNN_UNROLL
-          for (int j = 0; j < kCT; j += 2) {
-            if (col0 + 8 * j >= kK) continue;  // warp-uniform
-            u32 b[2][2];
-            tile::load_b_pair_kn(b, sq, kLd, r0, col0 + 8 * j, lane);
-            acc.template mma_pair<T>(0, j, a, b);
-          }
-          tile::load_a_kn(a, sp, kLdS, r0, hist_key0, lane);
-          RUDNN_UNROLL
-          for (int j = 0; j < kCT; j += 2) {
-            if (col0 + 8 * j >= kR) continue;  // the value part: latent columns only
-            u32 b[2][2];
-            tile::load_b_pair_kn(b, sdo, kLd, r0, col0 + 8 * j, lane);
-            acc.template mma_pair<T>(0, j, a, b);
-          }
-        }
+        mla_backward_mma_detail::add_history_product<T, kCT, kR, kLd, kLdS>(
+            acc, sds, sp, sq, sdo, rows16, hist_key0, col0, lane, [&](int j) { return col0 + 8 * j < kK; });
         m0 += kBM;
         if (m0 >= index.items(e)) {
           e = index.reaching(e + 1, slot0);
