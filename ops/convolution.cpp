@@ -35,9 +35,20 @@ std::int64_t pair(std::int64_t a, std::int64_t b) { return (a << 32) | b; }
 // Three option values (each <= 2^20) in one key word.
 std::int64_t triple(const std::array<std::int64_t, 3>& v) { return (v[0] << 42) | (v[1] << 21) | v[2]; }
 
+// What the conv heuristic knows of the device: its tensor cores and its shared memory per block.
+struct DeviceCaps {
+  bool tensor_cores = false;
+  std::int64_t max_shared_bytes = 0;
+};
+DeviceCaps caps_of(const Device& device) {
+  const compiler::Target target = ops::target_for(device);
+  return {contracts::has_mma_m16n8k16(target.arch),
+          static_cast<std::int64_t>(target.limits.shared_memory_per_block_optin)};
+}
+
 // What ran, from the plan's config and the heuristic's substitution for the requested strategy.
 ConvInfo info_of(const ops::Plan& plan, const contracts::ConvSignature& sig, const contracts::ConvGeometry& g,
-                 ConvStrategy strategy, DType dtype, bool tensor_cores) {
+                 ConvStrategy strategy, DType dtype, const DeviceCaps& caps) {
   ConvInfo info;
   const compiler::KernelConfig& config = plan.kernels.front().launch.config;
   info.tile = config.to_string();
@@ -51,7 +62,8 @@ ConvInfo info_of(const ops::Plan& plan, const contracts::ConvSignature& sig, con
     }
   }
   if (strategy == ConvStrategy::ImplicitGemm) {
-    const auto h = conv_config::heuristicChoice(sig.direction, g, dtype, true, tensor_cores);
+    const auto h =
+        conv_config::heuristicChoice(sig.direction, g, dtype, true, caps.tensor_cores, caps.max_shared_bytes);
     info.substituted = !h.substitution.empty();
     info.reason = h.substitution;
   }
@@ -114,7 +126,7 @@ Result<std::shared_ptr<const ops::Plan>, ConvSetupError> plan_for(const Call& ca
   const Device& device = call.first->device();
   const contracts::ConvGeometry g = contracts::conv_geometry(sig);
   const DType dtype = call.first->dtype();
-  const bool tensor_cores = contracts::has_mma_m16n8k16(ops::target_for(device).arch);
+  const DeviceCaps caps = caps_of(device);
   const bool tunable = call.strategy == ConvStrategy::Autotune;
   const std::int64_t mode = ops::autotune_mode_word(tunable);
   const std::string op_name = sig.direction == ConvDirection::Forward        ? "rudnn.conv_forward"
@@ -142,7 +154,8 @@ Result<std::shared_ptr<const ops::Plan>, ConvSetupError> plan_for(const Call& ca
       [&](compiler::ConfigProvider* provider) {
         // Cold path only: a substitution is logged once, when the plan is made.
         if (call.strategy == ConvStrategy::ImplicitGemm)
-          if (auto h = conv_config::heuristicChoice(sig.direction, g, dtype, true, tensor_cores);
+          if (auto h =
+                  conv_config::heuristicChoice(sig.direction, g, dtype, true, caps.tensor_cores, caps.max_shared_bytes);
               !h.substitution.empty())
             runtime::log_info("{}: {} runs Direct ({})", op_name, contracts::describe_call(sig), h.substitution);
         compiler::ConvRequest request{sig, strategy_name(call.strategy), call.bias_grad, std::nullopt, provider};
@@ -150,7 +163,7 @@ Result<std::shared_ptr<const ops::Plan>, ConvSetupError> plan_for(const Call& ca
       });
   if (!plan.ok()) return as<ConvSetupError>(plan.error());
   // Warm calls build the report only when the caller asks for it.
-  if (info) *info = info_of(**plan, sig, g, call.strategy, dtype, tensor_cores);  // workspace: size_workspace
+  if (info) *info = info_of(**plan, sig, g, call.strategy, dtype, caps);  // workspace: size_workspace
   return std::shared_ptr<const ops::Plan>(*plan);
 }
 

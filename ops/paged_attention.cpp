@@ -363,6 +363,11 @@ Result<Tensor, Err> run_attention(const DevicePlan::State& s, contracts::PagedAt
   if (auto e = contracts::check_paged_attention(sig)) return *e;
   if (auto e = check_inputs(s, mla, inputs)) return *e;
   const contracts::PagedDims d = contracts::paged_dims(sig);
+  if (!compiler::paged_tile_fits(sig, ops::target_for(q.device())))
+    return Err(ErrorKind::Unsupported, mla ? "latent" : "value",
+               fmt::format("key and value widths whose paged tile fits the device's {} bytes of shared memory",
+                           q.device().info().shared_memory_per_block_optin),
+               fmt::format("key dim {} value dim {}", d.head_dim + d.rope_dim, d.value_dim));
   if (workspace)
     if (auto e = check_workspace(*workspace, s, q, d.q_heads, d.value_dim)) return *e;
   if (into) {

@@ -106,12 +106,13 @@ Result<LoweredOp, RuntimeError> lower_conv(const ConvRequest& request, const Tar
                      target, std::move(pass));
 }
 
-std::vector<KernelConfig> conv_variants(const contracts::ConvSignature& sig, bool tensor_cores) {
+std::vector<KernelConfig> conv_variants(const contracts::ConvSignature& sig, bool tensor_cores,
+                                        std::int64_t max_shared_bytes) {
   std::vector<KernelConfig> out;
   const DType dtype =
       sig.direction == contracts::ConvDirection::DataBackward ? sig.grad_output->dtype : sig.input.dtype;
-  for (const auto& c :
-       dialect::conv_config::candidates(sig.direction, contracts::conv_geometry(sig), dtype, tensor_cores))
+  for (const auto& c : dialect::conv_config::candidates(sig.direction, contracts::conv_geometry(sig), dtype,
+                                                        tensor_cores, max_shared_bytes))
     out.push_back(KernelConfig{dialect::conv_config::valuesOf(c)});
   return out;
 }

@@ -119,9 +119,16 @@ Result<LoweredOp, RuntimeError> lower_paged_backward(const PagedBackwardRequest&
       returned);
 }
 
-std::vector<KernelConfig> paged_variants(const contracts::PagedAttentionSignature& sig, bool tensor_cores) {
+bool paged_tile_fits(const contracts::PagedAttentionSignature& sig, const Target& target) {
+  return dialect::paged_config::heuristicTile(dialect::pagedShapeOf(sig), contracts::has_mma_m16n8k16(target.arch),
+                                              static_cast<std::int64_t>(target.limits.shared_memory_per_block_optin))
+      .has_value();
+}
+
+std::vector<KernelConfig> paged_variants(const contracts::PagedAttentionSignature& sig, bool tensor_cores,
+                                         std::int64_t max_shared_bytes) {
   std::vector<KernelConfig> out;
-  for (const auto& t : dialect::paged_config::candidates(dialect::pagedShapeOf(sig), tensor_cores))
+  for (const auto& t : dialect::paged_config::candidates(dialect::pagedShapeOf(sig), tensor_cores, max_shared_bytes))
     out.push_back(KernelConfig{dialect::paged_config::valuesOf(t)});
   return out;
 }

@@ -2,6 +2,7 @@
 // What a target architecture can run, for the contracts and the heuristics that pick tensor-core
 // kernels. One place, so the MoE experts, the flash attention kernel and the chunked gated delta
 // rule agree on which GPUs have the instructions their tensor-core paths are written with.
+#include <cstdint>
 #include <string>
 
 namespace rudnn::contracts {
@@ -11,6 +12,12 @@ namespace rudnn::contracts {
 // ("host-..."), which emulates them. An empty arch means "not known here" and answers true (the
 // check happens where the target is known).
 bool has_mma_m16n8k16(const std::string& arch);
+
+// Dynamic shared memory a block may opt into: sm_80 163 KiB, sm_86/sm_89 99 KiB, sm_90 227 KiB. The
+// largest bounds every kernel of any target (the op verifiers); a heuristic reads its target's own
+// (KernelTarget::maxSharedBytes), and one that serves every sm_80+ target fits the smallest.
+inline constexpr std::int64_t kLargestSharedBytes = 227 * 1024;
+inline constexpr std::int64_t kSmallestSharedBytes = 99 * 1024;
 
 // The requirement as an error's "expected" text.
 inline constexpr const char* kMmaRequirement = "a GPU with mma.sync m16n8k16 f16/bf16 (sm_80 or newer)";

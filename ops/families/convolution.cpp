@@ -73,10 +73,12 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
   request.signature = *sig;
   request.strategy = op.getAttrOfType<mlir::StringAttr>("strategy").str();
   request.bias_grad = op.getNumResults() > 1;
-  return lower_configs(request,
-                       with_candidates ? compiler::conv_variants(*sig, contracts::has_mma_m16n8k16(target.arch))
-                                       : std::vector<compiler::KernelConfig>{},
-                       target, &compiler::lower_conv);
+  return lower_configs(
+      request,
+      with_candidates ? compiler::conv_variants(*sig, contracts::has_mma_m16n8k16(target.arch),
+                                                static_cast<std::int64_t>(target.limits.shared_memory_per_block_optin))
+                      : std::vector<compiler::KernelConfig>{},
+      target, &compiler::lower_conv);
 }
 
 const bool kRegistered = register_family(

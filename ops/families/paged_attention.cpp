@@ -171,10 +171,12 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
   if (!sig)
     return RuntimeError(ErrorKind::InvalidValue, where, "a paged attention op", op.getName().getStringRef().str());
   if (auto e = static_heads(*sig)) return *e;
-  return lower_configs(compiler::PagedAttentionRequest{*sig, std::nullopt},
-                       with_candidates ? compiler::paged_variants(*sig, contracts::has_mma_m16n8k16(target.arch))
-                                       : std::vector<compiler::KernelConfig>{},
-                       target, &compiler::lower_paged_attention);
+  return lower_configs(
+      compiler::PagedAttentionRequest{*sig, std::nullopt},
+      with_candidates ? compiler::paged_variants(*sig, contracts::has_mma_m16n8k16(target.arch),
+                                                 static_cast<std::int64_t>(target.limits.shared_memory_per_block_optin))
+                      : std::vector<compiler::KernelConfig>{},
+      target, &compiler::lower_paged_attention);
 }
 
 const bool kRegistered = register_family(

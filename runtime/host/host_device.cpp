@@ -130,6 +130,12 @@ class HostDevice final : public DeviceBackend {
 
   Status<RuntimeError> launch(void*, const LoadedKernel& kernel, const LaunchGeometry& g, void** args) override {
     const auto& k = static_cast<const HostKernel&>(kernel);
+    // The device's opt-in limit, as the CUDA backend refuses it (a test may shrink the host device's
+    // limit to a smaller GPU's; the emulator's own bound is the largest any GPU has).
+    if (g.dynamic_shared_bytes > info().shared_memory_per_block_optin)
+      return RuntimeError(ErrorKind::LaunchFailure, "dynamic shared memory of " + kernel.entry(),
+                          fmt::format("<= {} bytes (the device's opt-in limit)", info().shared_memory_per_block_optin),
+                          fmt::format("{} bytes", g.dynamic_shared_bytes));
     host::Dim3 grid{g.grid[0], g.grid[1], g.grid[2]}, block{g.block[0], g.block[1], g.block[2]};
     auto s = host::launch(k.fn(), args, grid, block, g.dynamic_shared_bytes, host::default_schedule());
     if (!s.ok())

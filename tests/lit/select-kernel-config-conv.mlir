@@ -3,9 +3,11 @@
 // "autotune" without a tuned answer): the implicit GEMM — tensor cores for f16/bf16 where the target
 // has mma.sync, the 128x128 tile when the GEMM has >= 128 columns, else 64x64 — except the guide's
 // substitutions: grouped and 3-D f32 run Direct. The weight backward's reduction is split to fill
-// ~264 blocks (<= 32 splits, >= 256 rows each, batch 8 assumed when dynamic).
+// ~264 blocks (<= 32 splits, >= 256 rows each, batch 8 assumed when dynamic). Only kernels within the
+// target's shared memory: a depthwise call whose halo no depthwise tile fits runs the direct kernel.
 // RUN: rudnn-opt %s --rudnn-select-kernel-config | FileCheck %s
 // RUN: rudnn-opt %s --rudnn-select-kernel-config="arch=sm_75" | FileCheck %s --check-prefix=TURING
+// RUN: rudnn-opt %s --rudnn-select-kernel-config="arch=sm_86 max-shared-bytes=101376" | FileCheck %s --check-prefix=SM86
 
 // ResNet 3x3, 64 -> 64 channels: 64 GEMM columns, the 64x64 tensor-core tile; on sm_75 the plain one.
 // CHECK-LABEL: func.func @resnet_bf16
@@ -74,4 +76,22 @@ func.func @depthwise_backward(%x: tensor<?x56x56x512xbf16>, %dy: tensor<?x56x56x
           dilation = array<i64: 1, 1>, groups = 512, channels_last = true, strategy = "implicit_gemm"}
         : tensor<?x56x56x512xbf16>, tensor<?x56x56x512xbf16> -> tensor<512x3x3x1xbf16>
   return %dx, %dw : tensor<?x56x56x512xbf16>, tensor<512x3x3x1xbf16>
+}
+
+// Depthwise 7x7 f32 with dilation: stride 2, dilation 3 stages a 33x33 halo of 32 channels (139 KB),
+// within sm_90's 227 KiB but not sm_86's 99 KiB (the direct kernel there); stride 1, dilation 6 a 44x44
+// one (248 KB), more than any target: the direct kernel everywhere.
+// CHECK-LABEL: func.func @depthwise_dilated
+// CHECK: kernel_config = {algorithm = 1 : i64, channels = 32 : i64, tile_h = 8 : i64, tile_w = 8 : i64}
+// CHECK: kernel_config = {algorithm = 0 : i64, threads = 256 : i64}
+// SM86-LABEL: func.func @depthwise_dilated
+// SM86: kernel_config = {algorithm = 0 : i64, threads = 256 : i64}
+// SM86: kernel_config = {algorithm = 0 : i64, threads = 256 : i64}
+func.func @depthwise_dilated(%x: tensor<1x8x21x20xf32>, %w: tensor<8x1x7x7xf32>, %xw: tensor<1x8x46x45xf32>)
+    -> (tensor<1x8x5x4xf32>, tensor<1x8x16x15xf32>) {
+  %y = rudnn.conv_forward %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 3, 3>, dilation = array<i64: 3, 3>,
+         groups = 8, channels_last = false, strategy = "direct"} : tensor<1x8x21x20xf32>, tensor<8x1x7x7xf32> -> tensor<1x8x5x4xf32>
+  %z = rudnn.conv_forward %xw, %w {stride = array<i64: 1, 1>, padding = array<i64: 3, 3>, dilation = array<i64: 6, 6>,
+         groups = 8, channels_last = false, strategy = "direct"} : tensor<1x8x46x45xf32>, tensor<8x1x7x7xf32> -> tensor<1x8x16x15xf32>
+  return %y, %z : tensor<1x8x5x4xf32>, tensor<1x8x16x15xf32>
 }

@@ -5,7 +5,8 @@
 // Otherwise the plain tile: block_rows covers the GQA group (clamped to 4..16: decode fills the
 // block with the heads that share a K/V tile), row_lanes = 128 / block_rows, doubled (≤ 32) until a
 // lane holds ≤ 32 value columns, 32-key tiles, max_value_dim the value dim rounded up to a power of
-// two (≥ row_lanes); 16-key tiles of 4 rows × 16 lanes when the shared memory would pass 227 KiB.
+// two (≥ row_lanes); 16-key tiles of 4 rows × 16 lanes (then 2 rows) when the shared memory would pass
+// the target's (227 KiB by default; `max-shared-bytes`). The widest dims: select-kernel-config-paged-widest.mlir.
 // Splits and causal do not change the tile. rudnn.paged_append gets the empty config.
 // RUN: rudnn-opt %s --rudnn-select-kernel-config | FileCheck %s
 // RUN: rudnn-opt %s --rudnn-select-kernel-config="arch=sm_80 max-shared-bytes=166912" | FileCheck %s
@@ -92,13 +93,14 @@ func.func @mqa_value_dim_48(%q: tensor<?x32x64xbf16>, %k: tensor<?x16x1x64xbf16>
 }
 
 // MLA R = 512, P = 64, H = 16 (group 16): the tensor-core MLA tile (64 panel rows, 32-key tiles,
-// max_value_dim R); plain (sm_75), 16 rows; 8 lanes would hold 64 columns, so 16 lanes.
+// max_value_dim R); plain (sm_75), 16 rows; 8 lanes would hold 64 columns, so 16 lanes. sm_86: the
+// tensor-core tile needs 152 KiB and 16 rows of 32 keys 111 KiB, so 16 rows of 16 keys (74 KiB).
 // CHECK-LABEL: func.func @mla_h16
 // CHECK: rudnn.paged_mla {{.*}}kernel_config = {block_keys = 32 : i64, block_rows = 64 : i64, max_value_dim = 512 : i64, row_lanes = 0 : i64, tensor_core = 1 : i64}
 // PLAIN-LABEL: func.func @mla_h16
 // PLAIN: rudnn.paged_mla {{.*}}kernel_config = {block_keys = 32 : i64, block_rows = 16 : i64, max_value_dim = 512 : i64, row_lanes = 16 : i64, tensor_core = 0 : i64}
 // SM86-LABEL: func.func @mla_h16
-// SM86: rudnn.paged_mla {{.*}}kernel_config = {block_keys = 32 : i64, block_rows = 16 : i64, max_value_dim = 512 : i64, row_lanes = 16 : i64, tensor_core = 0 : i64}
+// SM86: rudnn.paged_mla {{.*}}kernel_config = {block_keys = 16 : i64, block_rows = 16 : i64, max_value_dim = 512 : i64, row_lanes = 16 : i64, tensor_core = 0 : i64}
 func.func @mla_h16(%q: tensor<?x16x512xbf16>, %qp: tensor<?x16x64xbf16>, %latent: tensor<?x64x1x512xbf16>,
                    %kp: tensor<?x64x1x64xbf16>, %table: tensor<?x?xi32>, %lengths: tensor<?xi32>, %seq: tensor<?xi32>,
                    %pos: tensor<?xi32>) -> tensor<?x16x512xbf16> {
@@ -136,21 +138,6 @@ func.func @mla_rope_128(%q: tensor<?x16x512xbf16>, %qp: tensor<?x16x128xbf16>, %
        : tensor<?x16x512xbf16>, tensor<?x16x128xbf16>, tensor<?x64x1x512xbf16>, tensor<?x64x1x128xbf16>, tensor<?x?xi32>,
          tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16x512xbf16>
   return %o : tensor<?x16x512xbf16>
-}
-
-// D = Dv = 1024 (group 4): 4 × 32 with 32-key tiles needs 279680 bytes of shared memory, so the
-// 16-key tile of 4 rows × 16 lanes.
-// CHECK-LABEL: func.func @widest_dims
-// CHECK: kernel_config = {block_keys = 16 : i64, block_rows = 4 : i64, max_value_dim = 1024 : i64, row_lanes = 16 : i64, tensor_core = 0 : i64}
-// PLAIN-LABEL: func.func @widest_dims
-// PLAIN: kernel_config = {block_keys = 16 : i64, block_rows = 4 : i64, max_value_dim = 1024 : i64, row_lanes = 16 : i64, tensor_core = 0 : i64}
-func.func @widest_dims(%q: tensor<?x8x1024xf32>, %k: tensor<?x16x2x1024xf32>, %v: tensor<?x16x2x1024xf32>,
-                       %table: tensor<?x?xi32>, %lengths: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>)
-    -> tensor<?x8x1024xf32> {
-  %o = rudnn.paged_attention %q, %k, %v, %table, %lengths, %seq, %pos {scale = 0.03125 : f32, causal = true, splits = 1}
-       : tensor<?x8x1024xf32>, tensor<?x16x2x1024xf32>, tensor<?x16x2x1024xf32>, tensor<?x?xi32>, tensor<?xi32>,
-         tensor<?xi32>, tensor<?xi32> -> tensor<?x8x1024xf32>
-  return %o : tensor<?x8x1024xf32>
 }
 
 // A kernel_config already there is kept; the append gets {}.
@@ -220,4 +207,19 @@ func.func @mla_backward(%q: tensor<?x16x512xf16>, %qp: tensor<?x16x64xf16>, %c: 
       : tensor<?x16x512xf16>, tensor<?x16x96xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x96xf16>, tensor<?x16x512xf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>
       -> tensor<?x16x512xf16>, tensor<?x16x96xf16>, tensor<32x64x1x512xf16>, tensor<32x64x1x96xf16>
   return %a, %a2 : tensor<?x16x512xf16>, tensor<?x16x512xf16>
+}
+
+// GQA 16/1 with D = Dv = 512, f32: 16 rows × 16 lanes of 32-key tiles need 163 KiB (sm_80 and sm_90
+// hold it); sm_86 narrows to 16-key tiles of the same 16 rows (98 KiB).
+// CHECK-LABEL: func.func @wide_gqa_16
+// CHECK: rudnn.paged_attention {{.*}}kernel_config = {block_keys = 32 : i64, block_rows = 16 : i64, max_value_dim = 512 : i64, row_lanes = 16 : i64, tensor_core = 0 : i64}
+// SM86-LABEL: func.func @wide_gqa_16
+// SM86: rudnn.paged_attention {{.*}}kernel_config = {block_keys = 16 : i64, block_rows = 16 : i64, max_value_dim = 512 : i64, row_lanes = 16 : i64, tensor_core = 0 : i64}
+func.func @wide_gqa_16(%q: tensor<?x16x512xf32>, %k: tensor<?x16x1x512xf32>, %v: tensor<?x16x1x512xf32>,
+                       %table: tensor<?x?xi32>, %lengths: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>)
+    -> tensor<?x16x512xf32> {
+  %o = rudnn.paged_attention %q, %k, %v, %table, %lengths, %seq, %pos {scale = 0.0441941738 : f32, causal = true, splits = 1}
+       : tensor<?x16x512xf32>, tensor<?x16x1x512xf32>, tensor<?x16x1x512xf32>, tensor<?x?xi32>, tensor<?xi32>,
+         tensor<?xi32>, tensor<?xi32> -> tensor<?x16x512xf32>
+  return %o : tensor<?x16x512xf32>
 }

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "contract_fixture.h"
+#include "device_limits.h"
 #include "host/emulator.h"
 #include "jit.h"
 #include "op_test_util.h"
@@ -273,6 +274,75 @@ TEST(ConvEmpty, ZeroBatch) {
   auto y = convolution::conv_forward_nhwc(*x, *w, std::nullopt, options_of(c), ConvStrategy::ImplicitGemm);
   ASSERT_TRUE(y.ok()) << y.error().message();
   EXPECT_EQ(y->shape(), (Shape{0, 9, 7, 8}));
+}
+
+// Every kernel a call takes fits the device's shared memory. A depthwise kernel stages the input halo
+// of its tile, which grows with stride and dilation: where no depthwise tile fits, the direct kernel
+// serves the call (before, the launch failed). `device_bytes` 0: the host device as it is (227 KiB,
+// an H100's); else it reports that much, as a smaller GPU does.
+void expect_within_shared_memory(const Case& c, std::size_t device_bytes, ConvAlgorithm forward_algorithm,
+                                 ConvAlgorithm data_algorithm, ConvStrategy strategy = ConvStrategy::Direct) {
+  const std::uint64_t seed = fresh_seed();
+  SCOPED_TRACE(fmt::format("{} device bytes {} seed {}", c.name, device_bytes, seed));
+  std::optional<testing::ScopedSharedMemory> smaller;
+  if (device_bytes) smaller.emplace(device_bytes);
+  std::mt19937_64 rng(seed);
+  const Data d = make(c, rng);
+  const Device host = Device::host();
+  const Tensor x = testing::upload(activation(c, c.c, c.in, true), c.dtype, d.x, host);
+  const Tensor w = testing::upload(weight_shape(c, true), c.dtype, d.w, host);
+  const Tensor dy = testing::upload(activation(c, c.o, d.shape.output(), true), c.dtype, d.dy, host);
+  ConvInfo info;
+  auto y = convolution::conv_forward_nhwc(x, w, std::nullopt, options_of(c), strategy, &info);
+  ASSERT_TRUE(y.ok()) << y.error().message();
+  EXPECT_EQ(info.algorithm, forward_algorithm) << info.tile;
+  EXPECT_LE(relative_l2(host_values(*y), reference::conv_forward(d.x, d.w, {}, d.shape)), testing::tolerance(c.dtype));
+  auto dx = convolution::conv_data_backward(dy, w, x.shape(), options_of(c), strategy, ConvLayout::ChannelsLast, &info);
+  ASSERT_TRUE(dx.ok()) << dx.error().message();
+  EXPECT_EQ(info.algorithm, data_algorithm) << info.tile;
+  EXPECT_LE(relative_l2(host_values(*dx), reference::conv_data_backward(d.dy, d.w, d.shape)),
+            testing::tolerance(c.dtype));
+  auto dw = convolution::conv_weight_backward(x, dy, w.shape(), options_of(c), false, strategy,
+                                              ConvLayout::ChannelsLast, &info);
+  ASSERT_TRUE(dw.ok()) << dw.error().message();
+  EXPECT_LE(relative_l2(host_values(dw->grad_weight), reference::conv_weight_backward(d.x, d.dy, d.shape)),
+            testing::tolerance(c.dtype));
+}
+
+TEST(ConvSharedMemory, DepthwiseHaloBeyondTheDeviceRunsDirect) {
+  ops::set_poison_outputs(true);
+  // 7x7, dilation 6, f32: an 8x8 tile's halo is 44x44 pixels of 32 channels (248 KB) in both the
+  // forward and the data backward, more than any GPU has: both run on the direct kernel.
+  const Case wide{"dw_k7_d6", 2, 1, 8, 8, 8, {1, 46, 45}, {1, 7, 7}, {1, 1, 1}, {0, 3, 3}, {1, 6, 6}, 0, DType::F32};
+  expect_within_shared_memory(wide, 0, ConvAlgorithm::Direct, ConvAlgorithm::Direct);
+  // Stride 2, dilation 3: the forward's halo (33x33, 139 KB) fits an H100's 227 KiB, not sm_86's
+  // 99 KiB; the data backward's (13x13) fits both.
+  const Case mid{"dw_k7_s2_d3", 2, 1, 8, 8, 8, {1, 21, 20}, {1, 7, 7}, {1, 2, 2}, {0, 3, 3}, {1, 3, 3}, 0, DType::F32};
+  expect_within_shared_memory(mid, 0, ConvAlgorithm::Depthwise, ConvAlgorithm::Depthwise);
+  expect_within_shared_memory(mid, testing::kSm86SharedBytes, ConvAlgorithm::Direct, ConvAlgorithm::Depthwise);
+}
+
+// ImplicitGemm's 128-wide tensor-core tile needs 60 KiB: a device with 48 KiB runs the call Direct
+// and reports the substitution (no supported GPU has so little; the rule is the same).
+TEST(ConvSharedMemory, ImplicitGemmBeyondTheDeviceIsASubstitution) {
+  ops::set_poison_outputs(true);
+  const Case c{"igemm_o128", 2, 1, 8, 128, 1, {1, 6, 5}, {1, 3, 3}, {1, 1, 1}, {0, 1, 1}, {1, 1, 1}, 0, DType::BF16};
+  // The data backward's GEMM has C = 8 columns: the 64-wide tile (40 KiB) fits both.
+  expect_within_shared_memory(c, 0, ConvAlgorithm::ImplicitGemmTensorCore, ConvAlgorithm::ImplicitGemmTensorCore,
+                              ConvStrategy::ImplicitGemm);
+  expect_within_shared_memory(c, 48 * 1024, ConvAlgorithm::Direct, ConvAlgorithm::ImplicitGemmTensorCore,
+                              ConvStrategy::ImplicitGemm);
+  testing::ScopedSharedMemory small(48 * 1024);
+  const Device host = Device::host();
+  std::mt19937_64 rng(fresh_seed());
+  const Data d = make(c, rng);
+  ConvInfo info;
+  auto y = convolution::conv_forward_nhwc(testing::upload(activation(c, c.c, c.in, true), c.dtype, d.x, host),
+                                          testing::upload(weight_shape(c, true), c.dtype, d.w, host), std::nullopt,
+                                          options_of(c), ConvStrategy::ImplicitGemm, &info);
+  ASSERT_TRUE(y.ok()) << y.error().message();
+  EXPECT_TRUE(info.substituted);
+  EXPECT_NE(info.reason.find("shared memory"), std::string::npos) << info.reason;
 }
 
 // Autotune: a measured choice among every registered kernel that serves the call, cached; the result

@@ -14,6 +14,7 @@
 #include "host/emulator.h"
 #include "jit.h"
 #include "contract_fixture.h"
+#include "device_limits.h"
 #include "op_test_util.h"
 #include "reference/moe.h"
 #include "rudnn/moe.h"
@@ -433,6 +434,20 @@ TEST_F(MoeForwardContract, QueuesAndHandMadeRoutings) {
   ASSERT_TRUE(many.ok()) << many.error().message();
   rebase();
   expect_rejected(many->dispatch(t({3, 16}, DType::F32)), ErrorKind::InvalidValue, "experts");
+  // Exactly kMaxDispatchExperts: the counters fit the least shared memory of any supported GPU
+  // (sm_86/sm_89's 99 KiB, which 32768 experts' 128 KiB did not).
+  {
+    testing::ScopedSharedMemory sm86(testing::kSm86SharedBytes);
+    auto most = moe::RoutingPlan::create(indices({0, 1, 2, 3, 1, 0}), w, moe::kMaxDispatchExperts);
+    ASSERT_TRUE(most.ok()) << most.error().message();
+    auto dispatched = most->dispatch(t({3, 16}, DType::F32));
+    ASSERT_TRUE(dispatched.ok()) << dispatched.error().message();
+    const auto offsets = testing::host_values(dispatched->expert_offsets());
+    ASSERT_EQ(std::ssize(offsets), moe::kMaxDispatchExperts + 1);
+    EXPECT_EQ(offsets[4], 6);
+    EXPECT_EQ(offsets.back(), 6);
+  }
+  rebase();
 
   // A valid hand-made routing dispatches like route()'s: offsets end at T·top_k.
   auto good = moe::RoutingPlan::create(indices({0, 1, 2, 3, 1, 0}), w, 4);

@@ -24,6 +24,7 @@
 #include <random>
 
 #include "contract_fixture.h"
+#include "device_limits.h"
 #include "host/emulator.h"
 #include "jit.h"
 #include "op_test_util.h"
@@ -830,6 +831,38 @@ TEST_F(PagedAttention, MlaBatchInvariantSplitPartials) {
         }
     }
   }
+}
+
+// Every tile a call takes fits the device's shared memory. On sm_86/sm_89's 99 KiB the heuristic
+// narrows the plain tile: GQA 16 at D = 512 (16 rows of 16 keys; of 32 they would need 163 KiB),
+// D = 1024 with Dv = 64 (16-key tiles of 4 rows), MLA with R + Pr = 1280 (16-key tiles of 2 rows);
+// DeepSeek's MLA 512/64 runs on plain cores (its tensor-core tile needs 152 KiB). D = Dv = 1024 fits no tile there: an
+// Unsupported error naming the value, nothing compiled or launched; an H100-sized device runs it.
+TEST_F(PagedAttention, TilesWithinTheDevicesSharedMemory) {
+  const std::uint64_t seed = fresh_seed();
+  SCOPED_TRACE(fmt::format("seed={}", seed));
+  std::mt19937_64 rng(seed);
+  const Layout l = make_layout(rng, 16, {{21, Rows::Decode}, {9, Rows::Chunk, 3}}, true);
+  Problem widest = make_problem(l, {1, 1, 1024, 1024}, DType::F32, rng);
+  {
+    testing::ScopedSharedMemory sm86(testing::kSm86SharedBytes);
+    check_attention(make_problem(l, {16, 1, 512, 512}, DType::F32, rng), true, default_scale(512), {2}, false);
+    check_attention(make_problem(l, {2, 1, 1024, 64}, DType::BF16, rng), false, default_scale(1024), {2}, false);
+    check_mla(make_mla(l, 2, 512, 64, DType::BF16, rng), true, {2});
+    check_mla(make_mla(l, 1, 1024, 256, DType::F32, rng), true, {});
+    auto plan = device_plan(widest.layout, widest.tq);
+    ASSERT_TRUE(plan.has_value());
+    const Stats before = stats();
+    auto refused = plan->attention(widest.tq, widest.tk, widest.tv, 0.03f, true);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.error().kind(), ErrorKind::Unsupported) << refused.error().message();
+    EXPECT_EQ(refused.error().argument(), "value");
+    EXPECT_NE(refused.error().message().find(std::to_string(testing::kSm86SharedBytes)), std::string::npos)
+        << refused.error().message();
+    EXPECT_EQ(stats().jit_compiles, before.jit_compiles);
+    EXPECT_EQ(stats().kernel_launches, before.kernel_launches);
+  }
+  check_attention(widest, true, default_scale(1024), {}, false);
 }
 
 TEST_F(PagedAttention, MlaBatchInvariance) {

@@ -8,6 +8,8 @@
 //                 (a concrete strategy runs its heuristic tile).
 //   config check: an attention tile (attentionTileOf) that serves (dtype, D, Dv) (checkTile);
 //                 flash_mma tiles use mma.sync m16n8k16.
+#include <algorithm>
+
 #include "Conversion/AttentionToLaunch/AttentionToLaunch.h"
 #include "contracts/arch.h"
 #include "rudnn/Dialect/Rudnn/IR/AttentionConfig.h"
@@ -33,7 +35,20 @@ DType dtypeOf(dialect::AttentionOp op) {
   return *dialect::toDType(cast<RankedTensorType>(op.getQuery().getType()).getElementType());
 }
 
-FailureOr<attention_config::Tile> heuristicAttentionTile(dialect::AttentionOp op, const std::string& arch) {
+// The tile's dynamic shared memory (the fallback's two kernels: the larger).
+std::int64_t sharedBytesOf(const attention_config::Tile& t, std::int64_t d, std::int64_t dv) {
+  using attention_config::Kind;
+  switch (t.kind) {
+    case Kind::FlashMma: return attention_config::flashMmaSharedBytes(t);
+    case Kind::FlashUnit: return attention_config::flashUnitSharedBytes(t, d, dv);
+    case Kind::Fallback:
+      return std::max(attention_config::fallbackTileSharedBytes(t), attention_config::fallbackSoftmaxSharedBytes(t));
+  }
+  return 0;
+}
+
+FailureOr<attention_config::Tile> heuristicAttentionTile(dialect::AttentionOp op, const dialect::KernelTarget& target) {
+  const std::string& arch = target.arch;
   using attention_config::Kind;
   const std::int64_t d = headDimOf(op), dv = valueDimOf(op);
   const DType dtype = dtypeOf(op);
@@ -46,16 +61,17 @@ FailureOr<attention_config::Tile> heuristicAttentionTile(dialect::AttentionOp op
   if (strategy == contracts::AttentionStrategy::Fallback) order = {Kind::Fallback};
   for (Kind kind : order) {
     if (kind == Kind::FlashMma && !contracts::has_mma_m16n8k16(arch)) continue;  // no tensor cores to run it
-    auto tiles = attention_config::tilesFor(kind, dtype, d, dv);
-    if (!tiles.empty()) return tiles.front();
+    // The first registered tile within the target's shared memory (each fits sm_86's 99 KiB today).
+    for (const attention_config::Tile& t : attention_config::tilesFor(kind, dtype, d, dv))
+      if (sharedBytesOf(t, d, dv) <= target.maxSharedBytes) return t;
   }
   return op.emitOpError() << "no attention strategy serves " << dtype_name(dtype) << " head_dim " << d << " value_dim "
-                          << dv << " on " << arch;
+                          << dv << " on " << arch << " within " << target.maxSharedBytes << " bytes of shared memory";
 }
 
 struct AttentionKernelModel : dialect::KernelOpInterface::ExternalModel<AttentionKernelModel, dialect::AttentionOp> {
   FailureOr<DictionaryAttr> selectHeuristicConfig(Operation* op, const dialect::KernelTarget& target) const {
-    FailureOr<attention_config::Tile> tile = heuristicAttentionTile(cast<dialect::AttentionOp>(op), target.arch);
+    FailureOr<attention_config::Tile> tile = heuristicAttentionTile(cast<dialect::AttentionOp>(op), target);
     if (failed(tile)) return failure();
     return dialect::attentionTileConfig(op->getContext(), *tile);
   }

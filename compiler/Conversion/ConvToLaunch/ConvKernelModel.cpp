@@ -4,7 +4,8 @@
 //                 ones for a depthwise call, any direction); "implicit_gemm" and "autotune" without a tuned
 //                 answer: the implicit GEMM (tensor cores for f16/bf16 where the target has
 //                 mma.sync m16n8k16), except the guide's substitutions (grouped, and 3-D f32, run
-//                 Direct).
+//                 Direct); only kernels within the target's shared memory (a depthwise call whose
+//                 halo does not fit runs the direct kernel).
 //   tuning query: strategy "autotune" only. Operands: the op's (their dtypes, and the batch as the
 //                 dynamic value); options: contracts::conv_key_words (direction, layout, groups,
 //                 bias_grad, bias dtype, the options and the input/weight shapes but the batch).
@@ -29,9 +30,9 @@ struct ConvKernelModel : dialect::KernelOpInterface::ExternalModel<ConvKernelMod
   FailureOr<DictionaryAttr> selectHeuristicConfig(Operation* op, const dialect::KernelTarget& target) const {
     auto sig = dialect::convSignatureOf(op);
     if (!sig) return op->emitOpError() << "is not a convolution op";
-    const auto h =
-        conv_config::heuristicChoice(sig->direction, contracts::conv_geometry(*sig), sig->input.dtype,
-                                     cast<Op>(op).getStrategy() != "direct", contracts::has_mma_m16n8k16(target.arch));
+    const auto h = conv_config::heuristicChoice(sig->direction, contracts::conv_geometry(*sig), sig->input.dtype,
+                                                cast<Op>(op).getStrategy() != "direct",
+                                                contracts::has_mma_m16n8k16(target.arch), target.maxSharedBytes);
     return dialect::convChoiceConfig(op->getContext(), h.choice);
   }
 

@@ -180,12 +180,12 @@ std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, st
       l.nullBuffer("bias", "const void*");
   }
   l.buffer(forward ? "y" : "dx", elem_ + "*", out).sizeParam("n", l.size({batch()}));
-  const DType dt = dtype_;
+  const std::int64_t shared = dialect::conv_config::sharedBytes(choice_, sig_.direction, g_, dtype_);
   switch (choice_.algorithm) {
     case Algorithm::Direct:
       l.grid(l.size({batch(), SizeFactor::constant(outPixels * outChannels)}, choice_.threads))
           .block(choice_.threads)
-          .shared(0);
+          .shared(shared);
       break;
     case Algorithm::Depthwise: {
       // Tiles of y (forward) or dx (data backward), in chunks of input channels.
@@ -193,25 +193,16 @@ std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, st
       const std::int64_t* ext = forward ? g_.output.data() : g_.input.data();
       const std::int64_t tiles = ext[0] * ((ext[1] + t.tileH - 1) / t.tileH) * ((ext[2] + t.tileW - 1) / t.tileW) *
                                  ((g_.channels + t.channels - 1) / t.channels);
-      const std::int64_t m = g_.out_channels / g_.channels, eb = static_cast<std::int64_t>(dtype_size(dt));
       l.grid(l.size({batch(), SizeFactor::constant(tiles)}))
           .block(conv::shared_memory::depthwise_threads(t.tileH, t.tileW, t.channels))
-          .shared(forward ? conv::shared_memory::depthwise(g_.kernel[1], g_.kernel[2], g_.stride[1], g_.stride[2],
-                                                           g_.dilation[1], g_.dilation[2], m, t.tileH, t.tileW,
-                                                           t.channels, eb)
-                          : conv::shared_memory::depthwise_dgrad(g_.kernel[1], g_.kernel[2], g_.stride[1], g_.stride[2],
-                                                                 g_.dilation[1], g_.dilation[2], m, t.tileH, t.tileW,
-                                                                 t.channels, eb));
+          .shared(shared);
       break;
     }
     case Algorithm::ImplicitGemm: {
       const auto& t = choice_.gemm;
       l.grid(l.size({batch(), SizeFactor::constant(outPixels * ((outChannels + t.bn - 1) / t.bn))}, t.bm))
           .block(t.threads())
-          .shared(forward ? conv::shared_memory::igemm_fprop(t.stages, t.bm, t.bn, t.bk,
-                                                             static_cast<std::int64_t>(dtype_size(dt)))
-                          : conv::shared_memory::igemm_dgrad(t.stages, t.bm, t.bn, t.bk,
-                                                             static_cast<std::int64_t>(dtype_size(dt))));
+          .shared(shared);
       break;
     }
   }
@@ -237,7 +228,7 @@ std::int64_t ConvLaunches::weightGradKernels(RewriterBase& rewriter, std::int64_
         .grid(l.size({SizeFactor::constant(conv::shared_memory::wgrad_direct_items(
             g_.out_channels, g_.groups, g_.taps() * (g_.channels / g_.groups)))}))
         .block(choice_.threads)
-        .shared(conv::shared_memory::wgrad_direct(choice_.threads));
+        .shared(dialect::conv_config::sharedBytes(choice_, sig_.direction, g_, dtype_));
     return push(rewriter, l);
   }
   // Split sums FP32 [splits, O, taps·C/G], then the ordered reduce.
@@ -260,15 +251,14 @@ std::int64_t ConvLaunches::weightGradKernels(RewriterBase& rewriter, std::int64_
     w.grid(w.size({SizeFactor::constant(
                conv::shared_memory::depthwise_wgrad_items(g_.out_channels, t.channels, choice_.splits))}))
         .block(threads)
-        .shared(conv::shared_memory::depthwise_wgrad(threads));
+        .shared(dialect::conv_config::sharedBytes(choice_, sig_.direction, g_, dtype_));
   } else {
     const auto& t = choice_.gemm;
     const std::int64_t filter = g_.taps() * g_.channels;
     w.grid(w.size({SizeFactor::constant(((g_.out_channels + t.bm - 1) / t.bm) * ((filter + t.bn - 1) / t.bn) *
                                         choice_.splits)}))
         .block(t.threads())
-        .shared(conv::shared_memory::igemm_wgrad(t.stages, t.bm, t.bn, t.bk,
-                                                 static_cast<std::int64_t>(dtype_size(dtype_))));
+        .shared(dialect::conv_config::sharedBytes(choice_, sig_.direction, g_, dtype_));
   }
   push(rewriter, w);
 

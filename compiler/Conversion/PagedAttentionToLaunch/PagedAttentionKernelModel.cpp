@@ -6,7 +6,8 @@
 //                 multiple of 16, where the target has mma.sync m16n8k16 and the shared memory
 //                 they need (sm_86/sm_89: 99 KiB, too little for MLA's); else the
 //                 plain one (block rows covering the GQA group, lanes so that a lane holds ≤ 32
-//                 value columns, 32-key tiles, 16 for the widest dims); append: {}.
+//                 value columns, 32-key tiles; 16-key tiles of 4, then 2 rows, where the target's
+//                 shared memory needs them; an error when none fits); append: {}.
 //   tuning query: none (the paged ops have no Autotune strategy).
 //   config check: paged_config::checkTile (tensor_core = 1 uses mma.sync m16n8k16); append: an
 //                 empty config.
@@ -34,9 +35,12 @@ struct PagedKernelModel : dialect::KernelOpInterface::ExternalModel<PagedKernelM
     auto sig = dialect::pagedSignatureOf(op);
     if (!sig) return op->emitOpError() << "is not a paged attention op";
     const dialect::paged_config::Shape shape = dialect::pagedShapeOf(*sig);
-    const bool tensorCores = contracts::has_mma_m16n8k16(target.arch) &&
-                             dialect::paged_config::mmaSharedBytes(shape) <= target.maxSharedBytes;
-    return dialect::pagedTileConfig(op->getContext(), dialect::paged_config::heuristicTile(shape, tensorCores));
+    const auto tile =
+        dialect::paged_config::heuristicTile(shape, contracts::has_mma_m16n8k16(target.arch), target.maxSharedBytes);
+    if (!tile)
+      return op->emitOpError() << "has no tile for key dim " << shape.keyDim << " value dim " << shape.valueDim
+                               << " within the target's " << target.maxSharedBytes << " bytes of shared memory";
+    return dialect::pagedTileConfig(op->getContext(), *tile);
   }
 
   bool configUsesTensorCores(Operation*, DictionaryAttr config) const {

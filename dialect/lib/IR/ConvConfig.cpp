@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "rudnn/conv/shared_memory.h"
+
 namespace rudnn::dialect::conv_config {
 
 using contracts::ConvDirection;
@@ -187,12 +189,50 @@ Choice gemmChoice(const GemmTile& t, ConvDirection direction, const ConvGeometry
 
 }  // namespace
 
+std::int64_t sharedBytes(const Choice& c, ConvDirection direction, const ConvGeometry& g, DType dtype) {
+  namespace smem = conv::shared_memory;
+  const std::int64_t eb = static_cast<std::int64_t>(dtype_size(dtype));
+  const bool forward = direction == ConvDirection::Forward, weights = direction == ConvDirection::WeightBackward;
+  switch (c.algorithm) {
+    case Algorithm::Direct: return weights ? smem::wgrad_direct(c.threads) : 0;
+    case Algorithm::Depthwise: {
+      const DepthwiseTile& t = c.depthwise;
+      if (weights) return smem::depthwise_wgrad(smem::depthwise_threads(t.tileH, t.tileW, t.channels));
+      const std::int64_t m = g.out_channels / g.channels;
+      return forward ? smem::depthwise(g.kernel[1], g.kernel[2], g.stride[1], g.stride[2], g.dilation[1], g.dilation[2],
+                                       m, t.tileH, t.tileW, t.channels, eb)
+                     : smem::depthwise_dgrad(g.kernel[1], g.kernel[2], g.stride[1], g.stride[2], g.dilation[1],
+                                             g.dilation[2], m, t.tileH, t.tileW, t.channels, eb);
+    }
+    case Algorithm::ImplicitGemm: {
+      const GemmTile& t = c.gemm;
+      return forward   ? smem::igemm_fprop(t.stages, t.bm, t.bn, t.bk, eb)
+             : weights ? smem::igemm_wgrad(t.stages, t.bm, t.bn, t.bk, eb)
+                       : smem::igemm_dgrad(t.stages, t.bm, t.bn, t.bk, eb);
+    }
+  }
+  return 0;
+}
+
+namespace {
+
+// The first registered depthwise tile whose kernel fits, else the direct kernel (256 threads).
+Choice depthwiseOrDirect(ConvDirection direction, const ConvGeometry& g, DType dtype, std::int64_t maxSharedBytes) {
+  for (const DepthwiseTile& t : depthwiseTiles()) {
+    Choice c = depthwiseChoice(t, direction, g);
+    if (sharedBytes(c, direction, g, dtype) <= maxSharedBytes) return c;
+  }
+  return Choice{};
+}
+
+}  // namespace
+
 Heuristic heuristicChoice(ConvDirection direction, const ConvGeometry& g, DType dtype, bool preferImplicitGemm,
-                          bool tensorCores) {
+                          bool tensorCores, std::int64_t maxSharedBytes) {
   Heuristic h;
   const bool depthwise = !depthwiseServes(direction, g);
   if (!preferImplicitGemm) {
-    if (depthwise) h.choice = depthwiseChoice(depthwiseTiles().front(), direction, g);
+    if (depthwise) h.choice = depthwiseOrDirect(direction, g, dtype, maxSharedBytes);
     return h;  // Direct, 256 threads
   }
   // ImplicitGemm preferred: the guide's substitutions first.
@@ -209,13 +249,20 @@ Heuristic heuristicChoice(ConvDirection direction, const ConvGeometry& g, DType 
     const auto& tiles = gemmTiles();
     const GemmTile& tile = !tc ? tiles[3] : columns >= 128 ? tiles[0] : tiles[2];  // plain: 64x64
     h.choice = gemmChoice(tile, direction, g);
+    // Every heuristic tile fits 99 KiB (sm_86/sm_89); a smaller target runs Direct.
+    if (sharedBytes(h.choice, direction, g, dtype) > maxSharedBytes) {
+      h.choice = Choice{};
+      h.substitution =
+          fmt::format("the implicit GEMM tile needs more than the target's {} bytes of shared memory", maxSharedBytes);
+    }
     return h;
   }
-  if (depthwise) h.choice = depthwiseChoice(depthwiseTiles().front(), direction, g);
+  if (depthwise) h.choice = depthwiseOrDirect(direction, g, dtype, maxSharedBytes);
   return h;
 }
 
-std::vector<Choice> candidates(ConvDirection direction, const ConvGeometry& g, DType dtype, bool tensorCores) {
+std::vector<Choice> candidates(ConvDirection direction, const ConvGeometry& g, DType dtype, bool tensorCores,
+                               std::int64_t maxSharedBytes) {
   std::vector<Choice> out;
   for (std::int64_t t : directThreads()) {
     Choice c;
@@ -229,12 +276,12 @@ std::vector<Choice> candidates(ConvDirection direction, const ConvGeometry& g, D
         }))
       continue;
     Choice c = depthwiseChoice(t, direction, g);
-    if (!checkChoice(c, direction, g, dtype)) out.push_back(c);
+    if (!checkChoice(c, direction, g, dtype) && sharedBytes(c, direction, g, dtype) <= maxSharedBytes) out.push_back(c);
   }
   for (const GemmTile& t : gemmTiles()) {
     if (t.tensorCore && !tensorCores) continue;
     Choice c = gemmChoice(t, direction, g);
-    if (!checkChoice(c, direction, g, dtype)) out.push_back(c);
+    if (!checkChoice(c, direction, g, dtype) && sharedBytes(c, direction, g, dtype) <= maxSharedBytes) out.push_back(c);
   }
   return out;
 }

@@ -74,26 +74,33 @@ std::int64_t sharedBytes(const Tile& t, const Shape& s) {
   return shared_memory::paged_unit(t.blockRows, t.blockKeys, s.keyDim, 0, s.valueDim, s.valueFromKey);
 }
 
-Tile heuristicTile(const Shape& s, bool tensorCores) {
-  if (tensorCores && mmaServes(s)) return mmaTile(s);
+std::optional<Tile> heuristicTile(const Shape& s, bool tensorCores, std::int64_t maxSharedBytes) {
+  if (tensorCores && mmaServes(s) && sharedBytes(mmaTile(s), s) <= maxSharedBytes) return mmaTile(s);
   const std::int64_t rows = std::clamp<std::int64_t>(nextPowerOfTwo(s.group), 4, 16);
   std::int64_t lanes = 128 / rows;
   while (lanes < 32 && nextPowerOfTwo(s.valueDim) > 32 * lanes) lanes *= 2;
-  Tile t = fitted(rows, 32, lanes, s);
-  if (sharedBytes(t, s) > kMaxSharedBytes) t = fitted(4, 16, 16, s);  // the widest dims: 16-key tiles
-  return t;
+  // Where that does not fit, 16-key tiles (at most 16 lanes, which hold 1024 value columns) for the
+  // whole group, then for 4 rows, then for 2.
+  const std::int64_t narrow = std::min<std::int64_t>(lanes, 16);
+  for (const Tile& t :
+       {fitted(rows, 32, lanes, s), fitted(rows, 16, narrow, s), fitted(4, 16, 16, s), fitted(2, 16, 16, s)})
+    if (!checkTile(t, s) && sharedBytes(t, s) <= maxSharedBytes) return t;
+  return std::nullopt;
 }
 
-std::vector<Tile> candidates(const Shape& s, bool tensorCores) {
-  std::vector<Tile> out = {heuristicTile(s, tensorCores)};
+std::vector<Tile> candidates(const Shape& s, bool tensorCores, std::int64_t maxSharedBytes) {
+  std::vector<Tile> out;
+  if (auto t = heuristicTile(s, tensorCores, maxSharedBytes)) out.push_back(*t);
   // Tensor cores: the 64-row tile only (every 128-row tile spills: S and O of 2 m16 tiles per warp
   // exceed 255 registers with the gather addresses live).
-  if (tensorCores && mmaServes(s) && std::find(out.begin(), out.end(), mmaTile(s)) == out.end())
+  if (tensorCores && mmaServes(s) && sharedBytes(mmaTile(s), s) <= maxSharedBytes &&
+      std::find(out.begin(), out.end(), mmaTile(s)) == out.end())
     out.push_back(mmaTile(s));
   const std::int64_t shapes[][3] = {{4, 32, 32}, {8, 32, 16}, {16, 32, 8}, {16, 32, 32}, {32, 32, 4}, {4, 16, 16}};
   for (const auto& c : shapes) {
     const Tile t = fitted(c[0], c[1], c[2], s);
-    if (!checkTile(t, s) && std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+    if (!checkTile(t, s) && sharedBytes(t, s) <= maxSharedBytes && std::find(out.begin(), out.end(), t) == out.end())
+      out.push_back(t);
   }
   return out;
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "contracts/arch.h"
 #include "contracts/conv.h"
 #include "rudnn/compiler/pipeline.h"
 
@@ -26,7 +27,10 @@ struct ConvRequest {
 Result<LoweredOp, RuntimeError> lower_conv(const ConvRequest& request, const Target& target);
 
 // Every registered config that serves the call (autotune's candidates, rudnn-precompile
-// --with-autotune-candidates); tensor-core ones only when `tensor_cores`.
-std::vector<KernelConfig> conv_variants(const contracts::ConvSignature& sig, bool tensor_cores);
+// --with-autotune-candidates); tensor-core ones only when `tensor_cores`, and only those within
+// `max_shared_bytes` of dynamic shared memory (the target's opt-in limit; autotune, which has no
+// target here, lists them all and prunes by the device).
+std::vector<KernelConfig> conv_variants(const contracts::ConvSignature& sig, bool tensor_cores,
+                                        std::int64_t max_shared_bytes = contracts::kLargestSharedBytes);
 
 }  // namespace rudnn::compiler

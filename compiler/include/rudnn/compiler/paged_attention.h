@@ -5,6 +5,7 @@
 #include <optional>
 #include <vector>
 
+#include "contracts/arch.h"
 #include "contracts/paged_attention.h"
 #include "rudnn/compiler/pipeline.h"
 
@@ -50,8 +51,15 @@ struct PagedBackwardRequest {
 };
 Result<LoweredOp, RuntimeError> lower_paged_backward(const PagedBackwardRequest& request, const Target& target);
 
-// Every registered tile that serves the call (the variant test, rudnn-precompile
-// --with-autotune-candidates); tensor-core ones only when `tensor_cores`.
-std::vector<KernelConfig> paged_variants(const contracts::PagedAttentionSignature& sig, bool tensor_cores);
+// Whether a forward tile of `sig` fits `target`'s shared memory (the heuristic's own search): where
+// none does (attention with D = Dv = 1024 on sm_86/sm_89's 99 KiB), lowering fails, and the ops
+// layer reports Unsupported before it.
+bool paged_tile_fits(const contracts::PagedAttentionSignature& sig, const Target& target);
+
+// Every registered tile that serves the call within `max_shared_bytes` of dynamic shared memory (the
+// target's opt-in limit) (the variant test, rudnn-precompile --with-autotune-candidates);
+// tensor-core ones only when `tensor_cores`.
+std::vector<KernelConfig> paged_variants(const contracts::PagedAttentionSignature& sig, bool tensor_cores,
+                                         std::int64_t max_shared_bytes = contracts::kLargestSharedBytes);
 
 }  // namespace rudnn::compiler

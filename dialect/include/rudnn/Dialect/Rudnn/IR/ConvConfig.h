@@ -77,15 +77,20 @@ struct Heuristic {
   Choice choice;
   std::string substitution;
 };
+// `maxSharedBytes`: the dynamic shared memory a block may opt into on the target
+// (KernelTarget::maxSharedBytes); a choice that needs more is not made. The depthwise kernels stage
+// a halo that grows with stride and dilation: where no depthwise tile fits, the direct kernel serves
+// (it needs none), so every call has a kernel on every target.
 Heuristic heuristicChoice(contracts::ConvDirection direction, const contracts::ConvGeometry& g, DType dtype,
-                          bool preferImplicitGemm, bool tensorCores);
+                          bool preferImplicitGemm, bool tensorCores, std::int64_t maxSharedBytes);
 
-// Every registered choice that serves the call (autotune's candidates), tensor-core ones only when
-// the target has them.
+// Every registered choice that serves the call within `maxSharedBytes` (autotune's candidates),
+// tensor-core ones only when the target has them.
 std::vector<Choice> candidates(contracts::ConvDirection direction, const contracts::ConvGeometry& g, DType dtype,
-                               bool tensorCores);
+                               bool tensorCores, std::int64_t maxSharedBytes);
 
-// Bytes of dynamic shared memory of the choice's main kernel; bytes of its workspace.
+// Bytes of dynamic shared memory of the choice's main kernel (the direct or depthwise kernel, or
+// the implicit GEMM; the weight backward's reduce needs none): the launch's and the heuristics'.
 std::int64_t sharedBytes(const Choice& c, contracts::ConvDirection direction, const contracts::ConvGeometry& g,
                          DType dtype);
 // The weight backward's FP32 split sums (implicit GEMM and depthwise; 0 for direct).

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "contracts/arch.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/IR/PatternMatch.h"
@@ -19,7 +20,7 @@ struct KernelTarget {
   std::int64_t maxThreadsPerBlock = 1024;
   // Dynamic shared memory a block may opt into (sm_80 163 KiB, sm_86/sm_89 99 KiB, sm_90 227 KiB): a
   // heuristic does not pick a kernel that needs more.
-  std::int64_t maxSharedBytes = 227 * 1024;
+  std::int64_t maxSharedBytes = contracts::kLargestSharedBytes;
 };
 
 // The part of a tuning question that depends on the family: the operands whose dtypes and shapes

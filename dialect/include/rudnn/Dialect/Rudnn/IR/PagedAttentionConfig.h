@@ -10,6 +10,7 @@
 //                  (8 warps): f16/bf16, R a multiple of 128 up to 512, Pr a multiple of 16 in
 //                  16..=256; block_rows 64, block_keys 32 or 64, row_lanes 0, max_value_dim = R
 // The verifier, rudnn-select-kernel-config, the lowering and the NVRTC variant test share it.
+#include "contracts/arch.h"
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -24,9 +25,9 @@ inline constexpr const char* kBlockKeys = "block_keys";
 inline constexpr const char* kRowLanes = "row_lanes";
 inline constexpr const char* kMaxValueDim = "max_value_dim";
 
-// The largest dynamic shared memory a tile may take (the H100/H200 opt-in limit, 227 KiB); a device
-// with less rejects the launch at run time.
-inline constexpr std::int64_t kMaxSharedBytes = 227 * 1024;
+// The largest dynamic shared memory a tile may take (the H100/H200 opt-in limit, 227 KiB): the
+// verifier's bound. The heuristic picks within its target's own limit.
+inline constexpr std::int64_t kMaxSharedBytes = contracts::kLargestSharedBytes;
 
 struct Tile {
   bool tensorCore = false;
@@ -50,15 +51,17 @@ std::int64_t sharedBytes(const Tile& t, const Shape& s);
 std::int64_t mmaSharedBytes(const Shape& s);
 std::int64_t backwardMmaSharedBytes(const Shape& s);
 
-// The heuristic: the tensor-core tile where it serves `s` and the target has mma.sync m16n8k16
-// (64 panel rows; 64-key tiles, 32 for D = 256 and for MLA); else the plain one: block_rows covers the group
-// (4..16 rows: decode fills the block with the heads that share a K/V tile), lanes per row so that
-// a block has 128 threads or each lane holds at most 32 value columns, 32-key tiles, 16 when shared
-// memory would pass kMaxSharedBytes.
-Tile heuristicTile(const Shape& s, bool tensorCores);
-// The registered tiles that serve `s` (the variant test compiles each), heuristic first;
-// tensor-core ones only with `tensorCores`.
-std::vector<Tile> candidates(const Shape& s, bool tensorCores);
+// The heuristic, within `maxSharedBytes` (the target's opt-in limit): the tensor-core tile where it
+// serves `s`, fits, and the target has mma.sync m16n8k16 (64 panel rows; 64-key tiles, 32 for
+// D = 256 and for MLA); else the plain one: block_rows covers the group (4..16 rows: decode fills
+// the block with the heads that share a K/V tile), lanes per row so that a block has 128 threads or
+// each lane holds at most 32 value columns, 32-key tiles; where that does not fit, 16-key tiles of
+// the same rows, then of 4 rows, then of 2. Nothing when no tile fits (D = Dv = 1024 on sm_86's
+// 99 KiB): the ops layer reports that as Unsupported before lowering.
+std::optional<Tile> heuristicTile(const Shape& s, bool tensorCores, std::int64_t maxSharedBytes);
+// The registered tiles that serve `s` within `maxSharedBytes` (the variant test compiles each),
+// heuristic first; tensor-core ones only with `tensorCores`.
+std::vector<Tile> candidates(const Shape& s, bool tensorCores, std::int64_t maxSharedBytes);
 // Why `t` cannot serve `s`, or nothing.
 std::optional<std::string> checkTile(const Tile& t, const Shape& s);
 
