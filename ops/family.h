@@ -75,8 +75,13 @@ contracts::NormOperand operand_of(mlir::Value v);
 std::optional<RuntimeError> require_static(mlir::Value v, std::initializer_list<int> dims, const std::string& where,
                                            const char* name);
 
+// Whether every launch of `lowered` fits `target`'s opt-in dynamic shared memory per block.
+bool fits_shared_memory(const compiler::LoweredOp& lowered, const compiler::Target& target);
+
 // `lower(request, target)` once per config: the heuristic (no config) first, then each of
-// `candidates` forced: what a family's `kernels` returns for most ops.
+// `candidates` forced: what a family's `kernels` returns for most ops. A candidate the target
+// cannot launch (more shared memory than it has) is left out, as the autotuner prunes it there;
+// the heuristic's lowering is always kept (rudnn-precompile refuses one that does not fit).
 template <class Request, class Lower>
 Result<std::vector<compiler::LoweredOp>, RuntimeError> lower_configs(
     Request request, const std::vector<compiler::KernelConfig>& candidates, const compiler::Target& target,
@@ -88,6 +93,7 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> lower_configs(
     request.config = config;
     auto lowered = lower(request, target);
     if (!lowered.ok()) return lowered.error();
+    if (config && !fits_shared_memory(*lowered, target)) continue;
     out.push_back(std::move(lowered.value()));
   }
   return out;

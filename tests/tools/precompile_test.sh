@@ -91,6 +91,10 @@ bad "a file that does not parse" "broken.mlir" "$WORK/broken.mlir" --arch host -
 bad "a file with zero ops" "at least one rudnn op" "$WORK/no_ops.mlir" --arch host -o "$WORK/bad.pack"
 bad "a dynamic last dim" "static last dim" "$WORK/dynamic_h.mlir" --arch host -o "$WORK/bad.pack"
 bad "an unknown arch" "--arch: expected one of sm_80" "$E" --arch sm_80,sm_75 -o "$WORK/bad.pack"
+# Qwen3-Next's chunk 64 at K = 128 needs 137 KiB of shared memory: fine on sm_80 and sm_90, a kernel
+# sm_86 could never launch (the runtime refuses that call there as Unsupported naming chunk_size).
+bad "a kernel beyond the arch's shared memory" "at most 101376 bytes of dynamic shared memory per block (sm_86" \
+  "$EXAMPLES/gated_delta.mlir" --arch sm_86 -o "$WORK/bad.pack"
 bad "an empty arch in the list" "--arch: expected arch names" "$E" --arch sm_80,,host -o "$WORK/bad.pack"
 bad "no --arch" "--arch: expected at least one" "$E" -o "$WORK/bad.pack"
 bad "no output" "-o: expected the pack" "$E" --arch host

@@ -55,7 +55,8 @@ options:
                                  objects, for CI); may be repeated
   -o, --output PACK              the pack to write (atomically; nothing is written on any error)
   --with-autotune-candidates     also every config of the op's autotune search space, so that any
-                                 variant an autotune cache picks is in the pack
+                                 variant an autotune cache picks is in the pack (those within the
+                                 arch's shared memory; a heuristic kernel beyond it is an error)
   -j, --jobs N                   parallel compiles (default: the number of hardware threads)
   --quiet                        no progress line
   -h, --help                     this text
@@ -219,6 +220,14 @@ Status<RuntimeError> collect(const OpCall& call, const ArchPlan& arch, bool with
   }
   for (auto& lowered : all.value()) {
     for (auto& launch : lowered.launches) {
+      // A kernel the arch could never launch: the runtime refuses such a call on that GPU (or picks
+      // another kernel), so a pack holding it would only hide the problem until deployment.
+      const auto limit = static_cast<std::int64_t>(arch.target.limits.shared_memory_per_block_optin);
+      if (launch.dynamic_shared_bytes > limit)
+        return RuntimeError(
+            ErrorKind::Unsupported, call.where + " " + launch.entry,
+            fmt::format("at most {} bytes of dynamic shared memory per block ({}'s opt-in limit)", limit, arch.name),
+            fmt::format("{} bytes", launch.dynamic_shared_bytes));
       const std::string digest = ops::kernel_cache_key(launch, arch.compile_arch, arch.compiler_version).digest();
       if (by_digest.count(digest)) {
         ++duplicates;
