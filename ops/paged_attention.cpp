@@ -363,11 +363,6 @@ Result<Tensor, Err> run_attention(const DevicePlan::State& s, contracts::PagedAt
   if (auto e = contracts::check_paged_attention(sig)) return *e;
   if (auto e = check_inputs(s, mla, inputs)) return *e;
   const contracts::PagedDims d = contracts::paged_dims(sig);
-  if (!compiler::paged_tile_fits(sig, ops::target_for(q.device())))
-    return Err(ErrorKind::Unsupported, mla ? "latent" : "value",
-               fmt::format("key and value widths whose paged tile fits the device's {} bytes of shared memory",
-                           q.device().info().shared_memory_per_block_optin),
-               fmt::format("key dim {} value dim {}", d.head_dim + d.rope_dim, d.value_dim));
   if (workspace)
     if (auto e = check_workspace(*workspace, s, q, d.q_heads, d.value_dim)) return *e;
   if (into) {
@@ -382,9 +377,14 @@ Result<Tensor, Err> run_attention(const DevicePlan::State& s, contracts::PagedAt
 
   const Device& device = q.device();
   const ops::PlanKey key = call_key(mla ? "rudnn.paged_mla" : "rudnn.paged_attention", sig, q).add(sig.splits).key();
-  auto plan = ops::cached_plan(key, q.queue(), ops::Tunable::No, false, [&](compiler::ConfigProvider*) {
-    return compiler::lower_paged_attention(compiler::PagedAttentionRequest{sig, std::nullopt}, ops::target_for(device));
-  });
+  auto plan = ops::cached_plan(
+      key, q.queue(), ops::Tunable::No, false,
+      [&](compiler::ConfigProvider*) -> Result<compiler::LoweredOp, RuntimeError> {
+        // Cold path: widths whose tile fits no kernel on this device are Unsupported, not a lowering failure.
+        const compiler::Target target = ops::target_for(device);
+        if (auto e = compiler::check_paged_tile_fits(sig, target)) return *e;
+        return compiler::lower_paged_attention(compiler::PagedAttentionRequest{sig, std::nullopt}, target);
+      });
   if (!plan.ok()) return as<Err>(plan.error());
   auto out = ops::output_or(into, {d.queries, d.q_heads, d.value_dim}, q.dtype(), q.queue());
   if (!out.ok()) return as<Err>(out.error());

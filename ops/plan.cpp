@@ -41,6 +41,15 @@ Result<std::shared_ptr<const Plan>, RuntimeError> build_plan(const Device& devic
   plan->family = family_counters_of(lowered.op_name);
   plan->temporaries = lowered.temporaries;
   plan->first_temporary_slot = lowered.first_temporary_slot;
+  // Every kernel within the device's opt-in shared memory before any is compiled (the heuristics
+  // pick within it; a forced config may not): the launch would fail, after the plan's earlier
+  // kernels ran, and a size past 32 bits would wrap in the launch geometry.
+  const std::size_t shared_limit = device.info().shared_memory_per_block_optin;
+  for (const auto& launch : lowered.launches)
+    if (launch.dynamic_shared_bytes < 0 || static_cast<std::uint64_t>(launch.dynamic_shared_bytes) > shared_limit)
+      return RuntimeError(ErrorKind::Unsupported, "dynamic shared memory of kernel " + launch.entry,
+                          fmt::format("0 to {} bytes (the device's opt-in limit per block)", shared_limit),
+                          fmt::format("{} bytes", launch.dynamic_shared_bytes));
   for (const auto& launch : lowered.launches) {
     std::shared_ptr<runtime::LoadedKernel> kernel;
     const auto module_key = std::make_pair(device.to_string(), launch.source);
@@ -260,8 +269,8 @@ Status<RuntimeError> launch_kernels(const Plan& plan, const Queue& queue, std::s
       g.grid[i] = static_cast<std::uint32_t>(std::min(n, limit));
       g.block[i] = static_cast<std::uint32_t>(l.block[i]);
     }
-    if (empty) continue;  // nothing to do (e.g. zero rows)
-    g.dynamic_shared_bytes = static_cast<std::uint32_t>(l.dynamic_shared_bytes);
+    if (empty) continue;                                                          // nothing to do (e.g. zero rows)
+    g.dynamic_shared_bytes = static_cast<std::uint32_t>(l.dynamic_shared_bytes);  // <= the limit (build_plan)
 
     // Argument storage without heap allocation: one 8-byte slot per parameter.
     constexpr std::size_t kMaxParams = 40;

@@ -119,10 +119,14 @@ Result<LoweredOp, RuntimeError> lower_paged_backward(const PagedBackwardRequest&
       returned);
 }
 
-bool paged_tile_fits(const contracts::PagedAttentionSignature& sig, const Target& target) {
-  return dialect::paged_config::heuristicTile(dialect::pagedShapeOf(sig), contracts::has_mma_m16n8k16(target.arch),
-                                              static_cast<std::int64_t>(target.limits.shared_memory_per_block_optin))
-      .has_value();
+std::optional<RuntimeError> check_paged_tile_fits(const contracts::PagedAttentionSignature& sig, const Target& target) {
+  const auto limit = static_cast<std::int64_t>(target.limits.shared_memory_per_block_optin);
+  const dialect::paged_config::Shape shape = dialect::pagedShapeOf(sig);
+  if (dialect::paged_config::heuristicTile(shape, contracts::has_mma_m16n8k16(target.arch), limit)) return std::nullopt;
+  return RuntimeError(
+      ErrorKind::Unsupported, sig.kind == contracts::PagedKind::Mla ? "latent" : "value",
+      fmt::format("key and value widths whose paged tile fits the device's {} bytes of shared memory", limit),
+      fmt::format("key dim {} value dim {}", shape.keyDim, shape.valueDim));
 }
 
 std::vector<KernelConfig> paged_variants(const contracts::PagedAttentionSignature& sig, bool tensor_cores,

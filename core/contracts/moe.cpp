@@ -1,11 +1,15 @@
 #include "contracts/moe.h"
 
 #include "contracts/arch.h"
+#include "rudnn/shared_memory.h"
 
 #include <cmath>
 #include <fmt/format.h>
 
 namespace rudnn::contracts {
+
+// Dispatch's per-expert counters fit the least shared memory of any supported GPU.
+static_assert(shared_memory::dispatch_rank(moe::kMaxDispatchExperts) <= contracts::kSmallestSharedBytes);
 
 namespace {
 

@@ -23,9 +23,9 @@ namespace rudnn::moe {
 using rudnn::MoeError;
 
 // The most experts a dispatch serves: its ranking keeps one U32 counter per expert in shared memory,
-// (experts + 1) · 4 bytes ≤ 64 KiB, which every supported GPU gives a block (sm_86/sm_89: 99 KiB;
-// 32768 experts would need 128 KiB and fail at launch there). More is InvalidValue naming `experts`
-// before anything runs.
+// (experts + 1) · 4 bytes rounded up to 16 = 65552 bytes, which every supported GPU gives a block
+// (sm_86/sm_89: 99 KiB; 32768 experts would need 128 KiB and fail at launch there). More is
+// InvalidValue naming `experts` before anything runs.
 inline constexpr std::int64_t kMaxDispatchExperts = 16384;
 
 struct RoutingOptions {

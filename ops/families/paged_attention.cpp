@@ -171,6 +171,8 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
   if (!sig)
     return RuntimeError(ErrorKind::InvalidValue, where, "a paged attention op", op.getName().getStringRef().str());
   if (auto e = static_heads(*sig)) return *e;
+  if (auto e = compiler::check_paged_tile_fits(*sig, target))
+    return RuntimeError(e->kind(), where + " " + e->argument(), e->expected(), e->actual());
   return lower_configs(
       compiler::PagedAttentionRequest{*sig, std::nullopt},
       with_candidates ? compiler::paged_variants(*sig, contracts::has_mma_m16n8k16(target.arch),

@@ -5,8 +5,8 @@
 // Otherwise the plain tile: block_rows covers the GQA group (clamped to 4..16: decode fills the
 // block with the heads that share a K/V tile), row_lanes = 128 / block_rows, doubled (≤ 32) until a
 // lane holds ≤ 32 value columns, 32-key tiles, max_value_dim the value dim rounded up to a power of
-// two (≥ row_lanes); 16-key tiles of 4 rows × 16 lanes (then 2 rows) when the shared memory would pass
-// the target's (227 KiB by default; `max-shared-bytes`). The widest dims: select-kernel-config-paged-widest.mlir.
+// two (≥ row_lanes); when the shared memory would pass the target's (227 KiB by default;
+// `max-shared-bytes`), 16-key tiles of the same rows (≤ 16 lanes), then of 4 rows × 16 lanes, then of 2. The widest dims: select-kernel-config-paged-widest.mlir.
 // Splits and causal do not change the tile. rudnn.paged_append gets the empty config.
 // RUN: rudnn-opt %s --rudnn-select-kernel-config | FileCheck %s
 // RUN: rudnn-opt %s --rudnn-select-kernel-config="arch=sm_80 max-shared-bytes=166912" | FileCheck %s

@@ -281,7 +281,8 @@ TEST(ConvEmpty, ZeroBatch) {
 // serves the call (before, the launch failed). `device_bytes` 0: the host device as it is (227 KiB,
 // an H100's); else it reports that much, as a smaller GPU does.
 void expect_within_shared_memory(const Case& c, std::size_t device_bytes, ConvAlgorithm forward_algorithm,
-                                 ConvAlgorithm data_algorithm, ConvStrategy strategy = ConvStrategy::Direct) {
+                                 ConvAlgorithm data_algorithm, ConvAlgorithm weight_algorithm,
+                                 ConvStrategy strategy = ConvStrategy::Direct) {
   const std::uint64_t seed = fresh_seed();
   SCOPED_TRACE(fmt::format("{} device bytes {} seed {}", c.name, device_bytes, seed));
   std::optional<testing::ScopedSharedMemory> smaller;
@@ -305,6 +306,7 @@ void expect_within_shared_memory(const Case& c, std::size_t device_bytes, ConvAl
   auto dw = convolution::conv_weight_backward(x, dy, w.shape(), options_of(c), false, strategy,
                                               ConvLayout::ChannelsLast, &info);
   ASSERT_TRUE(dw.ok()) << dw.error().message();
+  EXPECT_EQ(info.algorithm, weight_algorithm) << info.tile;
   EXPECT_LE(relative_l2(host_values(dw->grad_weight), reference::conv_weight_backward(d.x, d.dy, d.shape)),
             testing::tolerance(c.dtype));
 }
@@ -314,12 +316,14 @@ TEST(ConvSharedMemory, DepthwiseHaloBeyondTheDeviceRunsDirect) {
   // 7x7, dilation 6, f32: an 8x8 tile's halo is 44x44 pixels of 32 channels (248 KB) in both the
   // forward and the data backward, more than any GPU has: both run on the direct kernel.
   const Case wide{"dw_k7_d6", 2, 1, 8, 8, 8, {1, 46, 45}, {1, 7, 7}, {1, 1, 1}, {0, 3, 3}, {1, 6, 6}, 0, DType::F32};
-  expect_within_shared_memory(wide, 0, ConvAlgorithm::Direct, ConvAlgorithm::Direct);
+  // The weight backward's depthwise kernel keeps one float per thread: it runs everywhere.
+  expect_within_shared_memory(wide, 0, ConvAlgorithm::Direct, ConvAlgorithm::Direct, ConvAlgorithm::Depthwise);
   // Stride 2, dilation 3: the forward's halo (33x33, 139 KB) fits an H100's 227 KiB, not sm_86's
   // 99 KiB; the data backward's (13x13) fits both.
   const Case mid{"dw_k7_s2_d3", 2, 1, 8, 8, 8, {1, 21, 20}, {1, 7, 7}, {1, 2, 2}, {0, 3, 3}, {1, 3, 3}, 0, DType::F32};
-  expect_within_shared_memory(mid, 0, ConvAlgorithm::Depthwise, ConvAlgorithm::Depthwise);
-  expect_within_shared_memory(mid, testing::kSm86SharedBytes, ConvAlgorithm::Direct, ConvAlgorithm::Depthwise);
+  expect_within_shared_memory(mid, 0, ConvAlgorithm::Depthwise, ConvAlgorithm::Depthwise, ConvAlgorithm::Depthwise);
+  expect_within_shared_memory(mid, testing::kSm86SharedBytes, ConvAlgorithm::Direct, ConvAlgorithm::Depthwise,
+                              ConvAlgorithm::Depthwise);
 }
 
 // ImplicitGemm's 128-wide tensor-core tile needs 60 KiB: a device with 48 KiB runs the call Direct
@@ -329,9 +333,9 @@ TEST(ConvSharedMemory, ImplicitGemmBeyondTheDeviceIsASubstitution) {
   const Case c{"igemm_o128", 2, 1, 8, 128, 1, {1, 6, 5}, {1, 3, 3}, {1, 1, 1}, {0, 1, 1}, {1, 1, 1}, 0, DType::BF16};
   // The data backward's GEMM has C = 8 columns: the 64-wide tile (40 KiB) fits both.
   expect_within_shared_memory(c, 0, ConvAlgorithm::ImplicitGemmTensorCore, ConvAlgorithm::ImplicitGemmTensorCore,
-                              ConvStrategy::ImplicitGemm);
+                              ConvAlgorithm::ImplicitGemmTensorCore, ConvStrategy::ImplicitGemm);
   expect_within_shared_memory(c, 48 * 1024, ConvAlgorithm::Direct, ConvAlgorithm::ImplicitGemmTensorCore,
-                              ConvStrategy::ImplicitGemm);
+                              ConvAlgorithm::ImplicitGemmTensorCore, ConvStrategy::ImplicitGemm);
   testing::ScopedSharedMemory small(48 * 1024);
   const Device host = Device::host();
   std::mt19937_64 rng(fresh_seed());

@@ -6,8 +6,8 @@
 //                 multiple of 16, where the target has mma.sync m16n8k16 and the shared memory
 //                 they need (sm_86/sm_89: 99 KiB, too little for MLA's); else the
 //                 plain one (block rows covering the GQA group, lanes so that a lane holds ≤ 32
-//                 value columns, 32-key tiles; 16-key tiles of 4, then 2 rows, where the target's
-//                 shared memory needs them; an error when none fits); append: {}.
+//                 value columns, 32-key tiles; where the target's shared memory needs them, 16-key
+//                 tiles of the same rows, then of 4, then of 2; an error when none fits); append: {}.
 //   tuning query: none (the paged ops have no Autotune strategy).
 //   config check: paged_config::checkTile (tensor_core = 1 uses mma.sync m16n8k16); append: an
 //                 empty config.

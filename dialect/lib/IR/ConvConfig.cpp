@@ -1,8 +1,10 @@
 #include "rudnn/Dialect/Rudnn/IR/ConvConfig.h"
 
 #include <algorithm>
+#include <limits>
 #include <fmt/format.h>
 
+#include "contracts/arch.h"
 #include "rudnn/conv/shared_memory.h"
 
 namespace rudnn::dialect::conv_config {
@@ -115,6 +117,15 @@ std::optional<std::string> checkSplits(const Choice& c, ConvDirection direction,
   return std::nullopt;
 }
 
+// Within the largest target's shared memory (a smaller target's heuristic picks within its own).
+std::optional<std::string> checkShared(const Choice& c, ConvDirection direction, const ConvGeometry& g, DType dtype) {
+  const std::int64_t bytes = sharedBytes(c, direction, g, dtype);
+  if (bytes < 0 || bytes > contracts::kLargestSharedBytes)
+    return fmt::format("a kernel within {} bytes of shared memory per block, got {} bytes",
+                       contracts::kLargestSharedBytes, bytes);
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<std::string> checkChoice(const Choice& c, ConvDirection direction, const ConvGeometry& g, DType dtype) {
@@ -131,7 +142,8 @@ std::optional<std::string> checkChoice(const Choice& c, ConvDirection direction,
         return fmt::format("{{tile_h = {}, tile_w = {}, channels = {}}} is not a registered depthwise tile",
                            c.depthwise.tileH, c.depthwise.tileW, c.depthwise.channels);
       if (auto why = depthwiseServes(direction, g)) return why;
-      return checkSplits(c, direction, g);
+      if (auto why = checkSplits(c, direction, g)) return why;
+      return checkShared(c, direction, g, dtype);
     }
     case Algorithm::ImplicitGemm: break;
   }
@@ -143,7 +155,8 @@ std::optional<std::string> checkChoice(const Choice& c, ConvDirection direction,
         c.gemm.bm, c.gemm.bn, c.gemm.bk, c.gemm.warpsM, c.gemm.warpsN, c.gemm.stages, c.gemm.tensorCore ? 1 : 0);
   if (c.gemm.tensorCore && dtype == DType::F32) return std::string("tensor_core = 1 needs f16 or bf16");
   if (auto why = gemmServes(g)) return why;
-  return checkSplits(c, direction, g);
+  if (auto why = checkSplits(c, direction, g)) return why;
+  return checkShared(c, direction, g, dtype);
 }
 
 namespace {
@@ -199,6 +212,13 @@ std::int64_t sharedBytes(const Choice& c, ConvDirection direction, const ConvGeo
       const DepthwiseTile& t = c.depthwise;
       if (weights) return smem::depthwise_wgrad(smem::depthwise_threads(t.tileH, t.tileW, t.channels));
       const std::int64_t m = g.out_channels / g.channels;
+      // A halo past 2^20 pixels a side (contrived strides and dilations) fits no GPU: saturate rather
+      // than let the product overflow.
+      const std::int64_t h = forward ? smem::depthwise_halo(t.tileH, g.kernel[1], g.stride[1], g.dilation[1])
+                                     : smem::depthwise_dgrad_halo(t.tileH, g.kernel[1], g.stride[1], g.dilation[1]);
+      const std::int64_t w = forward ? smem::depthwise_halo(t.tileW, g.kernel[2], g.stride[2], g.dilation[2])
+                                     : smem::depthwise_dgrad_halo(t.tileW, g.kernel[2], g.stride[2], g.dilation[2]);
+      if (h > (1 << 20) || w > (1 << 20) || m > (1 << 20)) return std::numeric_limits<std::int64_t>::max();
       return forward ? smem::depthwise(g.kernel[1], g.kernel[2], g.stride[1], g.stride[2], g.dilation[1], g.dilation[2],
                                        m, t.tileH, t.tileW, t.channels, eb)
                      : smem::depthwise_dgrad(g.kernel[1], g.kernel[2], g.stride[1], g.stride[2], g.dilation[1],

@@ -51,10 +51,10 @@ struct PagedBackwardRequest {
 };
 Result<LoweredOp, RuntimeError> lower_paged_backward(const PagedBackwardRequest& request, const Target& target);
 
-// Whether a forward tile of `sig` fits `target`'s shared memory (the heuristic's own search): where
-// none does (attention with D = Dv = 1024 on sm_86/sm_89's 99 KiB), lowering fails, and the ops
-// layer reports Unsupported before it.
-bool paged_tile_fits(const contracts::PagedAttentionSignature& sig, const Target& target);
+// Unsupported naming the value (MLA: the latent) when no forward tile of `sig` fits `target`'s
+// shared memory (the heuristic's own search; attention with D = Dv = 1024 on sm_86/sm_89's 99 KiB),
+// where lowering would fail: the ops layer and rudnn-precompile ask it first.
+std::optional<RuntimeError> check_paged_tile_fits(const contracts::PagedAttentionSignature& sig, const Target& target);
 
 // Every registered tile that serves the call within `max_shared_bytes` of dynamic shared memory (the
 // target's opt-in limit) (the variant test, rudnn-precompile --with-autotune-candidates);

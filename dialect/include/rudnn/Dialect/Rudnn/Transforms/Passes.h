@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "contracts/arch.h"  // the max-shared-bytes option's default
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 

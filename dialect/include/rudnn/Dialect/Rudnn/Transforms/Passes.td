@@ -21,7 +21,7 @@ def SelectKernelConfigPass : Pass<"rudnn-select-kernel-config", "mlir::ModuleOp"
     Option<"arch", "arch", "std::string", /*default=*/"\"sm_90a\"", "Target architecture">,
     Option<"maxThreadsPerBlock", "max-threads-per-block", "int64_t", /*default=*/"1024",
            "Largest block the target allows">,
-    Option<"maxSharedBytes", "max-shared-bytes", "int64_t", /*default=*/"232448",
+    Option<"maxSharedBytes", "max-shared-bytes", "int64_t", /*default=*/"::rudnn::contracts::kLargestSharedBytes",
            "Largest dynamic shared memory a block of the target may opt into (default: sm_90's 227 KiB)">,
   ];
 }
