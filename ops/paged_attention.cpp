@@ -88,54 +88,71 @@ Result<HostPlan, Err> HostPlan::create(std::int64_t page_size, std::int64_t page
 
 namespace {
 
-// update()'s page-locked copy of a schedule, made at the first update: the queued copies read it
+// update()'s page-locked copies of a schedule, made at the first update: the queued copies read one
 // after update returns, so the caller's vectors are free at once and the host does not wait for the
-// queue's other work. `copied` is recorded after the copies; the next update waits on it (for those
-// copies only) before it writes the staging again, and so does the destructor before releasing it.
-// Without events (a driver lacking them) the update synchronizes the queue instead.
+// queue's other work. Two halves alternate, each with an event recorded after the copies that read
+// it: an update writes the half the update before last used, so it waits (for those copies only)
+// only when the queue is still two updates behind — a serving loop of update → replay never waits.
+// The destructor waits for both before releasing them. Without events (a driver lacking them) the
+// update synchronizes the queue instead.
 class ScheduleStaging {
  public:
   static Result<std::unique_ptr<ScheduleStaging>, RuntimeError> create(runtime::DeviceBackend& backend,
                                                                        std::size_t bytes) {
     auto staging = std::unique_ptr<ScheduleStaging>(new ScheduleStaging(backend));
-    auto data = backend.allocate_pinned(bytes);
+    auto data = backend.allocate_pinned(2 * bytes);
     if (!data.ok()) return data.error();
     staging->data_ = *data;
-    if (auto event = backend.create_event(); event.ok()) staging->copied_ = *event;
+    for (std::size_t i = 0; i < 2; ++i) {
+      Half& h = staging->halves_[i];
+      h.data = static_cast<std::byte*>(*data) + i * bytes;
+      if (auto event = backend.create_event(); event.ok()) h.copied = *event;
+    }
     return staging;
   }
   ~ScheduleStaging() {
-    if (pending_) (void)backend_.wait_event(copied_);
+    for (Half& h : halves_) {
+      if (h.pending) (void)backend_.wait_event(h.copied);
+      if (h.copied) backend_.destroy_event(h.copied);
+    }
     if (data_) backend_.release_pinned(data_);
-    if (copied_) backend_.destroy_event(copied_);
   }
   ScheduleStaging(const ScheduleStaging&) = delete;
   ScheduleStaging& operator=(const ScheduleStaging&) = delete;
 
-  // The staging, once the copies from the previous update have read it.
+  // The next half, once the copies that last read it (the update before last's) have completed.
   Result<std::int32_t*, RuntimeError> writable() {
-    if (pending_) {
-      if (auto w = backend_.wait_event(copied_); !w.ok()) return w.error();
-      pending_ = false;
+    Half& h = halves_[next_];
+    if (h.pending) {
+      if (auto w = backend_.wait_event(h.copied); !w.ok()) return w.error();
+      h.pending = false;
     }
-    return static_cast<std::int32_t*>(data_);
+    return reinterpret_cast<std::int32_t*>(h.data);
   }
-  // After copies from it were queued on `queue`: the event recorded behind them, else (no events, or
-  // the record failed) the queue synchronized. Either way the staging is safe to reuse or release.
+  // After copies from the half writable() gave were queued on `queue`: its event recorded behind
+  // them, else (no events, or the record failed) the queue synchronized. Either way that half is
+  // safe to reuse or release; the next update takes the other one.
   Status<RuntimeError> queued(const Queue& queue) {
-    if (copied_ && backend_.record_event(copied_, queue.impl().stream()).ok()) {
-      pending_ = true;
+    Half& h = halves_[next_];
+    next_ ^= 1;
+    if (h.copied && backend_.record_event(h.copied, queue.impl().stream()).ok()) {
+      h.pending = true;
       return {};
     }
     return queue.synchronize();
   }
 
  private:
+  struct Half {
+    std::byte* data = nullptr;
+    void* copied = nullptr;
+    bool pending = false;
+  };
   explicit ScheduleStaging(runtime::DeviceBackend& backend) : backend_(backend) {}
   runtime::DeviceBackend& backend_;
-  void* data_ = nullptr;
-  void* copied_ = nullptr;
-  bool pending_ = false;
+  void* data_ = nullptr;  // both halves, one allocation
+  Half halves_[2];
+  std::size_t next_ = 0;
 };
 
 }  // namespace

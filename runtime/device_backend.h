@@ -73,7 +73,8 @@ class DeviceBackend {
   virtual Status<RuntimeError> record_event(void* /*event*/, void* /*stream*/) { return no_events(); }
   virtual Result<float, RuntimeError> elapsed_ms(void* /*start*/, void* /*end*/) { return no_events(); }
   virtual void destroy_event(void* /*event*/) {}
-  // Waits on the host until the work queued before `event`'s last record has completed.
+  // Waits on the host until the work queued before `event`'s last record has completed (a host
+  // synchronization in the stats).
   virtual Status<RuntimeError> wait_event(void* /*event*/) { return no_events(); }
 
   // Page-locked host memory (cuMemHostAlloc; ordinary memory on the host device): a source the

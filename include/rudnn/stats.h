@@ -22,7 +22,7 @@ struct Stats {
   // Capture safety (SPEC §8, §13): what a warm call must not do inside a CUDA graph capture.
   std::uint64_t device_allocations = 0;     // device (or host-device) memory allocations, temporaries included
   std::uint64_t module_loads = 0;           // kernel modules loaded (cuModuleLoadData / dlopen)
-  std::uint64_t host_synchronizations = 0;  // waits of the host for a queue
+  std::uint64_t host_synchronizations = 0;  // waits of the host for a queue (or for an event on it)
 };
 
 RUDNN_API Stats stats();

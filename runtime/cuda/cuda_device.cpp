@@ -195,6 +195,7 @@ class CudaDevice final : public DeviceBackend {
     d().cuEventDestroy(static_cast<CUevent>(event));
   }
   Status<RuntimeError> wait_event(void* event) override {
+    count(&StatCounters::host_synchronizations);  // the host waits for part of a queue's work
     bind_context();
     if (CUresult r = d().cuEventSynchronize(static_cast<CUevent>(event)); r != CUDA_SUCCESS)
       return driver_error(ErrorKind::DriverFailure, "cuEventSynchronize", r);

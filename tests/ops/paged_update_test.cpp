@@ -118,8 +118,8 @@ TEST_F(PagedUpdate, ServesTheNewScheduleInPlace) {
     const std::uint64_t waits = stats().host_synchronizations;
     auto st = plan->update(*host);
     ASSERT_TRUE(st.ok()) << st.error().message();
-    // The schedule goes through the plan's staging: the host waits neither for the queue nor for
-    // the copies (the host device's own copies finish inside their call).
+    // The schedule goes through the plan's staging: the host waits neither for the queue nor, in the
+    // first two updates, for earlier copies (each writes its own half; StagingHalvesAlternate).
     EXPECT_EQ(stats().host_synchronizations, waits) << "update waited for the queue";
     host.reset();  // the caller's schedule is not read after update returns
     const auto want = fresh_results(*next, in);
@@ -147,6 +147,31 @@ TEST_F(PagedUpdate, ServesTheNewScheduleInPlace) {
                : std::vector<std::vector<std::byte>>{};
   };
   EXPECT_EQ(append(*plan), append(*fresh));
+}
+
+// The staging's two halves alternate: an update writes the half the update before last used, and
+// waits for the copies that read it only then. On the host device those copies finished inside their
+// call, but the wait still happens (and counts as a host synchronization, as on a GPU): the first two
+// updates wait for nothing, each later one once — never for the queue.
+TEST_F(PagedUpdate, StagingHalvesAlternate) {
+  SCOPED_TRACE(::testing::Message() << "seed=" << seed_);
+  const Layout a = decode_layout(rng_);
+  const Inputs in = random_inputs(a, rng_);
+  auto plan = paged_test::device_plan(a, in.q);
+  ASSERT_TRUE(plan.has_value());
+  Layout next = a;
+  for (int update = 1; update <= 3; ++update) {
+    SCOPED_TRACE(::testing::Message() << "update " << update);
+    next = next_step(next);
+    auto host = paged_test::host_plan(next);
+    ASSERT_TRUE(host.has_value());
+    const std::uint64_t waits = stats().host_synchronizations;
+    auto st = plan->update(*host);
+    ASSERT_TRUE(st.ok()) << st.error().message();
+    EXPECT_EQ(stats().host_synchronizations - waits, update <= 2 ? 0u : 1u);
+    EXPECT_EQ(results(*plan, in), fresh_results(next, in));
+  }
+  EXPECT_EQ(plan->updates(), 3);
 }
 
 TEST_F(PagedUpdate, SchedulesThatDoNotFitAreRejectedAndChangeNothing) {
