@@ -716,6 +716,16 @@ Result<AppendedCache, Err> DevicePlan::append(const Tensor& k, const Tensor& v, 
   if (auto e =
           ops::check_operands({{&k, "key"}, {&v, "value"}, {&key_cache, "key_cache"}, {&value_cache, "value_cache"}}))
     return as<Err>(*e);
+  // A cache no other handle shares is written in place: two such caches over the same bytes would
+  // have one's rows overwrite the other's (a caller's views, SPEC §13), and new rows read from the
+  // bytes being written would depend on the kernels' order.
+  {
+    ops::BoundedList<ops::NamedTensor, 2> in_place;
+    if (!key_cache.storage_shared()) in_place.push_back({&key_cache, "key_cache"});
+    if (!value_cache.storage_shared()) in_place.push_back({&value_cache, "value_cache"});
+    const ops::NamedTensor rows[] = {{&k, "key"}, {&v, "value"}};
+    if (auto e = ops::check_disjoint(in_place, rows)) return as<Err>(*e);
+  }
   if (s.append_conflict) return *s.append_conflict;
 
   const Device& device = k.device();

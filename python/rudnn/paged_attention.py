@@ -31,6 +31,8 @@ class PagedPlan:
     def __init__(self, page_size, pages, tables, lengths, sequence_ids, positions, device="cpu",
                  deterministic_backward=False):
         device = torch.device(device)
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise PagedAttentionError("NoDevice", "device", "a CUDA device torch can use", str(device))
         if device.type == "cuda" and device.index is None:
             device = torch.device("cuda", torch.cuda.current_device())
         if device.type not in ("cpu", "cuda"):
@@ -84,7 +86,9 @@ class PagedPlan:
         """query [queries, Hq, D]; the paged caches key [pages, page_size, Hkv, D] and value [pages,
         page_size, Hkv, Dv] → [queries, Hq, Dv]. ``scale`` defaults to 1/√D; ``splits`` in 2..=32
         is split-KV."""
-        scale = query.shape[-1] ** -0.5 if scale is None else scale
+        if scale is None:  # 1/√D; a query without a positive last dim keeps 1.0 and is refused by the library
+            width = query.shape[-1] if isinstance(query, torch.Tensor) and query.dim() >= 1 else 0
+            scale = width ** -0.5 if width > 0 else 1.0
         return paged_attention_op(query, key, value, self.id, scale, causal, splits)[0]
 
     def mla(self, query, query_rope, latent, key_rope, scale, causal=True, splits=1):

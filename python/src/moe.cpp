@@ -1,6 +1,7 @@
 // torch.ops.rudnn.moe_* → rudnn::moe: the routings into torch's buffers; the selected router weights
 // with their gradient; the whole layer with its intermediates in one torch-allocated workspace, and
 // its backward (SPEC §10's chain, recomputing the forward; docs/pytorch.md says why).
+#include <algorithm>
 #include <torch/csrc/autograd/custom_function.h>
 #include <torch/library.h>
 
@@ -59,8 +60,10 @@ Pair route(const at::Tensor& logits, const std::optional<at::Tensor>& bias, cons
   Call call(kFamily, {{"logits", &logits}, {"bias", bias ? &*bias : nullptr}});
   Tensor l = call.in(logits, "logits");
   std::optional<Tensor> b = call.in(bias, "bias");
-  const Int tokens = logits.dim() ? logits.size(0) : 0;
-  at::Tensor weights = call.empty({tokens, std::max<Int>(r.top_k, 0)}, logits.scalar_type());
+  const Int tokens = logits.dim() ? logits.size(0) : 0, experts = logits.dim() ? logits.size(-1) : 0;
+  // At most top_k = experts columns: a larger top_k is the library's InvalidValue naming top_k
+  // (checked before the outputs' shapes), not a huge or overflowing allocation here.
+  at::Tensor weights = call.empty({tokens, std::clamp<Int>(r.top_k, 0, experts)}, logits.scalar_type());
   at::Tensor indices = call.empty(weights.sizes(), c10::ScalarType::Int);
   Tensor i = call.out(indices, "expert_indices", DType::U32);
   Tensor w = call.out(weights, "weights");

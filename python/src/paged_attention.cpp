@@ -55,12 +55,13 @@ void check_splits(Int splits) {
 
 // The ranks a kept workspace reads dims from, checked first so that a wrong rank is the library's
 // kind of error, never an out-of-range dim().
-void check_ranks(const Call& call, const Tensor& q, const Tensor* value) {
+// `value` is the cache the values come from, named `value_name` ("value", or MLA's "latent").
+void check_ranks(const Call& call, const Tensor& q, const Tensor* value, const char* value_name = "value") {
   if (q.rank() != 3)
     call.fail(Error(ErrorKind::ShapeMismatch, "query", "[queries, heads, dim]", shape_to_string(q.shape())));
   if (value && value->rank() != 4)
     call.fail(
-        Error(ErrorKind::ShapeMismatch, "value", "[pages, page_size, heads, dim]", shape_to_string(value->shape())));
+        Error(ErrorKind::ShapeMismatch, value_name, "[pages, page_size, heads, dim]", shape_to_string(value->shape())));
 }
 
 // The split workspace of a call (splits = 1: none; the library checks the rest). Under the plan's
@@ -146,7 +147,7 @@ std::tuple<at::Tensor, at::Tensor> paged_mla(const at::Tensor& query, const at::
   at::Tensor out = call.empty(query.sizes(), query.scalar_type());
   Tensor o = call.out(out, "out");
   check_stream(call, *plan);
-  if (splits != 1) check_ranks(call, q, &lat);
+  if (splits != 1) check_ranks(call, q, &lat, "latent");
   under_plan_lock(call, *plan, [&]() -> Status<PagedAttentionError> {
     auto workspace = workspace_of(*plan, schedule, q, lat, splits);
     if (!workspace) return workspace.error();

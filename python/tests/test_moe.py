@@ -167,6 +167,14 @@ def test_layer_bias_needs_grouped_routing_and_training_top_k_is_at_most_64():
 
 
 def test_route_errors():
+    # top_k past the experts: the library's InvalidValue, never a huge allocation of the outputs first.
+    for top_k in (9, 2**40, 2**62):
+        with pytest.raises(rudnn.MoeError) as error:
+            rudnn.moe.route(torch.randn(3, 8), top_k)
+        assert error.value.kind == "InvalidValue" and error.value.argument == "top_k", str(error.value)
+        with pytest.raises(rudnn.MoeError) as error:
+            rudnn.moe.route_sigmoid_grouped(torch.randn(3, 8), top_k=top_k, groups=4, selected_groups=2)
+        assert error.value.kind == "InvalidValue" and error.value.argument == "top_k", str(error.value)
     with pytest.raises(rudnn.MoeError) as error:
         rudnn.moe.route_sigmoid_grouped(torch.randn(4, 16), top_k=2, groups=5, selected_groups=2)
     assert error.value.kind == "InvalidValue" and error.value.argument == "groups", str(error.value)

@@ -208,11 +208,31 @@ def test_a_wrong_rank_in_the_deterministic_backward_is_an_error():
                                                       torch.randn(PAGES, PAGE_SIZE, 1, 16), p.id, 0.25, True, 0),
      "InvalidValue", "splits"),
     (lambda: rudnn.paged_attention.PagedPlan(4.0, 9, [[0]], [1], [0], [0]), "InvalidValue", "page_size[0]"),
+    # MLA's value cache is the latent: a split call names it so, as an unsplit one does.
+    (lambda: plan().mla(torch.randn(5, 2, 16), torch.randn(5, 2, 8), torch.randn(PAGES, PAGE_SIZE, 16),
+                        torch.randn(PAGES, PAGE_SIZE, 1, 8), 0.2, splits=2), "ShapeMismatch", "latent"),
+    # The default scale (1/√D) needs a last dim: a query without one is the library's error, not Python's.
+    (lambda: plan().attention(torch.randn(5, 2, 0), torch.randn(PAGES, PAGE_SIZE, 1, 0),
+                              torch.randn(PAGES, PAGE_SIZE, 1, 16)), "EmptyDimension", "query"),
+    (lambda: plan().attention(torch.tensor(1.0), torch.randn(PAGES, PAGE_SIZE, 1, 16),
+                              torch.randn(PAGES, PAGE_SIZE, 1, 16)), "ShapeMismatch", "query"),
+    # One tensor as both caches (written in place): the value rows would overwrite the key rows.
+    (lambda cache=torch.zeros(PAGES, PAGE_SIZE, 1, 16): plan().append(torch.randn(5, 1, 16), torch.randn(5, 1, 16),
+                                                                      cache, cache), "InvalidValue", "value_cache"),
+    (lambda cache=torch.zeros(2, PAGES, PAGE_SIZE, 1, 16): plan().append(
+        torch.randn(5, 1, 16), torch.randn(5, 1, 16), cache[0], cache[0, :, :, :, :]), "InvalidValue", "value_cache"),
 ])
 def test_errors(make, kind, argument):
     with pytest.raises(rudnn.PagedAttentionError) as error:
         make()
     assert error.value.kind == kind and error.value.argument == argument, str(error.value)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without a CUDA device")
+def test_a_cuda_plan_without_a_gpu_is_a_typed_error():
+    with pytest.raises(rudnn.PagedAttentionError) as error:
+        rudnn.paged_attention.PagedPlan(4, 2, [[0]], [4], [0], [1], device="cuda")
+    assert error.value.kind == "NoDevice" and error.value.argument == "device", str(error.value)
 
 
 def test_threads_share_a_plan_and_its_split_workspace(seed):

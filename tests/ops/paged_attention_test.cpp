@@ -1319,6 +1319,17 @@ TEST_F(PagedContract, AppendEachLineWritesNothing) {
   e(plan.append(t({kQ, kHkv, kD}, f_, &q2.value()), t({kQ, kHkv, kD}, f_, &q2.value()), kc, vc),
     ErrorKind::QueueMismatch, "key", "rows on another queue than the plan");
   e(plan.append(k, v, t(cs, f_, &q2.value()), vc), ErrorKind::QueueMismatch, "key_cache", "cache on another queue");
+  // Views of one buffer as both caches (a caller's memory, written in place): the value rows would
+  // overwrite the key rows. Owned tensors shared with another handle are copied first instead.
+  auto view_of = [&](const Tensor& t, const Shape& shape) {
+    auto v = Tensor::view(t.data(), shape, {}, t.dtype(), t.queue());
+    EXPECT_TRUE(v.ok()) << v.error().message();
+    return std::move(v.value());
+  };
+  e(plan.append(k, v, view_of(kc, cs), view_of(kc, cs)), ErrorKind::InvalidValue, "value_cache",
+    "one buffer as both caches");
+  e(plan.append(view_of(kc, {kQ, kHkv, kD}), v, view_of(kc, cs), vc), ErrorKind::InvalidValue, "key_cache",
+    "new key rows inside the key cache");
   EXPECT_EQ(host_values(kc), kc_values) << "a rejected append wrote the key cache";
   EXPECT_EQ(host_values(vc), vc_values) << "a rejected append wrote the value cache";
 }

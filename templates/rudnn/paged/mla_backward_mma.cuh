@@ -438,14 +438,16 @@ namespace rudnn::paged {
 //
 // paged_attention_backward_history's schedule — one block per physical page (kv_heads = 1), the
 // page's readers ascending, each one's (query row, head) items in the history index's order; no
-// floating-point atomics — with paged_mla_backward_mma's products. The page's slots in 32-key
-// tiles (the latent + rope rows in shared memory; a page of ≤ 16 slots leaves half a tile empty);
-// per tile the readers that reach it, their items in chunks of 32 (Q | Qp and dO gathered with
-// cp.async, one stage: two would pass sm_80's shared memory at R = 512). Per chunk warps 0-3 form S
-// and warps 4-7 dP as in the unit kernel, P = exp2(S·scale·log2 e − L) from the unit kernel's row
-// statistics (masked past the item's causal limit, its sequence's length and the page), dS' =
-// scale·P ⊙ (dP − δ), both rounded to T into shared memory; then every warp adds its 16 keys × its
-// column group of dS'ᵀ·[Q | Qp] + Pᵀ·dO to registers. At the tile's end the sums are rounded into
+// floating-point atomics — with paged_mla_backward_mma's products. The page's slots in key tiles of
+// 32, or of 16 when the page holds at most 16 slots (vLLM's default page: a 32-key tile would spend
+// half of every product on empty slots); the latent + rope rows in shared memory; per tile the
+// readers that reach it, their items in chunks of 32 (Q | Qp and dO gathered with cp.async, one
+// stage: two would pass sm_80's shared memory at R = 512). Per chunk warps 0-3 form S and warps 4-7
+// dP as in the unit kernel (16-key tiles: warps 0-1 and 4-5), P = exp2(S·scale·log2 e − L) from the
+// unit kernel's row statistics (masked past the item's causal limit, its sequence's length and the
+// page), dS' = scale·P ⊙ (dP − δ), both rounded to T into shared memory; then every warp adds its
+// block of dS'ᵀ·[Q | Qp] + Pᵀ·dO to registers: 32-key tiles 16 keys (16·(w % 2)..) × a quarter of
+// the columns, 16-key tiles all 16 keys × an eighth. At the tile's end the sums are rounded into
 // dlatent (dk) and dk_rope — zeros in slots nobody reaches. The order of every sum is the
 // schedule's: the same bits on every run. Compaction (page_order) moves no bit; the items are
 // always staged, so row caching selects nothing.
@@ -456,8 +458,126 @@ namespace rudnn::paged {
 template <int kLatent, int kRope, bool kCompactHistoryFlag>
 struct MlaHistoryMmaPolicy : MlaBackwardMmaPolicy<kLatent, kRope> {
   static constexpr bool kCompactHistory = kCompactHistoryFlag;
+  // 16-key tiles: each of the 8 warps takes all 16 keys × an eighth of the columns.
+  static constexpr int kColPairs16 = (MlaBackwardMmaPolicy<kLatent, kRope>::kKeyDim / 16 + 7) / 8;
+  static constexpr int kColTiles16 = 2 * kColPairs16;
   static constexpr int kSharedBytes = static_cast<int>(shared_memory::paged_mla_history_mma(kLatent, kRope));
 };
+
+namespace mla_backward_mma_detail {
+
+// One page's work in paged_mla_backward_history_mma: the history gradients of its slots, a key tile
+// at a time.
+template <class T, class P>
+struct MlaHistoryPage {
+  HistoryReaders index;
+  const T *q, *q_rope, *k, *k_rope, *grad_out;
+  const i32* positions;
+  const float* row_stats;
+  T *dk, *dk_rope;
+  i64 causal;
+  float scale;
+  i64 page = 0;
+  T* sk;       // [kBN][kLd]: the key tile
+  T* sq;       // [kBM][kLd]: the chunk's Q | Qp
+  T* sdo;      // [kBM][kLd]: its dO (R columns)
+  T* sp;       // [kBM][kLdS]
+  T* sds;      // [kBM][kLdS]
+  float* sdp;  // [kBM][kKeys of the tile]
+  int tid, lane, warp;
+  tile::LaneOffsets lo;
+
+  // The gradients of slots slot0 .. slot0 + kKeys − 1 (those below page_size).
+  template <int kKeys>
+  RUDNN_DEVICE void key_tile(i64 slot0) {
+    static_assert(kKeys == 16 || kKeys == 32, "MlaHistoryPage::key_tile: 16 or 32 keys");
+    constexpr int kR = P::kR, kPr = P::kPr, kK = P::kKeyDim, kBM = P::kBM, kLd = P::kLd, kLdS = P::kLdS;
+    // This warp's history block: 32-key tiles 16 keys × a quarter of the columns, 16-key tiles all
+    // 16 keys × an eighth.
+    constexpr int kTiles = kKeys == 32 ? P::kColTiles : P::kColTiles16;
+    const int row_block = warp & 1, key_half = (warp >> 1) & 1;
+    const bool score_warp = warp < 4;
+    const int hist_key0 = kKeys == 32 ? 16 * (warp & 1) : 0;
+    const int col0 = kKeys == 32 ? 16 * P::kColPairs * (warp >> 1) : 16 * P::kColPairs16 * warp;
+    const float scale_log2 = scale * kLog2e;
+    const i64 keys = min_i64(kKeys, index.page_size - slot0), row0 = page * index.page_size + slot0;
+    i64 e = index.reaching(index.first, slot0), m0 = 0;
+    __syncthreads();     // every warp is done with the previous tile's shared memory
+    if (e < index.last)  // committed with the first chunk
+      gather_split_rows_async<T, kKeys, kR, kPr, kLd, P::kThreads>(
+          sk, keys, tid, k, [&](int r) { return k + (row0 + r) * kR; },
+          [&](int r) { return k_rope + (row0 + r) * kPr; });
+    tile::Accumulator<1, kTiles> acc;
+    acc.zero();
+    while (e < index.last) {
+      const i64 n = min_i64(kBM, index.items(e) - m0);
+      gather_split_rows_async<T, kBM, kR, kPr, kLd, P::kThreads>(
+          sq, n, tid, q, [&](int r) { return q + index.item(e, m0 + r) * kR; },
+          [&](int r) { return q_rope + index.item(e, m0 + r) * kPr; });
+      gather_rows_async<T, kBM, kR, kLd, P::kThreads>(sdo, n, tid, grad_out,
+                                                      [&](int r) { return grad_out + index.item(e, m0 + r) * kR; });
+      cp_async_commit();
+      cp_async_wait<0>();
+      __syncthreads();                                                  // the chunk (and the key tile) landed
+      const bool idle = 16 * row_block >= n || 16 * key_half >= kKeys;  // warp-uniform
+      tile::Accumulator<1, 2> s;
+      float lse[2], delta[2];
+      if (!idle && score_warp) {
+        block_scores<T, kK>(s, sq + 16 * row_block * kLd + lo.a, sk + 16 * key_half * kLd + lo.b_nt);
+        s.scale(scale_log2);
+        i64 visible[2];  // of the warp's 16 keys
+        RUDNN_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          const i64 m = 16 * row_block + 8 * h + (lane >> 2);
+          lse[h] = delta[h] = 0.0f;
+          visible[h] = 0;
+          if (m < n) {
+            const i64 qi = index.item(e, m0 + m);
+            lse[h] = row_stats[2 * qi] * kLog2e;
+            delta[h] = row_stats[2 * qi + 1];
+            visible[h] = index.seen(e, m0 + m, slot0, keys, positions, causal) - 16 * key_half;
+          }
+        }
+        mask_keys(s, visible, lane);
+      } else if (!idle) {
+        tile::Accumulator<1, 2> dp;
+        block_scores<T, kR>(dp, sdo + 16 * row_block * kLd + lo.a, sk + 16 * key_half * kLd + lo.b_nt);
+        store_dp<kKeys>(sdp, dp, 16 * row_block, 16 * key_half, lane);
+      }
+      __syncthreads();  // dP of every active block
+      if (!idle && score_warp)
+        store_p_ds<T, kKeys, kLdS>(sp, sds, sdp, s, lse, delta, scale, 16 * row_block, 16 * key_half, lane);
+      __syncthreads();  // P and dS' of every active row
+      const int rows16 = static_cast<int>((n + 15) / 16) * 16;
+      add_history_product<T, kTiles, kR, kLd, kLdS>(acc, sds, sp, sq, sdo, rows16, hist_key0, col0, lane,
+                                                    [&](int j) { return col0 + 8 * j < kK; });
+      m0 += kBM;
+      if (m0 >= index.items(e)) {
+        e = index.reaching(e + 1, slot0);
+        m0 = 0;
+      }
+      __syncthreads();  // every warp is past this chunk's reads
+    }
+    RUDNN_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const i64 key = hist_key0 + 8 * h + (lane >> 2);
+      if (key >= keys) continue;
+      RUDNN_UNROLL
+      for (int j = 0; j < kTiles; ++j) {
+        const int col = col0 + 8 * j + 2 * (lane & 3);
+        T* at = col0 + 8 * j >= kK ? nullptr
+                : col < kR         ? (dk ? dk + (row0 + key) * kR + col : nullptr)
+                                   : (dk_rope ? dk_rope + (row0 + key) * kPr + (col - kR) : nullptr);
+        if (!at) continue;
+        Vec<T, 2> pair;
+        pair.words[0] = pack2_from_float<T>(acc.c[0][j][2 * h], acc.c[0][j][2 * h + 1]);
+        store_vec<T, 2>(at, pair);
+      }
+    }
+  }
+};
+
+}  // namespace mla_backward_mma_detail
 
 template <class T, class P>
 RUDNN_DEVICE void paged_mla_backward_history_mma(const T* q, const T* q_rope, const T* k, const T* k_rope,
@@ -466,119 +586,58 @@ RUDNN_DEVICE void paged_mla_backward_history_mma(const T* q, const T* q_rope, co
                                                  const i32* page_order, T* dk, T* dk_rope, T* /*dv*/, i64 queries,
                                                  i64 sequences, i64 pages, i64 q_heads, i64 kv_heads, i64 head_dim,
                                                  i64 rope_dim, i64 value_dim, i64 page_size, i64 causal, float scale) {
-  constexpr int kR = P::kR, kPr = P::kPr, kK = P::kKeyDim, kBM = P::kBM, kBN = P::kBN, kLd = P::kLd, kLdS = P::kLdS,
-                kCT = P::kColTiles;
+  constexpr int kR = P::kR, kPr = P::kPr, kBM = P::kBM, kBN = P::kBN, kLd = P::kLd, kLdS = P::kLdS;
   if (blockDim.x != static_cast<unsigned>(P::kThreads) || blockDim.y != 1u || blockDim.z != 1u)
     trap("rudnn::paged::paged_mla_backward_history_mma: blockDim must be (Policy::kThreads, 1, 1)");
   if (head_dim != kR || value_dim != kR || rope_dim != kPr || kv_heads != 1)
     trap(
         "rudnn::paged::paged_mla_backward_history_mma: head_dim = value_dim = kLatent, rope_dim = kRope and "
         "kv_heads = 1");
-  T* const sk = dynamic_shared<T>();                              // [kBN][kLd]: the key tile
-  T* const sq = sk + kBN * kLd;                                   // [kBM][kLd]: the chunk's Q | Qp
-  T* const sdo = sq + kBM * kLd;                                  // [kBM][kLd]: its dO (R columns)
-  T* const sp = sdo + kBM * kLd;                                  // [kBM][kLdS]
-  T* const sds = sp + kBM * kLdS;                                 // [kBM][kLdS]
-  float* const sdp = reinterpret_cast<float*>(sds + kBM * kLdS);  // [kBM][kBN]
-  const int tid = static_cast<int>(threadIdx.x), lane = tid & 31, warp = tid >> 5;
-  const int row_block = warp & 1, key_half = (warp >> 1) & 1;
-  const bool score_warp = warp < 4;
-  const int col0 = 16 * P::kColPairs * (warp >> 1), hist_key0 = 16 * (warp & 1);
-  const float scale_log2 = scale * kLog2e;
-  const tile::LaneOffsets lo = tile::lane_offsets<kLd>(lane);
+  const int tid = static_cast<int>(threadIdx.x);
   const i32* reader_offsets = history_index;
   const i32* row_offsets = reader_offsets + pages + 1;
   const i32* rows = row_offsets + sequences + 1;
-  HistoryReaders index{.lengths = lengths,
-                       .row_offsets = row_offsets,
-                       .rows = rows,
-                       .readers = rows + queries,
-                       .q_heads = q_heads,
-                       .group = q_heads,
-                       .page_size = page_size};
-
+  T* const sk = dynamic_shared<T>();
+  T* const sq = sk + kBN * kLd;
+  T* const sdo = sq + kBM * kLd;
+  T* const sp = sdo + kBM * kLd;
+  T* const sds = sp + kBM * kLdS;
+  mla_backward_mma_detail::MlaHistoryPage<T, P> work{.index = {.lengths = lengths,
+                                                               .row_offsets = row_offsets,
+                                                               .rows = rows,
+                                                               .readers = rows + queries,
+                                                               .q_heads = q_heads,
+                                                               .group = q_heads,
+                                                               .page_size = page_size},
+                                                     .q = q,
+                                                     .q_rope = q_rope,
+                                                     .k = k,
+                                                     .k_rope = k_rope,
+                                                     .grad_out = grad_out,
+                                                     .positions = positions,
+                                                     .row_stats = row_stats,
+                                                     .dk = dk,
+                                                     .dk_rope = dk_rope,
+                                                     .causal = causal,
+                                                     .scale = scale,
+                                                     .sk = sk,
+                                                     .sq = sq,
+                                                     .sdo = sdo,
+                                                     .sp = sp,
+                                                     .sds = sds,
+                                                     .sdp = reinterpret_cast<float*>(sds + kBM * kLdS),
+                                                     .tid = tid,
+                                                     .lane = tid & 31,
+                                                     .warp = tid >> 5,
+                                                     .lo = tile::lane_offsets<kLd>(tid & 31)};
   for (i64 block = linear_block(); block < pages; block += block_count()) {
-    const i64 page = P::kCompactHistory ? static_cast<i64>(page_order[block]) : block;
-    index.first = reader_offsets[page];
-    index.last = reader_offsets[page + 1];
-    for (i64 slot0 = 0; slot0 < page_size; slot0 += kBN) {
-      const i64 keys = min_i64(kBN, page_size - slot0), row0 = page * page_size + slot0;
-      i64 e = index.reaching(index.first, slot0), m0 = 0;
-      __syncthreads();     // every warp is done with the previous tile's shared memory
-      if (e < index.last)  // committed with the first chunk
-        gather_split_rows_async<T, kBN, kR, kPr, kLd, P::kThreads>(
-            sk, keys, tid, k, [&](int r) { return k + (row0 + r) * kR; },
-            [&](int r) { return k_rope + (row0 + r) * kPr; });
-      tile::Accumulator<1, kCT> acc;
-      acc.zero();
-      while (e < index.last) {
-        const i64 n = min_i64(kBM, index.items(e) - m0);
-        gather_split_rows_async<T, kBM, kR, kPr, kLd, P::kThreads>(
-            sq, n, tid, q, [&](int r) { return q + index.item(e, m0 + r) * kR; },
-            [&](int r) { return q_rope + index.item(e, m0 + r) * kPr; });
-        gather_rows_async<T, kBM, kR, kLd, P::kThreads>(sdo, n, tid, grad_out,
-                                                        [&](int r) { return grad_out + index.item(e, m0 + r) * kR; });
-        cp_async_commit();
-        cp_async_wait<0>();
-        __syncthreads();                        // the chunk (and the key tile) landed
-        const bool idle = 16 * row_block >= n;  // warp-uniform
-        tile::Accumulator<1, 2> s;
-        float lse[2], delta[2];
-        if (!idle && score_warp) {
-          mla_backward_mma_detail::block_scores<T, kK>(s, sq + 16 * row_block * kLd + lo.a,
-                                                       sk + 16 * key_half * kLd + lo.b_nt);
-          s.scale(scale_log2);
-          i64 visible[2];  // of the warp's 16 keys
-          RUDNN_UNROLL
-          for (int h = 0; h < 2; ++h) {
-            const i64 m = 16 * row_block + 8 * h + (lane >> 2);
-            lse[h] = delta[h] = 0.0f;
-            visible[h] = 0;
-            if (m < n) {
-              const i64 qi = index.item(e, m0 + m);
-              lse[h] = row_stats[2 * qi] * kLog2e;
-              delta[h] = row_stats[2 * qi + 1];
-              visible[h] = index.seen(e, m0 + m, slot0, keys, positions, causal) - 16 * key_half;
-            }
-          }
-          mla_backward_mma_detail::mask_keys(s, visible, lane);
-        } else if (!idle) {
-          tile::Accumulator<1, 2> dp;
-          mla_backward_mma_detail::block_scores<T, kR>(dp, sdo + 16 * row_block * kLd + lo.a,
-                                                       sk + 16 * key_half * kLd + lo.b_nt);
-          mla_backward_mma_detail::store_dp<kBN>(sdp, dp, 16 * row_block, 16 * key_half, lane);
-        }
-        __syncthreads();  // dP of every active block
-        if (!idle && score_warp)
-          mla_backward_mma_detail::store_p_ds<T, kBN, kLdS>(sp, sds, sdp, s, lse, delta, scale, 16 * row_block,
-                                                            16 * key_half, lane);
-        __syncthreads();  // P and dS' of every active row
-        const int rows16 = static_cast<int>((n + 15) / 16) * 16;
-        mla_backward_mma_detail::add_history_product<T, kCT, kR, kLd, kLdS>(
-            acc, sds, sp, sq, sdo, rows16, hist_key0, col0, lane, [&](int j) { return col0 + 8 * j < kK; });
-        m0 += kBM;
-        if (m0 >= index.items(e)) {
-          e = index.reaching(e + 1, slot0);
-          m0 = 0;
-        }
-        __syncthreads();  // every warp is past this chunk's reads
-      }
-      RUDNN_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        const i64 key = hist_key0 + 8 * h + (lane >> 2);
-        if (key >= keys) continue;
-        RUDNN_UNROLL
-        for (int j = 0; j < kCT; ++j) {
-          const int col = col0 + 8 * j + 2 * (lane & 3);
-          T* at = col0 + 8 * j >= kK ? nullptr
-                  : col < kR         ? (dk ? dk + (row0 + key) * kR + col : nullptr)
-                                     : (dk_rope ? dk_rope + (row0 + key) * kPr + (col - kR) : nullptr);
-          if (!at) continue;
-          Vec<T, 2> pair;
-          pair.words[0] = pack2_from_float<T>(acc.c[0][j][2 * h], acc.c[0][j][2 * h + 1]);
-          store_vec<T, 2>(at, pair);
-        }
-      }
+    work.page = P::kCompactHistory ? static_cast<i64>(page_order[block]) : block;
+    work.index.first = reader_offsets[work.page];
+    work.index.last = reader_offsets[work.page + 1];
+    if (page_size <= 16) {
+      work.template key_tile<16>(0);  // uniform
+    } else {
+      for (i64 slot0 = 0; slot0 < page_size; slot0 += kBN) work.template key_tile<32>(slot0);
     }
   }
 }
