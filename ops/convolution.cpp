@@ -235,9 +235,18 @@ Result<Tensor, ConvSetupError> conv_forward_nhwc(const Tensor& input, const Tens
 
 namespace {
 
+// A shape the caller gives (input_shape, weight_shape) has no negative extent: the contracts read a
+// negative one as "dynamic" (a graph's `?`), which a call never is.
+std::optional<ConvSetupError> check_given_shape(const Shape& shape, const char* name) {
+  for (std::int64_t extent : shape)
+    if (extent < 0) return ConvSetupError(ErrorKind::InvalidValue, name, "extents >= 0", shape_to_string(shape));
+  return std::nullopt;
+}
+
 Result<Tensor, ConvSetupError> data_backward(const Tensor& grad_output, const Tensor& weight, const Shape& input_shape,
                                              const ConvOptions& options, ConvStrategy strategy, ConvLayout layout,
                                              ConvInfo* info, const Tensor* into, const Tensor* workspace = nullptr) {
+  if (auto e = check_given_shape(input_shape, "input_shape")) return *e;
   contracts::Operand shape_only{input_shape, grad_output.dtype(), ops::device_id(grad_output.device())};
   Call call{{ConvDirection::DataBackward, layout == ConvLayout::ChannelsLast, shape_only, operand(weight), std::nullopt,
              operand(grad_output), params_of(options)},
@@ -263,6 +272,7 @@ Result<ConvWeightGrads, ConvSetupError> weight_backward(const Tensor& input, con
                                                         bool with_bias_grad, ConvStrategy strategy, ConvLayout layout,
                                                         ConvInfo* info, const ConvWeightGrads* into,
                                                         const Tensor* workspace = nullptr) {
+  if (auto e = check_given_shape(weight_shape, "weight_shape")) return *e;
   contracts::Operand shape_only{weight_shape, input.dtype(), ops::device_id(input.device())};
   Call call{{ConvDirection::WeightBackward, layout == ConvLayout::ChannelsLast, operand(input), shape_only,
              std::nullopt, operand(grad_output), params_of(options)},

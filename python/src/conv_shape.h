@@ -25,7 +25,11 @@ inline std::optional<Ints> conv_output_shape(const Ints& input, const Ints& weig
   for (std::size_t i = 0; i < spatial; ++i) {
     auto s = option(stride, i, 1), p = option(padding, i, 0), d = option(dilation, i, 1);
     if (!s || !p || !d || *s < 1) return std::nullopt;
-    const std::int64_t extent = (input[first + i] + 2 * *p - *d * (weight[first + i] - 1) - 1);
+    // Checked: options far past the library's bounds (which it names) must not wrap into a shape.
+    std::int64_t twice_p, reach, sum, extent;
+    if (__builtin_mul_overflow(*p, 2, &twice_p) || __builtin_mul_overflow(*d, weight[first + i] - 1, &reach) ||
+        __builtin_add_overflow(input[first + i], twice_p, &sum) || __builtin_sub_overflow(sum, reach + 1, &extent))
+      return std::nullopt;
     if (extent < 0) return std::nullopt;
     out.push_back(extent / *s + 1);
   }
@@ -36,6 +40,18 @@ inline std::optional<Ints> conv_output_shape(const Ints& input, const Ints& weig
   for (std::size_t i = 1; i < shape.size(); ++i)
     if (shape[i] < 1) return std::nullopt;
   return shape;
+}
+
+// Whether an output of `shape` is worth allocating before the library has checked the call: no
+// negative extent and at most 2^40 elements. Otherwise the binding allocates a placeholder, and the
+// library names the argument that makes the shape impossible (padding past its bound, a negative
+// input_shape entry) instead of torch's allocator failing first.
+inline bool plausible(const Ints& shape) {
+  std::int64_t elements = 1;
+  for (std::int64_t extent : shape)
+    if (extent < 0 || __builtin_mul_overflow(elements, extent, &elements) || elements > (std::int64_t{1} << 40))
+      return false;
+  return true;
 }
 
 }  // namespace rudnn::python

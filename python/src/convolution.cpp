@@ -52,7 +52,7 @@ at::Tensor conv_forward(const at::Tensor& input, const at::Tensor& weight, const
   // No shape: a placeholder output, and the library names the argument that makes the shape impossible.
   auto shape =
       conv_output_shape(ints(input.sizes()), ints(weight.sizes()), o.stride, o.padding, o.dilation, channels_last);
-  at::Tensor out = call.empty(shape ? *shape : Ints{0}, input.scalar_type());
+  at::Tensor out = call.empty(shape && plausible(*shape) ? *shape : Ints{0}, input.scalar_type());
   Tensor y = call.out(out, "out");
   if (channels_last)
     call.check(convolution::conv_forward_nhwc_into(x, w, b, options_of(o), y, chosen));
@@ -69,7 +69,8 @@ at::Tensor conv_data_backward(const at::Tensor& grad_output, const at::Tensor& w
   const auto chosen = strategy_of(call, strategy);
   Tensor dy = call.in(grad_output, "grad_output");
   Tensor w = call.in(weight, "weight");
-  at::Tensor grad_input = call.empty(input_shape, grad_output.scalar_type());
+  at::Tensor grad_input =
+      call.empty(plausible(ints(input_shape)) ? ints(input_shape) : Ints{0}, grad_output.scalar_type());
   const Options o{ints(stride), ints(padding), ints(dilation), groups, {}, channels_last};
   call.check(convolution::conv_data_backward_into(
       dy, w, ints(input_shape), options_of(o), call.out(grad_input, "grad_input"), chosen, layout_of(channels_last)));
@@ -86,9 +87,10 @@ std::tuple<at::Tensor, at::Tensor> conv_weight_backward(const at::Tensor& input,
   const auto chosen = strategy_of(call, strategy);
   Tensor x = call.in(input, "input");
   Tensor dy = call.in(grad_output, "grad_output");
-  at::Tensor grad_weight = call.empty(weight_shape, input.scalar_type());
-  at::Tensor grad_bias =
-      call.empty({with_bias_grad && !weight_shape.empty() ? weight_shape[0] : 0}, c10::ScalarType::Float);
+  const bool allocatable = plausible(ints(weight_shape));
+  at::Tensor grad_weight = call.empty(allocatable ? ints(weight_shape) : Ints{0}, input.scalar_type());
+  at::Tensor grad_bias = call.empty({with_bias_grad && allocatable && !weight_shape.empty() ? weight_shape[0] : 0},
+                                    c10::ScalarType::Float);
   std::optional<Tensor> db;
   if (with_bias_grad) db = call.out(grad_bias, "grad_bias");
   const Options o{ints(stride), ints(padding), ints(dilation), groups, {}, channels_last};

@@ -2,6 +2,9 @@
 // Forward only: the library has no normalization backward.
 #include <torch/library.h>
 
+#include <cmath>
+#include <sstream>
+
 #include "autograd.h"
 #include "call.h"
 #include "rudnn/normalization.h"
@@ -12,6 +15,19 @@ namespace {
 
 constexpr char kFamily[] = "normalization";
 
+// epsilon as the kernels take it (FP32). A finite positive double that rounds to 0 or overflows is
+// named with the value the caller passed, not the rounded one the library would report.
+float epsilon_of(const Call& call, double epsilon) {
+  const auto narrowed = static_cast<float>(epsilon);
+  if (std::isfinite(epsilon) && epsilon > 0 && !(std::isfinite(narrowed) && narrowed > 0)) {
+    std::ostringstream passed;
+    passed << epsilon;
+    call.fail(
+        Error(ErrorKind::InvalidValue, "epsilon", "finite and > 0 in float32 (about 1.4e-45 to 3.4e38)", passed.str()));
+  }
+  return narrowed;
+}
+
 at::Tensor layer_norm(const at::Tensor& input, const at::Tensor& gamma, const std::optional<at::Tensor>& beta,
                       double epsilon) {
   Call call(kFamily, {{"input", &input}, {"gamma", &gamma}, {"beta", beta ? &*beta : nullptr}});
@@ -19,7 +35,7 @@ at::Tensor layer_norm(const at::Tensor& input, const at::Tensor& gamma, const st
   Tensor g = call.in(gamma, "gamma");
   std::optional<Tensor> b = call.in(beta, "beta");
   at::Tensor out = call.empty(input.sizes(), input.scalar_type());
-  call.check(normalization::layer_norm_into(x, g, b, static_cast<float>(epsilon), call.out(out, "out")));
+  call.check(normalization::layer_norm_into(x, g, b, epsilon_of(call, epsilon), call.out(out, "out")));
   call.finish();
   return out;
 }
@@ -29,7 +45,7 @@ at::Tensor rms_norm(const at::Tensor& input, const at::Tensor& gamma, double eps
   Tensor x = call.in(input, "input");
   Tensor g = call.in(gamma, "gamma");
   at::Tensor out = call.empty(input.sizes(), input.scalar_type());
-  call.check(normalization::rms_norm_into(x, g, static_cast<float>(epsilon), call.out(out, "out")));
+  call.check(normalization::rms_norm_into(x, g, epsilon_of(call, epsilon), call.out(out, "out")));
   call.finish();
   return out;
 }

@@ -116,6 +116,31 @@ def test_errors(change, kind, argument):
     assert error.value.kind == kind and error.value.argument == argument, str(error.value)
 
 
+@pytest.mark.parametrize("call, argument", [
+    # Options or shapes whose output torch could not allocate: the library's error, not the allocator's.
+    (lambda x, w: rudnn.convolution.conv_forward(x, w, padding=[2**21, 0]), "padding"),
+    (lambda x, w: rudnn.convolution.conv_forward(x, w, padding=[2**40, 0]), "padding"),
+    (lambda x, w: rudnn.convolution.conv_forward(x, w, padding=[2**62, 0]), "padding"),
+    (lambda x, w: rudnn.convolution.conv_forward_nhwc(x.permute(0, 2, 3, 1), w.permute(0, 2, 3, 1),
+                                                      padding=[2**21, 1]), "padding"),
+    (lambda x, w: torch.ops.rudnn.conv_data_backward(torch.randn(2, 3, 5, 7), w, [2, 4, -5, 9], [1, 1], [0, 0],
+                                                     [1, 1], 1, "direct", False), "input_shape"),
+    (lambda x, w: torch.ops.rudnn.conv_data_backward(torch.randn(2, 3, 5, 7), w, [2, 4, 2**40, 9], [1, 1], [0, 0],
+                                                     [1, 1], 1, "direct", False), "input_shape"),
+    (lambda x, w: torch.ops.rudnn.conv_weight_backward(x, torch.randn(2, 3, 5, 7), [3, 4, -3, 3], [1, 1], [0, 0],
+                                                       [1, 1], 1, "direct", False, True), "weight_shape"),
+    (lambda x, w: torch.ops.rudnn.conv_weight_backward(x, torch.randn(2, 3, 5, 7), [2**40, 4, 3, 3], [1, 1], [0, 0],
+                                                       [1, 1], 1, "direct", False, True), "weight_shape"),
+    # A meta tensor among CPU ones goes to the fake kernel (uninitialized CPU output): named instead.
+    (lambda x, w: rudnn.convolution.conv_forward(x, w.to("meta")), "weight"),
+])
+def test_errors_before_any_allocation(call, argument):
+    x, w = torch.randn(2, 4, 7, 9), torch.randn(3, 4, 3, 3)
+    with pytest.raises(rudnn.ConvSetupError) as error:
+        call(x, w)
+    assert error.value.argument == argument, str(error.value)
+
+
 def test_autograd_records_history_only_when_needed(seed):
     """The C++ autograd kernel (python/src/convolution.cpp) goes straight to the kernel when nothing needs
     a gradient: no grad_fn without a requiring input or under no_grad; with one, a grad_fn and a gradient

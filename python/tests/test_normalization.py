@@ -55,6 +55,10 @@ def test_opcheck(seed):
     (lambda x, g: torch.ops.rudnn.rms_norm.default.redispatch(torch._C.DispatchKeySet(torch._C.DispatchKey.CPU),
                                                               x, g.to("meta"), 1e-6), "DeviceMismatch", "gamma"),
     (lambda x, g: rudnn.normalization.softmax_last_axis(x.to(torch.int32)), "UnsupportedDType", "logits"),
+    # Eager torch sends a call mixing a meta tensor with CPU ones to the fake kernel, whose output would
+    # be uninitialized CPU memory: it names the tensor on the other device.
+    (lambda x, g: rudnn.normalization.rms_norm(x, g.to("meta"), 1e-6), "DeviceMismatch", "gamma"),
+    (lambda x, g: rudnn.normalization.layer_norm(x, g, g.to("meta"), 1e-5), "DeviceMismatch", "beta"),
 ])
 def test_errors(call, kind, argument):
     x, gamma = torch.randn(4, 16), torch.ones(16)
@@ -62,6 +66,18 @@ def test_errors(call, kind, argument):
         call(x, gamma)
     assert error.value.kind == kind and error.value.argument == argument, str(error.value)
     assert isinstance(error.value, rudnn.Error) and error.value.expected and error.value.actual
+
+
+@pytest.mark.parametrize("call, passed", [
+    (lambda x, g: rudnn.normalization.rms_norm(x, g, 1e-50), "1e-50"),
+    (lambda x, g: rudnn.normalization.layer_norm(x, g, None, 1e40), "1e+40"),
+])
+def test_an_epsilon_float32_cannot_hold_is_named_as_passed(call, passed):
+    """A positive epsilon that rounds to 0 or overflows in float32: the error shows the caller's value."""
+    with pytest.raises(rudnn.NormalizationError) as error:
+        call(torch.randn(4, 16), torch.ones(16))
+    assert error.value.kind == "InvalidValue" and error.value.argument == "epsilon", str(error.value)
+    assert error.value.actual == passed, str(error.value)
 
 
 def test_threads_share_the_library(seed):

@@ -502,6 +502,10 @@ TEST_F(ConvContract, BackwardLines) {
   expect_rejected(conv_data_backward(dy, t({6, 4, 3, 3}, DType::F16), x.shape(), o, s), ErrorKind::UnsupportedDType,
                   "weight");
   expect_rejected(conv_data_backward(dy, w, {1, 4}, o, s), ErrorKind::ShapeMismatch, "input_shape");
+  // A negative extent (the contracts' "dynamic" in a graph) is no shape a call can give.
+  expect_rejected(conv_data_backward(dy, w, {1, 4, -1, 8}, o, s), ErrorKind::InvalidValue, "input_shape");
+  expect_rejected(conv_weight_backward(x, dy, {6, 4, -3, 3}, o, false, s), ErrorKind::InvalidValue, "weight_shape");
+  expect_rejected(conv_weight_backward(x, dy, {6, 4, 3, -1}, o, false, s), ErrorKind::InvalidValue, "weight_shape");
   expect_rejected(conv_data_backward(t({1, 6, 7, 6}, f), w, x.shape(), o, s), ErrorKind::ShapeMismatch, "grad_output");
   expect_rejected(conv_data_backward(dy, t({6, 3, 3, 3}, f), x.shape(), o, s), ErrorKind::ShapeMismatch, "weight");
   expect_rejected(conv_weight_backward(x, t({1, 6, 6, 6}, DType::BF16), w.shape(), o, false, s),
