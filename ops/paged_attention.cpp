@@ -91,8 +91,9 @@ namespace {
 // update()'s page-locked copies of a schedule, made at the first update: the queued copies read one
 // after update returns, so the caller's vectors are free at once and the host does not wait for the
 // queue's other work. Two halves alternate, each with an event recorded after the copies that read
-// it: an update writes the half the update before last used, so it waits (for those copies only)
-// only when the queue is still two updates behind — a serving loop of update → replay never waits.
+// it: an update writes the half the update before last used, and waits (for those copies only)
+// only when they have not completed — the queue still two updates behind; a serving loop of
+// update → replay, whose replays end before the next update, never waits.
 // The destructor waits for both before releasing them. Without events (a driver lacking them) the
 // update synchronizes the queue instead.
 class ScheduleStaging {
@@ -120,11 +121,13 @@ class ScheduleStaging {
   ScheduleStaging(const ScheduleStaging&) = delete;
   ScheduleStaging& operator=(const ScheduleStaging&) = delete;
 
-  // The next half, once the copies that last read it (the update before last's) have completed.
+  // The next half, once the copies that last read it (the update before last's) have completed:
+  // the host waits (a host synchronization) only if they have not.
   Result<std::int32_t*, RuntimeError> writable() {
     Half& h = halves_[next_];
     if (h.pending) {
-      if (auto w = backend_.wait_event(h.copied); !w.ok()) return w.error();
+      if (!backend_.event_done(h.copied))
+        if (auto w = backend_.wait_event(h.copied); !w.ok()) return w.error();
       h.pending = false;
     }
     return reinterpret_cast<std::int32_t*>(h.data);
@@ -717,14 +720,18 @@ Result<AppendedCache, Err> DevicePlan::append(const Tensor& k, const Tensor& v, 
           ops::check_operands({{&k, "key"}, {&v, "value"}, {&key_cache, "key_cache"}, {&value_cache, "value_cache"}}))
     return as<Err>(*e);
   // A cache no other handle shares is written in place: two such caches over the same bytes would
-  // have one's rows overwrite the other's (a caller's views, SPEC §13), and new rows read from the
-  // bytes being written would depend on the kernels' order.
+  // have one's rows overwrite the other's (a caller's views, SPEC §13); one over a shared cache would
+  // write storage another handle owns (the shared one is only read, into its copy); and new rows
+  // read from the bytes being written would depend on the kernels' order.
   {
     ops::BoundedList<ops::NamedTensor, 2> in_place;
-    if (!key_cache.storage_shared()) in_place.push_back({&key_cache, "key_cache"});
-    if (!value_cache.storage_shared()) in_place.push_back({&value_cache, "value_cache"});
-    const ops::NamedTensor rows[] = {{&k, "key"}, {&v, "value"}};
-    if (auto e = ops::check_disjoint(in_place, rows)) return as<Err>(*e);
+    ops::BoundedList<ops::NamedTensor, 4> read = {{&k, "key"}, {&v, "value"}};
+    for (const ops::NamedTensor& cache : {ops::NamedTensor{&key_cache, "key_cache"}, {&value_cache, "value_cache"}})
+      if (cache.first->storage_shared())
+        read.push_back(cache);
+      else
+        in_place.push_back(cache);
+    if (auto e = ops::check_disjoint(in_place, read)) return as<Err>(*e);
   }
   if (s.append_conflict) return *s.append_conflict;
 

@@ -76,6 +76,9 @@ class DeviceBackend {
   // Waits on the host until the work queued before `event`'s last record has completed (a host
   // synchronization in the stats).
   virtual Status<RuntimeError> wait_event(void* /*event*/) { return no_events(); }
+  // Whether that work has completed, without waiting (not a synchronization); false when the
+  // backend cannot tell (then wait_event is the way to know).
+  virtual bool event_done(void* /*event*/) { return false; }
 
   // Page-locked host memory (cuMemHostAlloc; ordinary memory on the host device): a source the
   // device copies from asynchronously while the host goes on. Release it only after those copies

@@ -17,8 +17,9 @@ LIBRARY = torch.library.Library("rudnn", "DEF")
 def define(schema, fake):
     """Defines `rudnn::<schema>` with its fake kernel; returns the op's default overload. The fake
     kernel runs for meta and fake tensors; it first checks that the tensors share one device (a 0-dim
-    tensor, such as a paged plan's CPU generation, may differ), since eager torch also sends a call
-    mixing a meta tensor with real ones here, where the fake's output would be uninitialized memory."""
+    CPU tensor, such as a paged plan's generation, may differ), since eager torch also sends a call
+    mixing a meta tensor with real ones here, where the fake's output would be uninitialized memory.
+    The error names the meta tensor when there is one, else the first on another device."""
     name = schema.split("(", 1)[0]
     LIBRARY.define(schema)
     op = getattr(torch.ops.rudnn, name).default
@@ -26,14 +27,16 @@ def define(schema, fake):
     names = [argument.name for argument in op._schema.arguments]
 
     def checked(*args, **kwargs):
-        first = None
-        for argument, value in zip(names, args):
-            if isinstance(value, torch.Tensor) and value.dim() > 0:
-                if first is None:
-                    first = (argument, value.device)
-                elif value.device != first[1]:
-                    raise family("DeviceMismatch", argument, f"the device of {first[0]} ({first[1]})",
-                                 str(value.device))
+        tensors = [(argument, value.device) for argument, value in zip(names, args)
+                   if isinstance(value, torch.Tensor) and not (value.dim() == 0 and value.device.type == "cpu")]
+        devices = {device for _, device in tensors}
+        if len(devices) > 1:
+            metas = [t for t in tensors if t[1].type == "meta"]
+            culprit = metas[0] if metas and len(metas) < len(tensors) else \
+                next(t for t in tensors if t[1] != tensors[0][1])
+            reference = next(t for t in tensors if t[1] != culprit[1])
+            raise family("DeviceMismatch", culprit[0], f"the device of {reference[0]} ({reference[1]})",
+                         str(culprit[1]))
         return fake(*args, **kwargs)
 
     torch.library.register_fake(f"rudnn::{name}", checked, lib=LIBRARY)

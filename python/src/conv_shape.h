@@ -26,9 +26,10 @@ inline std::optional<Ints> conv_output_shape(const Ints& input, const Ints& weig
     auto s = option(stride, i, 1), p = option(padding, i, 0), d = option(dilation, i, 1);
     if (!s || !p || !d || *s < 1) return std::nullopt;
     // Checked: options far past the library's bounds (which it names) must not wrap into a shape.
-    std::int64_t twice_p, reach, sum, extent;
+    std::int64_t twice_p, reach, span, sum, extent;
     if (__builtin_mul_overflow(*p, 2, &twice_p) || __builtin_mul_overflow(*d, weight[first + i] - 1, &reach) ||
-        __builtin_add_overflow(input[first + i], twice_p, &sum) || __builtin_sub_overflow(sum, reach + 1, &extent))
+        __builtin_add_overflow(reach, 1, &span) || __builtin_add_overflow(input[first + i], twice_p, &sum) ||
+        __builtin_sub_overflow(sum, span, &extent))
       return std::nullopt;
     if (extent < 0) return std::nullopt;
     out.push_back(extent / *s + 1);

@@ -59,6 +59,8 @@ def test_opcheck(seed):
     # be uninitialized CPU memory: it names the tensor on the other device.
     (lambda x, g: rudnn.normalization.rms_norm(x, g.to("meta"), 1e-6), "DeviceMismatch", "gamma"),
     (lambda x, g: rudnn.normalization.layer_norm(x, g, g.to("meta"), 1e-5), "DeviceMismatch", "beta"),
+    (lambda x, g: rudnn.normalization.rms_norm(x.to("meta"), g, 1e-6), "DeviceMismatch", "input"),
+    (lambda x, g: rudnn.normalization.rms_norm(x, torch.tensor(1.0, device="meta"), 1e-6), "DeviceMismatch", "gamma"),
 ])
 def test_errors(call, kind, argument):
     x, gamma = torch.randn(4, 16), torch.ones(16)

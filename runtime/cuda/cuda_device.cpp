@@ -194,6 +194,11 @@ class CudaDevice final : public DeviceBackend {
     bind_context();
     d().cuEventDestroy(static_cast<CUevent>(event));
   }
+  bool event_done(void* event) override {
+    if (!d().cuEventQuery) return false;
+    bind_context();
+    return d().cuEventQuery(static_cast<CUevent>(event)) == CUDA_SUCCESS;  // CUDA_ERROR_NOT_READY: not yet
+  }
   Status<RuntimeError> wait_event(void* event) override {
     count(&StatCounters::host_synchronizations);  // the host waits for part of a queue's work
     bind_context();

@@ -54,6 +54,7 @@ Loaded load() {
   bool events = lib.bind_optional(a.cuEventCreate, "cuEventCreate");
   events = lib.bind_optional(a.cuEventRecord, "cuEventRecord") && events;
   events = lib.bind_optional(a.cuEventSynchronize, "cuEventSynchronize") && events;
+  (void)lib.bind_optional(a.cuEventQuery, "cuEventQuery");
   events = lib.bind_optional(a.cuEventDestroy, "cuEventDestroy_v2") && events;
   events = (lib.bind_optional(a.cuEventElapsedTime, "cuEventElapsedTime_v2") ||
             lib.bind_optional(a.cuEventElapsedTime, "cuEventElapsedTime")) &&

@@ -43,6 +43,7 @@ struct DriverApi {
   CUresult (*cuEventCreate)(CUevent*, unsigned int);
   CUresult (*cuEventRecord)(CUevent, CUstream);
   CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuEventQuery)(CUevent);  // optional (not in has_events): null means "ask by waiting"
   CUresult (*cuEventElapsedTime)(float*, CUevent, CUevent);
   CUresult (*cuEventDestroy)(CUevent);
   bool has_events = false;  // all five event entries were found

@@ -544,9 +544,10 @@ TEST_F(PagedAttentionOnGpu, CudaGraphCaptureReplaysTheEagerCalls) {
   Layout shorter = l;
   for (auto& length : shorter.lengths) --length;
   for (auto& position : shorter.positions) --position;
-  // Two updates back to back, no synchronization: the second waits only for the first's copies out
-  // of the plan's page-locked staging, and the caller's schedules are free once update returns.
-  for (const Layout* next : {&l, &shorter}) {
+  // Four updates back to back, no synchronization: each writes the staging half the update before
+  // last used, waiting (cuEventQuery, then cuEventSynchronize) only while that one's copies are in
+  // flight; the caller's schedules are free once update returns; the last schedule is the one served.
+  for (const Layout* next : {&l, &shorter, &l, &shorter}) {
     auto host = paged_test::host_plan(*next);
     ASSERT_TRUE(host.has_value());
     auto updated = plan->update(*host);

@@ -1330,6 +1330,8 @@ TEST_F(PagedContract, AppendEachLineWritesNothing) {
     "one buffer as both caches");
   e(plan.append(view_of(kc, {kQ, kHkv, kD}), v, view_of(kc, cs), vc), ErrorKind::InvalidValue, "key_cache",
     "new key rows inside the key cache");
+  e(plan.append(k, v, kc, view_of(kc, cs)), ErrorKind::InvalidValue, "value_cache",
+    "a view written in place over a cache another handle shares");
   EXPECT_EQ(host_values(kc), kc_values) << "a rejected append wrote the key cache";
   EXPECT_EQ(host_values(vc), vc_values) << "a rejected append wrote the value cache";
 }

@@ -676,9 +676,10 @@ TEST_F(PagedBackward, OrderedMla) {
 // split over chunks (H = 64), a decode row of one block (H = 16); page sizes 1, 5, 16 and 64;
 // causal and not; chunked prefill, decode and a one-key sequence; R = 512 / P = 64; column groups
 // that end past the last column (R + Pr = 144); the ordered path (paged_mla_backward_history_mma
-// after the unit's statistics) against the oracle in both modes, pages of 16 (half a key tile) and
-// 48 (two tiles, the second half empty), the same bits under the other thread orders. The heuristic
-// picks the kernels; the cached plans show they ran.
+// after the unit's statistics) against the oracle in both modes, pages of 5 and 16 (one 16-key
+// tile: a page of at most 16 slots), 48 (two 32-key tiles, the second half empty), and DeepSeek's
+// R = 512 / P = 64 on pages of 16, the same bits under the other thread orders. The heuristic picks
+// the kernels; the cached plans show they ran.
 void expect_mla_tensor_core_unit(bool ordered = false) {
   const auto entries = ops::PlanCache::instance().kernel_entries("rudnn.paged_mla_backward");
   auto has = [&](std::string_view part) {
@@ -712,10 +713,17 @@ TEST_F(PagedBackward, MlaOnTensorCores) {
   const std::uint64_t seed = fresh_seed();
   SCOPED_TRACE(fmt::format("seed={}", seed));
   std::mt19937_64 rng(seed);
-  for (std::int64_t page_size : {16, 48}) {
-    Layout l = make_layout(rng, page_size,
-                           {Seq{40, Rows::Chunk, 6}, Seq{21, Rows::Decode, 0, 0, 1}, Seq{70, Rows::Random, 3}}, true);
-    const MlaProblem m = make_mla(std::move(l), 16, 128, 16, DType::F16, rng);
+  struct Ordered {
+    std::int64_t page_size, r, pr;
+  };
+  for (const Ordered& o : {Ordered{5, 128, 16}, Ordered{16, 128, 16}, Ordered{48, 128, 16}, Ordered{16, 512, 64}}) {
+    SCOPED_TRACE(fmt::format("ordered page_size={} R={} P={}", o.page_size, o.r, o.pr));
+    Layout l =
+        o.r == 512
+            ? make_layout(rng, o.page_size, {Seq{20, Rows::Chunk, 3}, Seq{35, Rows::Decode}}, true)
+            : make_layout(rng, o.page_size,
+                          {Seq{40, Rows::Chunk, 6}, Seq{21, Rows::Decode, 0, 0, 1}, Seq{70, Rows::Random, 3}}, true);
+    const MlaProblem m = make_mla(std::move(l), 16, o.r, o.pr, o.r == 512 ? DType::BF16 : DType::F16, rng);
     ops::PlanCache::instance().clear();
     std::vector<std::vector<std::byte>> bits;
     check_ordered_mla(m, true, &bits);
