@@ -126,7 +126,6 @@ Result<std::shared_ptr<const ops::Plan>, ConvSetupError> plan_for(const Call& ca
   const Device& device = call.first->device();
   const contracts::ConvGeometry g = contracts::conv_geometry(sig);
   const DType dtype = call.first->dtype();
-  const DeviceCaps caps = caps_of(device);
   const bool tunable = call.strategy == ConvStrategy::Autotune;
   const std::int64_t mode = ops::autotune_mode_word(tunable);
   const std::string op_name = sig.direction == ConvDirection::Forward        ? "rudnn.conv_forward"
@@ -153,6 +152,7 @@ Result<std::shared_ptr<const ops::Plan>, ConvSetupError> plan_for(const Call& ca
       key, call.first->queue(), tunable ? ops::Tunable::Yes : ops::Tunable::No, mode != 0,
       [&](compiler::ConfigProvider* provider) {
         // Cold path only: a substitution is logged once, when the plan is made.
+        const DeviceCaps caps = caps_of(device);
         if (call.strategy == ConvStrategy::ImplicitGemm)
           if (auto h =
                   conv_config::heuristicChoice(sig.direction, g, dtype, true, caps.tensor_cores, caps.max_shared_bytes);
@@ -163,7 +163,7 @@ Result<std::shared_ptr<const ops::Plan>, ConvSetupError> plan_for(const Call& ca
       });
   if (!plan.ok()) return as<ConvSetupError>(plan.error());
   // Warm calls build the report only when the caller asks for it.
-  if (info) *info = info_of(**plan, sig, g, call.strategy, dtype, caps);  // workspace: size_workspace
+  if (info) *info = info_of(**plan, sig, g, call.strategy, dtype, caps_of(device));  // workspace: size_workspace
   return std::shared_ptr<const ops::Plan>(*plan);
 }
 

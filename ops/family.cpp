@@ -66,13 +66,6 @@ RuntimeError foreign_value(mlir::Operation& op, const char* argument, const char
                       expected, "a value from elsewhere");
 }
 
-bool fits_shared_memory(const compiler::LoweredOp& lowered, const compiler::Target& target) {
-  for (const auto& launch : lowered.launches)
-    if (launch.dynamic_shared_bytes > static_cast<std::int64_t>(target.limits.shared_memory_per_block_optin))
-      return false;
-  return true;
-}
-
 RuntimeError op_error(const Error& e, mlir::Operation& op) {
   const std::string where = fmt::format("in {}", op.getName().getStringRef().str());
   return RuntimeError(e.kind(), e.argument(), e.expected(), e.actual(),

@@ -15,6 +15,7 @@
 #include <mlir/IR/Value.h>
 
 #include "contracts/normalization.h"
+#include "jit.h"  // launch_over_shared_memory
 #include "rudnn/compiler/kernel_launch.h"
 #include "rudnn/compiler/pipeline.h"
 #include "rudnn/error.h"
@@ -75,9 +76,6 @@ contracts::NormOperand operand_of(mlir::Value v);
 std::optional<RuntimeError> require_static(mlir::Value v, std::initializer_list<int> dims, const std::string& where,
                                            const char* name);
 
-// Whether every launch of `lowered` fits `target`'s opt-in dynamic shared memory per block.
-bool fits_shared_memory(const compiler::LoweredOp& lowered, const compiler::Target& target);
-
 // `lower(request, target)` once per config: the heuristic (no config) first, then each of
 // `candidates` forced: what a family's `kernels` returns for most ops. A candidate the target
 // cannot launch (more shared memory than it has) is left out, as the autotuner prunes it there;
@@ -93,7 +91,7 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> lower_configs(
     request.config = config;
     auto lowered = lower(request, target);
     if (!lowered.ok()) return lowered.error();
-    if (config && !fits_shared_memory(*lowered, target)) continue;
+    if (config && launch_over_shared_memory(*lowered, target.limits.shared_memory_per_block_optin)) continue;
     out.push_back(std::move(lowered.value()));
   }
   return out;

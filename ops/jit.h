@@ -49,6 +49,11 @@ compiler::Target target_for(const Device& device);
 // Compiles (or loads from the caches) every kernel of `lowered` for `device`.
 Result<std::shared_ptr<const Plan>, RuntimeError> build_plan(const Device& device, const compiler::LoweredOp& lowered);
 
+// The first launch of `lowered` whose dynamic shared memory is negative or above `limit` (a device's
+// or an arch's opt-in bytes per block), or null: the one test of build_plan, rudnn-precompile and the
+// candidate lists (lower_configs).
+const compiler::KernelLaunch* launch_over_shared_memory(const compiler::LoweredOp& lowered, std::size_t limit);
+
 // Tests: fill every op output with NaN bytes before its kernels run, so an element a kernel fails
 // to write shows up. Also on with RUDNN_POISON_OUTPUTS=1.
 bool poison_outputs();

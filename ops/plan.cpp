@@ -30,6 +30,13 @@ std::atomic<bool>& poison_flag() {
 bool poison_outputs() { return poison_flag().load(std::memory_order_relaxed); }
 void set_poison_outputs(bool on) { poison_flag() = on; }
 
+const compiler::KernelLaunch* launch_over_shared_memory(const compiler::LoweredOp& lowered, std::size_t limit) {
+  for (const auto& launch : lowered.launches)
+    if (launch.dynamic_shared_bytes < 0 || static_cast<std::uint64_t>(launch.dynamic_shared_bytes) > limit)
+      return &launch;
+  return nullptr;
+}
+
 Result<std::shared_ptr<const Plan>, RuntimeError> build_plan(const Device& device, const compiler::LoweredOp& lowered) {
   // The first plan a process builds is the switches' first use: an undocumented value is an error.
   if (auto env = runtime::check_environment(); !env.ok()) return env.error();
@@ -45,11 +52,10 @@ Result<std::shared_ptr<const Plan>, RuntimeError> build_plan(const Device& devic
   // pick within it; a forced config may not): the launch would fail, after the plan's earlier
   // kernels ran, and a size past 32 bits would wrap in the launch geometry.
   const std::size_t shared_limit = device.info().shared_memory_per_block_optin;
-  for (const auto& launch : lowered.launches)
-    if (launch.dynamic_shared_bytes < 0 || static_cast<std::uint64_t>(launch.dynamic_shared_bytes) > shared_limit)
-      return RuntimeError(ErrorKind::Unsupported, "dynamic shared memory of kernel " + launch.entry,
-                          fmt::format("0 to {} bytes (the device's opt-in limit per block)", shared_limit),
-                          fmt::format("{} bytes", launch.dynamic_shared_bytes));
+  if (const compiler::KernelLaunch* over = launch_over_shared_memory(lowered, shared_limit))
+    return RuntimeError(ErrorKind::Unsupported, "dynamic shared memory of kernel " + over->entry,
+                        fmt::format("0 to {} bytes (the device's opt-in limit per block)", shared_limit),
+                        fmt::format("{} bytes", over->dynamic_shared_bytes));
   for (const auto& launch : lowered.launches) {
     std::shared_ptr<runtime::LoadedKernel> kernel;
     const auto module_key = std::make_pair(device.to_string(), launch.source);

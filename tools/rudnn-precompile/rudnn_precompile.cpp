@@ -219,15 +219,15 @@ Status<RuntimeError> collect(const OpCall& call, const ArchPlan& arch, bool with
                         e.expected(), e.actual(), e.detail());
   }
   for (auto& lowered : all.value()) {
+    // A kernel the arch could never launch: the runtime refuses such a call on that GPU (or picks
+    // another kernel), so a pack holding it would only hide the problem until deployment.
+    const std::size_t limit = arch.target.limits.shared_memory_per_block_optin;
+    if (const compiler::KernelLaunch* over = ops::launch_over_shared_memory(lowered, limit))
+      return RuntimeError(
+          ErrorKind::Unsupported, call.where + " " + over->entry,
+          fmt::format("at most {} bytes of dynamic shared memory per block ({}'s opt-in limit)", limit, arch.name),
+          fmt::format("{} bytes", over->dynamic_shared_bytes));
     for (auto& launch : lowered.launches) {
-      // A kernel the arch could never launch: the runtime refuses such a call on that GPU (or picks
-      // another kernel), so a pack holding it would only hide the problem until deployment.
-      const auto limit = static_cast<std::int64_t>(arch.target.limits.shared_memory_per_block_optin);
-      if (launch.dynamic_shared_bytes > limit)
-        return RuntimeError(
-            ErrorKind::Unsupported, call.where + " " + launch.entry,
-            fmt::format("at most {} bytes of dynamic shared memory per block ({}'s opt-in limit)", limit, arch.name),
-            fmt::format("{} bytes", launch.dynamic_shared_bytes));
       const std::string digest = ops::kernel_cache_key(launch, arch.compile_arch, arch.compiler_version).digest();
       if (by_digest.count(digest)) {
         ++duplicates;
