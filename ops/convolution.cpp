@@ -146,7 +146,7 @@ Result<std::shared_ptr<const ops::Plan>, ConvSetupError> plan_for(const Call& ca
           .add(triple(g.dilation))
           .add(device)
           .add(mode)
-          .add(ops::autotune_bucket(g.batch, mode))
+          .add(conv_config::bucketBatch(g))  // split counts are per bucket (and autotune's key)
           .key();
   auto plan = ops::cached_plan(
       key, call.first->queue(), tunable ? ops::Tunable::Yes : ops::Tunable::No, mode != 0,

@@ -1,7 +1,8 @@
 // Convolution on a real GPU against the FP64 oracles of tests/reference/conv.h: forward, data and
 // weight backward, channels-last, for Direct (incl. depthwise) and ImplicitGemm (tensor cores for
 // bf16/f16, plain cores for f32), on a ResNet-like 3×3 layer, a strided 7×7 stem, a 1×1 layer, a
-// depthwise 3×3, a grouped layer and a 3-D 3×3×3 layer; weight backward twice gives the same bits.
+// depthwise 3×3, a grouped layer, a 3-D 3×3×3 layer and a 7×7×512 stage at batch 2 (split-K);
+// weight backward twice gives the same bits.
 // Every test prints SKIP without a CUDA device.
 #include <gtest/gtest.h>
 
@@ -92,6 +93,8 @@ const Layer kLayers[] = {
     {"1x1 s2", 2, 4, 128, 256, 1, {1, 14, 14}, {1, 1, 1}, {1, 2, 2}, {0, 0, 0}},
     {"odd channels", 2, 3, 13, 29, 1, {1, 11, 9}, {1, 3, 3}, {1, 1, 1}, {0, 1, 1}},
     {"3-D 3x3x3", 3, 2, 16, 32, 1, {6, 12, 12}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}},
+    // Few output tiles: the forward and data backward split K (18 splits of 144 K blocks at bf16).
+    {"7x7x512 split-K", 2, 2, 512, 512, 1, {1, 7, 7}, {1, 3, 3}, {1, 1, 1}, {0, 1, 1}},
 };
 
 TEST_F(ConvOnGpu, ImplicitGemmMatchesTheOracle) {
@@ -114,6 +117,9 @@ TEST_F(ConvOnGpu, DirectMatchesTheOracle) {
 TEST_F(ConvOnGpu, SanitizedSmall) {
   const Layer l = {"small", 2, 2, 16, 16, 1, {1, 9, 9}, {1, 3, 3}, {1, 2, 2}, {0, 1, 1}};
   check_layer(l, DType::BF16, ConvStrategy::ImplicitGemm, device_);
+  // Split-K forward and data backward (9 and 2 splits) and their reduce.
+  const Layer split = {"small split-K", 2, 2, 256, 64, 1, {1, 4, 4}, {1, 3, 3}, {1, 1, 1}, {0, 1, 1}};
+  check_layer(split, DType::BF16, ConvStrategy::ImplicitGemm, device_);
   check_layer(l, DType::F32, ConvStrategy::Direct, device_);
 }
 

@@ -187,7 +187,7 @@ func.func @grouped_gemm(%x: tensor<1x4x8x8xbf16>, %w: tensor<4x2x3x3xbf16>) {
 // -----
 
 func.func @depthwise_forward_split(%x: tensor<1x4x8x8xf32>, %w: tensor<4x1x3x3xf32>) {
-  // expected-error @+1 {{kernel_config: splits = 1 outside the weight backward, got 2}}
+  // expected-error @+1 {{kernel_config: splits = 1 outside the weight backward and the implicit GEMM, got 2}}
   %y = rudnn.conv_forward %x, %w {stride = array<i64>, padding = array<i64>, dilation = array<i64>, groups = 4, channels_last = false, strategy = "direct", kernel_config = {algorithm = 1, tile_h = 8, tile_w = 8, channels = 32, splits = 2}} : tensor<1x4x8x8xf32>, tensor<4x1x3x3xf32> -> tensor<1x4x6x6xf32>
   return
 }
@@ -210,8 +210,17 @@ func.func @unregistered(%x: tensor<1x4x8x8xf32>, %w: tensor<4x4x3x3xf32>) {
 
 // -----
 
-func.func @splits_forward(%x: tensor<1x4x8x8xbf16>, %w: tensor<4x4x3x3xbf16>) {
-  // expected-error @+1 {{kernel_config: splits = 1 outside the weight backward, got 4}}
-  %y = rudnn.conv_forward %x, %w {stride = array<i64>, padding = array<i64>, dilation = array<i64>, groups = 1, channels_last = false, strategy = "implicit_gemm", kernel_config = {algorithm = 2, bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 4, tensor_core = 1, splits = 4}} : tensor<1x4x8x8xbf16>, tensor<4x4x3x3xbf16> -> tensor<1x4x6x6xbf16>
+// A split forward's FP32 sums [splits, N·pixels, O]: 2 × 64·4096 × 64 × 4 bytes = 128 MiB.
+func.func @splits_forward_workspace(%x: tensor<64x64x64x64xbf16>, %w: tensor<64x64x3x3xbf16>) {
+  // expected-error @+1 {{kernel_config: a split workspace <= 67108864 bytes, got 134217728 bytes (2 splits)}}
+  %y = rudnn.conv_forward %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1, channels_last = false, strategy = "implicit_gemm", kernel_config = {algorithm = 2, bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 4, tensor_core = 1, splits = 2}} : tensor<64x64x64x64xbf16>, tensor<64x64x3x3xbf16> -> tensor<64x64x64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @splits_data_backward_workspace(%dy: tensor<64x64x64x64xbf16>, %w: tensor<64x64x3x3xbf16>) {
+  // expected-error @+1 {{kernel_config: a split workspace <= 67108864 bytes, got 134217728 bytes (2 splits)}}
+  %dx = rudnn.conv_data_backward %dy, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1, channels_last = false, strategy = "implicit_gemm", kernel_config = {algorithm = 2, bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 4, tensor_core = 1, splits = 2}} : tensor<64x64x64x64xbf16>, tensor<64x64x3x3xbf16> -> tensor<64x64x64x64xbf16>
   return
 }

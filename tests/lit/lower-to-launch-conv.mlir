@@ -22,6 +22,50 @@ func.func @nhwc_forward(%x: tensor<?x56x56x64xbf16>, %w: tensor<64x3x3x64xbf16>,
   return %y : tensor<?x56x56x64xbf16>
 }
 
+// Split-K forward (3 splits of the 18 K blocks): FP32 sums [3, n·3136, 64] on the (M tiles, N tiles,
+// splits) grid, then the ordered reduce adds the bias and rounds into y.
+// CHECK-LABEL: func.func @split_forward
+// CHECK: %[[P:.*]] = rudnn.launch @rudnn_conv_fprop_igemm_split_bf16_igemm_tc_64x64x32_w2x2_s4_g{{[0-9a-f]+}}(%arg0, %arg1, %arg2)
+// CHECK-SAME: function "rudnn::conv::conv_fprop_igemm_split"
+// CHECK-SAME: args ["rudnn::bf16", "rudnn::conv::Geometry<64, 64, 1, 1, 56, 56, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1>", "rudnn::gemm::BlockPolicy<64, 64, 32, 2, 2, 4, true>"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * 3136 ceildiv 64>, #rudnn.size<1>, #rudnn.size<3>] block [128, 1, 1] shared 40960
+// CHECK-SAME: #rudnn.param<"partial" : "float*" = buffer(3)>, #rudnn.param<"n" : "long long" = size(dim(0, 0))>, #rudnn.param<"splits" : "long long" = size(3)>
+// CHECK-SAME: result_elements = [#rudnn.size<dim(0, 0) * 602112>]
+// CHECK: %[[Y:.*]] = rudnn.launch @rudnn_conv_split_reduce_bf16_f32bias_(%arg0, %arg1, %arg2, %[[P]])
+// CHECK-SAME: function "rudnn::conv::conv_split_reduce" args ["rudnn::bf16", "float"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * 200704 ceildiv 256>, {{.*}} block [256, 1, 1] shared 0
+// CHECK-SAME: #rudnn.param<"partial" : "const float*" = buffer(3)>, #rudnn.param<"bias" : "const float*" = buffer(2)>, #rudnn.param<"out" : "rudnn::bf16*" = buffer(4)>, #rudnn.param<"elements" : "long long" = size(dim(0, 0) * 200704)>, #rudnn.param<"columns" : "long long" = size(64)>, #rudnn.param<"splits" : "long long" = size(3)>
+// CHECK: return %[[Y]]
+func.func @split_forward(%x: tensor<?x56x56x64xbf16>, %w: tensor<64x3x3x64xbf16>, %b: tensor<64xf32>) -> tensor<?x56x56x64xbf16> {
+  %y = rudnn.conv_forward %x, %w bias(%b : tensor<64xf32>) {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>,
+         dilation = array<i64: 1, 1>, groups = 1, channels_last = true, strategy = "implicit_gemm",
+         kernel_config = {algorithm = 2, bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 4, tensor_core = 1, splits = 3}}
+       : tensor<?x56x56x64xbf16>, tensor<64x3x3x64xbf16> -> tensor<?x56x56x64xbf16>
+  return %y : tensor<?x56x56x64xbf16>
+}
+
+// Split-K data backward, channels-first: swap dy and w, split sums [2, n·64, 128], the reduce into
+// a channels-last temporary (no bias), swap back. 128 columns: a grid of 2 column tiles.
+// CHECK-LABEL: func.func @split_data_backward
+// CHECK: %[[DY:.*]] = rudnn.launch @rudnn_conv_swap_bf16
+// CHECK: %[[W:.*]] = rudnn.launch @rudnn_conv_swap_bf16
+// CHECK: %[[P:.*]] = rudnn.launch @rudnn_conv_dgrad_igemm_split_bf16_igemm_tc_64x64x32_w2x2_s4_g{{[0-9a-f]+}}(%arg0, %arg1, %[[DY]], %[[W]])
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * 64 ceildiv 64>, #rudnn.size<2>, #rudnn.size<2>]
+// CHECK-SAME: result_elements = [#rudnn.size<dim(0, 0) * 16384>]
+// CHECK: %[[DX:.*]] = rudnn.launch @rudnn_conv_split_reduce_bf16_(%arg0, %arg1, %[[DY]], %[[W]], %[[P]])
+// CHECK-SAME: args ["rudnn::bf16", "void"]
+// CHECK-SAME: #rudnn.param<"bias" : "const void*" = null>
+// CHECK-SAME: result_elements = [#rudnn.size<dim(0, 0) * 8192>]
+// CHECK: %[[OUT:.*]] = rudnn.launch @rudnn_conv_swap_bf16(%arg0, %arg1, %[[DY]], %[[W]], %[[P]], %[[DX]])
+// CHECK: return %[[OUT]]
+func.func @split_data_backward(%dy: tensor<?x64x8x8xbf16>, %w: tensor<64x128x3x3xbf16>) -> tensor<?x128x8x8xbf16> {
+  %dx = rudnn.conv_data_backward %dy, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>,
+          dilation = array<i64: 1, 1>, groups = 1, channels_last = false, strategy = "implicit_gemm",
+          kernel_config = {algorithm = 2, bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 4, tensor_core = 1, splits = 2}}
+        : tensor<?x64x8x8xbf16>, tensor<64x128x3x3xbf16> -> tensor<?x128x8x8xbf16>
+  return %dx : tensor<?x128x8x8xbf16>
+}
+
 // Channels-first grouped data backward on the direct kernel: swap dy [n, 8, 25] and w [8, 4, 9] to
 // channels-last temporaries, dgrad into a third, swap it back to [n, 8, 9, 9].
 // CHECK-LABEL: func.func @nchw_data_backward

@@ -3,7 +3,9 @@
 // "autotune" without a tuned answer): the implicit GEMM — tensor cores for f16/bf16 where the target
 // has mma.sync, the 128x128 tile when the GEMM has >= 128 columns, else 64x64 — except the guide's
 // substitutions: grouped and 3-D f32 run Direct. The weight backward's reduction is split to fill
-// ~264 blocks (<= 32 splits, >= 256 rows each, batch 8 assumed when dynamic). Only kernels within the
+// ~264 blocks (<= 32 splits, >= 256 rows each, batch 8 assumed when dynamic); a forward or data
+// backward whose output tiles fill fewer than 132 blocks is split-K to ~264 (>= 8 K blocks each),
+// sized for the batch's power-of-two bucket, never when the batch is dynamic. Only kernels within the
 // target's shared memory: a depthwise call whose halo no depthwise tile fits runs the direct kernel.
 // RUN: rudnn-opt %s --rudnn-select-kernel-config | FileCheck %s
 // RUN: rudnn-opt %s --rudnn-select-kernel-config="arch=sm_75" | FileCheck %s --check-prefix=TURING
@@ -27,6 +29,33 @@ func.func @wide_bf16(%x: tensor<?x14x14x256xbf16>, %w: tensor<256x3x3x256xbf16>)
   %y = rudnn.conv_forward %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>,
          groups = 1, channels_last = true, strategy = "autotune"} : tensor<?x14x14x256xbf16>, tensor<256x3x3x256xbf16> -> tensor<?x14x14x256xbf16>
   return %y : tensor<?x14x14x256xbf16>
+}
+
+// ResNet's 7x7x512 3x3 stage at batch 32: 13 x 4 tiles of 128x128 fill 52 blocks, so the 144 K blocks
+// are split 5 ways (260 blocks); batch 33 counts as its bucket, 64 (104 tiles: 2 splits); batch
+// 64 likewise; a dynamic batch is not split. The data backward splits alike.
+// CHECK-LABEL: func.func @split_k
+// CHECK: conv_forward {{.*}}kernel_config = {algorithm = 2 : i64, bk = 32 : i64, bm = 128 : i64, bn = 128 : i64, splits = 5 : i64,
+// CHECK: conv_forward {{.*}}kernel_config = {algorithm = 2 : i64, bk = 32 : i64, bm = 128 : i64, bn = 128 : i64, splits = 2 : i64,
+// CHECK: conv_forward {{.*}}kernel_config = {algorithm = 2 : i64, bk = 32 : i64, bm = 128 : i64, bn = 128 : i64, splits = 2 : i64,
+// CHECK: conv_forward {{.*}}kernel_config = {algorithm = 2 : i64, bk = 32 : i64, bm = 128 : i64, bn = 128 : i64, splits = 1 : i64,
+// CHECK: conv_data_backward {{.*}}kernel_config = {algorithm = 2 : i64, bk = 32 : i64, bm = 128 : i64, bn = 128 : i64, splits = 5 : i64,
+func.func @split_k(%x32: tensor<32x7x7x512xbf16>, %x33: tensor<33x7x7x512xbf16>, %x64: tensor<64x7x7x512xbf16>,
+                   %xn: tensor<?x7x7x512xbf16>, %w: tensor<512x3x3x512xbf16>)
+    -> (tensor<32x7x7x512xbf16>, tensor<33x7x7x512xbf16>, tensor<64x7x7x512xbf16>, tensor<?x7x7x512xbf16>,
+        tensor<32x7x7x512xbf16>) {
+  %a = rudnn.conv_forward %x32, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>,
+         groups = 1, channels_last = true, strategy = "implicit_gemm"} : tensor<32x7x7x512xbf16>, tensor<512x3x3x512xbf16> -> tensor<32x7x7x512xbf16>
+  %b = rudnn.conv_forward %x33, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>,
+         groups = 1, channels_last = true, strategy = "implicit_gemm"} : tensor<33x7x7x512xbf16>, tensor<512x3x3x512xbf16> -> tensor<33x7x7x512xbf16>
+  %c = rudnn.conv_forward %x64, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>,
+         groups = 1, channels_last = true, strategy = "implicit_gemm"} : tensor<64x7x7x512xbf16>, tensor<512x3x3x512xbf16> -> tensor<64x7x7x512xbf16>
+  %d = rudnn.conv_forward %xn, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>,
+         groups = 1, channels_last = true, strategy = "implicit_gemm"} : tensor<?x7x7x512xbf16>, tensor<512x3x3x512xbf16> -> tensor<?x7x7x512xbf16>
+  %e = rudnn.conv_data_backward %x32, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>,
+         groups = 1, channels_last = true, strategy = "implicit_gemm"} : tensor<32x7x7x512xbf16>, tensor<512x3x3x512xbf16> -> tensor<32x7x7x512xbf16>
+  return %a, %b, %c, %d, %e : tensor<32x7x7x512xbf16>, tensor<33x7x7x512xbf16>, tensor<64x7x7x512xbf16>, tensor<?x7x7x512xbf16>,
+                             tensor<32x7x7x512xbf16>
 }
 
 // Grouped with ImplicitGemm: Direct (256 threads). Depthwise with Direct: the depthwise kernel.

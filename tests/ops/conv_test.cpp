@@ -349,6 +349,82 @@ TEST(ConvSharedMemory, ImplicitGemmBeyondTheDeviceIsASubstitution) {
   EXPECT_NE(info.reason.find("shared memory"), std::string::npos) << info.reason;
 }
 
+// Split-K (issue 12): where a batch's output tiles are few, the forward and the data backward cut
+// their reduction over taps·channels into ordered FP32 split sums (the call's workspace) and a
+// reduce that adds the bias. Batch 2 of a 4x4 layer with 256 -> 64 channels: the forward is one
+// 64x64 tile over 72 K blocks (9 splits), the data backward two 128x128 tiles over 18 (2 splits).
+// Against the oracle, the same bits under either thread order and in both layouts; a batch of
+// the same bucket shares the plan, one of another bucket gets its own (batch 64: 16 tiles, still
+// split).
+TEST(ConvSplitK, FewTilesSplitTheForwardAndDataBackward) {
+  ops::set_poison_outputs(true);
+  for (std::int64_t n : {2, 64}) {
+    const Case c{"split_k", 2, n, 256, 64, 1, {1, 4, 4}, {1, 3, 3}, {1, 1, 1}, {0, 1, 1}, {1, 1, 1}, 1, DType::BF16};
+    const std::uint64_t seed = fresh_seed();
+    SCOPED_TRACE(fmt::format("batch {} seed {}", n, seed));
+    std::mt19937_64 rng(seed);
+    const Data d = make(c, rng);
+    const Device host = Device::host();
+    const Tensor x = testing::upload(activation(c, c.c, c.in, true), c.dtype, d.x, host);
+    const Tensor w = testing::upload(weight_shape(c, true), c.dtype, d.w, host);
+    const Tensor dy = testing::upload(activation(c, c.o, c.in, true), c.dtype, d.dy, host);
+    const Tensor bias = testing::upload({c.o}, DType::F32, d.bias, host);
+    const Tensor x_first =
+        testing::upload(activation(c, c.c, c.in, false), c.dtype, to_first(d.x, c.n, pixels(c.in), c.c), host);
+    const Tensor w_first = testing::upload(weight_shape(c, false), c.dtype, to_first(d.w, c.o, pixels(c.k), c.c), host);
+    const std::int64_t forward_splits = 9, data_splits = 2;
+    std::vector<double> y_bits, dx_bits;
+    for (Schedule order : {Schedule::Forward, Schedule::Reverse}) {
+      runtime::host::set_default_schedule({order, seed});
+      ConvInfo info;
+      auto y = convolution::conv_forward_nhwc(x, w, bias, options_of(c), ConvStrategy::ImplicitGemm, &info);
+      ASSERT_TRUE(y.ok()) << y.error().message();
+      EXPECT_NE(info.tile.find(fmt::format("splits={}", forward_splits)), std::string::npos) << info.tile;
+      EXPECT_EQ(info.workspace_bytes, forward_splits * n * 16 * 64 * 4);  // the FP32 split sums
+      const auto got_y = host_values(*y);
+      EXPECT_LE(relative_l2(got_y, reference::conv_forward(d.x, d.w, d.bias, d.shape)), testing::tolerance(c.dtype));
+      auto yf = convolution::conv_forward(x_first, w_first, bias, options_of(c), ConvStrategy::ImplicitGemm);
+      ASSERT_TRUE(yf.ok()) << yf.error().message();
+      EXPECT_EQ(host_values(*yf), to_first(got_y, c.n, pixels(c.in), c.o));
+      auto dx = convolution::conv_data_backward(dy, w, x.shape(), options_of(c), ConvStrategy::ImplicitGemm,
+                                                ConvLayout::ChannelsLast, &info);
+      ASSERT_TRUE(dx.ok()) << dx.error().message();
+      EXPECT_NE(info.tile.find(fmt::format("splits={}", data_splits)), std::string::npos) << info.tile;
+      EXPECT_EQ(info.workspace_bytes, data_splits * n * 16 * 256 * 4);
+      const auto got_dx = host_values(*dx);
+      EXPECT_LE(relative_l2(got_dx, reference::conv_data_backward(d.dy, d.w, d.shape)), testing::tolerance(c.dtype));
+      if (order == Schedule::Forward) {
+        y_bits = got_y;
+        dx_bits = got_dx;
+      } else {
+        EXPECT_EQ(got_y, y_bits);
+        EXPECT_EQ(got_dx, dx_bits);
+      }
+    }
+    runtime::host::set_default_schedule({});
+  }
+  // Batch 3 shares batch 4's bucket: its plan is made once (a second call of the bucket is warm).
+  const Case c{"split_k_bucket", 2,         3,         256,       64, 1,          {1, 4, 4},
+               {1, 3, 3},        {1, 1, 1}, {0, 1, 1}, {1, 1, 1}, 0,  DType::BF16};
+  std::mt19937_64 rng(fresh_seed());
+  const Data d = make(c, rng);
+  const Tensor w = testing::upload(weight_shape(c, true), c.dtype, d.w, Device::host());
+  const Tensor x3 = testing::upload(activation(c, c.c, c.in, true), c.dtype, d.x, Device::host());
+  auto y3 = convolution::conv_forward_nhwc(x3, w, std::nullopt, options_of(c), ConvStrategy::ImplicitGemm);
+  ASSERT_TRUE(y3.ok()) << y3.error().message();
+  EXPECT_LE(relative_l2(host_values(*y3), reference::conv_forward(d.x, d.w, {}, d.shape)), testing::tolerance(c.dtype));
+  Case c4 = c;
+  c4.n = 4;
+  const Data d4 = make(c4, rng);
+  const Tensor x4 = testing::upload(activation(c4, c.c, c.in, true), c.dtype, d4.x, Device::host());
+  const Stats before = stats();
+  auto y4 = convolution::conv_forward_nhwc(x4, w, std::nullopt, options_of(c), ConvStrategy::ImplicitGemm);
+  ASSERT_TRUE(y4.ok()) << y4.error().message();
+  EXPECT_EQ(stats().plan_cache_misses, before.plan_cache_misses);
+  EXPECT_LE(relative_l2(host_values(*y4), reference::conv_forward(d4.x, d.w, {}, d4.shape)),
+            testing::tolerance(c.dtype));
+}
+
 // Autotune: a measured choice among every registered kernel that serves the call, cached; the result
 // is the oracle's, and ConvInfo reports what was chosen (never a substitution).
 TEST(ConvAutotune, MeasuresCachesAndReports) {

@@ -2,7 +2,8 @@
 // conv_wgrad_reduce) on the host emulation device vs the FP64 oracles of tests/reference/conv.h:
 // tensor-core policies (f16, bf16) and plain policies (f32, f16); 1-D (k = 4), 2-D (1×1, 3×3, 7×7
 // stride 2), 3-D (3×3×3); strides 1/2/3, padding 0..k, dilation 1/2; C and O not multiples of the
-// tile nor (some) of 8 (element gathers); n = 0, 1, > 1; wgrad splits 1 and 3; bias void/float/T.
+// tile nor (some) of 8 (element gathers); n = 0, 1, > 1; wgrad splits 1 and 3; bias void/float/T;
+// split-K forward and data backward (conv_*_igemm_split + conv_split_reduce).
 // Every run is repeated under the reverse schedule and with a grid smaller than the natural one
 // (spread over x and y): the bits must not change. Outputs start as NaN bytes with guards after
 // them that must stay untouched.
@@ -84,6 +85,21 @@ template <class T, class G, class P>
 void wgrad_entry(void** a) {
   conv::conv_wgrad_igemm<T, G, P>(arg<const T*>(a, 0), arg<const T*>(a, 1), arg<float*>(a, 2), arg<i64>(a, 3),
                                   arg<i64>(a, 4));
+}
+template <class T, class G, class P>
+void fprop_split_entry(void** a) {
+  conv::conv_fprop_igemm_split<T, G, P>(arg<const T*>(a, 0), arg<const T*>(a, 1), arg<float*>(a, 2), arg<i64>(a, 3),
+                                        arg<i64>(a, 4));
+}
+template <class T, class G, class P>
+void dgrad_split_entry(void** a) {
+  conv::conv_dgrad_igemm_split<T, G, P>(arg<const T*>(a, 0), arg<const T*>(a, 1), arg<float*>(a, 2), arg<i64>(a, 3),
+                                        arg<i64>(a, 4));
+}
+template <class T, class B>
+void split_reduce_entry(void** a) {
+  conv::conv_split_reduce<T, B>(arg<const float*>(a, 0), arg<const B*>(a, 1), arg<T*>(a, 2), arg<i64>(a, 3),
+                                arg<i64>(a, 4), arg<i64>(a, 5));
 }
 template <class T>
 void reduce_entry(void** a) {
@@ -319,6 +335,75 @@ void check_wgrad(i64 n, i64 splits, std::mt19937_64& rng) {
   }
 }
 
+// Split-K forward (bias T, or none) or data backward: the split kernel's FP32 sums, every one
+// written, then conv_split_reduce; against the oracle, and the same bits (sums and result) under
+// every schedule and grid.
+template <class T, class P, class G>
+void check_split(bool forward, i64 n, i64 splits, bool with_bias) {
+  rudnn_emu_bind(host::emulator_api());
+  const std::uint64_t seed = rudnn::testing::fresh_seed();
+  SCOPED_TRACE(std::string(forward ? "fprop" : "dgrad") + " " + type_name<T>() + " " + policy_name<P>() +
+               " n=" + std::to_string(n) + " splits=" + std::to_string(splits) + " seed=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  const auto shape = shape_of<G>(n);
+  const i64 in_elements = forward ? shape.input_elements() : shape.output_elements();
+  const i64 depth = forward ? G::kFilter : G::kTaps * G::kO;
+  auto a = random_tensor<T>(in_elements, 1.0, rng);
+  auto w = random_tensor<T>(shape.weight_elements(), 1.0 / std::sqrt(double(G::kFilter)), rng);
+  auto bias = random_tensor<T>(G::kO, 1.0, rng);
+  std::vector<double> bias_value, bias_abs;
+  if (with_bias) bias_value = bias.value, bias_abs = bias.magnitude;
+  const auto want = forward ? rudnn::reference::conv_forward(a.value, w.value, bias_value, shape)
+                            : rudnn::reference::conv_data_backward(a.value, w.value, shape);
+  const auto abs_sum = forward ? rudnn::reference::conv_forward(a.magnitude, w.magnitude, bias_abs, shape)
+                               : rudnn::reference::conv_data_backward(a.magnitude, w.magnitude, shape);
+  const i64 columns = forward ? G::kO : G::kC;
+  const i64 elements = n * (forward ? G::kOutPixels : G::kInPixels) * columns;
+  const std::size_t count = static_cast<std::size_t>(elements);
+  const i64 tiles =
+      splits * ((elements / std::max<i64>(columns, 1) + P::kBM - 1) / P::kBM) * ((columns + P::kBN - 1) / P::kBN);
+  std::vector<float> first_partial;
+  std::vector<T> first;
+  for (const Run& r : kRuns) {
+    std::vector<float> partial = poisoned<float>(count * static_cast<std::size_t>(splits));
+    {
+      const T* a0 = a.stored.data();
+      const T* a1 = w.stored.data();
+      float* a2 = partial.data();
+      i64 a3 = n, a4 = splits;
+      void* args[] = {&a0, &a1, &a2, &a3, &a4};
+      auto st =
+          host::launch(forward ? &fprop_split_entry<T, G, P> : &dgrad_split_entry<T, G, P>, args, grid_of(r, tiles),
+                       {unsigned(P::kThreads), 1, 1},
+                       forward ? conv::kIgemmSharedBytesFprop<T, P> : conv::kIgemmSharedBytesDgrad<T, P>, {r.order, 0});
+      ASSERT_TRUE(st.ok()) << st.error().message();
+      expect_guards(partial, count * splits, "partial");
+      for (std::size_t i = 0; i < count * splits; ++i)
+        ASSERT_FALSE(std::isnan(partial[i])) << "partial[" << i << "] not written";
+    }
+    std::vector<T> out = poisoned<T>(count);
+    {
+      const float* a0 = partial.data();
+      const void* a1 = with_bias ? static_cast<const void*>(bias.stored.data()) : nullptr;
+      T* a2 = out.data();
+      i64 a3 = elements, a4 = columns, a5 = splits;
+      void* args[] = {&a0, &a1, &a2, &a3, &a4, &a5};
+      auto st = host::launch(with_bias ? &split_reduce_entry<T, T> : &split_reduce_entry<T, void>, args,
+                             grid_of(r, (elements + 63) / 64), {64, 1, 1}, 0, {r.order, 0});
+      ASSERT_TRUE(st.ok()) << st.error().message();
+      expect_guards(out, count, "out");
+    }
+    if (first.empty()) {
+      first_partial = partial;
+      first = out;
+      expect_close(out, want, abs_sum, double(depth + splits + 1), unit_roundoff<T>(), dtype_of<T>(), "out");
+    } else {
+      EXPECT_TRUE(same_bits(first_partial, partial)) << "split sums differ with grid " << r.grid.x;
+      EXPECT_TRUE(same_bits(first, out)) << "split result differs with grid " << r.grid.x;
+    }
+  }
+}
+
 // All three passes of one geometry: fprop with the given bias, dgrad, wgrad with `splits`.
 template <class T, class P, class G>
 void check_all(const char* geometry, i64 n, Bias bias, i64 splits) {
@@ -384,6 +469,21 @@ TEST(ConvIgemmTemplate, PlainSmallPolicies) {
   CONV_ALL(rudnn::f16, PlainSmall, Conv1d, 3, Bias::Same, 3);
   CONV_ALL(rudnn::f16, Plain, Conv3d, 1, Bias::None, 1);
   CONV_ALL(rudnn::bf16, PlainSmall, Conv3x3D2, 1, Bias::Float, 1);
+}
+
+// Split-K forward and data backward: 2..5 splits of K blocks (Block3x3 at BK = 32: 9 K blocks in
+// the forward, 18 in the data backward; 7 splits leave the last one empty), a partial last block
+// (BK = 64), element gathers (Conv1d's odd C and O), strides and the plain path.
+TEST(ConvIgemmTemplate, SplitK) {
+  for (bool forward : {true, false}) {
+    check_split<rudnn::bf16, TcMid, Block3x3>(forward, 2, 3, forward);
+    check_split<rudnn::bf16, TcMid, Block3x3>(forward, 1, 7, false);
+    check_split<rudnn::f16, TcLargeK64, Wide3x3>(forward, 1, 2, forward);
+    check_split<rudnn::bf16, TcWide, Conv3x3S2>(forward, 2, 5, forward);
+    check_split<rudnn::bf16, TcMid, Conv1d>(forward, 2, 2, forward);
+    check_split<float, Plain, Conv3x3S3>(forward, 2, 4, forward);
+    check_split<rudnn::bf16, TcMid, Conv3x3S2>(forward, 0, 3, forward);  // n = 0: nothing to write
+  }
 }
 
 // n = 0: fprop and dgrad write nothing (the poisoned bytes stay), wgrad writes zeros.

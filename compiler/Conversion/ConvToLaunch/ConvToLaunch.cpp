@@ -4,14 +4,19 @@
 // channels-last temporaries (rudnn::conv::swap_last_two), and swaps the result back:
 //
 //   forward          [swap x, swap w]  fprop_{direct,depthwise,igemm}(x, w, bias?, y, n)  [swap y]
+//                                      | fprop_igemm_split(x, w, partial, n, splits);
+//                                        split_reduce(partial, bias?, y, ...)
 //   data backward    [swap dy, swap w] dgrad_{direct,depthwise,igemm}(dy, w, dx, n)       [swap dx]
+//                                      | dgrad_igemm_split(dy, w, partial, n, splits);
+//                                        split_reduce(partial, -, dx, ...)
 //   weight backward  [swap x, swap dy] wgrad_direct(x, dy, dw, n)
 //                                      | wgrad_{igemm,depthwise}(x, dy, partial, n, splits);
 //                                        wgrad_reduce(partial, dw, ...)
 //                                      [swap dw]  [bias_grad(dy, db, rows, O)]
 //
 // Grids count the work items of each kernel's decomposition; every kernel strides over its items by
-// the linear block index, so the launcher may clamp or spread the grid.
+// the linear block index, so the launcher may clamp or spread the grid. The implicit GEMM's grid is
+// (⌈M/BM⌉, ⌈N/BN⌉, splits): exactly one block per tile and split.
 #include "Conversion/ConvToLaunch/ConvToLaunch.h"
 
 #include <fmt/format.h>
@@ -128,6 +133,22 @@ class ConvLaunches {
 
  private:
   std::int64_t convKernel(RewriterBase& rewriter, std::int64_t a, std::int64_t b, std::int64_t bias, Type resultType);
+  std::int64_t splitConvKernels(RewriterBase& rewriter, std::int64_t a, std::int64_t b, std::int64_t bias,
+                                Type resultType);
+  // The implicit GEMM's grid for `pixels` rows per image and `columns` columns, `splits` deep.
+  void gemmGrid(LaunchBuilder& l, std::int64_t pixels, std::int64_t columns, std::int64_t splits) const {
+    l.grid(l.size({batch(), SizeFactor::constant(pixels)}, choice_.gemm.bm),
+           l.size({SizeFactor::constant((columns + choice_.gemm.bn - 1) / choice_.gemm.bn)}),
+           l.size({SizeFactor::constant(splits)}));
+  }
+  std::string biasTag(std::int64_t bias) const {
+    // Entry names carry dtype names, never C++ spellings ("rudnn::bf16" is no identifier).
+    if (sig_.direction != ConvDirection::Forward) return "";
+    return bias >= 0 ? std::string(dtype_name(sig_.bias->dtype)) + "bias_" : std::string("nobias_");
+  }
+  std::string biasType(std::int64_t bias) const {
+    return sig_.direction == ConvDirection::Forward && bias >= 0 ? dialect::cTypeName(sig_.bias->dtype) : "void";
+  }
   std::int64_t weightGradKernels(RewriterBase& rewriter, std::int64_t x, std::int64_t dy, Type resultType);
 
   Operation* op_;
@@ -145,6 +166,8 @@ class ConvLaunches {
 // The forward or data-backward kernel on channels-last values `a` (x or dy) and `b` (w).
 std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, std::int64_t b, std::int64_t bias,
                                       Type resultType) {
+  if (choice_.algorithm == Algorithm::ImplicitGemm && choice_.splits > 1)
+    return splitConvKernels(rewriter, a, b, bias, resultType);
   const bool forward = sig_.direction == ConvDirection::Forward;
   static const char* kNames[] = {"direct", "depthwise", "igemm"};
   const char* alg = kNames[static_cast<int>(choice_.algorithm)];
@@ -152,16 +175,10 @@ std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, st
                        : choice_.algorithm == Algorithm::Depthwise
                            ? (forward ? "rudnn/conv/depthwise.cuh" : "rudnn/conv/depthwise_backward.cuh")
                            : "rudnn/conv/implicit_gemm.cuh";
-  std::string biasType = "void";
-  if (forward && bias >= 0) biasType = dialect::cTypeName(sig_.bias->dtype);
-  // Entry names carry dtype names, never C++ spellings ("rudnn::bf16" is no identifier).
-  const std::string biasTag = !forward    ? ""
-                              : bias >= 0 ? std::string(dtype_name(sig_.bias->dtype)) + "bias_"
-                                          : std::string("nobias_");
-  LaunchBuilder l(op_, fmt::format("rudnn_conv_{}_{}_{}{}", forward ? "fprop" : "dgrad", alg, biasTag, suffix_), header,
-                  fmt::format("rudnn::conv::conv_{}_{}", forward ? "fprop" : "dgrad", alg));
+  LaunchBuilder l(op_, fmt::format("rudnn_conv_{}_{}_{}{}", forward ? "fprop" : "dgrad", alg, biasTag(bias), suffix_),
+                  header, fmt::format("rudnn::conv::conv_{}_{}", forward ? "fprop" : "dgrad", alg));
   std::vector<std::string> args = {elem_};
-  if (forward) args.push_back(biasType);
+  if (forward) args.push_back(biasType(bias));
   args.push_back(geometryArg(g_));
   args.push_back(policyArg(choice_));
   l.templateArgs(args).config(config_).operands(values_);
@@ -175,7 +192,7 @@ std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, st
   l.buffer(forward ? "x" : "dy", "const " + elem_ + "*", a).buffer("w", "const " + elem_ + "*", b);
   if (forward) {
     if (bias >= 0)
-      l.buffer("bias", "const " + biasType + "*", bias);
+      l.buffer("bias", "const " + biasType(bias) + "*", bias);
     else
       l.nullBuffer("bias", "const void*");
   }
@@ -198,15 +215,59 @@ std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, st
           .shared(shared);
       break;
     }
-    case Algorithm::ImplicitGemm: {
-      const auto& t = choice_.gemm;
-      l.grid(l.size({batch(), SizeFactor::constant(outPixels * ((outChannels + t.bn - 1) / t.bn))}, t.bm))
-          .block(t.threads())
-          .shared(shared);
+    case Algorithm::ImplicitGemm:
+      gemmGrid(l, outPixels, outChannels, 1);
+      l.block(choice_.gemm.threads()).shared(shared);
       break;
-    }
   }
   return push(rewriter, l);
+}
+
+// Split-K forward / data backward: FP32 split sums [splits, n·pixels, columns], then the ordered
+// reduce (which adds the forward's bias).
+std::int64_t ConvLaunches::splitConvKernels(RewriterBase& rewriter, std::int64_t a, std::int64_t b, std::int64_t bias,
+                                            Type resultType) {
+  const bool forward = sig_.direction == ConvDirection::Forward;
+  const char* pass = forward ? "fprop" : "dgrad";
+  const std::int64_t pixels = forward ? g_.output_pixels() : g_.input_pixels();
+  const std::int64_t columns = forward ? g_.out_channels : g_.channels;
+  const std::int64_t splits = choice_.splits;
+  LaunchBuilder k(op_, fmt::format("rudnn_conv_{}_igemm_split_{}", pass, suffix_), "rudnn/conv/implicit_gemm.cuh",
+                  fmt::format("rudnn::conv::conv_{}_igemm_split", pass));
+  k.templateArgs({elem_, geometryArg(g_), policyArg(choice_)}).config(config_).operands(values_);
+  k.results({RankedTensorType::get({ShapedType::kDynamic}, Float32Type::get(op_->getContext()))},
+            {k.size({batch(), SizeFactor::constant(splits * pixels * columns)})});
+  const std::int64_t partial = static_cast<std::int64_t>(values_.size());
+  k.buffer(forward ? "x" : "dy", "const " + elem_ + "*", a)
+      .buffer("w", "const " + elem_ + "*", b)
+      .buffer("partial", "float*", partial)
+      .sizeParam("n", k.size({batch()}))
+      .constant("splits", splits);
+  gemmGrid(k, pixels, columns, splits);
+  k.block(choice_.gemm.threads()).shared(dialect::conv_config::sharedBytes(choice_, sig_.direction, g_, dtype_));
+  push(rewriter, k);
+
+  LaunchBuilder r(op_, fmt::format("rudnn_conv_split_reduce_{}_{}", dtype_name(dtype_), biasTag(bias)),
+                  "rudnn/conv/implicit_gemm.cuh", "rudnn::conv::conv_split_reduce");
+  r.templateArgs({elem_, biasType(bias)}).config(config_).operands(values_);
+  if (resultType)
+    r.results({resultType});
+  else
+    r.results({tempType()}, {r.size({batch(), SizeFactor::constant(pixels * columns)})});
+  const std::int64_t out = static_cast<std::int64_t>(values_.size());
+  r.buffer("partial", "const float*", partial);
+  if (bias >= 0)
+    r.buffer("bias", "const " + biasType(bias) + "*", bias);
+  else
+    r.nullBuffer("bias", "const void*");
+  r.buffer("out", elem_ + "*", out)
+      .sizeParam("elements", r.size({batch(), SizeFactor::constant(pixels * columns)}))
+      .constant("columns", columns)
+      .constant("splits", splits)
+      .grid(r.size({batch(), SizeFactor::constant(pixels * columns)}, 256))
+      .block(256)
+      .shared(0);
+  return push(rewriter, r);
 }
 
 // The weight-backward kernels on channels-last x and dy; the result is dw [O, taps, C/G].

@@ -1,6 +1,7 @@
 #include "rudnn/Dialect/Rudnn/IR/ConvConfig.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 #include <fmt/format.h>
 
@@ -105,15 +106,16 @@ std::optional<std::string> depthwiseServes(ConvDirection /*direction*/, const Co
   return std::nullopt;
 }
 
-// The weight backward's split count (implicit GEMM and depthwise): 1..kMaxSplits, 1 elsewhere,
-// within the workspace bound.
+// The split count: 1..kMaxSplits for the implicit GEMM (every direction) and the depthwise weight
+// backward, 1 elsewhere, within the workspace bound (a forward or data backward's split sums grow
+// with the batch: checked where the batch is known).
 std::optional<std::string> checkSplits(const Choice& c, ConvDirection direction, const ConvGeometry& g) {
   if (c.splits < 1 || c.splits > kMaxSplits) return fmt::format("splits in 1..={}, got {}", kMaxSplits, c.splits);
-  if (direction != ConvDirection::WeightBackward && c.splits != 1)
-    return fmt::format("splits = 1 outside the weight backward, got {}", c.splits);
-  if (direction == ConvDirection::WeightBackward && splitWorkspaceBytes(c, g) > kMaxSplitWorkspaceBytes)
-    return fmt::format("a split workspace <= {} bytes, got {} splits of {} weights", kMaxSplitWorkspaceBytes, c.splits,
-                       g.out_channels * g.taps() * (g.channels / g.groups));
+  if (c.algorithm != Algorithm::ImplicitGemm && direction != ConvDirection::WeightBackward && c.splits != 1)
+    return fmt::format("splits = 1 outside the weight backward and the implicit GEMM, got {}", c.splits);
+  if (const std::int64_t bytes = splitWorkspaceBytes(c, direction, g); bytes > kMaxSplitWorkspaceBytes)
+    return fmt::format("a split workspace <= {} bytes, got {} bytes ({} splits)", kMaxSplitWorkspaceBytes, bytes,
+                       c.splits);
   return std::nullopt;
 }
 
@@ -161,24 +163,45 @@ std::optional<std::string> checkChoice(const Choice& c, ConvDirection direction,
 
 namespace {
 
-// Splits of the weight backward's reduction: enough blocks to fill a large GPU (~132 SMs × 2) when
-// the weight tiles alone are few, each split keeping at least 256 rows of N·outputs, within the
-// workspace bound.
+// Block slots of a large GPU (132 SMs × 2 resident blocks): what the split heuristics fill.
+constexpr std::int64_t kBlockSlots = 264;
+
+// Splits of the weight backward's reduction: enough blocks to fill a large GPU when the weight
+// tiles alone are few, each split keeping at least 256 rows of N·outputs, within the workspace
+// bound.
 std::int64_t heuristicSplits(const GemmTile& t, const ConvGeometry& g) {
   const std::int64_t filter = g.taps() * g.channels;
   const std::int64_t tiles = ((g.out_channels + t.bm - 1) / t.bm) * ((filter + t.bn - 1) / t.bn);
-  const std::int64_t rows = (contracts::known(g.batch) ? std::max<std::int64_t>(g.batch, 1) : 8) * g.output_pixels();
-  std::int64_t splits = std::clamp<std::int64_t>(264 / std::max<std::int64_t>(tiles, 1), 1, kMaxSplits);
+  const std::int64_t rows = bucketBatch(g) * g.output_pixels();
+  std::int64_t splits = std::clamp<std::int64_t>(kBlockSlots / std::max<std::int64_t>(tiles, 1), 1, kMaxSplits);
   splits = std::min(splits, std::max<std::int64_t>(rows / 256, 1));
   while (splits > 1 && splits * g.out_channels * filter * 4 > kMaxSplitWorkspaceBytes) --splits;
+  return splits;
+}
+
+// Split-K of the forward / data backward: where the bucket's output tiles fill less than half the
+// block slots (a 7×7 ResNet stage, a UNet bottleneck at batch 2), the K blocks are cut so that
+// tiles × splits approach the slots, each split keeping at least 8 K blocks, within the workspace
+// bound (checked at the bucket's largest batch). 1 when the batch is not known.
+std::int64_t outputSplits(const GemmTile& t, ConvDirection direction, const ConvGeometry& g) {
+  if (!contracts::known(g.batch)) return 1;
+  const bool forward = direction == ConvDirection::Forward;
+  const std::int64_t rows = bucketBatch(g) * (forward ? g.output_pixels() : g.input_pixels());
+  const std::int64_t columns = forward ? g.out_channels : g.channels;
+  const std::int64_t depth = g.taps() * (forward ? g.channels : g.out_channels);
+  const std::int64_t tiles = ((rows + t.bm - 1) / t.bm) * ((columns + t.bn - 1) / t.bn);
+  if (tiles * 2 >= kBlockSlots) return 1;
+  std::int64_t splits = std::clamp<std::int64_t>(kBlockSlots / std::max<std::int64_t>(tiles, 1), 1, kMaxSplits);
+  splits = std::min(splits, std::max<std::int64_t>((depth + t.bk - 1) / t.bk / 8, 1));
+  while (splits > 1 && splits * rows * columns * 4 > kMaxSplitWorkspaceBytes) --splits;
   return splits;
 }
 
 // The depthwise weight backward: ceil(O / channels) blocks per split; the same targets.
 std::int64_t depthwiseSplits(const DepthwiseTile& t, const ConvGeometry& g) {
   const std::int64_t chunks = (g.out_channels + t.channels - 1) / t.channels;
-  const std::int64_t rows = (contracts::known(g.batch) ? std::max<std::int64_t>(g.batch, 1) : 8) * g.output_pixels();
-  std::int64_t splits = std::clamp<std::int64_t>(264 / std::max<std::int64_t>(chunks, 1), 1, kMaxSplits);
+  const std::int64_t rows = bucketBatch(g) * g.output_pixels();
+  std::int64_t splits = std::clamp<std::int64_t>(kBlockSlots / std::max<std::int64_t>(chunks, 1), 1, kMaxSplits);
   splits = std::min(splits, std::max<std::int64_t>(rows / 256, 1));
   while (splits > 1 && splits * g.out_channels * g.taps() * 4 > kMaxSplitWorkspaceBytes) --splits;
   return splits;
@@ -196,7 +219,7 @@ Choice gemmChoice(const GemmTile& t, ConvDirection direction, const ConvGeometry
   Choice c;
   c.algorithm = Algorithm::ImplicitGemm;
   c.gemm = t;
-  c.splits = direction == ConvDirection::WeightBackward ? heuristicSplits(t, g) : 1;
+  c.splits = direction == ConvDirection::WeightBackward ? heuristicSplits(t, g) : outputSplits(t, direction, g);
   return c;
 }
 
@@ -301,14 +324,35 @@ std::vector<Choice> candidates(ConvDirection direction, const ConvGeometry& g, D
   for (const GemmTile& t : gemmTiles()) {
     if (t.tensorCore && !tensorCores) continue;
     Choice c = gemmChoice(t, direction, g);
-    if (!checkChoice(c, direction, g, dtype) && sharedBytes(c, direction, g, dtype) <= maxSharedBytes) out.push_back(c);
+    if (checkChoice(c, direction, g, dtype) || sharedBytes(c, direction, g, dtype) > maxSharedBytes) continue;
+    out.push_back(c);
+    // A split forward / data backward is timed against the same tile unsplit.
+    if (direction != ConvDirection::WeightBackward && c.splits > 1) {
+      c.splits = 1;
+      out.push_back(c);
+    }
   }
   return out;
 }
 
-std::int64_t splitWorkspaceBytes(const Choice& c, const ConvGeometry& g) {
+std::int64_t bucketBatch(const ConvGeometry& g) {
+  if (!contracts::known(g.batch)) return 8;
+  return static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(std::max<std::int64_t>(g.batch, 1))));
+}
+
+std::int64_t splitWorkspaceBytes(const Choice& c, ConvDirection direction, const ConvGeometry& g) {
   if (c.algorithm == Algorithm::Direct) return 0;
-  return c.splits * g.out_channels * g.taps() * (g.channels / g.groups) * 4;
+  if (direction == ConvDirection::WeightBackward)
+    return c.splits * g.out_channels * g.taps() * (g.channels / g.groups) * 4;
+  // The forward / data backward: FP32 [splits, N·pixels, columns] when split.
+  if (c.splits == 1 || !contracts::known(g.batch)) return 0;
+  const bool forward = direction == ConvDirection::Forward;
+  const std::int64_t rows = g.batch * (forward ? g.output_pixels() : g.input_pixels());
+  const std::int64_t columns = forward ? g.out_channels : g.channels;
+  // Past the bound (and no overflow) for contrived extents: each factor is < 2^31 (the contract).
+  if (rows > (std::int64_t{1} << 40) / std::max<std::int64_t>(columns, 1))
+    return std::numeric_limits<std::int64_t>::max();
+  return c.splits * rows * columns * 4;
 }
 
 }  // namespace rudnn::dialect::conv_config

@@ -13,21 +13,33 @@
 //       input pixel m reaches through tap, zero where (i + pad − t·dil) is negative, not divisible by
 //       the stride or past the output: stride > 1 is masked per element, not split by phase (the
 //       masked taps cost MMA work on zeros, ≈ 1 − 1/stride^dims of it; correct for every stride).
+//   conv_fprop_igemm_split<T, G, P>(x, w, partial, n, splits)
+//   conv_dgrad_igemm_split<T, G, P>(dy, w, partial, n, splits)
+//       Split-K for layers with few output tiles (a 7×7 ResNet stage, a UNet bottleneck at batch 2):
+//       the same GEMM with its K blocks cut into `splits` (≥ 1) contiguous ranges of
+//       ⌈K blocks / splits⌉; split s writes FP32 partial [splits][M][N] slice s in full (zeros for an
+//       empty range). conv_split_reduce sums the slices in index order (and adds the bias).
 //   conv_wgrad_igemm<T, G, P>(x, dy, partial, n, splits)
 //       dw [O, Taps·C] = dyᵀ [O, n·OutPixels] · im2col(x) [n·OutPixels, Taps·C], the reduction cut
 //       into `splits` (≥ 1) contiguous ranges s·⌈K/splits⌉ .. min(K, (s+1)·⌈K/splits⌉); split s writes
 //       FP32 partial [splits][O][Taps·C] slice s in full (zeros for an empty range, e.g. n = 0: no
 //       memset needed). Both operands are K-major in shared memory (ldmatrix.trans).
+//   conv_split_reduce<T, B>(partial, bias, out, elements, columns, splits)
+//       out[e] = Σ_{s = 0..splits−1} partial[s][e] in that order (+ bias[e mod columns] when B is not
+//       void), rounded to T.
 //   conv_wgrad_reduce<T>(partial, dw, elements, splits)
-//       dw[e] = Σ_{s = 0..splits−1} partial[s][e] in that order, rounded to T (elements = O·Taps·C).
+//       conv_split_reduce without a bias (elements = O·Taps·C).
 // Determinism: each output element is produced by exactly one block tile, summing K in one fixed
 // order; the splits are summed in index order. No atomics: same bits for any grid and schedule.
 //
 // Launch: block = P::kThreads = 32·WarpsM·WarpsN threads (a block of another size traps); any grid
 // (blocks stride over the tiles by linear_block); the natural grid is
-//   fprop ⌈n·OutPixels/BM⌉·⌈O/BN⌉, dgrad ⌈n·InPixels/BM⌉·⌈C/BN⌉, wgrad splits·⌈O/BM⌉·⌈Taps·C/BN⌉
-// tiles; reduce: any block size, natural grid ⌈elements/threads⌉. n = 0: fprop/dgrad write nothing;
-// wgrad writes zeros (the gradient over an empty batch).
+//   fprop [splits·]⌈n·OutPixels/BM⌉·⌈O/BN⌉, dgrad [splits·]⌈n·InPixels/BM⌉·⌈C/BN⌉,
+//   wgrad splits·⌈O/BM⌉·⌈Taps·C/BN⌉
+// tiles (the compiler launches it as x = ⌈M/BM⌉, y = ⌈N/BN⌉, z = splits: one block per tile, where a
+// single grid dimension ⌈M·⌈N/BN⌉/BM⌉ would leave a few blocks two tiles); reduce: any block size,
+// natural grid ⌈elements/threads⌉. n = 0: fprop/dgrad write nothing; wgrad writes zeros (the gradient
+// over an empty batch).
 // Dynamic shared memory (bytes, conv/shared_memory.h, element size sizeof(T)):
 //   fprop igemm_fprop(Stages, BM, BN, BK, sizeof T), dgrad igemm_dgrad(...), wgrad igemm_wgrad(...),
 //   reduce 0; the same numbers as kIgemmSharedBytes{Fprop,Dgrad,Wgrad}<T, P> below.
@@ -77,23 +89,40 @@ RUDNN_DEVICE void check_shape() {
   static_assert(!P::kTensorCore || sizeof(T) == 2, "tensor-core policies take f16/bf16");
 }
 
+// K blocks [begin, end) of split s of `splits`: contiguous ranges of ⌈k_blocks / splits⌉ (the last
+// ones may be short or empty).
+struct KRange {
+  i64 begin, end;
+};
+RUDNN_DEVICE KRange split_range(i64 k_blocks, i64 splits, i64 s) {
+  const i64 per = (k_blocks + splits - 1) / splits;
+  const i64 begin = s * per < k_blocks ? s * per : k_blocks;
+  return {begin, begin + per < k_blocks ? begin + per : k_blocks};
+}
+
 }  // namespace igemm_detail
 
-template <class T, class B, class G, class P>
-RUDNN_DEVICE void conv_fprop_igemm(const T* x, const T* w, const B* bias, T* y, i64 n) {
-  igemm_detail::check_shape<T, G, P>();
-  igemm_detail::check_block<P>();
+namespace igemm_detail {
+
+// The forward's tiles, each split's K range of each; store(s, m, o, v) for every in-range element.
+template <class T, class G, class P, class Store>
+RUDNN_DEVICE void fprop_tiles(const T* x, const T* w, i64 n, i64 splits, const Store& store) {
+  check_shape<T, G, P>();
+  check_block<P>();
   using E = gemm::BlockEngine<T, P, false, false>;
   static_assert(E::kSharedBytes == kIgemmSharedBytesFprop<T, P>, "engine and shared_memory.h disagree");
   using ALoad = igemm::GatherTile<T, P::kBM, P::kBK, P::kThreads, igemm::kChunkWidth<T, G::kC>>;
   using BLoad = igemm::GatherTile<T, P::kBN, P::kBK, P::kThreads, igemm::kChunkWidth<T, G::kFilter>>;
   constexpr i64 K = G::kFilter, N = G::kO;
   const i64 M = n * G::kOutPixels;
-  const i64 n_tiles = (N + P::kBN - 1) / P::kBN;
-  const i64 tiles = (M + P::kBM - 1) / P::kBM * n_tiles;
+  const i64 m_tiles = (M + P::kBM - 1) / P::kBM, n_tiles = (N + P::kBN - 1) / P::kBN;
+  const i64 tiles = splits * m_tiles * n_tiles;
   T* smem = dynamic_shared<T>();
   for (i64 t = linear_block(); t < tiles; t += block_count()) {
-    const i64 m0 = t / n_tiles * P::kBM, n0 = t % n_tiles * P::kBN;
+    // x fastest over M tiles, then N tiles, then splits: the compiler's (x, y, z) grid.
+    const i64 s = t / (m_tiles * n_tiles), mn = t - s * (m_tiles * n_tiles);
+    const i64 m0 = mn % m_tiles * P::kBM, n0 = mn / m_tiles * P::kBN;
+    const KRange range = split_range((K + P::kBK - 1) / P::kBK, splits, s);
     // Per-tile row state (fixed-column gathers): A's rows decoded once per tile; B's row offsets.
     igemm::WindowRow a_rows[ALoad::kFixedColumn ? ALoad::kPerThread : 1];
     i64 b_rows[BLoad::kFixedColumn ? BLoad::kPerThread : 1];
@@ -110,8 +139,9 @@ RUDNN_DEVICE void conv_fprop_igemm(const T* x, const T* w, const B* bias, T* y, 
     }
     typename E::Acc acc;
     E::run(
-        acc, smem, (K + P::kBK - 1) / P::kBK,
+        acc, smem, range.end - range.begin,
         [&](T* tile, i64 kb) {
+          kb += range.begin;
           if constexpr (ALoad::kFixedColumn) {
             // One (tap, channel) per thread and K block; per chunk a few adds and range checks.
             const igemm::WindowTap tap = igemm::window_tap<G>(kb * P::kBK + ALoad::column());
@@ -124,6 +154,7 @@ RUDNN_DEVICE void conv_fprop_igemm(const T* x, const T* w, const B* bias, T* y, 
           }
         },
         [&](T* tile, i64 kb) {
+          kb += range.begin;
           if constexpr (BLoad::kFixedColumn) {
             const i64 k = kb * P::kBK + BLoad::column();
             BLoad::load_rows(
@@ -137,28 +168,49 @@ RUDNN_DEVICE void conv_fprop_igemm(const T* x, const T* w, const B* bias, T* y, 
         });
     E::each(acc, [&](int r, int c, float v) {
       const i64 m = m0 + r, o = n0 + c;
-      if (m >= M || o >= N) return;
-      if constexpr (!IsVoid<B>::value) v += to_float(bias[o]);
-      y[m * N + o] = from_float<T>(v);
+      if (m < M && o < N) store(s, m, o, v);
     });
   }
 }
 
+}  // namespace igemm_detail
+
+template <class T, class B, class G, class P>
+RUDNN_DEVICE void conv_fprop_igemm(const T* x, const T* w, const B* bias, T* y, i64 n) {
+  igemm_detail::fprop_tiles<T, G, P>(x, w, n, 1, [&](i64, i64 m, i64 o, float v) {
+    if constexpr (!IsVoid<B>::value) v += to_float(bias[o]);
+    y[m * G::kO + o] = from_float<T>(v);
+  });
+}
+
 template <class T, class G, class P>
-RUDNN_DEVICE void conv_dgrad_igemm(const T* dy, const T* w, T* dx, i64 n) {
-  igemm_detail::check_shape<T, G, P>();
-  igemm_detail::check_block<P>();
+RUDNN_DEVICE void conv_fprop_igemm_split(const T* x, const T* w, float* partial, i64 n, i64 splits) {
+  if (splits < 1) return;
+  const i64 elements = n * G::kOutPixels * G::kO;
+  igemm_detail::fprop_tiles<T, G, P>(x, w, n, splits,
+                                     [&](i64 s, i64 m, i64 o, float v) { partial[s * elements + m * G::kO + o] = v; });
+}
+
+namespace igemm_detail {
+
+// The data backward's tiles, each split's K range of each; store(s, m, ch, v) per in-range element.
+template <class T, class G, class P, class Store>
+RUDNN_DEVICE void dgrad_tiles(const T* dy, const T* w, i64 n, i64 splits, const Store& store) {
+  check_shape<T, G, P>();
+  check_block<P>();
   using E = gemm::BlockEngine<T, P, false, true>;
   static_assert(E::kSharedBytes == kIgemmSharedBytesDgrad<T, P>, "engine and shared_memory.h disagree");
   using ALoad = igemm::GatherTile<T, P::kBM, P::kBK, P::kThreads, igemm::kChunkWidth<T, G::kO>>;
   using BLoad = igemm::GatherTile<T, P::kBK, P::kBN, P::kThreads, igemm::kChunkWidth<T, G::kC>>;
   constexpr i64 K = G::kTaps * G::kO, N = G::kC;
   const i64 M = n * G::kInPixels;
-  const i64 n_tiles = (N + P::kBN - 1) / P::kBN;
-  const i64 tiles = (M + P::kBM - 1) / P::kBM * n_tiles;
+  const i64 m_tiles = (M + P::kBM - 1) / P::kBM, n_tiles = (N + P::kBN - 1) / P::kBN;
+  const i64 tiles = splits * m_tiles * n_tiles;
   T* smem = dynamic_shared<T>();
   for (i64 t = linear_block(); t < tiles; t += block_count()) {
-    const i64 m0 = t / n_tiles * P::kBM, n0 = t % n_tiles * P::kBN;
+    const i64 s = t / (m_tiles * n_tiles), mn = t - s * (m_tiles * n_tiles);
+    const i64 m0 = mn % m_tiles * P::kBM, n0 = mn / m_tiles * P::kBN;
+    const KRange range = split_range((K + P::kBK - 1) / P::kBK, splits, s);
     igemm::GradRow a_rows[ALoad::kFixedColumn ? ALoad::kPerThread : 1];
     if constexpr (ALoad::kFixedColumn) {
       RUDNN_UNROLL
@@ -166,8 +218,9 @@ RUDNN_DEVICE void conv_dgrad_igemm(const T* dy, const T* w, T* dx, i64 n) {
     }
     typename E::Acc acc;
     E::run(
-        acc, smem, (K + P::kBK - 1) / P::kBK,
+        acc, smem, range.end - range.begin,
         [&](T* tile, i64 kb) {
+          kb += range.begin;
           if constexpr (ALoad::kFixedColumn) {
             const igemm::GradTap tap = igemm::grad_tap<G>(kb * P::kBK + ALoad::column());
             ALoad::load_rows(tile, dy, [&](int i) { return igemm::grad_at<G>(dy, a_rows[i], tap); });
@@ -179,6 +232,7 @@ RUDNN_DEVICE void conv_dgrad_igemm(const T* dy, const T* w, T* dx, i64 n) {
           }
         },
         [&](T* tile, i64 kb) {
+          kb += range.begin;
           // Row k = tap·O + o of B is w[o][tap][:], C-contiguous.
           if constexpr (BLoad::kFixedColumn && G::kO % P::kBK == 0) {
             // The K block lies in one tap (and K is whole blocks): row r is w[o0 + r][tap][:].
@@ -208,9 +262,25 @@ RUDNN_DEVICE void conv_dgrad_igemm(const T* dy, const T* w, T* dx, i64 n) {
         });
     E::each(acc, [&](int r, int c, float v) {
       const i64 m = m0 + r, ch = n0 + c;
-      if (m < M && ch < N) dx[m * N + ch] = from_float<T>(v);
+      if (m < M && ch < N) store(s, m, ch, v);
     });
   }
+}
+
+}  // namespace igemm_detail
+
+template <class T, class G, class P>
+RUDNN_DEVICE void conv_dgrad_igemm(const T* dy, const T* w, T* dx, i64 n) {
+  igemm_detail::dgrad_tiles<T, G, P>(dy, w, n, 1,
+                                     [&](i64, i64 m, i64 ch, float v) { dx[m * G::kC + ch] = from_float<T>(v); });
+}
+
+template <class T, class G, class P>
+RUDNN_DEVICE void conv_dgrad_igemm_split(const T* dy, const T* w, float* partial, i64 n, i64 splits) {
+  if (splits < 1) return;
+  const i64 elements = n * G::kInPixels * G::kC;
+  igemm_detail::dgrad_tiles<T, G, P>(
+      dy, w, n, splits, [&](i64 s, i64 m, i64 ch, float v) { partial[s * elements + m * G::kC + ch] = v; });
 }
 
 template <class T, class G, class P>
@@ -303,14 +373,21 @@ RUDNN_DEVICE void conv_wgrad_igemm(const T* x, const T* dy, float* partial, i64 
   }
 }
 
-template <class T>
-RUDNN_DEVICE void conv_wgrad_reduce(const float* partial, T* dw, i64 elements, i64 splits) {
+template <class T, class B>
+RUDNN_DEVICE void conv_split_reduce(const float* partial, const B* bias, T* out, i64 elements, i64 columns,
+                                    i64 splits) {
   const i64 threads = static_cast<i64>(blockDim.x);
   for (i64 e = linear_block() * threads + threadIdx.x; e < elements; e += block_count() * threads) {
     float sum = 0.0f;
     for (i64 s = 0; s < splits; ++s) sum += partial[s * elements + e];
-    dw[e] = from_float<T>(sum);
+    if constexpr (!IsVoid<B>::value) sum += to_float(bias[e % columns]);
+    out[e] = from_float<T>(sum);
   }
+}
+
+template <class T>
+RUDNN_DEVICE void conv_wgrad_reduce(const float* partial, T* dw, i64 elements, i64 splits) {
+  conv_split_reduce<T, void>(partial, nullptr, dw, elements, 1, splits);
 }
 
 }  // namespace rudnn::conv

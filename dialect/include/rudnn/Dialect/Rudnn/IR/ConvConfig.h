@@ -6,8 +6,11 @@
 //   {algorithm = 1 (depthwise), tile_h, tile_w, channels[, splits]}
 //                                                                  DepthwisePolicy<tile_h, tile_w, channels>;
 //                                                                  splits: weight backward, omitted when 1
-//   {algorithm = 2 (implicit GEMM), bm, bn, bk, warps_m, warps_n, stages, tensor_core[, splits]}
-//                                                                  gemm::BlockPolicy<...>; splits: weight backward
+//   {algorithm = 2 (implicit GEMM), bm, bn, bk, warps_m, warps_n, stages, tensor_core, splits}
+//                                                                  gemm::BlockPolicy<...>; splits: the GEMM's
+//                                                                  reduction cut into ordered FP32 split sums
+//                                                                  (weight backward: over N·outputs; forward and
+//                                                                  data backward: split-K over taps·channels)
 // Which algorithm serves which call (and the substitutions): docs/convolution.md.
 #include <cstdint>
 #include <optional>
@@ -51,7 +54,7 @@ struct Choice {
   std::int64_t threads = 256;  // direct
   DepthwiseTile depthwise;     // depthwise
   GemmTile gemm;               // implicit GEMM
-  std::int64_t splits = 1;     // implicit GEMM / depthwise weight backward: row ranges summed in order
+  std::int64_t splits = 1;     // implicit GEMM / depthwise weight backward: reduction ranges summed in order
 };
 
 // The registered tiles (each verified spill-free for sm_80 and sm_90a: tests/nvrtc).
@@ -59,8 +62,15 @@ const std::vector<std::int64_t>& directThreads();
 const std::vector<DepthwiseTile>& depthwiseTiles();
 const std::vector<GemmTile>& gemmTiles();  // tensor-core and plain
 inline constexpr std::int64_t kMaxSplits = 32;
-// Weight-backward split sums are FP32 [splits, O, taps·C/G]; bounded (docs/convolution.md).
+// Split sums are FP32: [splits, O, taps·C/G] (weight backward), [splits, N·pixels, columns]
+// (forward, data backward); bounded (docs/convolution.md).
 inline constexpr std::int64_t kMaxSplitWorkspaceBytes = std::int64_t{64} << 20;
+
+// The batch that batch-dependent choices (split counts) are made for: the power of two at or above
+// the call's batch (the plan cache's and autotune's bucket), so every batch of a bucket gets the
+// same kernels; 8 when the batch is not known (a graph's dynamic batch; the forward and data
+// backward then do not split).
+std::int64_t bucketBatch(const contracts::ConvGeometry& g);
 
 // Dictionary values ↔ Choice (nothing when a key is missing, extra or not an integer).
 std::optional<Choice> choiceOf(const std::vector<std::pair<std::string, std::int64_t>>& values);
@@ -93,7 +103,8 @@ std::vector<Choice> candidates(contracts::ConvDirection direction, const contrac
 // the implicit GEMM; the weight backward's reduce needs none): the launch's and the heuristics'.
 std::int64_t sharedBytes(const Choice& c, contracts::ConvDirection direction, const contracts::ConvGeometry& g,
                          DType dtype);
-// The weight backward's FP32 split sums (implicit GEMM and depthwise; 0 for direct).
-std::int64_t splitWorkspaceBytes(const Choice& c, const contracts::ConvGeometry& g);
+// The FP32 split sums of the choice (0 for direct and unsplit forward / data backward; also 0 for a
+// split forward / data backward whose batch is not known: there they grow with the batch).
+std::int64_t splitWorkspaceBytes(const Choice& c, contracts::ConvDirection direction, const contracts::ConvGeometry& g);
 
 }  // namespace rudnn::dialect::conv_config
