@@ -5,8 +5,8 @@
 // every tile in every direction; f32: the plain tiles), a 3-D 3×3×3 layer (bf16 every tile; f32 the
 // heuristic: Direct), depthwise 3×3 (bf16), 7×7 stride 2 (f32) and 3×3 stride 2 multiplier 2 (bf16) with
 // every tile and a 3-D depthwise, each in every direction, a strided 7×7 stem with 3 channels (the
-// heuristic's choice, f16), and the UNet 16×16×1280 3×3 layer (bf16, every tile: few pixels, many
-// channels).
+// heuristic's choice, f16), the UNet 16×16×1280 3×3 layer (bf16, every tile: few pixels, many
+// channels) and the data backward of a stride-2 3×3 (bf16, every tile: four stride phases).
 #include <gtest/gtest.h>
 
 #include <set>
@@ -69,6 +69,9 @@ std::vector<Variant> conv_variants() {
     add(signature(d, {2, 8, 28, 28, 32}, {32, 3, 3, 3, 32}, DType::F32, {1, 1, 1}, {1, 1, 1}, 1), false);
     add(signature(d, {4, 112, 112, 3}, {64, 7, 7, 3}, DType::F16, {2, 2}, {3, 3}, 1), false);
   }
+  // ResNet's strided 3x3 (28x28x128, stride 2): the data backward's four stride phases in one kernel,
+  // every tile.
+  add(signature(D::DataBackward, {32, 28, 28, 128}, {128, 3, 3, 128}, DType::BF16, {2, 2}, {1, 1}, 1), true);
   // Depthwise in every direction (the backward ones: depthwise_backward.cuh), multiplier 1 and 2.
   for (D d : {D::Forward, D::DataBackward, D::WeightBackward}) {
     add(signature(d, {8, 56, 56, 512}, {512, 3, 3, 1}, DType::BF16, {1, 1}, {1, 1}, 512), true);

@@ -51,6 +51,12 @@ using Conv7x7S2 = conv::Geometry<3, 16, 1, 1, 12, 11, 1, 7, 7, 1, 2, 2, 0, 3, 3,
 using Conv3d = conv::Geometry<8, 12, 1, 4, 5, 4, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 1>;       // 3×3×3
 using Wide3x3 = conv::Geometry<40, 136, 1, 1, 12, 13, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1>;  // 2 N tiles of 128
 using Block3x3 = conv::Geometry<32, 64, 1, 1, 6, 5, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1>;    // C, O % BK == 0
+// The data backward's stride phases (conv/dgrad_phase.cuh):
+using Conv3x3S2D2 = conv::Geometry<16, 24, 1, 1, 11, 10, 1, 3, 3, 1, 2, 2, 0, 2, 1, 1, 2, 2>;  // odd phases: no taps
+using PointwiseS2 = conv::Geometry<16, 32, 1, 1, 7, 6, 1, 1, 1, 1, 2, 2, 0, 0, 0, 1, 1, 1>;    // 3 of 4 phases: zeros
+using Conv3dS2 = conv::Geometry<8, 16, 1, 5, 6, 5, 3, 3, 3, 2, 2, 2, 1, 1, 1, 1, 1, 1>;        // 8 phases
+using Conv3x3S2x3 = conv::Geometry<8, 40, 1, 1, 9, 11, 1, 3, 5, 1, 2, 3, 0, 2, 1, 1, 1, 1>;    // 6 phases, pad 2
+using Block3x3S2 = conv::Geometry<32, 64, 1, 1, 9, 8, 1, 3, 3, 1, 2, 2, 0, 1, 1, 1, 1, 1>;     // B's one-tap K blocks
 
 template <class G>
 rudnn::reference::ConvShape shape_of(i64 n) {
@@ -484,6 +490,23 @@ TEST(ConvIgemmTemplate, SplitK) {
     check_split<float, Plain, Conv3x3S3>(forward, 2, 4, forward);
     check_split<rudnn::bf16, TcMid, Conv3x3S2>(forward, 0, 3, forward);  // n = 0: nothing to write
   }
+}
+
+// The data backward split by stride phase: 4 phases (stride 2, with dilation 2: two phases have no
+// taps and write zeros), 1x1 stride 2 (three phases of zeros), 6 phases (stride 2x3), 8 (3-D stride
+// 2), 3 (1-D stride 3), and 9 (2-D stride 3: past kMaxDgradPhases, the masked gather); with split-K.
+TEST(ConvIgemmTemplate, DataBackwardStridePhases) {
+  CONV_ALL(rudnn::bf16, TcMid, Conv3x3S2D2, 2, Bias::None, 1);
+  CONV_ALL(float, Plain, Conv3x3S2D2, 1, Bias::None, 1);
+  CONV_ALL(rudnn::bf16, TcMid, PointwiseS2, 2, Bias::Same, 1);
+  CONV_ALL(rudnn::f16, TcWide, Conv3x3S2x3, 2, Bias::None, 1);
+  CONV_ALL(rudnn::bf16, TcMid, Conv3dS2, 1, Bias::None, 1);
+  CONV_ALL(rudnn::bf16, TcMid, Block3x3S2, 3, Bias::None, 1);
+  CONV_ALL(float, PlainSmall, Conv1dS3D2, 2, Bias::None, 1);
+  CONV_ALL(rudnn::bf16, TcMid, Conv3x3S3, 1, Bias::None, 1);
+  check_split<rudnn::bf16, TcMid, Block3x3S2>(false, 2, 3, false);
+  check_split<rudnn::bf16, TcMid, Conv3x3S2D2>(false, 1, 2, false);
+  check_split<float, Plain, Conv3dS2>(false, 1, 2, false);
 }
 
 // n = 0: fprop and dgrad write nothing (the poisoned bytes stay), wgrad writes zeros.

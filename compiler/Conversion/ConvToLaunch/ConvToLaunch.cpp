@@ -16,7 +16,7 @@
 //
 // Grids count the work items of each kernel's decomposition; every kernel strides over its items by
 // the linear block index, so the launcher may clamp or spread the grid. The implicit GEMM's grid is
-// (⌈M/BM⌉, ⌈N/BN⌉, splits): exactly one block per tile and split.
+// (⌈M/BM⌉, ⌈N/BN⌉, splits [· stride phases]): one block per tile, split and data-backward phase.
 #include "Conversion/ConvToLaunch/ConvToLaunch.h"
 
 #include <fmt/format.h>
@@ -135,11 +135,20 @@ class ConvLaunches {
   std::int64_t convKernel(RewriterBase& rewriter, std::int64_t a, std::int64_t b, std::int64_t bias, Type resultType);
   std::int64_t splitConvKernels(RewriterBase& rewriter, std::int64_t a, std::int64_t b, std::int64_t bias,
                                 Type resultType);
-  // The implicit GEMM's grid for `pixels` rows per image and `columns` columns, `splits` deep.
-  void gemmGrid(LaunchBuilder& l, std::int64_t pixels, std::int64_t columns, std::int64_t splits) const {
+  // The implicit GEMM's grid (M tiles, N tiles, splits · phases): the forward's rows are its output
+  // pixels; the data backward's are the largest stride phase's input pixels, one z slice per phase
+  // (conv/dgrad_phase.cuh).
+  void gemmGrid(LaunchBuilder& l, std::int64_t splits) const {
+    namespace smem = conv::shared_memory;
+    const bool forward = sig_.direction == ConvDirection::Forward;
+    const std::int64_t columns = forward ? g_.out_channels : g_.channels;
+    const std::int64_t pixels = forward ? g_.output_pixels()
+                                        : smem::dgrad_phase_pixels(g_.input[0], g_.input[1], g_.input[2], g_.stride[0],
+                                                                   g_.stride[1], g_.stride[2]);
+    const std::int64_t phases = forward ? 1 : smem::dgrad_phases(g_.stride[0], g_.stride[1], g_.stride[2]);
     l.grid(l.size({batch(), SizeFactor::constant(pixels)}, choice_.gemm.bm),
            l.size({SizeFactor::constant((columns + choice_.gemm.bn - 1) / choice_.gemm.bn)}),
-           l.size({SizeFactor::constant(splits)}));
+           l.size({SizeFactor::constant(splits * phases)}));
   }
   std::string biasTag(std::int64_t bias) const {
     // Entry names carry dtype names, never C++ spellings ("rudnn::bf16" is no identifier).
@@ -216,7 +225,7 @@ std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, st
       break;
     }
     case Algorithm::ImplicitGemm:
-      gemmGrid(l, outPixels, outChannels, 1);
+      gemmGrid(l, 1);
       l.block(choice_.gemm.threads()).shared(shared);
       break;
   }
@@ -243,7 +252,7 @@ std::int64_t ConvLaunches::splitConvKernels(RewriterBase& rewriter, std::int64_t
       .buffer("partial", "float*", partial)
       .sizeParam("n", k.size({batch()}))
       .constant("splits", splits);
-  gemmGrid(k, pixels, columns, splits);
+  gemmGrid(k, splits);
   k.block(choice_.gemm.threads()).shared(dialect::conv_config::sharedBytes(choice_, sig_.direction, g_, dtype_));
   push(rewriter, k);
 

@@ -10,10 +10,11 @@
 //   input_at_tap(x, m, k)        x at the input position that output pixel m (image·OutPixels + pixel)
 //                                reaches through tap k / C, channel k % C; null in the padding.
 //                                (fprop's A[m][k] and wgrad's B[p][j].)
-//   grad_output_at_tap(dy, m, k) dy at the output position that input pixel m reaches through tap
+//   grad_row / grad_tap / grad_at  dy at the output position that input pixel m reaches through tap
 //                                k / O, channel k % O: (i + pad − tap·dil) must be ≥ 0, divisible by
-//                                the stride and below the output extent in every dim, else null.
-//                                (dgrad's A; stride > 1 is masked per chunk, not split by phase.)
+//                                the stride and below the output extent in every dim, else null
+//                                (MaskedGather: dgrad's A where the stride phases are too many to
+//                                split, conv/dgrad_phase.cuh).
 #include "rudnn/conv/geometry.cuh"
 #include "rudnn/gemm/gather_tile.cuh"
 #include "rudnn/numeric.cuh"
@@ -46,28 +47,6 @@ RUDNN_DEVICE const T* input_at_tap(const T* x, i64 m, int k) {
   const i64 iw = o.w * G::kSW - G::kPW + t.w * G::kDW;
   if (id < 0 || id >= G::kD || ih < 0 || ih >= G::kH || iw < 0 || iw >= G::kW) return nullptr;
   return x + ((image * G::kInPixels + (id * G::kH + ih) * G::kW + iw) * G::kC + c);
-}
-
-// The output coordinate that input coordinate i reaches through filter index t, or −1.
-template <i64 kStride, i64 kPad, i64 kDil, i64 kOut>
-RUDNN_DEVICE i64 output_coord(int i, int t) {
-  const i64 num = i + kPad - t * kDil;
-  if (num < 0 || num % kStride != 0) return -1;
-  const i64 o = num / kStride;
-  return o < kOut ? o : -1;
-}
-
-template <class G, class T>
-RUDNN_DEVICE const T* grad_output_at_tap(const T* dy, i64 m, int k) {
-  const i64 image = m / G::kInPixels;
-  const Pos3 i = decode3<G::kH, G::kW>(static_cast<int>(m - image * G::kInPixels));
-  const int tap = static_cast<int>(k / G::kO), o = static_cast<int>(k - tap * G::kO);
-  const Pos3 t = decode3<G::kKH, G::kKW>(tap);
-  const i64 od = output_coord<G::kSD, G::kPD, G::kDD, G::kOD>(i.d, t.d);
-  const i64 oh = output_coord<G::kSH, G::kPH, G::kDH, G::kOH>(i.h, t.h);
-  const i64 ow = output_coord<G::kSW, G::kPW, G::kDW, G::kOW>(i.w, t.w);
-  if (od < 0 || oh < 0 || ow < 0) return nullptr;
-  return dy + ((image * G::kOutPixels + (od * G::kOH + oh) * G::kOW + ow) * G::kO + o);
 }
 
 // ---- Incremental gather state (fixed-column gathers, see GatherTile::load_rows).
@@ -151,7 +130,7 @@ RUDNN_DEVICE GradTap grad_tap(i64 k) {
   return {static_cast<int>(t.d * G::kDD), static_cast<int>(t.h * G::kDH), static_cast<int>(t.w * G::kDW), o};
 }
 // The output coordinate num / stride when num = i + pad − t·dil is ≥ 0, divisible by the stride and
-// below the output extent, else −1 (output_coord on precomputed numerators).
+// below the output extent, else −1.
 template <i64 kStride, i64 kOut>
 RUDNN_DEVICE int grad_coord(int num) {
   if (static_cast<unsigned>(num) >= static_cast<unsigned>(kStride * kOut)) return -1;
@@ -168,5 +147,23 @@ RUDNN_DEVICE const T* grad_at(const T* dy, const GradRow& r, const GradTap& t) {
   if (od < 0 || oh < 0 || ow < 0) return nullptr;
   return dy + (r.base + ((static_cast<i64>(od) * G::kOH + oh) * G::kOW + ow) * G::kO + t.o);
 }
+
+// The data backward's gather without a phase split (more than kMaxDgradPhases stride phases): one
+// GEMM over every input pixel and tap, the stride masked per chunk; the same policy shape as
+// PhaseGather (conv/dgrad_phase.cuh).
+template <class G>
+struct MaskedGather {
+  static constexpr i64 kPixels = G::kInPixels, kK = G::kTaps * G::kO;
+  using Row = GradRow;
+  using Tap = GradTap;
+  RUDNN_DEVICE static Row row(i64 m, i64 rows) { return grad_row<G>(m, rows); }
+  RUDNN_DEVICE static Tap tap(i64 k) { return grad_tap<G>(k); }
+  template <class T>
+  RUDNN_DEVICE static const T* at(const T* dy, const Row& r, const Tap& t) {
+    return grad_at<G>(dy, r, t);
+  }
+  RUDNN_DEVICE static i64 dx_row(i64 m) { return m; }
+  RUDNN_DEVICE static int filter_tap(int q) { return q; }
+};
 
 }  // namespace rudnn::conv::igemm

@@ -56,6 +56,7 @@
 //   < 64,  64, 16, 2, 4, 3, false>  plain FMA, every T (F32 path), 256 threads of 4×4
 //   < 32,  32, 16, 2, 2, 2, false>  plain FMA, small shapes, 128 threads of 2×4
 //   <128, 128, 64, 2, 4, 3, true>   long K (large C): half the K blocks of BK = 32 (autotune only)
+#include "rudnn/conv/dgrad_phase.cuh"
 #include "rudnn/conv/geometry.cuh"
 #include "rudnn/gemm/block_engine.cuh"
 #include "rudnn/conv/igemm_gather.cuh"
@@ -193,77 +194,105 @@ RUDNN_DEVICE void conv_fprop_igemm_split(const T* x, const T* w, float* partial,
 
 namespace igemm_detail {
 
-// The data backward's tiles, each split's K range of each; store(s, m, ch, v) per in-range element.
+// One data-backward tile of gather policy Gt (a stride phase, or every pixel and tap masked):
+// rows m0.. of its n·Gt::kPixels rows, columns n0.. of C, K blocks `range` of its Gt::kK;
+// store(dx row, ch, v) for every in-range element. A tile past the phase's rows does nothing.
+template <class T, class G, class P, class Gt, class Store>
+RUDNN_DEVICE void dgrad_tile(const T* dy, const T* w, i64 n, i64 m0, i64 n0, i64 splits, i64 s, T* smem,
+                             const Store& store) {
+  using E = gemm::BlockEngine<T, P, false, true>;
+  using ALoad = igemm::GatherTile<T, P::kBM, P::kBK, P::kThreads, igemm::kChunkWidth<T, G::kO>>;
+  using BLoad = igemm::GatherTile<T, P::kBK, P::kBN, P::kThreads, igemm::kChunkWidth<T, G::kC>>;
+  constexpr i64 K = Gt::kK, N = G::kC;
+  const i64 M = n * Gt::kPixels;
+  if (m0 >= M) return;
+  const KRange range = split_range((K + P::kBK - 1) / P::kBK, splits, s);
+  typename Gt::Row a_rows[ALoad::kFixedColumn ? ALoad::kPerThread : 1];
+  if constexpr (ALoad::kFixedColumn) {
+    RUDNN_UNROLL
+    for (int i = 0; i < ALoad::kPerThread; ++i) a_rows[i] = Gt::row(m0 + ALoad::row(i), M);
+  }
+  typename E::Acc acc;
+  E::run(
+      acc, smem, range.end - range.begin,
+      [&](T* tile, i64 kb) {
+        kb += range.begin;
+        if constexpr (ALoad::kFixedColumn) {
+          const typename Gt::Tap tap = Gt::tap(kb * P::kBK + ALoad::column());
+          ALoad::load_rows(tile, dy, [&](int i) { return Gt::at(dy, a_rows[i], tap); });
+        } else {
+          ALoad::load(tile, dy, [&](int r, int c) -> const T* {
+            return Gt::at(dy, Gt::row(m0 + r, M), Gt::tap(kb * P::kBK + c));
+          });
+        }
+      },
+      [&](T* tile, i64 kb) {
+        kb += range.begin;
+        // Row k = q·O + o of B is w[o][filter_tap(q)][:], C-contiguous.
+        if constexpr (BLoad::kFixedColumn && G::kO % P::kBK == 0) {
+          // The K block lies in one tap (and K is whole blocks): row r is w[o0 + r][tap][:].
+          const i64 ch = n0 + BLoad::column();
+          const int k0 = static_cast<int>(kb * P::kBK), q = static_cast<int>(k0 / G::kO);
+          const int o0 = k0 - q * static_cast<int>(G::kO) + BLoad::row(0);
+          const i64 row0 = (static_cast<i64>(o0) * G::kTaps + Gt::filter_tap(q)) * G::kC + ch;
+          constexpr i64 kStep = BLoad::kRowStep * G::kTaps * G::kC;
+          BLoad::load_rows(tile, w, [&](int i) -> const T* { return ch < N ? w + (row0 + i * kStep) : nullptr; });
+        } else if constexpr (BLoad::kFixedColumn) {
+          const i64 ch = n0 + BLoad::column();
+          const int k0 = static_cast<int>(kb * P::kBK);
+          BLoad::load_rows(tile, w, [&](int i) -> const T* {
+            const int k = k0 + BLoad::row(i);
+            if (k >= K || ch >= N) return nullptr;
+            const int q = static_cast<int>(k / G::kO), o = k - q * static_cast<int>(G::kO);
+            return w + ((static_cast<i64>(o) * G::kTaps + Gt::filter_tap(q)) * G::kC + ch);
+          });
+        } else {
+          BLoad::load(tile, w, [&](int r, int c) -> const T* {
+            const i64 k = kb * P::kBK + r, ch = n0 + c;
+            if (k >= K || ch >= N) return nullptr;
+            const int q = static_cast<int>(k / G::kO), o = static_cast<int>(k - q * G::kO);
+            return w + ((static_cast<i64>(o) * G::kTaps + Gt::filter_tap(q)) * G::kC + ch);
+          });
+        }
+      });
+  E::each(acc, [&](int r, int c, float v) {
+    const i64 m = m0 + r, ch = n0 + c;
+    if (m < M && ch < N) store(s, Gt::dx_row(m), ch, v);
+  });
+}
+
+// The tile of phase `phase` (runtime) through each phase's compiled gather.
+template <class T, class G, class P, i64 Index, class Store>
+RUDNN_DEVICE void dgrad_phase_tile(i64 phase, const T* dy, const T* w, i64 n, i64 m0, i64 n0, i64 splits, i64 s,
+                                   T* smem, const Store& store) {
+  if constexpr (kDgradPhases<G> == 1 && G::kSD * G::kSH * G::kSW > 1) {
+    dgrad_tile<T, G, P, igemm::MaskedGather<G>>(dy, w, n, m0, n0, splits, s, smem, store);
+  } else if constexpr (Index + 1 < kDgradPhases<G>) {
+    if (phase != Index)
+      dgrad_phase_tile<T, G, P, Index + 1>(phase, dy, w, n, m0, n0, splits, s, smem, store);
+    else
+      dgrad_tile<T, G, P, igemm::PhaseGather<G, DgradPhase<G, Index>>>(dy, w, n, m0, n0, splits, s, smem, store);
+  } else {
+    dgrad_tile<T, G, P, igemm::PhaseGather<G, DgradPhase<G, Index>>>(dy, w, n, m0, n0, splits, s, smem, store);
+  }
+}
+
+// The data backward's tiles: splits × phases × ⌈n·(largest phase's pixels)/BM⌉ × ⌈C/BN⌉, M tiles
+// fastest (the compiler's (x, y, z = split·phases + phase) grid); store(s, dx row, ch, v).
 template <class T, class G, class P, class Store>
 RUDNN_DEVICE void dgrad_tiles(const T* dy, const T* w, i64 n, i64 splits, const Store& store) {
   check_shape<T, G, P>();
   check_block<P>();
-  using E = gemm::BlockEngine<T, P, false, true>;
-  static_assert(E::kSharedBytes == kIgemmSharedBytesDgrad<T, P>, "engine and shared_memory.h disagree");
-  using ALoad = igemm::GatherTile<T, P::kBM, P::kBK, P::kThreads, igemm::kChunkWidth<T, G::kO>>;
-  using BLoad = igemm::GatherTile<T, P::kBK, P::kBN, P::kThreads, igemm::kChunkWidth<T, G::kC>>;
-  constexpr i64 K = G::kTaps * G::kO, N = G::kC;
-  const i64 M = n * G::kInPixels;
-  const i64 m_tiles = (M + P::kBM - 1) / P::kBM, n_tiles = (N + P::kBN - 1) / P::kBN;
-  const i64 tiles = splits * m_tiles * n_tiles;
+  static_assert(gemm::BlockEngine<T, P, false, true>::kSharedBytes == kIgemmSharedBytesDgrad<T, P>,
+                "engine and shared_memory.h disagree");
+  constexpr i64 kPhases = kDgradPhases<G>;
+  const i64 m_tiles = (n * kDgradPhasePixels<G> + P::kBM - 1) / P::kBM, n_tiles = (G::kC + P::kBN - 1) / P::kBN;
+  const i64 tiles = splits * kPhases * m_tiles * n_tiles;
   T* smem = dynamic_shared<T>();
   for (i64 t = linear_block(); t < tiles; t += block_count()) {
-    const i64 s = t / (m_tiles * n_tiles), mn = t - s * (m_tiles * n_tiles);
-    const i64 m0 = mn % m_tiles * P::kBM, n0 = mn / m_tiles * P::kBN;
-    const KRange range = split_range((K + P::kBK - 1) / P::kBK, splits, s);
-    igemm::GradRow a_rows[ALoad::kFixedColumn ? ALoad::kPerThread : 1];
-    if constexpr (ALoad::kFixedColumn) {
-      RUDNN_UNROLL
-      for (int i = 0; i < ALoad::kPerThread; ++i) a_rows[i] = igemm::grad_row<G>(m0 + ALoad::row(i), M);
-    }
-    typename E::Acc acc;
-    E::run(
-        acc, smem, range.end - range.begin,
-        [&](T* tile, i64 kb) {
-          kb += range.begin;
-          if constexpr (ALoad::kFixedColumn) {
-            const igemm::GradTap tap = igemm::grad_tap<G>(kb * P::kBK + ALoad::column());
-            ALoad::load_rows(tile, dy, [&](int i) { return igemm::grad_at<G>(dy, a_rows[i], tap); });
-          } else {
-            ALoad::load(tile, dy, [&](int r, int c) -> const T* {
-              const i64 m = m0 + r, k = kb * P::kBK + c;
-              return m < M && k < K ? igemm::grad_output_at_tap<G>(dy, m, static_cast<int>(k)) : nullptr;
-            });
-          }
-        },
-        [&](T* tile, i64 kb) {
-          kb += range.begin;
-          // Row k = tap·O + o of B is w[o][tap][:], C-contiguous.
-          if constexpr (BLoad::kFixedColumn && G::kO % P::kBK == 0) {
-            // The K block lies in one tap (and K is whole blocks): row r is w[o0 + r][tap][:].
-            const i64 ch = n0 + BLoad::column();
-            const int k0 = static_cast<int>(kb * P::kBK), tap = static_cast<int>(k0 / G::kO);
-            const int o0 = k0 - tap * static_cast<int>(G::kO) + BLoad::row(0);
-            const i64 row0 = (static_cast<i64>(o0) * G::kTaps + tap) * G::kC + ch;
-            constexpr i64 kStep = BLoad::kRowStep * G::kTaps * G::kC;
-            BLoad::load_rows(tile, w, [&](int i) -> const T* { return ch < N ? w + (row0 + i * kStep) : nullptr; });
-          } else if constexpr (BLoad::kFixedColumn) {
-            const i64 ch = n0 + BLoad::column();
-            const int k0 = static_cast<int>(kb * P::kBK);
-            BLoad::load_rows(tile, w, [&](int i) -> const T* {
-              const int k = k0 + BLoad::row(i);
-              if (k >= K || ch >= N) return nullptr;
-              const int tap = static_cast<int>(k / G::kO), o = k - tap * static_cast<int>(G::kO);
-              return w + ((static_cast<i64>(o) * G::kTaps + tap) * G::kC + ch);
-            });
-          } else {
-            BLoad::load(tile, w, [&](int r, int c) -> const T* {
-              const i64 k = kb * P::kBK + r, ch = n0 + c;
-              if (k >= K || ch >= N) return nullptr;
-              const i64 tap = k / G::kO, o = k - tap * G::kO;
-              return w + (o * G::kTaps + tap) * G::kC + ch;
-            });
-          }
-        });
-    E::each(acc, [&](int r, int c, float v) {
-      const i64 m = m0 + r, ch = n0 + c;
-      if (m < M && ch < N) store(s, m, ch, v);
-    });
+    const i64 mt = t % m_tiles, rest = t / m_tiles;
+    const i64 nt = rest % n_tiles, z = rest / n_tiles;
+    dgrad_phase_tile<T, G, P, 0>(z % kPhases, dy, w, n, mt * P::kBM, nt * P::kBN, splits, z / kPhases, smem, store);
   }
 }
 

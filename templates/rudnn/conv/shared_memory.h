@@ -114,4 +114,16 @@ RUDNN_CONV_SHARED_MEMORY_FN long long igemm_wgrad(long long stages, long long bl
 
 // conv_wgrad_reduce needs none.
 
+// ---- the data backward's stride phases (conv/dgrad_phase.cuh): S_D·S_H·S_W phases when that is at
+// most kMaxDgradPhases (each phase's tile code is compiled separately), else one masked phase; the
+// grid's M extent counts the largest phase's pixels per image, ⌈D/S_D⌉·⌈H/S_H⌉·⌈W/S_W⌉.
+inline constexpr long long kMaxDgradPhases = 8;
+RUDNN_CONV_SHARED_MEMORY_FN long long dgrad_phases(long long sd, long long sh, long long sw) {
+  return sd * sh * sw <= kMaxDgradPhases ? sd * sh * sw : 1;
+}
+RUDNN_CONV_SHARED_MEMORY_FN long long dgrad_phase_pixels(long long d, long long h, long long w, long long sd,
+                                                         long long sh, long long sw) {
+  return dgrad_phases(sd, sh, sw) == 1 ? d * h * w : ((d + sd - 1) / sd) * ((h + sh - 1) / sh) * ((w + sw - 1) / sw);
+}
+
 }  // namespace rudnn::conv::shared_memory
