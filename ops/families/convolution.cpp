@@ -2,6 +2,7 @@
 // graph runner and rudnn-precompile.
 #include "contracts/arch.h"
 #include "family.h"
+#include "rudnn/Dialect/Rudnn/IR/ConvConfig.h"
 #include "rudnn/Dialect/Rudnn/IR/ConvOps.h"
 #include "rudnn/compiler/conv.h"
 #include "rudnn/convolution.h"
@@ -73,12 +74,25 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
   request.signature = *sig;
   request.strategy = op.getAttrOfType<mlir::StringAttr>("strategy").str();
   request.bias_grad = op.getNumResults() > 1;
-  return lower_configs(
-      request,
-      with_candidates ? compiler::conv_variants(*sig, contracts::has_mma_m16n8k16(target.arch),
-                                                static_cast<std::int64_t>(target.limits.shared_memory_per_block_optin))
-                      : std::vector<compiler::KernelConfig>{},
-      target, &compiler::lower_conv);
+  // The entry asks the heuristic (and autotune its candidates) with the call's batch: a batch with
+  // few output tiles runs the split-K kernels. Their source is the same for every split count and
+  // batch 1 splits the most, so the configs made for batch 1 name every kernel any batch runs
+  // (lowered with the op's own, dynamic, batch).
+  contracts::ConvSignature one = *sig;
+  for (contracts::Operand* t : {&one.input, one.grad_output ? &*one.grad_output : nullptr})
+    if (t && !t->shape.empty()) t->shape[0] = 1;
+  const bool tensor_cores = contracts::has_mma_m16n8k16(target.arch);
+  const auto max_shared = static_cast<std::int64_t>(target.limits.shared_memory_per_block_optin);
+  std::vector<compiler::KernelConfig> configs;
+  if (with_candidates) configs = compiler::conv_variants(one, tensor_cores, max_shared);
+  if (request.strategy != "autotune" && !contracts::known(contracts::conv_geometry(*sig).batch)) {
+    const DType dtype =
+        sig->direction == contracts::ConvDirection::DataBackward ? sig->grad_output->dtype : sig->input.dtype;
+    const auto h = dialect::conv_config::heuristicChoice(sig->direction, contracts::conv_geometry(one), dtype,
+                                                         request.strategy != "direct", tensor_cores, max_shared);
+    configs.push_back(compiler::KernelConfig{dialect::conv_config::valuesOf(h.choice)});
+  }
+  return lower_configs(request, configs, target, &compiler::lower_conv);
 }
 
 const bool kRegistered = register_family(

@@ -224,3 +224,12 @@ func.func @splits_data_backward_workspace(%dy: tensor<64x64x64x64xbf16>, %w: ten
   %dx = rudnn.conv_data_backward %dy, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1, channels_last = false, strategy = "implicit_gemm", kernel_config = {algorithm = 2, bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 4, tensor_core = 1, splits = 2}} : tensor<64x64x64x64xbf16>, tensor<64x64x3x3xbf16> -> tensor<64x64x64x64xbf16>
   return
 }
+
+// -----
+
+// A dynamic batch counts as 1: 5 splits × 65536 pixels × 64 channels × 4 bytes = 80 MiB already.
+func.func @splits_dynamic_batch_workspace(%x: tensor<?x256x256x64xbf16>, %w: tensor<64x3x3x64xbf16>) {
+  // expected-error @+1 {{kernel_config: a split workspace <= 67108864 bytes, got 83886080 bytes (5 splits)}}
+  %y = rudnn.conv_forward %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1, channels_last = true, strategy = "implicit_gemm", kernel_config = {algorithm = 2, bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 4, tensor_core = 1, splits = 5}} : tensor<?x256x256x64xbf16>, tensor<64x3x3x64xbf16> -> tensor<?x256x256x64xbf16>
+  return
+}

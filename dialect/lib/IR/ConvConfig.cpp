@@ -351,10 +351,12 @@ std::int64_t splitWorkspaceBytes(const Choice& c, ConvDirection direction, const
   if (c.algorithm == Algorithm::Direct) return 0;
   if (direction == ConvDirection::WeightBackward)
     return c.splits * g.out_channels * g.taps() * (g.channels / g.groups) * 4;
-  // The forward / data backward: FP32 [splits, N·pixels, columns] when split.
-  if (c.splits == 1 || !contracts::known(g.batch)) return 0;
+  // The forward / data backward: FP32 [splits, N·pixels, columns] when split; a dynamic batch is
+  // counted as 1 (the workspace grows with it from there).
+  if (c.splits == 1) return 0;
   const bool forward = direction == ConvDirection::Forward;
-  const std::int64_t rows = g.batch * (forward ? g.output_pixels() : g.input_pixels());
+  const std::int64_t batch = contracts::known(g.batch) ? std::max<std::int64_t>(g.batch, 1) : 1;
+  const std::int64_t rows = batch * (forward ? g.output_pixels() : g.input_pixels());
   const std::int64_t columns = forward ? g.out_channels : g.channels;
   // Past the bound (and no overflow) for contrived extents: each factor is < 2^31 (the contract).
   if (rows > (std::int64_t{1} << 40) / std::max<std::int64_t>(columns, 1))

@@ -87,20 +87,26 @@ struct PhaseRow {
 };
 template <class G, class Ph>
 RUDNN_DEVICE PhaseRow phase_row(i64 m, i64 rows) {
-  if constexpr (Ph::kPixels == 0) return {0, -kPhaseFar, -kPhaseFar, -kPhaseFar};  // no rows at all
-  if (m >= rows) return {0, -kPhaseFar, -kPhaseFar, -kPhaseFar};
-  const i64 image = m / Ph::kPixels;
-  const PhasePos j = phase_decode<Ph::H::kCount, Ph::W::kCount>(m - image * Ph::kPixels);
-  return {image * G::kOutPixels * G::kO, static_cast<int>(j.d + Ph::D::kShift), static_cast<int>(j.h + Ph::H::kShift),
-          static_cast<int>(j.w + Ph::W::kShift)};
+  if constexpr (Ph::kPixels == 0) {
+    return {0, -kPhaseFar, -kPhaseFar, -kPhaseFar};  // no rows at all
+  } else {
+    if (m >= rows) return {0, -kPhaseFar, -kPhaseFar, -kPhaseFar};
+    const i64 image = m / Ph::kPixels;
+    const PhasePos j = phase_decode<Ph::H::kCount, Ph::W::kCount>(m - image * Ph::kPixels);
+    return {image * G::kOutPixels * G::kO, static_cast<int>(j.d + Ph::D::kShift), static_cast<int>(j.h + Ph::H::kShift),
+            static_cast<int>(j.w + Ph::W::kShift)};
+  }
 }
 template <class G, class Ph>
 RUDNN_DEVICE i64 phase_dx_row(i64 m) {
-  if constexpr (Ph::kPixels == 0) return 0;  // no rows: never called
-  const i64 image = m / Ph::kPixels;
-  const PhasePos j = phase_decode<Ph::H::kCount, Ph::W::kCount>(m - image * Ph::kPixels);
-  const i64 d = Ph::D::kFirst + j.d * G::kSD, h = Ph::H::kFirst + j.h * G::kSH, w = Ph::W::kFirst + j.w * G::kSW;
-  return image * G::kInPixels + (d * G::kH + h) * G::kW + w;
+  if constexpr (Ph::kPixels == 0) {
+    return 0;  // no rows: never called
+  } else {
+    const i64 image = m / Ph::kPixels;
+    const PhasePos j = phase_decode<Ph::H::kCount, Ph::W::kCount>(m - image * Ph::kPixels);
+    const i64 d = Ph::D::kFirst + j.d * G::kSD, h = Ph::H::kFirst + j.h * G::kSH, w = Ph::W::kFirst + j.w * G::kSW;
+    return image * G::kInPixels + (d * G::kH + h) * G::kW + w;
+  }
 }
 
 // Column k = q·O + o of a phase GEMM: tap q's displacement (u·tap_shift per dim; kPhaseFar past K)

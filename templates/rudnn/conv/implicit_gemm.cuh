@@ -101,13 +101,49 @@ RUDNN_DEVICE KRange split_range(i64 k_blocks, i64 splits, i64 s) {
   return {begin, begin + per < k_blocks ? begin + per : k_blocks};
 }
 
+// Where a pass's tiles go: rows of an output matrix of Elem, split s's block at
+// base + s·split_stride; value(col, v) is the stored element (RoundedRows: the forward's bias added,
+// rounded to U; SplitRows: the FP32 split sum as it is).
+template <class U, class B>
+struct RoundedRows {
+  using Elem = U;
+  U* base;
+  const B* bias;
+  i64 columns;
+  RUDNN_DEVICE U* row(i64, i64 r) const { return base + r * columns; }
+  RUDNN_DEVICE U value(i64 col, float v) const {
+    if constexpr (!IsVoid<B>::value) v += to_float(bias[col]);
+    return from_float<U>(v);
+  }
+};
+struct SplitRows {
+  using Elem = float;
+  float* base;
+  i64 split_stride, columns;
+  RUDNN_DEVICE float* row(i64 s, i64 r) const { return base + s * split_stride + r * columns; }
+  RUDNN_DEVICE float value(i64, float v) const { return v; }
+};
+
+// The tile (rows m0.. of M, columns n0.. of N) through E::store_rows to out's rows dst_row(m) of
+// split s.
+template <class E, i64 N, class Out, class DstRow>
+RUDNN_DEVICE void store_tile(const typename E::Acc& acc, void* smem, const Out& out, i64 s, i64 m0, i64 n0, i64 M,
+                             const DstRow& dst_row) {
+  using U = typename Out::Elem;
+  constexpr bool kVector = N * static_cast<i64>(sizeof(U)) % 16 == 0;
+  const int cols = static_cast<int>(N - n0 < E::kBN ? N - n0 : E::kBN);
+  E::template store_rows<U, kVector>(
+      acc, static_cast<typename E::Smem*>(smem), cols, [&](int c, float v) { return out.value(n0 + c, v); },
+      [&](int r) -> U* { return m0 + r < M ? out.row(s, dst_row(m0 + r)) + n0 : nullptr; });
+}
+
 }  // namespace igemm_detail
 
 namespace igemm_detail {
 
-// The forward's tiles, each split's K range of each; store(s, m, o, v) for every in-range element.
-template <class T, class G, class P, class Store>
-RUDNN_DEVICE void fprop_tiles(const T* x, const T* w, i64 n, i64 splits, const Store& store) {
+// The forward's tiles, each split's K range of each, to out's rows (m: output pixel).
+template <class T, class G, class P, class Out>
+RUDNN_DEVICE void fprop_tiles(const T* x, const T* w, i64 n, i64 splits, const Out& out) {
   check_shape<T, G, P>();
   check_block<P>();
   using E = gemm::BlockEngine<T, P, false, false>;
@@ -167,10 +203,7 @@ RUDNN_DEVICE void fprop_tiles(const T* x, const T* w, i64 n, i64 splits, const S
             });
           }
         });
-    E::each(acc, [&](int r, int c, float v) {
-      const i64 m = m0 + r, o = n0 + c;
-      if (m < M && o < N) store(s, m, o, v);
-    });
+    store_tile<E, N>(acc, smem, out, s, m0, n0, M, [](i64 m) { return m; });
   }
 }
 
@@ -178,28 +211,24 @@ RUDNN_DEVICE void fprop_tiles(const T* x, const T* w, i64 n, i64 splits, const S
 
 template <class T, class B, class G, class P>
 RUDNN_DEVICE void conv_fprop_igemm(const T* x, const T* w, const B* bias, T* y, i64 n) {
-  igemm_detail::fprop_tiles<T, G, P>(x, w, n, 1, [&](i64, i64 m, i64 o, float v) {
-    if constexpr (!IsVoid<B>::value) v += to_float(bias[o]);
-    y[m * G::kO + o] = from_float<T>(v);
-  });
+  igemm_detail::fprop_tiles<T, G, P>(x, w, n, 1, igemm_detail::RoundedRows<T, B>{y, bias, G::kO});
 }
 
 template <class T, class G, class P>
 RUDNN_DEVICE void conv_fprop_igemm_split(const T* x, const T* w, float* partial, i64 n, i64 splits) {
   if (splits < 1) return;
-  const i64 elements = n * G::kOutPixels * G::kO;
   igemm_detail::fprop_tiles<T, G, P>(x, w, n, splits,
-                                     [&](i64 s, i64 m, i64 o, float v) { partial[s * elements + m * G::kO + o] = v; });
+                                     igemm_detail::SplitRows{partial, n * G::kOutPixels * G::kO, G::kO});
 }
 
 namespace igemm_detail {
 
 // One data-backward tile of gather policy Gt (a stride phase, or every pixel and tap masked):
 // rows m0.. of its n·Gt::kPixels rows, columns n0.. of C, K blocks `range` of its Gt::kK;
-// store(dx row, ch, v) for every in-range element. A tile past the phase's rows does nothing.
-template <class T, class G, class P, class Gt, class Store>
+// out's rows (dx rows) of split s. A tile past the phase's rows does nothing.
+template <class T, class G, class P, class Gt, class Out>
 RUDNN_DEVICE void dgrad_tile(const T* dy, const T* w, i64 n, i64 m0, i64 n0, i64 splits, i64 s, T* smem,
-                             const Store& store) {
+                             const Out& out) {
   using E = gemm::BlockEngine<T, P, false, true>;
   using ALoad = igemm::GatherTile<T, P::kBM, P::kBK, P::kThreads, igemm::kChunkWidth<T, G::kO>>;
   using BLoad = igemm::GatherTile<T, P::kBK, P::kBN, P::kThreads, igemm::kChunkWidth<T, G::kC>>;
@@ -255,32 +284,29 @@ RUDNN_DEVICE void dgrad_tile(const T* dy, const T* w, i64 n, i64 m0, i64 n0, i64
           });
         }
       });
-  E::each(acc, [&](int r, int c, float v) {
-    const i64 m = m0 + r, ch = n0 + c;
-    if (m < M && ch < N) store(s, Gt::dx_row(m), ch, v);
-  });
+  store_tile<E, N>(acc, smem, out, s, m0, n0, M, [](i64 m) { return Gt::dx_row(m); });
 }
 
 // The tile of phase `phase` (runtime) through each phase's compiled gather.
-template <class T, class G, class P, i64 Index, class Store>
+template <class T, class G, class P, i64 Index, class Out>
 RUDNN_DEVICE void dgrad_phase_tile(i64 phase, const T* dy, const T* w, i64 n, i64 m0, i64 n0, i64 splits, i64 s,
-                                   T* smem, const Store& store) {
+                                   T* smem, const Out& out) {
   if constexpr (kDgradPhases<G> == 1 && G::kSD * G::kSH * G::kSW > 1) {
-    dgrad_tile<T, G, P, igemm::MaskedGather<G>>(dy, w, n, m0, n0, splits, s, smem, store);
+    dgrad_tile<T, G, P, igemm::MaskedGather<G>>(dy, w, n, m0, n0, splits, s, smem, out);
   } else if constexpr (Index + 1 < kDgradPhases<G>) {
     if (phase != Index)
-      dgrad_phase_tile<T, G, P, Index + 1>(phase, dy, w, n, m0, n0, splits, s, smem, store);
+      dgrad_phase_tile<T, G, P, Index + 1>(phase, dy, w, n, m0, n0, splits, s, smem, out);
     else
-      dgrad_tile<T, G, P, igemm::PhaseGather<G, DgradPhase<G, Index>>>(dy, w, n, m0, n0, splits, s, smem, store);
+      dgrad_tile<T, G, P, igemm::PhaseGather<G, DgradPhase<G, Index>>>(dy, w, n, m0, n0, splits, s, smem, out);
   } else {
-    dgrad_tile<T, G, P, igemm::PhaseGather<G, DgradPhase<G, Index>>>(dy, w, n, m0, n0, splits, s, smem, store);
+    dgrad_tile<T, G, P, igemm::PhaseGather<G, DgradPhase<G, Index>>>(dy, w, n, m0, n0, splits, s, smem, out);
   }
 }
 
 // The data backward's tiles: splits × phases × ⌈n·(largest phase's pixels)/BM⌉ × ⌈C/BN⌉, M tiles
-// fastest (the compiler's (x, y, z = split·phases + phase) grid); store(s, dx row, ch, v).
-template <class T, class G, class P, class Store>
-RUDNN_DEVICE void dgrad_tiles(const T* dy, const T* w, i64 n, i64 splits, const Store& store) {
+// fastest (the compiler's (x, y, z = split·phases + phase) grid), to out's rows (dx rows).
+template <class T, class G, class P, class Out>
+RUDNN_DEVICE void dgrad_tiles(const T* dy, const T* w, i64 n, i64 splits, const Out& out) {
   check_shape<T, G, P>();
   check_block<P>();
   static_assert(gemm::BlockEngine<T, P, false, true>::kSharedBytes == kIgemmSharedBytesDgrad<T, P>,
@@ -292,7 +318,7 @@ RUDNN_DEVICE void dgrad_tiles(const T* dy, const T* w, i64 n, i64 splits, const 
   for (i64 t = linear_block(); t < tiles; t += block_count()) {
     const i64 mt = t % m_tiles, rest = t / m_tiles;
     const i64 nt = rest % n_tiles, z = rest / n_tiles;
-    dgrad_phase_tile<T, G, P, 0>(z % kPhases, dy, w, n, mt * P::kBM, nt * P::kBN, splits, z / kPhases, smem, store);
+    dgrad_phase_tile<T, G, P, 0>(z % kPhases, dy, w, n, mt * P::kBM, nt * P::kBN, splits, z / kPhases, smem, out);
   }
 }
 
@@ -300,16 +326,14 @@ RUDNN_DEVICE void dgrad_tiles(const T* dy, const T* w, i64 n, i64 splits, const 
 
 template <class T, class G, class P>
 RUDNN_DEVICE void conv_dgrad_igemm(const T* dy, const T* w, T* dx, i64 n) {
-  igemm_detail::dgrad_tiles<T, G, P>(dy, w, n, 1,
-                                     [&](i64, i64 m, i64 ch, float v) { dx[m * G::kC + ch] = from_float<T>(v); });
+  igemm_detail::dgrad_tiles<T, G, P>(dy, w, n, 1, igemm_detail::RoundedRows<T, void>{dx, nullptr, G::kC});
 }
 
 template <class T, class G, class P>
 RUDNN_DEVICE void conv_dgrad_igemm_split(const T* dy, const T* w, float* partial, i64 n, i64 splits) {
   if (splits < 1) return;
-  const i64 elements = n * G::kInPixels * G::kC;
-  igemm_detail::dgrad_tiles<T, G, P>(
-      dy, w, n, splits, [&](i64 s, i64 m, i64 ch, float v) { partial[s * elements + m * G::kC + ch] = v; });
+  igemm_detail::dgrad_tiles<T, G, P>(dy, w, n, splits,
+                                     igemm_detail::SplitRows{partial, n * G::kInPixels * G::kC, G::kC});
 }
 
 template <class T, class G, class P>
@@ -394,11 +418,8 @@ RUDNN_DEVICE void conv_wgrad_igemm(const T* x, const T* dy, float* partial, i64 
             });
           }
         });
-    float* out = partial + s * M * N;
-    E::each(acc, [&](int r, int c, float v) {
-      const i64 o = m0 + r, j = n0 + c;
-      if (o < M && j < N) out[o * N + j] = v;
-    });
+    igemm_detail::store_tile<E, N>(acc, smem, igemm_detail::SplitRows{partial, M * N, N}, s, m0, n0, M,
+                                   [](i64 o) { return o; });
   }
 }
 

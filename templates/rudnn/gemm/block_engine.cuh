@@ -17,6 +17,7 @@
 // Shared memory: Stages · (A tile + B tile) elements (shared_memory::block_gemm).
 // The sum over K runs in one fixed order (K blocks in sequence, k16 steps or single k in sequence
 // within a block), independent of the grid and of thread scheduling.
+// store_rows writes a tile through shared memory in 16-byte row chunks (the convolution passes).
 // Users: the implicit-GEMM convolution (conv/implicit_gemm.cuh), the MoE experts backward
 // (moe/experts_backward_mma.cuh).
 #include "rudnn/gemm/gather_tile.cuh"
@@ -24,6 +25,7 @@
 #include "rudnn/shared_memory.h"
 #include "rudnn/tile/accumulator.cuh"
 #include "rudnn/tile/mma_fragment.cuh"
+#include "rudnn/vector.cuh"
 
 namespace rudnn::gemm {
 
@@ -79,6 +81,7 @@ struct BlockEngine {
   static constexpr int kThreadsM = 8 * P::kWarpsM, kThreadsN = 4 * P::kWarpsN;
   static constexpr int kTM = kBM / kThreadsM, kTN = kBN / kThreadsN;
 
+  using Smem = T;
   using Acc = typename IfTensorCore<P::kTensorCore, tile::Accumulator<kMI, kNI>, PlainAccumulator<kTM, kTN>>::type;
 
   // acc = the product over k_blocks K blocks; load_a(tile, kb) / load_b(tile, kb) issue the copies of
@@ -94,6 +97,48 @@ struct BlockEngine {
           load_b(s + ATile::kElems, kb);
         },
         [&](int stage) { compute(acc, smem + stage * kStageElems); });
+  }
+
+  // The tile to global memory through shared memory, for outputs whose tile rows are runs of
+  // consecutive columns: each thread parks its accumulators as U in a [rows][BN + pad] stage, then the
+  // block copies each row in 16-byte chunks — consecutive threads take consecutive chunks of a row —
+  // where the accumulator layout would scatter 2- or 4-byte stores over eight rows per instruction.
+  //   value(c, v): the stored U of an element in column c < cols (a bias added, rounded);
+  //   row_at(r):   the destination of tile row r's column 0, or null for a row past the matrix;
+  //   cols:        the tile's columns that exist (≤ BN);
+  //   kVector:     every row_at(r) is 16-byte aligned (else element copies; a chunk past `cols` is
+  //                copied element by element either way).
+  // In passes of rows when BM rows of U exceed the pipeline's shared memory (FP32 at 128 × 128).
+  // Call after run() (smem free); ends with a barrier.
+  template <class U, bool kVector, class Value, class RowAt>
+  RUDNN_DEVICE static void store_rows(const Acc& acc, T* smem, int cols, const Value& value, const RowAt& row_at) {
+    constexpr int kChunk = 16 / static_cast<int>(sizeof(U));
+    constexpr int kLd = kBN + kChunk;  // a chunk of padding: rows stay 16-byte aligned, banks rotate
+    constexpr int kFit = kSharedBytes / (kLd * static_cast<int>(sizeof(U)));
+    constexpr int kPassRows = kFit < kBM ? kFit : kBM;
+    static_assert(kPassRows >= 1 && kBN % kChunk == 0, "store_rows: a staged row must fit the pipeline's smem");
+    constexpr int kChunksPerRow = kBN / kChunk;
+    U* stage = reinterpret_cast<U*>(smem);
+    const int tid = static_cast<int>(threadIdx.x);
+    for (int r0 = 0; r0 < kBM; r0 += kPassRows) {
+      each(acc, [&](int r, int c, float v) {
+        if (r >= r0 && r < r0 + kPassRows && c < cols) stage[(r - r0) * kLd + c] = value(c, v);
+      });
+      __syncthreads();
+      for (int i = tid; i < kPassRows * kChunksPerRow; i += kThreads) {
+        const int rr = i / kChunksPerRow, c = i % kChunksPerRow * kChunk;
+        if (r0 + rr >= kBM || c >= cols) continue;
+        U* dst = row_at(r0 + rr);
+        if (dst == nullptr) continue;
+        const U* src = stage + rr * kLd + c;
+        if (kVector && c + kChunk <= cols) {
+          store_vec<U, kChunk>(dst + c, load_vec<U, kChunk>(src));
+        } else {
+          for (int j = 0; j < kChunk && c + j < cols; ++j) dst[c + j] = src[j];
+        }
+      }
+      __syncthreads();
+    }
   }
 
   // f(row, col, value) for each accumulator element of this thread, (row, col) in the block tile.

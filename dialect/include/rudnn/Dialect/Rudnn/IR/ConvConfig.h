@@ -103,8 +103,8 @@ std::vector<Choice> candidates(contracts::ConvDirection direction, const contrac
 // the implicit GEMM; the weight backward's reduce needs none): the launch's and the heuristics'.
 std::int64_t sharedBytes(const Choice& c, contracts::ConvDirection direction, const contracts::ConvGeometry& g,
                          DType dtype);
-// The FP32 split sums of the choice (0 for direct and unsplit forward / data backward; also 0 for a
-// split forward / data backward whose batch is not known: there they grow with the batch).
+// The FP32 split sums of the choice (0 for direct and unsplit forward / data backward; a split
+// forward / data backward whose batch is not known counts batch 1: from there they grow with it).
 std::int64_t splitWorkspaceBytes(const Choice& c, contracts::ConvDirection direction, const contracts::ConvGeometry& g);
 
 }  // namespace rudnn::dialect::conv_config
