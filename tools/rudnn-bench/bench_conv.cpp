@@ -2,7 +2,8 @@
 // on warm plans, channels-last, over named layer sets.
 // CSV: set,layer,direction,n,d,h,w,c,o,k,stride,groups,dtype,strategy,algorithm,device,median_us,tflops,gb_per_s
 //   layer      "DxHxWxC->O kK sS" (D = 1 for 2-D layers)
-//   algorithm  what ran (ConvInfo), e.g. implicit_gemm_tensor_core, depthwise
+//   algorithm  what ran (ConvInfo), e.g. implicit_gemm_tensor_core, depthwise; " split S" when the
+//              reduction ran in S ordered split sums (split-K forward / data backward, weight backward)
 //   tflops     2·N·outputs·O·taps·C/groups over the time (the same count for every direction)
 //   gb_per_s   the memory floor (input, weight and output each touched once) over the time
 #include <cstdio>
@@ -76,6 +77,17 @@ std::vector<std::string> split(const std::string& v) {
 }
 
 // "tensor<?x56x56x64xbf16>" (batch dynamic) / "tensor<64x3x3x64xbf16>".
+// The algorithm column: ConvInfo's algorithm, and " split S" when the tile's config has splits > 1.
+std::string algorithm_label(const convolution::ConvInfo& info) {
+  std::string label = convolution::algorithm_name(info.algorithm);
+  const auto at = info.tile.find("splits=");
+  if (at != std::string::npos) {
+    const std::string splits = info.tile.substr(at + 7, info.tile.find(',', at) - (at + 7));
+    if (splits != "1") label += " split " + splits;
+  }
+  return label;
+}
+
 std::string tensor_type(const Shape& shape, DType dtype, bool dynamic_batch) {
   std::string s = "tensor<";
   for (std::size_t i = 0; i < shape.size(); ++i) s += (i == 0 && dynamic_batch ? "?" : std::to_string(shape[i])) + "x";
@@ -269,7 +281,7 @@ int run_conv(int argc, char** argv) {
                     static_cast<long long>(l.h), static_cast<long long>(l.w), static_cast<long long>(l.c),
                     static_cast<long long>(l.o), static_cast<long long>(l.k), static_cast<long long>(l.stride),
                     static_cast<long long>(l.groups), std::string(dtype_name(dtype)).c_str(),
-                    l.groups > 1 ? "direct" : strategy_name.c_str(), convolution::algorithm_name(info.algorithm),
+                    l.groups > 1 ? "direct" : strategy_name.c_str(), algorithm_label(info).c_str(),
                     device.to_string().c_str(), m.median_us, flops / (m.median_us * 1e-6) / 1e12,
                     bytes / (m.median_us * 1e-6) / 1e9);
         std::fflush(stdout);
