@@ -489,6 +489,10 @@ TEST(ConvIgemmTemplate, SplitK) {
     check_split<rudnn::bf16, TcMid, Conv1d>(forward, 2, 2, forward);
     check_split<float, Plain, Conv3x3S3>(forward, 2, 4, forward);
     check_split<rudnn::bf16, TcMid, Conv3x3S2>(forward, 0, 3, forward);  // n = 0: nothing to write
+    // FP32 sums staged in two passes of rows (BlockEngine::store_rows): 128x128 tiles, and the plain
+    // 64x64 tile over 16-bit operands.
+    check_split<rudnn::bf16, TcLarge, Wide3x3>(forward, 1, 2, forward);
+    check_split<rudnn::f16, Plain, Conv3x3S2>(forward, 2, 2, forward);
   }
 }
 

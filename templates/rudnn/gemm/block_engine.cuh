@@ -108,7 +108,8 @@ struct BlockEngine {
   //   cols:        the tile's columns that exist (≤ BN);
   //   kVector:     every row_at(r) is 16-byte aligned (else element copies; a chunk past `cols` is
   //                copied element by element either way).
-  // In passes of rows when BM rows of U exceed the pipeline's shared memory (FP32 at 128 × 128).
+  // In passes of rows when BM rows of U exceed the pipeline's shared memory (FP32 from 16-bit
+  // operands: 128 × 128 tiles, and the plain 64 × 64 × 16 tile's split sums).
   // Call after run() (smem free); ends with a barrier.
   template <class U, bool kVector, class Value, class RowAt>
   RUDNN_DEVICE static void store_rows(const Acc& acc, T* smem, int cols, const Value& value, const RowAt& row_at) {
