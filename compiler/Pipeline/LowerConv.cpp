@@ -1,6 +1,6 @@
-// lower_conv: ConvRequest → `func.func @main` with one convolution op (batch dynamic; the kernel
-// config chosen for the call's batch bucket unless autotuned) → verify → [resolve strategy] →
-// select kernel config → lower to launch → KernelLaunches.
+// lower_conv: ConvRequest → `func.func @main` with one convolution op (batch dynamic, the call's
+// batch as its rudnn.batch_hint) → verify → [resolve strategy] → select kernel config → lower to
+// launch → KernelLaunches.
 #include "Emitter/KernelSource.h"
 #include "Pipeline/Context.h"
 #include "Pipeline/LaunchExtraction.h"
@@ -8,7 +8,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "rudnn/Dialect/Rudnn/IR/ConvConfig.h"
 #include "rudnn/Dialect/Rudnn/IR/ConvOps.h"
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
 #include "rudnn/compiler/conv.h"
@@ -102,20 +101,12 @@ Result<LoweredOp, RuntimeError> lower_conv(const ConvRequest& request, const Tar
       break;
   }
   func::ReturnOp::create(b, loc, op->getResults());
-  std::optional<KernelConfig> config = request.config;
-  if (!config && request.strategy != "autotune") {
-    // The module's batch is dynamic (one plan serves a bucket of batches), so the pass's heuristic
-    // would not see it: the heuristic is asked here with the call's batch, whose bucket sets the
-    // split counts (conv_config::bucketBatch). Autotune without a tuned answer falls back to the
-    // pass's heuristic (no forward / data-backward split).
-    const DType dtype = sig.direction == ConvDirection::DataBackward ? sig.grad_output->dtype : sig.input.dtype;
-    const auto h =
-        dialect::conv_config::heuristicChoice(sig.direction, contracts::conv_geometry(sig), dtype,
-                                              request.strategy != "direct", contracts::has_mma_m16n8k16(target.arch),
-                                              static_cast<std::int64_t>(target.limits.shared_memory_per_block_optin));
-    config = KernelConfig{dialect::conv_config::valuesOf(h.choice)};
-  }
-  if (config) op->setAttr(dialect::kKernelConfigAttrName, toDictionary(&ctx, *config));
+  // The module's batch is dynamic (one plan serves a bucket of batches); the heuristic still sees the
+  // call's batch through the hint, whose bucket sets the split counts (conv_config::bucketBatch),
+  // also where autotune has no tuned answer.
+  if (const std::int64_t batch = contracts::conv_geometry(sig).batch; contracts::known(batch))
+    op->setAttr(dialect::kConvBatchHintAttrName, b.getI64IntegerAttr(batch));
+  if (request.config) op->setAttr(dialect::kKernelConfigAttrName, toDictionary(&ctx, *request.config));
   auto pass = strategyPass(*module, request.provider, request.config.has_value(), arguments);
   return lowerModule(*module, op->getName().getStringRef().str(), contracts::describe_call(sig), std::move(slots),
                      target, std::move(pass));

@@ -74,7 +74,7 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
   request.signature = *sig;
   request.strategy = op.getAttrOfType<mlir::StringAttr>("strategy").str();
   request.bias_grad = op.getNumResults() > 1;
-  // The entry asks the heuristic (and autotune its candidates) with the call's batch: a batch with
+  // The entry's heuristic (through rudnn.batch_hint) and autotune's candidates see the call's batch: a batch with
   // few output tiles runs the split-K kernels. Their source is the same for every split count and
   // batch 1 splits the most, so the configs made for batch 1 name every kernel any batch runs
   // (lowered with the op's own, dynamic, batch).
@@ -85,7 +85,7 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
   const auto max_shared = static_cast<std::int64_t>(target.limits.shared_memory_per_block_optin);
   std::vector<compiler::KernelConfig> configs;
   if (with_candidates) configs = compiler::conv_variants(one, tensor_cores, max_shared);
-  if (request.strategy != "autotune" && !contracts::known(contracts::conv_geometry(*sig).batch)) {
+  if (!contracts::known(contracts::conv_geometry(*sig).batch)) {
     const DType dtype =
         sig->direction == contracts::ConvDirection::DataBackward ? sig->grad_output->dtype : sig->input.dtype;
     const auto h = dialect::conv_config::heuristicChoice(sig->direction, contracts::conv_geometry(one), dtype,

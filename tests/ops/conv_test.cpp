@@ -403,6 +403,25 @@ TEST(ConvSplitK, FewTilesSplitTheForwardAndDataBackward) {
     }
     runtime::host::set_default_schedule({});
   }
+  // Autotune without a tuned answer (tuning off) falls back to the same batch-aware heuristic.
+  {
+    const auto saved = autotune::mode();
+    autotune::set_mode(autotune::Mode::Off);
+    const Case c{"split_k_untuned", 2,         2,         256,       64, 1,          {1, 4, 4},
+                 {1, 3, 3},         {1, 1, 1}, {0, 1, 1}, {1, 1, 1}, 0,  DType::BF16};
+    std::mt19937_64 rng(fresh_seed());
+    const Data d = make(c, rng);
+    ConvInfo info;
+    auto y =
+        convolution::conv_forward_nhwc(testing::upload(activation(c, c.c, c.in, true), c.dtype, d.x, Device::host()),
+                                       testing::upload(weight_shape(c, true), c.dtype, d.w, Device::host()),
+                                       std::nullopt, options_of(c), ConvStrategy::Autotune, &info);
+    autotune::set_mode(saved);
+    ASSERT_TRUE(y.ok()) << y.error().message();
+    EXPECT_NE(info.tile.find("splits=9"), std::string::npos) << info.tile;
+    EXPECT_LE(relative_l2(host_values(*y), reference::conv_forward(d.x, d.w, {}, d.shape)),
+              testing::tolerance(c.dtype));
+  }
   // Batch 3 shares batch 4's bucket: its plan is made once (a second call of the bucket is warm).
   const Case c{"split_k_bucket", 2,         3,         256,       64, 1,          {1, 4, 4},
                {1, 3, 3},        {1, 1, 1}, {0, 1, 1}, {1, 1, 1}, 0,  DType::BF16};

@@ -1,6 +1,7 @@
 // KernelOpInterface model of the convolution ops (rudnn.conv_forward, conv_data_backward,
 // conv_weight_backward); their kernel_config names the algorithm that runs and its tile.
-//   heuristic:    conv_config::heuristicChoice — strategy "direct": the direct kernel (the depthwise
+//   heuristic:    conv_config::heuristicChoice on the op's batch, else its rudnn.batch_hint (split
+//                 counts follow the batch's bucket) — strategy "direct": the direct kernel (the depthwise
 //                 ones for a depthwise call, any direction); "implicit_gemm" and "autotune" without a tuned
 //                 answer: the implicit GEMM (tensor cores for f16/bf16 where the target has
 //                 mma.sync m16n8k16), except the guide's substitutions (grouped, and 3-D f32, run
@@ -30,8 +31,8 @@ struct ConvKernelModel : dialect::KernelOpInterface::ExternalModel<ConvKernelMod
   FailureOr<DictionaryAttr> selectHeuristicConfig(Operation* op, const dialect::KernelTarget& target) const {
     auto sig = dialect::convSignatureOf(op);
     if (!sig) return op->emitOpError() << "is not a convolution op";
-    const auto h = conv_config::heuristicChoice(sig->direction, contracts::conv_geometry(*sig), sig->input.dtype,
-                                                cast<Op>(op).getStrategy() != "direct",
+    const auto h = conv_config::heuristicChoice(sig->direction, dialect::convHeuristicGeometry(op, *sig),
+                                                sig->input.dtype, cast<Op>(op).getStrategy() != "direct",
                                                 contracts::has_mma_m16n8k16(target.arch), target.maxSharedBytes);
     return dialect::convChoiceConfig(op->getContext(), h.choice);
   }

@@ -119,6 +119,14 @@ std::optional<std::string> checkConvConfig(Operation* op, DictionaryAttr config)
   return conv_config::checkChoice(*choice, sig->direction, contracts::conv_geometry(*sig), sig->input.dtype);
 }
 
+contracts::ConvGeometry convHeuristicGeometry(Operation* op, const contracts::ConvSignature& sig) {
+  contracts::ConvGeometry g = contracts::conv_geometry(sig);
+  if (!contracts::known(g.batch))
+    if (auto hint = op->getAttrOfType<IntegerAttr>(kConvBatchHintAttrName); hint && hint.getInt() >= 0)
+      g.batch = hint.getInt();
+  return g;
+}
+
 LogicalResult ConvForwardOp::verify() {
   auto sig = convSignatureOf(*this);
   if (!sig) return emitOpError() << "expected rudnn element types (f32, f16, bf16, ...)";

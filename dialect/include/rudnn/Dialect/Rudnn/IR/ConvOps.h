@@ -14,6 +14,13 @@ namespace rudnn::dialect {
 // is not a convolution op or an element type is not a rudnn dtype.
 std::optional<contracts::ConvSignature> convSignatureOf(mlir::Operation* op);
 
+// A discardable i64 on a convolution op whose batch is dynamic: the batch its heuristic config is
+// made for (split counts follow its bucket, conv_config::bucketBatch). lower_conv sets it to the
+// call's batch, so one plan serves the bucket and the heuristic still sees how many tiles there are.
+inline constexpr const char* kConvBatchHintAttrName = "rudnn.batch_hint";
+// The op's geometry for the heuristic: its batch, else the batch hint, else dynamic.
+contracts::ConvGeometry convHeuristicGeometry(mlir::Operation* op, const contracts::ConvSignature& sig);
+
 std::optional<conv_config::Choice> convChoiceOf(mlir::DictionaryAttr config);
 mlir::DictionaryAttr convChoiceConfig(mlir::MLIRContext* ctx, const conv_config::Choice& choice);
 
