@@ -74,10 +74,11 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
   request.signature = *sig;
   request.strategy = op.getAttrOfType<mlir::StringAttr>("strategy").str();
   request.bias_grad = op.getNumResults() > 1;
-  // The entry's heuristic (through rudnn.batch_hint) and autotune's candidates see the call's batch: a batch with
-  // few output tiles runs the split-K kernels. Their source is the same for every split count and
-  // batch 1 splits the most, so the configs made for batch 1 name every kernel any batch runs
-  // (lowered with the op's own, dynamic, batch).
+  // The entry's heuristic (through rudnn.batch_hint) and autotune's candidates see the call's
+  // batch: a batch with few output tiles runs the split-K kernels. Their source is the same for every
+  // split count, and batch 1 splits the forward and data backward the most (the weight backward's
+  // split count only changes a launch constant), so the configs made for batch 1 name every kernel
+  // any batch runs (lowered with the op's own, dynamic, batch).
   contracts::ConvSignature one = *sig;
   for (contracts::Operand* t : {&one.input, one.grad_output ? &*one.grad_output : nullptr})
     if (t && !t->shape.empty()) t->shape[0] = 1;

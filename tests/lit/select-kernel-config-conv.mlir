@@ -34,18 +34,20 @@ func.func @wide_bf16(%x: tensor<?x14x14x256xbf16>, %w: tensor<256x3x3x256xbf16>)
 // ResNet's 7x7x512 3x3 stage at batch 32: 13 x 4 tiles of 128x128 fill 52 blocks, so the 144 K blocks
 // are split 5 ways (260 blocks); batch 33 counts as its bucket, 64 (104 tiles: 2 splits); batch
 // 64 likewise; a dynamic batch is not split, unless its rudnn.batch_hint (what lower_conv sets to
-// the call's batch) names one. The data backward splits alike.
+// the call's batch) names one (a hint past any real batch saturates: many tiles, no split). The data
+// backward splits alike.
 // CHECK-LABEL: func.func @split_k
 // CHECK: conv_forward {{.*}}kernel_config = {algorithm = 2 : i64, bk = 32 : i64, bm = 128 : i64, bn = 128 : i64, splits = 5 : i64,
 // CHECK: conv_forward {{.*}}kernel_config = {algorithm = 2 : i64, bk = 32 : i64, bm = 128 : i64, bn = 128 : i64, splits = 2 : i64,
 // CHECK: conv_forward {{.*}}kernel_config = {algorithm = 2 : i64, bk = 32 : i64, bm = 128 : i64, bn = 128 : i64, splits = 2 : i64,
 // CHECK: conv_forward {{.*}}kernel_config = {algorithm = 2 : i64, bk = 32 : i64, bm = 128 : i64, bn = 128 : i64, splits = 1 : i64,
 // CHECK: conv_forward {{.*}}kernel_config = {algorithm = 2 : i64, bk = 32 : i64, bm = 128 : i64, bn = 128 : i64, splits = 5 : i64,
+// CHECK: conv_forward {{.*}}kernel_config = {algorithm = 2 : i64, bk = 32 : i64, bm = 128 : i64, bn = 128 : i64, splits = 1 : i64,
 // CHECK: conv_data_backward {{.*}}kernel_config = {algorithm = 2 : i64, bk = 32 : i64, bm = 128 : i64, bn = 128 : i64, splits = 5 : i64,
 func.func @split_k(%x32: tensor<32x7x7x512xbf16>, %x33: tensor<33x7x7x512xbf16>, %x64: tensor<64x7x7x512xbf16>,
                    %xn: tensor<?x7x7x512xbf16>, %w: tensor<512x3x3x512xbf16>)
     -> (tensor<32x7x7x512xbf16>, tensor<33x7x7x512xbf16>, tensor<64x7x7x512xbf16>, tensor<?x7x7x512xbf16>,
-        tensor<?x7x7x512xbf16>, tensor<32x7x7x512xbf16>) {
+        tensor<?x7x7x512xbf16>, tensor<?x7x7x512xbf16>, tensor<32x7x7x512xbf16>) {
   %a = rudnn.conv_forward %x32, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>,
          groups = 1, channels_last = true, strategy = "implicit_gemm"} : tensor<32x7x7x512xbf16>, tensor<512x3x3x512xbf16> -> tensor<32x7x7x512xbf16>
   %b = rudnn.conv_forward %x33, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>,
@@ -56,10 +58,13 @@ func.func @split_k(%x32: tensor<32x7x7x512xbf16>, %x33: tensor<33x7x7x512xbf16>,
          groups = 1, channels_last = true, strategy = "implicit_gemm"} : tensor<?x7x7x512xbf16>, tensor<512x3x3x512xbf16> -> tensor<?x7x7x512xbf16>
   %h = rudnn.conv_forward %xn, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>,
          groups = 1, channels_last = true, strategy = "autotune", rudnn.batch_hint = 32 : i64} : tensor<?x7x7x512xbf16>, tensor<512x3x3x512xbf16> -> tensor<?x7x7x512xbf16>
+  %huge = rudnn.conv_forward %xn, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>,
+         groups = 1, channels_last = true, strategy = "implicit_gemm", rudnn.batch_hint = 9223372036854775807 : i64} : tensor<?x7x7x512xbf16>, tensor<512x3x3x512xbf16> -> tensor<?x7x7x512xbf16>
   %e = rudnn.conv_data_backward %x32, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>,
          groups = 1, channels_last = true, strategy = "implicit_gemm"} : tensor<32x7x7x512xbf16>, tensor<512x3x3x512xbf16> -> tensor<32x7x7x512xbf16>
-  return %a, %b, %c, %d, %h, %e : tensor<32x7x7x512xbf16>, tensor<33x7x7x512xbf16>, tensor<64x7x7x512xbf16>,
-                                 tensor<?x7x7x512xbf16>, tensor<?x7x7x512xbf16>, tensor<32x7x7x512xbf16>
+  return %a, %b, %c, %d, %h, %huge, %e : tensor<32x7x7x512xbf16>, tensor<33x7x7x512xbf16>, tensor<64x7x7x512xbf16>,
+                                        tensor<?x7x7x512xbf16>, tensor<?x7x7x512xbf16>, tensor<?x7x7x512xbf16>,
+                                        tensor<32x7x7x512xbf16>
 }
 
 // Grouped with ImplicitGemm: Direct (256 threads). Depthwise with Direct: the depthwise kernel.

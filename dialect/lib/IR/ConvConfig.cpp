@@ -344,6 +344,10 @@ std::vector<Choice> candidates(ConvDirection direction, const ConvGeometry& g, D
 
 std::int64_t bucketBatch(const ConvGeometry& g) {
   if (!contracts::known(g.batch)) return 8;
+  // A hand-written rudnn.batch_hint may be any i64: past 2^31 (the contract's bound on an extent)
+  // saturate, so neither bit_ceil nor the heuristics' row counts overflow.
+  constexpr std::int64_t kLargest = std::int64_t{1} << 31;
+  if (g.batch > kLargest) return kLargest;
   return static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(std::max<std::int64_t>(g.batch, 1))));
 }
 
