@@ -2,7 +2,7 @@
 // rudnn::conv::Geometry<C, O, G, D, H, W, KD, KH, KW, strides, paddings, dilations> and takes the batch
 // `n` from dim 0 of the op's first operand; channels-first ops swap their inputs to channels-last
 // temporaries (flat, `result_elements`) and swap the result back; the implicit-GEMM weight backward
-// writes FP32 split sums that conv_wgrad_reduce adds in order; bias_grad adds conv_bias_grad.
+// writes FP32 split sums that conv_split_reduce adds in order; bias_grad adds conv_bias_grad.
 // RUN: rudnn-opt %s --rudnn-lower-to-launch | FileCheck %s
 
 // Channels-last forward on tensor cores: one launch; grid n·3136 output pixels / BM 64 (one 64-wide
@@ -94,8 +94,10 @@ func.func @nchw_data_backward(%dy: tensor<?x8x5x5xf32>, %w: tensor<8x4x3x3xf32>)
 // CHECK-SAME: grid [#rudnn.size<20>, {{.*}} block [128, 1, 1] shared 36864
 // CHECK-SAME: #rudnn.param<"partial" : "float*" = buffer(2)>, #rudnn.param<"n" : "long long" = size(dim(0, 0))>, #rudnn.param<"splits" : "long long" = size(4)>
 // CHECK-SAME: result_elements = [#rudnn.size<73728>]
-// CHECK: %[[DW:.*]] = rudnn.launch @rudnn_conv_wgrad_reduce_bf16(%arg0, %arg1, %[[P]])
-// CHECK-SAME: #rudnn.param<"elements" : "long long" = size(18432)>, #rudnn.param<"splits" : "long long" = size(4)>
+// CHECK: %[[DW:.*]] = rudnn.launch @rudnn_conv_split_reduce_bf16_(%arg0, %arg1, %[[P]])
+// CHECK-SAME: args ["rudnn::bf16", "void"]
+// CHECK-SAME: #rudnn.param<"bias" : "const void*" = null>
+// CHECK-SAME: #rudnn.param<"elements" : "long long" = size(18432)>, #rudnn.param<"columns" : "long long" = size(1)>, #rudnn.param<"splits" : "long long" = size(4)>
 // CHECK-SAME: -> tensor<64x3x3x32xbf16>
 // CHECK: %[[DB:.*]] = rudnn.launch @rudnn_conv_bias_grad_bf16(%arg0, %arg1, %[[P]], %[[DW]])
 // CHECK-SAME: #rudnn.param<"dy" : "const rudnn::bf16*" = buffer(1)>, #rudnn.param<"db" : "float*" = buffer(4)>, #rudnn.param<"rows" : "long long" = size(dim(0, 0) * 256)>
@@ -118,8 +120,10 @@ func.func @weight_backward(%x: tensor<?x16x16x32xbf16>, %dy: tensor<?x16x16x64xb
 // CHECK-SAME: grid [#rudnn.size<256>, {{.*}} block [256, 1, 1] shared 1024
 // CHECK-SAME: #rudnn.param<"partial" : "float*" = buffer(2)>, #rudnn.param<"n" : "long long" = size(dim(0, 0))>, #rudnn.param<"splits" : "long long" = size(16)>
 // CHECK-SAME: result_elements = [#rudnn.size<73728>]
-// CHECK: %[[DW:.*]] = rudnn.launch @rudnn_conv_wgrad_reduce_bf16(%arg0, %arg1, %[[P]])
-// CHECK-SAME: #rudnn.param<"elements" : "long long" = size(4608)>, #rudnn.param<"splits" : "long long" = size(16)>
+// CHECK: %[[DW:.*]] = rudnn.launch @rudnn_conv_split_reduce_bf16_(%arg0, %arg1, %[[P]])
+// CHECK-SAME: args ["rudnn::bf16", "void"]
+// CHECK-SAME: #rudnn.param<"bias" : "const void*" = null>
+// CHECK-SAME: #rudnn.param<"elements" : "long long" = size(4608)>, #rudnn.param<"columns" : "long long" = size(1)>, #rudnn.param<"splits" : "long long" = size(16)>
 // CHECK-SAME: -> tensor<512x3x3x1xbf16>
 // CHECK: return %[[DW]]
 func.func @depthwise_weight_backward(%x: tensor<?x56x56x512xbf16>, %dy: tensor<?x56x56x512xbf16>) -> tensor<512x3x3x1xbf16> {

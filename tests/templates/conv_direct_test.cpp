@@ -80,7 +80,7 @@ void depthwise_wgrad_entry(void** a) {
 }
 template <class T>
 void wgrad_reduce_entry(void** a) {
-  conv::conv_wgrad_reduce<T>(arg<const float*>(a, 0), arg<T*>(a, 1), arg<i64>(a, 2), arg<i64>(a, 3));
+  conv::conv_split_reduce<T, void>(arg<const float*>(a, 0), nullptr, arg<T*>(a, 1), arg<i64>(a, 2), 1, arg<i64>(a, 3));
 }
 template <class T, class P>
 void bias_grad_entry(void** a) {

@@ -1,5 +1,5 @@
 // rudnn::conv implicit-GEMM kernels (conv_fprop_igemm, conv_dgrad_igemm, conv_wgrad_igemm +
-// conv_wgrad_reduce) on the host emulation device vs the FP64 oracles of tests/reference/conv.h:
+// conv_split_reduce) on the host emulation device vs the FP64 oracles of tests/reference/conv.h:
 // tensor-core policies (f16, bf16) and plain policies (f32, f16); 1-D (k = 4), 2-D (1×1, 3×3, 7×7
 // stride 2), 3-D (3×3×3); strides 1/2/3, padding 0..k, dilation 1/2; C and O not multiples of the
 // tile nor (some) of 8 (element gathers); n = 0, 1, > 1; wgrad splits 1 and 3; bias void/float/T;
@@ -109,7 +109,7 @@ void split_reduce_entry(void** a) {
 }
 template <class T>
 void reduce_entry(void** a) {
-  conv::conv_wgrad_reduce<T>(arg<const float*>(a, 0), arg<T*>(a, 1), arg<i64>(a, 2), arg<i64>(a, 3));
+  conv::conv_split_reduce<T, void>(arg<const float*>(a, 0), nullptr, arg<T*>(a, 1), arg<i64>(a, 2), 1, arg<i64>(a, 3));
 }
 
 constexpr std::size_t kGuard = 24;  // elements past the end that must keep their 0xFF bytes

@@ -11,7 +11,7 @@
 //                                        split_reduce(partial, -, dx, ...)
 //   weight backward  [swap x, swap dy] wgrad_direct(x, dy, dw, n)
 //                                      | wgrad_{igemm,depthwise}(x, dy, partial, n, splits);
-//                                        wgrad_reduce(partial, dw, ...)
+//                                        split_reduce(partial, -, dw, ...)
 //                                      [swap dw]  [bias_grad(dy, db, rows, O)]
 //
 // Grids count the work items of each kernel's decomposition; every kernel strides over its items by
@@ -135,20 +135,12 @@ class ConvLaunches {
   std::int64_t convKernel(RewriterBase& rewriter, std::int64_t a, std::int64_t b, std::int64_t bias, Type resultType);
   std::int64_t splitConvKernels(RewriterBase& rewriter, std::int64_t a, std::int64_t b, std::int64_t bias,
                                 Type resultType);
-  // The implicit GEMM's grid (M tiles, N tiles, splits · phases): the forward's rows are its output
-  // pixels; the data backward's are the largest stride phase's input pixels, one z slice per phase
-  // (conv/dgrad_phase.cuh).
+  // The implicit GEMM's grid (M tiles, N tiles, splits · phases): conv_config::outputGemm.
   void gemmGrid(LaunchBuilder& l, std::int64_t splits) const {
-    namespace smem = conv::shared_memory;
-    const bool forward = sig_.direction == ConvDirection::Forward;
-    const std::int64_t columns = forward ? g_.out_channels : g_.channels;
-    const std::int64_t pixels = forward ? g_.output_pixels()
-                                        : smem::dgrad_phase_pixels(g_.input[0], g_.input[1], g_.input[2], g_.stride[0],
-                                                                   g_.stride[1], g_.stride[2]);
-    const std::int64_t phases = forward ? 1 : smem::dgrad_phases(g_.stride[0], g_.stride[1], g_.stride[2]);
-    l.grid(l.size({batch(), SizeFactor::constant(pixels)}, choice_.gemm.bm),
-           l.size({SizeFactor::constant((columns + choice_.gemm.bn - 1) / choice_.gemm.bn)}),
-           l.size({SizeFactor::constant(splits * phases)}));
+    const auto gemm = dialect::conv_config::outputGemm(sig_.direction, g_);
+    l.grid(l.size({batch(), SizeFactor::constant(gemm.rowsPerImage)}, choice_.gemm.bm),
+           l.size({SizeFactor::constant((gemm.columns + choice_.gemm.bn - 1) / choice_.gemm.bn)}),
+           l.size({SizeFactor::constant(splits * gemm.phases)}));
   }
   std::string biasTag(std::int64_t bias) const {
     // Entry names carry dtype names, never C++ spellings ("rudnn::bf16" is no identifier).
@@ -159,6 +151,8 @@ class ConvLaunches {
     return sig_.direction == ConvDirection::Forward && bias >= 0 ? dialect::cTypeName(sig_.bias->dtype) : "void";
   }
   std::int64_t weightGradKernels(RewriterBase& rewriter, std::int64_t x, std::int64_t dy, Type resultType);
+  std::int64_t reduceKernel(RewriterBase& rewriter, std::int64_t partial, std::int64_t bias, Type resultType,
+                            ArrayRef<SizeFactor> elements, std::int64_t columns);
 
   Operation* op_;
   contracts::ConvSignature sig_;
@@ -256,13 +250,20 @@ std::int64_t ConvLaunches::splitConvKernels(RewriterBase& rewriter, std::int64_t
   k.block(choice_.gemm.threads()).shared(dialect::conv_config::sharedBytes(choice_, sig_.direction, g_, dtype_));
   push(rewriter, k);
 
+  return reduceKernel(rewriter, partial, bias, resultType, {batch(), SizeFactor::constant(pixels * columns)}, columns);
+}
+
+// The ordered reduce of FP32 split sums [splits, elements] into the result, the forward's bias added
+// per column (conv_split_reduce): after the split forward / data backward and the weight backward.
+std::int64_t ConvLaunches::reduceKernel(RewriterBase& rewriter, std::int64_t partial, std::int64_t bias,
+                                        Type resultType, ArrayRef<SizeFactor> elements, std::int64_t columns) {
   LaunchBuilder r(op_, fmt::format("rudnn_conv_split_reduce_{}_{}", dtype_name(dtype_), biasTag(bias)),
                   "rudnn/conv/implicit_gemm.cuh", "rudnn::conv::conv_split_reduce");
   r.templateArgs({elem_, biasType(bias)}).config(config_).operands(values_);
   if (resultType)
     r.results({resultType});
   else
-    r.results({tempType()}, {r.size({batch(), SizeFactor::constant(pixels * columns)})});
+    r.results({tempType()}, {r.size(elements)});
   const std::int64_t out = static_cast<std::int64_t>(values_.size());
   r.buffer("partial", "const float*", partial);
   if (bias >= 0)
@@ -270,10 +271,10 @@ std::int64_t ConvLaunches::splitConvKernels(RewriterBase& rewriter, std::int64_t
   else
     r.nullBuffer("bias", "const void*");
   r.buffer("out", elem_ + "*", out)
-      .sizeParam("elements", r.size({batch(), SizeFactor::constant(pixels * columns)}))
+      .sizeParam("elements", r.size(elements))
       .constant("columns", columns)
-      .constant("splits", splits)
-      .grid(r.size({batch(), SizeFactor::constant(pixels * columns)}, 256))
+      .constant("splits", choice_.splits)
+      .grid(r.size(elements, 256))
       .block(256)
       .shared(0);
   return push(rewriter, r);
@@ -332,22 +333,7 @@ std::int64_t ConvLaunches::weightGradKernels(RewriterBase& rewriter, std::int64_
   }
   push(rewriter, w);
 
-  LaunchBuilder r(op_, fmt::format("rudnn_conv_wgrad_reduce_{}", dtype_name(dtype_)), "rudnn/conv/implicit_gemm.cuh",
-                  "rudnn::conv::conv_wgrad_reduce");
-  r.templateArgs({elem_}).config(config_).operands(values_);
-  if (resultType)
-    r.results({resultType});
-  else
-    r.results({tempType()}, {r.size({SizeFactor::constant(weights)})});
-  const std::int64_t out = static_cast<std::int64_t>(values_.size());
-  r.buffer("partial", "const float*", partial)
-      .buffer("dw", elem_ + "*", out)
-      .constant("elements", weights)
-      .constant("splits", choice_.splits)
-      .grid(r.size({SizeFactor::constant(weights)}, 256))
-      .block(256)
-      .shared(0);
-  return push(rewriter, r);
+  return reduceKernel(rewriter, partial, -1, resultType, {SizeFactor::constant(weights)}, 1);
 }
 
 LogicalResult ConvLaunches::build(RewriterBase& rewriter) {

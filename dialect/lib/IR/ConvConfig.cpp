@@ -185,22 +185,18 @@ std::int64_t heuristicSplits(const GemmTile& t, const ConvGeometry& g) {
 // bound (checked at the bucket's largest batch). 1 when the batch is not known.
 // The data backward counts its stride phases' tiles (conv/dgrad_phase.cuh) and their average depth.
 std::int64_t outputSplits(const GemmTile& t, ConvDirection direction, const ConvGeometry& g) {
-  namespace smem = conv::shared_memory;
   if (!contracts::known(g.batch)) return 1;
   const bool forward = direction == ConvDirection::Forward;
   const std::int64_t batch = bucketBatch(g);
-  const std::int64_t phases = forward ? 1 : smem::dgrad_phases(g.stride[0], g.stride[1], g.stride[2]);
-  const std::int64_t phase_rows = batch * (forward ? g.output_pixels()
-                                                   : smem::dgrad_phase_pixels(g.input[0], g.input[1], g.input[2],
-                                                                              g.stride[0], g.stride[1], g.stride[2]));
-  const std::int64_t columns = forward ? g.out_channels : g.channels;
-  const std::int64_t depth = g.taps() * (forward ? g.channels : g.out_channels) / phases;
-  const std::int64_t tiles = phases * ((phase_rows + t.bm - 1) / t.bm) * ((columns + t.bn - 1) / t.bn);
+  const OutputGemm gemm = outputGemm(direction, g);
+  const std::int64_t depth = g.taps() * (forward ? g.channels : g.out_channels) / gemm.phases;
+  const std::int64_t tiles =
+      gemm.phases * ((batch * gemm.rowsPerImage + t.bm - 1) / t.bm) * ((gemm.columns + t.bn - 1) / t.bn);
   if (tiles * 2 >= kBlockSlots) return 1;
   std::int64_t splits = std::clamp<std::int64_t>(kBlockSlots / std::max<std::int64_t>(tiles, 1), 1, kMaxSplits);
   splits = std::min(splits, std::max<std::int64_t>((depth + t.bk - 1) / t.bk / 8, 1));
   const std::int64_t rows = batch * (forward ? g.output_pixels() : g.input_pixels());
-  while (splits > 1 && splits * rows * columns * 4 > kMaxSplitWorkspaceBytes) --splits;
+  while (splits > 1 && splits * rows * gemm.columns * 4 > kMaxSplitWorkspaceBytes) --splits;
   return splits;
 }
 
@@ -340,6 +336,13 @@ std::vector<Choice> candidates(ConvDirection direction, const ConvGeometry& g, D
     }
   }
   return out;
+}
+
+OutputGemm outputGemm(ConvDirection direction, const ConvGeometry& g) {
+  namespace smem = conv::shared_memory;
+  if (direction == ConvDirection::Forward) return {g.output_pixels(), g.out_channels, 1};
+  return {smem::dgrad_phase_pixels(g.input[0], g.input[1], g.input[2], g.stride[0], g.stride[1], g.stride[2]),
+          g.channels, smem::dgrad_phases(g.stride[0], g.stride[1], g.stride[2])};
 }
 
 std::int64_t bucketBatch(const ConvGeometry& g) {

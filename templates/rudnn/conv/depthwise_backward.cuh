@@ -23,7 +23,7 @@
 //   c), slot q sums rows begin + q, begin + q + slots, ... in ascending order for up to kTapBlock
 //   taps at a time (the taps in ⌈taps / 32⌉ balanced blocks, so registers stay bounded), then the
 //   slots are combined by a fixed tree in shared memory ([256] floats). Every item writes all its
-//   partial sums (zeros for an empty range). conv_wgrad_reduce<T> (implicit_gemm.cuh) then sums
+//   partial sums (zeros for an empty range). conv_split_reduce<T, void> (implicit_gemm.cuh) then sums
 //   the splits in order: dw[o][tap] = Σ_s partial[s][o][tap]. Deterministic, no atomics. Work items:
 //   ⌈O/Channels⌉·splits (any grid). Shared: shared_memory::depthwise_wgrad(threads) =
 //   P::kWgradSharedBytes.

@@ -26,9 +26,7 @@
 //       memset needed). Both operands are K-major in shared memory (ldmatrix.trans).
 //   conv_split_reduce<T, B>(partial, bias, out, elements, columns, splits)
 //       out[e] = Σ_{s = 0..splits−1} partial[s][e] in that order (+ bias[e mod columns] when B is not
-//       void), rounded to T.
-//   conv_wgrad_reduce<T>(partial, dw, elements, splits)
-//       conv_split_reduce without a bias (elements = O·Taps·C).
+//       void), rounded to T. Also the weight backward's reduce (B void, elements = O·Taps·C).
 // Determinism: each output element is produced by exactly one block tile, summing K in one fixed
 // order; the splits are summed in index order. No atomics: same bits for any grid and schedule.
 //
@@ -127,13 +125,13 @@ struct SplitRows {
 // The tile (rows m0.. of M, columns n0.. of N) through E::store_rows to out's rows dst_row(m) of
 // split s.
 template <class E, i64 N, class Out, class DstRow>
-RUDNN_DEVICE void store_tile(const typename E::Acc& acc, void* smem, const Out& out, i64 s, i64 m0, i64 n0, i64 M,
-                             const DstRow& dst_row) {
+RUDNN_DEVICE void store_tile(const typename E::Acc& acc, typename E::Smem* smem, const Out& out, i64 s, i64 m0, i64 n0,
+                             i64 M, const DstRow& dst_row) {
   using U = typename Out::Elem;
   constexpr bool kVector = N * static_cast<i64>(sizeof(U)) % 16 == 0;
   const int cols = static_cast<int>(N - n0 < E::kBN ? N - n0 : E::kBN);
   E::template store_rows<U, kVector>(
-      acc, static_cast<typename E::Smem*>(smem), cols, [&](int c, float v) { return out.value(n0 + c, v); },
+      acc, smem, cols, [&](int c, float v) { return out.value(n0 + c, v); },
       [&](int r) -> U* { return m0 + r < M ? out.row(s, dst_row(m0 + r)) + n0 : nullptr; });
 }
 
@@ -433,11 +431,6 @@ RUDNN_DEVICE void conv_split_reduce(const float* partial, const B* bias, T* out,
     if constexpr (!IsVoid<B>::value) sum += to_float(bias[e % columns]);
     out[e] = from_float<T>(sum);
   }
-}
-
-template <class T>
-RUDNN_DEVICE void conv_wgrad_reduce(const float* partial, T* dw, i64 elements, i64 splits) {
-  conv_split_reduce<T, void>(partial, nullptr, dw, elements, 1, splits);
 }
 
 }  // namespace rudnn::conv

@@ -84,7 +84,7 @@ RUDNN_CONV_SHARED_MEMORY_FN long long depthwise_dgrad(long long kh, long long kw
 }
 // ---- depthwise weight backward (conv_wgrad_depthwise): one float per thread for the slot tree.
 // Work items ceil(O / channels) · splits; split sums FP32 [splits][O][KD·KH·KW] (reduced by
-// conv_wgrad_reduce).
+// conv_split_reduce).
 RUDNN_CONV_SHARED_MEMORY_FN long long depthwise_wgrad(long long threads) { return threads * 4; }
 RUDNN_CONV_SHARED_MEMORY_FN long long depthwise_wgrad_items(long long out_channels, long long channels,
                                                             long long splits) {
@@ -112,7 +112,7 @@ RUDNN_CONV_SHARED_MEMORY_FN long long igemm_wgrad(long long stages, long long bl
   return rudnn::shared_memory::block_gemm(stages, block_m, block_n, block_k, element_bytes, true, true);
 }
 
-// conv_wgrad_reduce needs none.
+// conv_split_reduce needs none.
 
 // ---- the data backward's stride phases (conv/dgrad_phase.cuh): S_D·S_H·S_W phases when that is at
 // most kMaxDgradPhases (each phase's tile code is compiled separately), else one masked phase; the

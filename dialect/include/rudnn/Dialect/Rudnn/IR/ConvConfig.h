@@ -72,6 +72,15 @@ inline constexpr std::int64_t kMaxSplitWorkspaceBytes = std::int64_t{64} << 20;
 // backward then do not split).
 std::int64_t bucketBatch(const contracts::ConvGeometry& g);
 
+// The implicit GEMM of a forward or data backward, per image: the forward's rows are its output
+// pixels; the data backward's are the input pixels of its largest stride phase, one GEMM per phase
+// (conv/dgrad_phase.cuh; 1 phase for the forward). `columns`: O (forward) or C (data backward).
+// The split heuristic and the launch grid (⌈n·rows/BM⌉, ⌈columns/BN⌉, splits·phases) read it.
+struct OutputGemm {
+  std::int64_t rowsPerImage, columns, phases;
+};
+OutputGemm outputGemm(contracts::ConvDirection direction, const contracts::ConvGeometry& g);
+
 // Dictionary values ↔ Choice (nothing when a key is missing, extra or not an integer).
 std::optional<Choice> choiceOf(const std::vector<std::pair<std::string, std::int64_t>>& values);
 std::vector<std::pair<std::string, std::int64_t>> valuesOf(const Choice& c);
