@@ -37,6 +37,8 @@ using TcLarge = gemm::BlockPolicy<128, 128, 32, 2, 4, 3, true>;
 using TcLargeK64 = gemm::BlockPolicy<128, 128, 64, 2, 4, 3, true>;
 using TcWide = gemm::BlockPolicy<64, 128, 32, 2, 2, 3, true>;
 using TcMid = gemm::BlockPolicy<64, 64, 32, 2, 2, 4, true>;
+using TcWarp64 = gemm::BlockPolicy<128, 128, 32, 2, 2, 4, true>;  // 4 warps of 64×64
+using TcTall = gemm::BlockPolicy<128, 64, 32, 2, 2, 4, true>;     // 4 warps of 64×32
 using Plain = gemm::BlockPolicy<64, 64, 16, 2, 4, 3, false>;
 using PlainSmall = gemm::BlockPolicy<32, 32, 16, 2, 2, 2, false>;
 
@@ -468,6 +470,15 @@ TEST(ConvIgemmTemplate, TensorCoreLargeBF16) {
   CONV_ALL(rudnn::bf16, TcMid, Block3x3, 2, Bias::Same, 2);
   CONV_ALL(rudnn::bf16, TcLargeK64, Block3x3, 2, Bias::Float, 3);  // BK = 64: K = 288 ends in a partial block
   CONV_ALL(rudnn::f16, TcLargeK64, Wide3x3, 1, Bias::None, 1);     // K blocks inside one tap (C, O multiples of BK)
+}
+
+// The 64-wide warp tiles: a partial N tile (136 = 128 + 8 columns), element gathers (C = 3), one-tap
+// K blocks, odd C and O, and the weight backward's K-major operands at these warp shapes.
+TEST(ConvIgemmTemplate, WideWarpTiles) {
+  CONV_ALL(rudnn::bf16, TcWarp64, Wide3x3, 1, Bias::Float, 3);
+  CONV_ALL(rudnn::f16, TcWarp64, Conv7x7S2, 2, Bias::Same, 1);
+  CONV_ALL(rudnn::bf16, TcTall, Block3x3, 2, Bias::None, 3);
+  CONV_ALL(rudnn::f16, TcTall, Conv1d, 2, Bias::Same, 2);
 }
 
 TEST(ConvIgemmTemplate, PlainSmallPolicies) {

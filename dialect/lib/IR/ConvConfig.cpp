@@ -33,6 +33,14 @@ const std::vector<GemmTile>& gemmTiles() {
       // Appended (the heuristic indexes the first five): BK = 64 halves the K-block count (barriers,
       // waits, per-block gather setup) for long K (large C); autotune candidate.
       {128, 128, 64, 2, 4, 3, true},
+      // Warp tiles of 64 × 64 / 64 × 32 where the tiles above have 64 × 32 / 32 × 32: an mma.sync
+      // m16n8k16 reads its operands from shared memory through ldmatrix, and on sm_90 a 32 × 32
+      // warp tile issues 4 ldmatrix.x4 per 8 MMAs, which the shared-memory bandwidth cannot feed
+      // (the H200's implicit GEMM ran at 30–110 TFLOP/s); 64 × 64 issues 8 per 32. The 4-warp
+      // 128 × 128 is CUTLASS's Ampere conv tile; 128 × 64 is for 64-column layers (ResNet's
+      // 64-channel stage). Autotune candidates until a GPU run says which the heuristic should take.
+      {128, 128, 32, 2, 2, 4, true},
+      {128, 64, 32, 2, 2, 4, true},
   };
   return tiles;
 }

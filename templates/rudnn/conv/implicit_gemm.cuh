@@ -54,6 +54,8 @@
 //   < 64,  64, 16, 2, 4, 3, false>  plain FMA, every T (F32 path), 256 threads of 4×4
 //   < 32,  32, 16, 2, 2, 2, false>  plain FMA, small shapes, 128 threads of 2×4
 //   <128, 128, 64, 2, 4, 3, true>   long K (large C): half the K blocks of BK = 32 (autotune only)
+//   <128, 128, 32, 2, 2, 4, true>   4 warps of 64×64: half the ldmatrix per mma of 2×4 (autotune only)
+//   <128,  64, 32, 2, 2, 4, true>   64 columns, 4 warps of 64×32 (autotune only)
 #include "rudnn/conv/dgrad_phase.cuh"
 #include "rudnn/conv/geometry.cuh"
 #include "rudnn/gemm/block_engine.cuh"
