@@ -383,6 +383,13 @@ using Depthwise7x7Stride2Pad3C40 = Geometry<40, 40, 40, 1, 19, 17, 1, 7, 7, 1, 2
 using Depthwise3d3x3x3Pad3 = Geometry<3, 3, 3, 3, 6, 7, 3, 3, 3, 2, 2, 1, 3, 1, 1, 1, 1, 1>;
 using Depthwise1dK4C33 = Geometry<33, 33, 33, 1, 1, 70, 1, 1, 4, 1, 1, 1, 0, 0, 2, 1, 1, 1>;
 using Depthwise1dK4M2Stride2Dil2 = Geometry<3, 6, 3, 1, 1, 29, 1, 1, 4, 1, 1, 2, 0, 0, 1, 1, 1, 2>;
+// 16-byte channel vectors (kDepthwiseVector): C whole vectors, a partial last chunk (48 = 32 + 16), 3-D.
+using Depthwise3x3C48 = Geometry<48, 48, 48, 1, 11, 10, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1>;
+using Depthwise3d3x3x3C16 = Geometry<16, 16, 16, 3, 6, 7, 3, 3, 3, 1, 1, 2, 1, 1, 1, 1, 1, 1>;
+static_assert(conv::kDepthwiseVector<rudnn::bf16, Depthwise3x3C48, DepthwiseTile8x8x32> == 8);
+static_assert(conv::kDepthwiseVector<float, Depthwise7x7Stride2Pad3C40, DepthwiseTile4x8x16> == 4);
+static_assert(conv::kDepthwiseVector<rudnn::f16, Depthwise1dK4C33, DepthwiseTile8x8x32> == 1);        // C = 33
+static_assert(conv::kDepthwiseVector<float, Depthwise1dK4M2Stride2Dil2, DepthwiseTile4x16x32> == 1);  // m = 2
 
 TEST(ConvDepthwiseTemplate, Conv2d3x3Pad1) {
   depthwise_suite<Conv2d3x3Depthwise, DepthwiseTile8x8x32, DepthwiseTile4x16x32, DepthwiseTile8x8x64,
@@ -396,6 +403,11 @@ TEST(ConvDepthwiseTemplate, Conv2d7x7Stride2Pad3PartialChannels) {
 }
 TEST(ConvDepthwiseTemplate, Conv3d3x3x3Pad3) {
   depthwise_suite<Depthwise3d3x3x3Pad3, DepthwiseTile8x8x32, DepthwiseTile4x16x32>();
+}
+TEST(ConvDepthwiseTemplate, ChannelVectors) {
+  depthwise_suite<Depthwise3x3C48, DepthwiseTile8x8x32, DepthwiseTile4x16x32, DepthwiseTile8x8x64,
+                  DepthwiseTile4x8x16>();
+  depthwise_suite<Depthwise3d3x3x3C16, DepthwiseTile8x8x32, DepthwiseTile4x8x16>();
 }
 TEST(ConvDepthwiseTemplate, Conv1dK4PartialTile) {
   depthwise_suite<Depthwise1dK4C33, DepthwiseTile1x64x32, DepthwiseTile8x8x32>();
@@ -491,6 +503,10 @@ TEST(ConvDepthwiseBackwardTemplate, Conv2d3x3M2Stride2Pad0) {
 }
 TEST(ConvDepthwiseBackwardTemplate, Conv2d7x7Stride2Pad3PartialChannels) {
   depthwise_backward_suite<Depthwise7x7Stride2Pad3C40, DepthwiseTile8x8x32, DepthwiseTile4x8x16, DepthwiseTile8x8x64>();
+}
+TEST(ConvDepthwiseBackwardTemplate, ChannelVectors) {
+  depthwise_backward_suite<Depthwise3x3C48, DepthwiseTile8x8x32, DepthwiseTile8x8x64, DepthwiseTile4x8x16>();
+  depthwise_backward_suite<Depthwise3d3x3x3C16, DepthwiseTile8x8x32, DepthwiseTile4x16x32>();
 }
 TEST(ConvDepthwiseBackwardTemplate, Conv3d3x3x3Pad3) {
   depthwise_backward_suite<Depthwise3d3x3x3Pad3, DepthwiseTile8x8x32, DepthwiseTile4x16x32>();

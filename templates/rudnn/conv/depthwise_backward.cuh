@@ -11,7 +11,8 @@
 //   depth exists (block-uniform) it stages the slice's weights (FP32 [KH·KW][m][Channels]) and the dy
 //   halo that the tile reads, dgrad_halo = ((tile − 1) + (k − 1)·dil) / stride + 1 output rows and
 //   columns × m·Channels channels (zeros outside dy), each dy element read from global memory once
-//   per tile with consecutive threads on consecutive output channels. FP32 sums in the order kd,
+//   per tile with consecutive threads on consecutive output channels — 16-byte vectors of them, and
+//   as many dx channels per thread, under the forward's rule (kDepthwiseVector). FP32 sums in the order kd,
 //   kh, kw, j, rounded to T once. Work items: n·D·⌈H/TileH⌉·⌈W/TileW⌉·⌈C/Channels⌉ (any grid).
 //   Shared: shared_memory::depthwise_dgrad(KH, KW, SH, SW, DH, DW, m, TileH, TileW, Channels,
 //   sizeof T) = P::kDgradSharedBytes<T, G>.
@@ -49,86 +50,115 @@ RUDNN_DEVICE void conv_dgrad_depthwise(const T* dy, const T* w, T* dx, i64 n) {
   static_assert(G::kO % G::kC == 0 && G::kO >= G::kC, "depthwise: O must be m·C with a multiplier m >= 1");
   constexpr int kM = static_cast<int>(G::kO / G::kC);
   constexpr int kCh = P::kChannels;
-  constexpr i64 kHaloH = shared_memory::depthwise_dgrad_halo(P::kTileH, G::kKH, G::kSH, G::kDH);
-  constexpr i64 kHaloW = shared_memory::depthwise_dgrad_halo(P::kTileW, G::kKW, G::kSW, G::kDW);
+  constexpr int kVec = kDepthwiseVector<T, G, P>;  // channels per thread (the forward's rule)
+  constexpr int kLanes = kCh / kVec;
+  constexpr int kSlots = P::kThreads / kLanes;
+  constexpr int kPixelsPerThread = (P::kPixels + kSlots - 1) / kSlots;
+  constexpr int kHaloH = static_cast<int>(shared_memory::depthwise_dgrad_halo(P::kTileH, G::kKH, G::kSH, G::kDH));
+  constexpr int kHaloW = static_cast<int>(shared_memory::depthwise_dgrad_halo(P::kTileW, G::kKW, G::kSW, G::kDW));
   constexpr i64 kTilesH = (G::kH + P::kTileH - 1) / P::kTileH, kTilesW = (G::kW + P::kTileW - 1) / P::kTileW;
   constexpr i64 kChunks = (G::kC + kCh - 1) / kCh;
-  constexpr i64 kPlane = G::kKH * G::kKW;
-  constexpr i64 kWeights = kCh * kM * kPlane;
-  constexpr i64 kLanes = kCh * kM;  // staged dy channels per halo pixel
+  constexpr int kPlane = static_cast<int>(G::kKH * G::kKW);
+  constexpr int kWeights = kCh * kM * kPlane;
+  constexpr int kHaloLanes = kCh * kM / kVec;  // staged dy loads per halo pixel
+  constexpr int kSH = static_cast<int>(G::kSH), kSW = static_cast<int>(G::kSW);
+  using V = Vec<T, kVec>;
 
   float* const ws = dynamic_shared<float>();          // [KH·KW][m][Channels]
   T* const ys = reinterpret_cast<T*>(ws + kWeights);  // [halo_h][halo_w][m][Channels]
-  const int cl = static_cast<int>(threadIdx.x) % kCh;
-  const int slot = static_cast<int>(threadIdx.x) / kCh;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid % kLanes;  // channels lane·kVec .. + kVec of the chunk
+  const int slot = tid / kLanes;
   const i64 items = n * G::kD * kTilesH * kTilesW * kChunks;
   for (i64 item = linear_block(); item < items; item += block_count()) {
     i64 q = item;
     const i64 c0 = q % kChunks * kCh;
     q /= kChunks;
-    const i64 iw0 = q % kTilesW * P::kTileW;
+    const int iw0 = static_cast<int>(q % kTilesW) * P::kTileW;
     q /= kTilesW;
-    const i64 ih0 = q % kTilesH * P::kTileH;
+    const int ih0 = static_cast<int>(q % kTilesH) * P::kTileH;
     q /= kTilesH;
     const i64 id = q % G::kD, img = q / G::kD;
     // The first output row/column the tile can read: ceil((i0 + pad − (k − 1)·dil) / stride).
-    const i64 oh_lo = -depthwise_detail::floor_div(-(ih0 + G::kPH - (G::kKH - 1) * G::kDH), G::kSH);
-    const i64 ow_lo = -depthwise_detail::floor_div(-(iw0 + G::kPW - (G::kKW - 1) * G::kDW), G::kSW);
+    const int oh_lo = static_cast<int>(-depthwise_detail::floor_div(-(ih0 + G::kPH - (G::kKH - 1) * G::kDH), G::kSH));
+    const int ow_lo = static_cast<int>(-depthwise_detail::floor_div(-(iw0 + G::kPW - (G::kKW - 1) * G::kDW), G::kSW));
 
-    float acc[P::kPixelsPerThread];
+    float acc[kPixelsPerThread][kVec];
     RUDNN_UNROLL
-    for (int k = 0; k < P::kPixelsPerThread; ++k) acc[k] = 0.0f;
+    for (int k = 0; k < kPixelsPerThread; ++k) RUDNN_UNROLL
+    for (int e = 0; e < kVec; ++e) acc[k][e] = 0.0f;
 
     for (i64 kd = 0; kd < G::kKD; ++kd) {
       const i64 num_d = id + G::kPD - kd * G::kDD;
       if (num_d < 0 || num_d % G::kSD != 0 || num_d / G::kSD >= G::kOD) continue;  // block-uniform
       const i64 od = num_d / G::kSD;
       __syncthreads();  // the previous slice's (or tile's) readers are done
-      for (i64 idx = threadIdx.x; idx < kWeights; idx += P::kThreads) {
-        const i64 o_local = idx / kPlane, t = idx % kPlane;
-        const i64 c_local = o_local / kM, j = o_local % kM;
+      for (int idx = tid; idx < kWeights; idx += P::kThreads) {
+        const int o_local = idx / kPlane, t = idx % kPlane;
+        const int c_local = o_local / kM, j = o_local % kM;
         ws[(t * kM + j) * kCh + c_local] =
             c0 + c_local < G::kC ? to_float(w[(c0 * kM + o_local) * G::kTaps + kd * kPlane + t]) : 0.0f;
       }
       const T* dy_slice = dy + (img * G::kOD + od) * G::kOH * G::kOW * G::kO;
-      for (i64 idx = threadIdx.x; idx < kHaloH * kHaloW * kLanes; idx += P::kThreads) {
-        const i64 o_local = idx % kLanes, pix = idx / kLanes;  // consecutive threads: consecutive o
-        const i64 c_local = o_local / kM, j = o_local % kM;
-        const i64 oh = oh_lo + pix / kHaloW, ow = ow_lo + pix % kHaloW;
-        ys[(pix * kM + j) * kCh + c_local] = oh >= 0 && oh < G::kOH && ow >= 0 && ow < G::kOW && c0 + c_local < G::kC
-                                                 ? dy_slice[(oh * G::kOW + ow) * G::kO + c0 * kM + o_local]
-                                                 : from_float<T>(0.0f);
+      for (int idx = tid; idx < kHaloH * kHaloW * kHaloLanes; idx += P::kThreads) {
+        // Consecutive threads: consecutive output channels (a vector of kVec of them where m = 1).
+        const int o_local = idx % kHaloLanes * kVec, pix = idx / kHaloLanes;
+        const int c_local = o_local / kM, j = o_local % kM;
+        const int oh = oh_lo + pix / kHaloW, ow = ow_lo + pix % kHaloW;
+        V v;
+        if (oh >= 0 && oh < G::kOH && ow >= 0 && ow < G::kOW && c0 + c_local < G::kC) {
+          v = load_vec<T, kVec>(dy_slice + (static_cast<i64>(oh) * G::kOW + ow) * G::kO + c0 * kM + o_local);
+        } else {
+          RUDNN_UNROLL
+          for (int i = 0; i < V::kWords; ++i) v.words[i] = 0;
+        }
+        store_vec<T, kVec>(ys + (pix * kM + j) * kCh + c_local, v);
       }
       __syncthreads();
       RUDNN_UNROLL
-      for (int k = 0; k < P::kPixelsPerThread; ++k) {
-        const int p = slot + k * P::kSlots;
+      for (int k = 0; k < kPixelsPerThread; ++k) {
+        const int p = slot + k * kSlots;
         if (p >= P::kPixels) break;
-        const i64 ih = ih0 + p / P::kTileW, iw = iw0 + p % P::kTileW;
-        for (i64 kh = 0; kh < G::kKH; ++kh) {
+        const int ih = ih0 + p / P::kTileW, iw = iw0 + p % P::kTileW;
+        for (int kh = 0; kh < G::kKH; ++kh) {
           // ≥ 0 for every tap the tile reads; exact multiples of the stride only.
-          const i64 rh = ih + G::kPH - kh * G::kDH - oh_lo * G::kSH;
-          if (rh < 0 || rh % G::kSH != 0) continue;
-          for (i64 kw = 0; kw < G::kKW; ++kw) {
-            const i64 rw = iw + G::kPW - kw * G::kDW - ow_lo * G::kSW;
-            if (rw < 0 || rw % G::kSW != 0) continue;
-            const T* yp = ys + ((rh / G::kSH) * kHaloW + rw / G::kSW) * kM * kCh + cl;
-            const float* wp = ws + (kh * G::kKW + kw) * kM * kCh + cl;
-            RUDNN_UNROLL
-            for (int j = 0; j < kM; ++j) acc[k] += to_float(yp[j * kCh]) * wp[j * kCh];
+          const int rh = ih + static_cast<int>(G::kPH) - kh * static_cast<int>(G::kDH) - oh_lo * kSH;
+          if (rh < 0 || rh % kSH != 0) continue;
+          for (int kw = 0; kw < G::kKW; ++kw) {
+            const int rw = iw + static_cast<int>(G::kPW) - kw * static_cast<int>(G::kDW) - ow_lo * kSW;
+            if (rw < 0 || rw % kSW != 0) continue;
+            const T* yp = ys + ((rh / kSH) * kHaloW + rw / kSW) * kM * kCh + lane * kVec;
+            const float* wp = ws + (kh * static_cast<int>(G::kKW) + kw) * kM * kCh + lane * kVec;
+            if constexpr (kVec > 1) {  // m = 1
+              const V v = load_vec<T, kVec>(yp);
+              float wv[kVec];
+              load_floats<kVec>(wv, wp);
+              RUDNN_UNROLL
+              for (int e = 0; e < kVec; ++e) acc[k][e] += v.get_float(e) * wv[e];
+            } else {
+              RUDNN_UNROLL
+              for (int j = 0; j < kM; ++j) acc[k][0] += to_float(yp[j * kCh]) * wp[j * kCh];
+            }
           }
         }
       }
     }
 
-    const i64 c = c0 + cl;
+    const i64 c = c0 + lane * kVec;
     if (c >= G::kC) continue;  // no barrier before the loop's next one
     RUDNN_UNROLL
-    for (int k = 0; k < P::kPixelsPerThread; ++k) {
-      const int p = slot + k * P::kSlots;
-      const i64 ih = ih0 + p / P::kTileW, iw = iw0 + p % P::kTileW;
+    for (int k = 0; k < kPixelsPerThread; ++k) {
+      const int p = slot + k * kSlots;
+      const int ih = ih0 + p / P::kTileW, iw = iw0 + p % P::kTileW;
       if (p >= P::kPixels || ih >= G::kH || iw >= G::kW) continue;
-      dx[(((img * G::kD + id) * G::kH + ih) * G::kW + iw) * G::kC + c] = from_float<T>(acc[k]);
+      T* out = dx + (((img * G::kD + id) * G::kH + ih) * G::kW + iw) * G::kC + c;
+      if constexpr (kVec > 1) {
+        V v;
+        v.set_floats(acc[k]);
+        store_vec<T, kVec>(out, v);
+      } else {
+        *out = from_float<T>(acc[k][0]);
+      }
     }
   }
 }
