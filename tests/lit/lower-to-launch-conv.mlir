@@ -112,12 +112,13 @@ func.func @weight_backward(%x: tensor<?x16x16x32xbf16>, %dy: tensor<?x16x16x64xb
 
 // Depthwise weight backward (512 channels, multiplier 1, 3x3) split 16 ways: conv_wgrad_depthwise
 // writes FP32 partial sums (16 × 512 × 9 floats) over ceil(512 / 32) · 16 = 256 blocks of 256
-// threads (1 KiB: one float per thread for the slot tree), then the ordered reduce to bf16.
+// threads (8 KiB: each thread's 8 channel sums, one 16-byte bf16 vector of channels, for the slot
+// tree), then the ordered reduce to bf16.
 // CHECK-LABEL: func.func @depthwise_weight_backward
 // CHECK: %[[P:.*]] = rudnn.launch @rudnn_conv_wgrad_depthwise_bf16_depthwise_8x8x32_g{{[0-9a-f]+}}(%arg0, %arg1)
 // CHECK-SAME: header "rudnn/conv/depthwise_backward.cuh" function "rudnn::conv::conv_wgrad_depthwise"
 // CHECK-SAME: args ["rudnn::bf16", "rudnn::conv::Geometry<512, 512, 512, 1, 56, 56, 1, 3, 3, 1, 1, 1, 0, 1, 1, 1, 1, 1>", "rudnn::conv::DepthwisePolicy<8, 8, 32>"]
-// CHECK-SAME: grid [#rudnn.size<256>, {{.*}} block [256, 1, 1] shared 1024
+// CHECK-SAME: grid [#rudnn.size<256>, {{.*}} block [256, 1, 1] shared 8192
 // CHECK-SAME: #rudnn.param<"partial" : "float*" = buffer(2)>, #rudnn.param<"n" : "long long" = size(dim(0, 0))>, #rudnn.param<"splits" : "long long" = size(16)>
 // CHECK-SAME: result_elements = [#rudnn.size<73728>]
 // CHECK: %[[DW:.*]] = rudnn.launch @rudnn_conv_split_reduce_bf16_(%arg0, %arg1, %[[P]])

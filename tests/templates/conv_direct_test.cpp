@@ -461,7 +461,7 @@ void check_depthwise_backward(i64 n, std::uint64_t seed) {
         run_everywhere<float>(&depthwise_wgrad_entry<T, G, P>, {&xp, &dyp, nullptr, &n_arg, &s_arg}, 2,
                               static_cast<std::size_t>(splits * elements),
                               natural_blocks(conv::shared_memory::depthwise_wgrad_items(G::kO, P::kChannels, splits)),
-                              P::kThreads, static_cast<std::size_t>(conv::kDepthwiseWgradSharedBytes<P>), seed);
+                              P::kThreads, static_cast<std::size_t>(conv::kDepthwiseWgradSharedBytes<T, G, P>), seed);
     if (partial.empty()) return;
     for (std::size_t i = 0; i < static_cast<std::size_t>(splits * elements); ++i)
       ASSERT_FALSE(std::isnan(partial[i])) << "partial[" << i << "] not written";

@@ -244,7 +244,9 @@ std::int64_t sharedBytes(const Choice& c, ConvDirection direction, const ConvGeo
     case Algorithm::Direct: return weights ? smem::wgrad_direct(c.threads) : 0;
     case Algorithm::Depthwise: {
       const DepthwiseTile& t = c.depthwise;
-      if (weights) return smem::depthwise_wgrad(smem::depthwise_threads(t.tileH, t.tileW, t.channels));
+      if (weights)
+        return smem::depthwise_wgrad(smem::depthwise_threads(t.tileH, t.tileW, t.channels),
+                                     smem::depthwise_vector(g.channels, g.out_channels, t.channels, eb));
       const std::int64_t m = g.out_channels / g.channels;
       // A halo past 2^20 pixels a side (contrived strides and dilations) fits no GPU: saturate rather
       // than let the product overflow.

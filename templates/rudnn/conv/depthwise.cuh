@@ -71,9 +71,7 @@ using DepthwiseTile8x8x64 = DepthwisePolicy<8, 8, 64>;
 // aligned, SPEC §6), so the halo loads, the shared reads and the stores move 16 bytes a lane; else 1.
 template <class T, class G, class P>
 inline constexpr int kDepthwiseVector =
-    G::kO == G::kC&& G::kC % (16 / static_cast<i64>(sizeof(T))) == 0 && P::kChannels % (16 / sizeof(T)) == 0
-        ? 16 / static_cast<int>(sizeof(T))
-        : 1;
+    static_cast<int>(shared_memory::depthwise_vector(G::kC, G::kO, P::kChannels, static_cast<long long>(sizeof(T))));
 
 template <class T, class B, class G, class P>
 RUDNN_DEVICE void conv_fprop_depthwise(const T* x, const T* w, const B* bias, T* y, i64 n) {

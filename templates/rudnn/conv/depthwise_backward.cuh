@@ -20,14 +20,15 @@
 // conv_wgrad_depthwise<T, G, P>(x, dy, partial, n, splits): partial[s][o][tap] = Σ over the rows r
 //   of split s of x[r's input position at tap, o / m] · dy[r, o] in FP32; rows = n·OutPixels are cut
 //   into `splits` contiguous ranges of ⌈rows / splits⌉. A work item is (chunk of Channels
-//   consecutive OUTPUT channels, split s): lane = channel (dy loads coalesced along o, x loads along
-//   c), slot q sums rows begin + q, begin + q + slots, ... in ascending order for up to kTapBlock
-//   taps at a time (the taps in ⌈taps / 32⌉ balanced blocks, so registers stay bounded), then the
-//   slots are combined by a fixed tree in shared memory ([256] floats). Every item writes all its
-//   partial sums (zeros for an empty range). conv_split_reduce<T, void> (implicit_gemm.cuh) then sums
-//   the splits in order: dw[o][tap] = Σ_s partial[s][o][tap]. Deterministic, no atomics. Work items:
-//   ⌈O/Channels⌉·splits (any grid). Shared: shared_memory::depthwise_wgrad(threads) =
-//   P::kWgradSharedBytes.
+//   consecutive OUTPUT channels, split s): lane = a channel, or a 16-byte vector of them under the
+//   forward's rule (kDepthwiseVector; dy loads coalesced along o, x loads along c), slot q sums rows
+//   begin + q, begin + q + slots, ... in ascending order for up to kTapBlock taps at a time (the
+//   taps in balanced blocks of at most min(32, 72 / vector), so registers stay bounded), then the
+//   slots are combined by a fixed tree in shared memory ([threads · vector] floats). Every item
+//   writes all its partial sums (zeros for an empty range). conv_split_reduce<T, void>
+//   (implicit_gemm.cuh) then sums the splits in order: dw[o][tap] = Σ_s partial[s][o][tap].
+//   Deterministic, no atomics. Work items: ⌈O/Channels⌉·splits (any grid). Shared:
+//   shared_memory::depthwise_wgrad(threads, vector) = kDepthwiseWgradSharedBytes<T, G, P>.
 #include "rudnn/conv/depthwise.cuh"
 
 namespace rudnn::conv {
@@ -36,8 +37,9 @@ template <class T, class G, class P>
 inline constexpr long long kDepthwiseDgradSharedBytes =
     shared_memory::depthwise_dgrad(G::kKH, G::kKW, G::kSH, G::kSW, G::kDH, G::kDW, G::kO / G::kC, P::kTileH, P::kTileW,
                                    P::kChannels, static_cast<long long>(sizeof(T)));
-template <class P>
-inline constexpr long long kDepthwiseWgradSharedBytes = shared_memory::depthwise_wgrad(P::kThreads);
+template <class T, class G, class P>
+inline constexpr long long kDepthwiseWgradSharedBytes = shared_memory::depthwise_wgrad(P::kThreads,
+                                                                                       kDepthwiseVector<T, G, P>);
 
 namespace depthwise_detail {
 // floor(a / b) for b > 0 and any sign of a.
@@ -169,48 +171,65 @@ RUDNN_DEVICE void conv_wgrad_depthwise(const T* x, const T* dy, float* partial, 
   static_assert(G::kO % G::kC == 0 && G::kO >= G::kC, "depthwise: O must be m·C with a multiplier m >= 1");
   constexpr i64 kM = G::kO / G::kC;
   constexpr int kCh = P::kChannels;
-  constexpr int kSlots = P::kSlots;
+  constexpr int kVec = kDepthwiseVector<T, G, P>;  // output channels per thread (the forward's rule)
+  constexpr int kLanes = kCh / kVec;
+  constexpr int kSlots = P::kThreads / kLanes;
   static_assert((kSlots & (kSlots - 1)) == 0, "depthwise wgrad: the slot count must be a power of two (tree)");
-  constexpr i64 kTapBlocks = (G::kTaps + 31) / 32;
+  // Taps per pass: at most 32, and at most 72 / kVec so the kTapBlock × kVec sums stay in registers
+  // (3×3 with 16-bit vectors: all 9 taps in one pass).
+  constexpr int kTapCap = 72 / kVec < 32 ? 72 / kVec : 32;
+  constexpr i64 kTapBlocks = (G::kTaps + kTapCap - 1) / kTapCap;
   constexpr int kTapBlock = static_cast<int>((G::kTaps + kTapBlocks - 1) / kTapBlocks);
   constexpr i64 kChunks = (G::kO + kCh - 1) / kCh;
+  constexpr int kOutPixels = static_cast<int>(G::kOutPixels);
+  using V = Vec<T, kVec>;
 
-  float* const red = dynamic_shared<float>();  // [slots][Channels]
-  const int cl = static_cast<int>(threadIdx.x) % kCh;
-  const int slot = static_cast<int>(threadIdx.x) / kCh;
+  float* const red = dynamic_shared<float>();  // [slots][lanes][kVec]
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid % kLanes;
+  const int slot = tid / kLanes;
   const i64 rows = n * G::kOutPixels;
   const i64 per_split = (rows + splits - 1) / splits;
   const i64 items = kChunks * splits;
   for (i64 item = linear_block(); item < items; item += block_count()) {
     const i64 o0 = item % kChunks * kCh, s = item / kChunks;
-    const i64 o = o0 + cl;
+    const i64 o = o0 + lane * kVec;  // this thread's output channels o .. o + kVec (all < O or none)
     const bool live = o < G::kO;
     const i64 c = o / kM;
     const i64 begin = s * per_split, end = begin + per_split < rows ? begin + per_split : rows;
     for (i64 t0 = 0; t0 < G::kTaps; t0 += kTapBlock) {
-      float acc[kTapBlock];
+      float acc[kTapBlock][kVec];
       RUDNN_UNROLL
-      for (int k = 0; k < kTapBlock; ++k) acc[k] = 0.0f;
+      for (int k = 0; k < kTapBlock; ++k) RUDNN_UNROLL
+      for (int e = 0; e < kVec; ++e) acc[k][e] = 0.0f;
       if (live) {
+        // Row r = (image, pixel) advanced by kSlots per step: no 64-bit division per row.
+        i64 img = (begin + slot) / G::kOutPixels;
+        int pixel = static_cast<int>(begin + slot - img * G::kOutPixels);
         for (i64 r = begin + slot; r < end; r += kSlots) {
-          i64 q = r;
-          const i64 ow = q % G::kOW;
-          q /= G::kOW;
-          const i64 oh = q % G::kOH;
-          q /= G::kOH;
-          const i64 od = q % G::kOD, img = q / G::kOD;
-          const float g = to_float(dy[r * G::kO + o]);
+          const int ow = pixel % static_cast<int>(G::kOW),
+                    oh = pixel / static_cast<int>(G::kOW) % static_cast<int>(G::kOH);
+          const int od = pixel / static_cast<int>(G::kOW * G::kOH);
+          const V g = load_vec<T, kVec>(dy + r * G::kO + o);
           const T* x_img = x + img * G::kInPixels * G::kC + c;
           RUDNN_UNROLL
           for (int k = 0; k < kTapBlock; ++k) {
-            const i64 t = t0 + k;
+            const int t = static_cast<int>(t0) + k;
             if (t >= G::kTaps) break;
-            const i64 kw = t % G::kKW, kh = t / G::kKW % G::kKH, kd = t / (G::kKW * G::kKH);
-            const i64 id = od * G::kSD - G::kPD + kd * G::kDD;
-            const i64 ih = oh * G::kSH - G::kPH + kh * G::kDH;
-            const i64 iw = ow * G::kSW - G::kPW + kw * G::kDW;
+            const int kw = t % static_cast<int>(G::kKW), kh = t / static_cast<int>(G::kKW) % static_cast<int>(G::kKH);
+            const int kd = t / static_cast<int>(G::kKW * G::kKH);
+            const int id = od * static_cast<int>(G::kSD) - static_cast<int>(G::kPD) + kd * static_cast<int>(G::kDD);
+            const int ih = oh * static_cast<int>(G::kSH) - static_cast<int>(G::kPH) + kh * static_cast<int>(G::kDH);
+            const int iw = ow * static_cast<int>(G::kSW) - static_cast<int>(G::kPW) + kw * static_cast<int>(G::kDW);
             if (id < 0 || id >= G::kD || ih < 0 || ih >= G::kH || iw < 0 || iw >= G::kW) continue;
-            acc[k] += to_float(x_img[((id * G::kH + ih) * G::kW + iw) * G::kC]) * g;
+            const V xv = load_vec<T, kVec>(x_img + ((static_cast<i64>(id) * G::kH + ih) * G::kW + iw) * G::kC);
+            RUDNN_UNROLL
+            for (int e = 0; e < kVec; ++e) acc[k][e] += xv.get_float(e) * g.get_float(e);
+          }
+          pixel += kSlots;
+          while (pixel >= kOutPixels) {
+            pixel -= kOutPixels;
+            ++img;
           }
         }
       }
@@ -220,14 +239,21 @@ RUDNN_DEVICE void conv_wgrad_depthwise(const T* x, const T* dy, float* partial, 
         const i64 t = t0 + k;
         if (t >= G::kTaps) break;  // uniform: t0 and k are the same in every thread
         __syncthreads();           // the previous tap's readers are done
-        red[threadIdx.x] = acc[k];
+        RUDNN_UNROLL
+        for (int e = 0; e < kVec; ++e) red[tid * kVec + e] = acc[k][e];
         __syncthreads();
         RUDNN_UNROLL
         for (int half = kSlots / 2; half >= 1; half /= 2) {
-          if (slot < half) red[threadIdx.x] += red[threadIdx.x + half * kCh];
+          if (slot < half) {
+            RUDNN_UNROLL
+            for (int e = 0; e < kVec; ++e) red[tid * kVec + e] += red[(tid + half * kLanes) * kVec + e];
+          }
           __syncthreads();
         }
-        if (slot == 0 && live) partial[(s * G::kO + o) * G::kTaps + t] = red[cl];
+        if (slot == 0 && live) {
+          RUDNN_UNROLL
+          for (int e = 0; e < kVec; ++e) partial[(s * G::kO + o + e) * G::kTaps + t] = red[lane * kVec + e];
+        }
       }
     }
   }

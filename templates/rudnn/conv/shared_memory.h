@@ -51,6 +51,14 @@ RUDNN_CONV_SHARED_MEMORY_FN long long depthwise_threads(long long /*tile_h*/, lo
                                                         long long /*channels*/) {
   return 256;  // channels lanes × 256 / channels pixel slots (channels divides 256)
 }
+// Channels per thread of the depthwise kernels (the forward, both backward passes): one 16-byte
+// vector (16 / elem_bytes channels) where the multiplier is 1 and C and the tile's channels are whole
+// vectors, else 1.
+RUDNN_CONV_SHARED_MEMORY_FN long long depthwise_vector(long long c, long long o, long long channels,
+                                                       long long elem_bytes) {
+  const long long v = 16 / elem_bytes;
+  return o == c && c % v == 0 && channels % v == 0 ? v : 1;
+}
 RUDNN_CONV_SHARED_MEMORY_FN long long depthwise_halo(long long tile, long long k, long long stride,
                                                      long long dilation) {
   return (tile - 1) * stride + (k - 1) * dilation + 1;
@@ -82,10 +90,12 @@ RUDNN_CONV_SHARED_MEMORY_FN long long depthwise_dgrad(long long kh, long long kw
                          multiplier * channels * elem_bytes;
   return (weights + halo + 15) / 16 * 16;
 }
-// ---- depthwise weight backward (conv_wgrad_depthwise): one float per thread for the slot tree.
-// Work items ceil(O / channels) · splits; split sums FP32 [splits][O][KD·KH·KW] (reduced by
-// conv_split_reduce).
-RUDNN_CONV_SHARED_MEMORY_FN long long depthwise_wgrad(long long threads) { return threads * 4; }
+// ---- depthwise weight backward (conv_wgrad_depthwise): a thread's `vector` channel sums (one float
+// each, depthwise_vector) for the slot tree. Work items ceil(O / channels) · splits; split sums FP32
+// [splits][O][KD·KH·KW] (reduced by conv_split_reduce).
+RUDNN_CONV_SHARED_MEMORY_FN long long depthwise_wgrad(long long threads, long long vector) {
+  return threads * vector * 4;
+}
 RUDNN_CONV_SHARED_MEMORY_FN long long depthwise_wgrad_items(long long out_channels, long long channels,
                                                             long long splits) {
   return (out_channels + channels - 1) / channels * splits;
