@@ -60,7 +60,8 @@ def main():
     torch.backends.cudnn.benchmark = True
     cmd = [args.rudnn_bench, "conv", "--device", "cuda:0", "--sets", args.sets, "--directions", args.directions,
            "--strategy", args.strategy, "--dtype", "bf16", "--iters", str(args.iters), "--runs", str(args.runs)]
-    rows, error = run_rudnn_bench(cmd, os.path.join(args.log, "rudnn-bench-conv.csv"), args.timeout)
+    csv = "rudnn-bench-conv.csv" if args.strategy == "implicit_gemm" else f"rudnn-bench-conv-{args.strategy}.csv"
+    rows, error = run_rudnn_bench(cmd, os.path.join(args.log, csv), args.timeout)
     bw = copy_bandwidth(torch, 1024**3)
     print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; cuDNN {torch.backends.cudnn.version()}; "
           f"device copy bandwidth: {bw:.0f} GB/s\n")

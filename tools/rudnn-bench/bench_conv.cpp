@@ -2,8 +2,9 @@
 // on warm plans, channels-last, over named layer sets.
 // CSV: set,layer,direction,n,d,h,w,c,o,k,stride,groups,dtype,strategy,algorithm,device,median_us,tflops,gb_per_s
 //   layer      "DxHxWxC->O kK sS" (D = 1 for 2-D layers)
-//   algorithm  what ran (ConvInfo), e.g. implicit_gemm_tensor_core, depthwise; " split S" when the
-//              reduction ran in S ordered split sums (split-K forward / data backward, weight backward)
+//   algorithm  what ran (ConvInfo), e.g. implicit_gemm_tensor_core 128x128x32 w2x4, depthwise; the
+//              implicit GEMM's tile (BM x BN x BK, warps); " split S" when the reduction ran in S
+//              ordered split sums (split-K forward / data backward, weight backward)
 //   tflops     2·N·outputs·O·taps·C/groups over the time (the same count for every direction)
 //   gb_per_s   the memory floor (input, weight and output each touched once) over the time
 #include <cstdio>
@@ -77,14 +78,20 @@ std::vector<std::string> split(const std::string& v) {
 }
 
 // "tensor<?x56x56x64xbf16>" (batch dynamic) / "tensor<64x3x3x64xbf16>".
-// The algorithm column: ConvInfo's algorithm, and " split S" when the tile's config has splits > 1.
+// The algorithm column: ConvInfo's algorithm; an implicit GEMM's tile " BMxBNxBK wMxN" (so a GPU run
+// shows which tile Autotune took); " split S" when the tile's config has splits > 1.
 std::string algorithm_label(const convolution::ConvInfo& info) {
+  auto value = [&](const char* key) -> std::string {
+    const std::string k = std::string(key) + "=";
+    const auto at = info.tile.find(k);
+    if (at == std::string::npos || (at > 0 && info.tile[at - 1] != ',')) return "";
+    return info.tile.substr(at + k.size(), info.tile.find(',', at) - (at + k.size()));
+  };
   std::string label = convolution::algorithm_name(info.algorithm);
-  const auto at = info.tile.find("splits=");
-  if (at != std::string::npos) {
-    const std::string splits = info.tile.substr(at + 7, info.tile.find(',', at) - (at + 7));
-    if (splits != "1") label += " split " + splits;
-  }
+  if (!value("bm").empty())
+    label += " " + value("bm") + "x" + value("bn") + "x" + value("bk") + " w" + value("warps_m") + "x" + value("warps_n");
+  const std::string splits = value("splits");
+  if (!splits.empty() && splits != "1") label += " split " + splits;
   return label;
 }
 
