@@ -22,6 +22,30 @@ func.func @nhwc_forward(%x: tensor<?x56x56x64xbf16>, %w: tensor<64x3x3x64xbf16>,
   return %y : tensor<?x56x56x64xbf16>
 }
 
+// A C = 3 stem (7×7 stride 2) on the implicit GEMM: x and w are first copied with their channels
+// zero-padded to 8 (whole 16-byte vectors: conv_config::gemmChannels), x per image (n·224·224 rows),
+// w once (64·49 rows); the GEMM runs at C = 8 on the copies (K = 392, 16-byte gathers).
+// CHECK-LABEL: func.func @stem_forward
+// CHECK: %[[X8:.*]] = rudnn.launch @rudnn_conv_pad_channels_bf16(%arg0, %arg1)
+// CHECK-SAME: header "rudnn/conv/layout.cuh" function "rudnn::conv::pad_channels" args ["rudnn::bf16"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * 401408 ceildiv 256>, {{.*}} block [256, 1, 1] shared 0
+// CHECK-SAME: #rudnn.param<"src" : "const rudnn::bf16*" = buffer(0)>, #rudnn.param<"dst" : "rudnn::bf16*" = buffer(2)>, #rudnn.param<"rows" : "long long" = size(dim(0, 0) * 50176)>, #rudnn.param<"c" : "long long" = size(3)>, #rudnn.param<"padded" : "long long" = size(8)>
+// CHECK-SAME: result_elements = [#rudnn.size<dim(0, 0) * 401408>]
+// CHECK: %[[W8:.*]] = rudnn.launch @rudnn_conv_pad_channels_bf16(%arg0, %arg1, %[[X8]])
+// CHECK-SAME: #rudnn.param<"src" : "const rudnn::bf16*" = buffer(1)>, #rudnn.param<"dst" : "rudnn::bf16*" = buffer(3)>, #rudnn.param<"rows" : "long long" = size(3136)>
+// CHECK-SAME: result_elements = [#rudnn.size<25088>]
+// CHECK: %[[Y:.*]] = rudnn.launch @rudnn_conv_fprop_igemm_nobias_bf16_igemm_tc_64x64x32_w2x2_s4_g{{[0-9a-f]+}}(%arg0, %arg1, %[[X8]], %[[W8]])
+// CHECK-SAME: args ["rudnn::bf16", "void", "rudnn::conv::Geometry<8, 64, 1, 1, 224, 224, 1, 7, 7, 1, 2, 2, 0, 3, 3, 1, 1, 1>", "rudnn::gemm::BlockPolicy<64, 64, 32, 2, 2, 4, true>"]
+// CHECK-SAME: #rudnn.param<"x" : "const rudnn::bf16*" = buffer(2)>, #rudnn.param<"w" : "const rudnn::bf16*" = buffer(3)>
+// CHECK: return %[[Y]]
+func.func @stem_forward(%x: tensor<?x224x224x3xbf16>, %w: tensor<64x7x7x3xbf16>) -> tensor<?x112x112x64xbf16> {
+  %y = rudnn.conv_forward %x, %w {stride = array<i64: 2, 2>, padding = array<i64: 3, 3>,
+         dilation = array<i64: 1, 1>, groups = 1, channels_last = true, strategy = "implicit_gemm",
+         kernel_config = {algorithm = 2, bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 4, tensor_core = 1, splits = 1}}
+       : tensor<?x224x224x3xbf16>, tensor<64x7x7x3xbf16> -> tensor<?x112x112x64xbf16>
+  return %y : tensor<?x112x112x64xbf16>
+}
+
 // Split-K forward (3 splits of the 18 K blocks): FP32 sums [3, n·3136, 64] on the (M tiles, N tiles,
 // splits) grid, then the ordered reduce adds the bias and rounds into y.
 // CHECK-LABEL: func.func @split_forward

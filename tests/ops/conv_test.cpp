@@ -164,7 +164,14 @@ TEST_P(Conv, ForwardMatchesTheOracleInBothLayoutsAndStrategies) {
       EXPECT_FALSE(info.substituted);
       EXPECT_EQ(info.algorithm, c.groups == c.c && c.groups > 1 ? ConvAlgorithm::Depthwise : ConvAlgorithm::Direct);
     }
-    EXPECT_EQ(info.workspace_bytes, 0);  // channels-last forward: no temporaries
+    // Channels-last forward: no temporaries, but for the implicit GEMM's zero-padded copies of x and
+    // w (one after the other, 256-byte aligned) where C is not whole 16-byte vectors (gemmChannels).
+    const std::int64_t vector = 16 / static_cast<std::int64_t>(dtype_size(c.dtype));
+    const std::int64_t padded = (c.c + vector - 1) / vector * vector;
+    const std::int64_t elem = static_cast<std::int64_t>(dtype_size(c.dtype));
+    const bool pads = strategy == ConvStrategy::ImplicitGemm && !info.substituted && padded != c.c;
+    const std::int64_t x_bytes = c.n * pixels(c.in) * padded * elem, w_bytes = c.o * pixels(c.k) * padded * elem;
+    EXPECT_EQ(info.workspace_bytes, pads ? (x_bytes + 255) / 256 * 256 + w_bytes : 0);
     // Channels-first: the same kernel on swapped data, so the same bits once swapped back.
     auto yf = convolution::conv_forward(x_first, w_first, bias, options_of(c), strategy, &info);
     ASSERT_TRUE(yf.ok()) << yf.error().message();

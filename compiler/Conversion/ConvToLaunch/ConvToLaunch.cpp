@@ -86,7 +86,35 @@ class ConvLaunches {
     values_.assign(op->getOperands().begin(), op->getOperands().end());
     dtype_ = sig.direction == ConvDirection::DataBackward ? sig.grad_output->dtype : sig.input.dtype;
     elem_ = dialect::cTypeName(dtype_);
-    suffix_ = fmt::format("{}_{}_g{:016x}", dtype_name(dtype_), tileName(choice), fnv1a(geometryArg(g_)));
+    // The implicit GEMM forward runs at C rounded up to whole vectors, on zero-padded copies of x and w.
+    kg_ = g_;
+    if (choice.algorithm == Algorithm::ImplicitGemm)
+      kg_.channels = dialect::conv_config::gemmChannels(sig.direction, g_, dtype_);
+    suffix_ = fmt::format("{}_{}_g{:016x}", dtype_name(dtype_), tileName(choice), fnv1a(geometryArg(kg_)));
+  }
+
+  // pad_channels(src [rows, C] → [rows, kg_.channels], zeros past C); `rows` counts the batch's
+  // pixels (activations) or is a constant (weights). Returns the new temporary's index.
+  std::int64_t padChannels(RewriterBase& rewriter, std::int64_t src, bool batched, std::int64_t rows) {
+    LaunchBuilder l(op_, fmt::format("rudnn_conv_pad_channels_{}", dtype_name(dtype_)), "rudnn/conv/layout.cuh",
+                    "rudnn::conv::pad_channels");
+    l.templateArgs({elem_}).config(config_).operands(values_);
+    auto times = [&](std::int64_t k) {
+      return batched ? SmallVector<SizeFactor>{batch(), SizeFactor::constant(k)}
+                     : SmallVector<SizeFactor>{SizeFactor::constant(k)};
+    };
+    const SmallVector<SizeFactor> count = times(rows), elements = times(rows * kg_.channels);
+    l.results({tempType()}, {l.size(elements)});
+    const std::int64_t dst = static_cast<std::int64_t>(values_.size());
+    l.buffer("src", "const " + elem_ + "*", src)
+        .buffer("dst", elem_ + "*", dst)
+        .sizeParam("rows", l.size(count))
+        .constant("c", g_.channels)
+        .constant("padded", kg_.channels)
+        .grid(l.size(elements, 256))
+        .block(256)
+        .shared(0);
+    return push(rewriter, l);
   }
 
   // swap_last_two(src [a, b, s] → dst [a, s, b]); `a` is the batch of value `src` (activations) or a
@@ -157,6 +185,7 @@ class ConvLaunches {
   Operation* op_;
   contracts::ConvSignature sig_;
   ConvGeometry g_;
+  ConvGeometry kg_;  // the geometry the kernels are compiled for: g_, or its padded channels (gemmChannels)
   Choice choice_;
   DictionaryAttr config_;
   DType dtype_;
@@ -182,7 +211,7 @@ std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, st
                   header, fmt::format("rudnn::conv::conv_{}_{}", forward ? "fprop" : "dgrad", alg));
   std::vector<std::string> args = {elem_};
   if (forward) args.push_back(biasType(bias));
-  args.push_back(geometryArg(g_));
+  args.push_back(geometryArg(kg_));
   args.push_back(policyArg(choice_));
   l.templateArgs(args).config(config_).operands(values_);
   const std::int64_t outPixels = forward ? g_.output_pixels() : g_.input_pixels();
@@ -237,7 +266,7 @@ std::int64_t ConvLaunches::splitConvKernels(RewriterBase& rewriter, std::int64_t
   const std::int64_t splits = choice_.splits;
   LaunchBuilder k(op_, fmt::format("rudnn_conv_{}_igemm_split_{}", pass, suffix_), "rudnn/conv/implicit_gemm.cuh",
                   fmt::format("rudnn::conv::conv_{}_igemm_split", pass));
-  k.templateArgs({elem_, geometryArg(g_), policyArg(choice_)}).config(config_).operands(values_);
+  k.templateArgs({elem_, geometryArg(kg_), policyArg(choice_)}).config(config_).operands(values_);
   k.results({RankedTensorType::get({ShapedType::kDynamic}, Float32Type::get(op_->getContext()))},
             {k.size({batch(), SizeFactor::constant(splits * pixels * columns)})});
   const std::int64_t partial = static_cast<std::int64_t>(values_.size());
@@ -344,11 +373,18 @@ LogicalResult ConvLaunches::build(RewriterBase& rewriter) {
   switch (sig_.direction) {
     case ConvDirection::Forward: {
       const std::int64_t bias = op_->getNumOperands() > 2 ? 2 : -1;
+      std::int64_t x = 0, w = 1;
+      if (!cl) {
+        x = swap(rewriter, 0, true, 0, g_.channels, g_.input_pixels());
+        w = swap(rewriter, 1, false, g_.out_channels, cg, taps);
+      }
+      if (kg_.channels != g_.channels) {
+        x = padChannels(rewriter, x, true, g_.input_pixels());
+        w = padChannels(rewriter, w, false, g_.out_channels * taps);
+      }
       if (cl) {
-        convKernel(rewriter, 0, 1, bias, resultType(0));
+        convKernel(rewriter, x, w, bias, resultType(0));
       } else {
-        const std::int64_t x = swap(rewriter, 0, true, 0, g_.channels, g_.input_pixels());
-        const std::int64_t w = swap(rewriter, 1, false, g_.out_channels, cg, taps);
         const std::int64_t y = convKernel(rewriter, x, w, bias, {});
         swap(rewriter, y, true, 0, g_.output_pixels(), g_.out_channels, resultType(0));
       }

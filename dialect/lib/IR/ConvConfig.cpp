@@ -192,12 +192,12 @@ std::int64_t heuristicSplits(const GemmTile& t, const ConvGeometry& g) {
 // tiles × splits approach the slots, each split keeping at least 8 K blocks, within the workspace
 // bound (checked at the bucket's largest batch). 1 when the batch is not known.
 // The data backward counts its stride phases' tiles (conv/dgrad_phase.cuh) and their average depth.
-std::int64_t outputSplits(const GemmTile& t, ConvDirection direction, const ConvGeometry& g) {
+std::int64_t outputSplits(const GemmTile& t, ConvDirection direction, const ConvGeometry& g, DType dtype) {
   if (!contracts::known(g.batch)) return 1;
   const bool forward = direction == ConvDirection::Forward;
   const std::int64_t batch = bucketBatch(g);
   const OutputGemm gemm = outputGemm(direction, g);
-  const std::int64_t depth = g.taps() * (forward ? g.channels : g.out_channels) / gemm.phases;
+  const std::int64_t depth = g.taps() * (forward ? gemmChannels(direction, g, dtype) : g.out_channels) / gemm.phases;
   const std::int64_t tiles =
       gemm.phases * ((batch * gemm.rowsPerImage + t.bm - 1) / t.bm) * ((gemm.columns + t.bn - 1) / t.bn);
   if (tiles * 2 >= kBlockSlots) return 1;
@@ -226,11 +226,11 @@ Choice depthwiseChoice(const DepthwiseTile& t, ConvDirection direction, const Co
   return c;
 }
 
-Choice gemmChoice(const GemmTile& t, ConvDirection direction, const ConvGeometry& g) {
+Choice gemmChoice(const GemmTile& t, ConvDirection direction, const ConvGeometry& g, DType dtype) {
   Choice c;
   c.algorithm = Algorithm::ImplicitGemm;
   c.gemm = t;
-  c.splits = direction == ConvDirection::WeightBackward ? heuristicSplits(t, g) : outputSplits(t, direction, g);
+  c.splits = direction == ConvDirection::WeightBackward ? heuristicSplits(t, g) : outputSplits(t, direction, g, dtype);
   return c;
 }
 
@@ -304,7 +304,7 @@ Heuristic heuristicChoice(ConvDirection direction, const ConvGeometry& g, DType 
                                                                             : g.taps() * g.channels;
     const auto& tiles = gemmTiles();
     const GemmTile& tile = !tc ? tiles[3] : columns >= 128 ? tiles[0] : tiles[2];  // plain: 64x64
-    h.choice = gemmChoice(tile, direction, g);
+    h.choice = gemmChoice(tile, direction, g, dtype);
     // Every heuristic tile fits 99 KiB (sm_86/sm_89); a smaller target runs Direct.
     if (sharedBytes(h.choice, direction, g, dtype) > maxSharedBytes) {
       h.choice = Choice{};
@@ -336,7 +336,7 @@ std::vector<Choice> candidates(ConvDirection direction, const ConvGeometry& g, D
   }
   for (const GemmTile& t : gemmTiles()) {
     if (t.tensorCore && !tensorCores) continue;
-    Choice c = gemmChoice(t, direction, g);
+    Choice c = gemmChoice(t, direction, g, dtype);
     if (checkChoice(c, direction, g, dtype) || sharedBytes(c, direction, g, dtype) > maxSharedBytes) continue;
     out.push_back(c);
     // A split forward / data backward is timed against the same tile unsplit.
@@ -346,6 +346,12 @@ std::vector<Choice> candidates(ConvDirection direction, const ConvGeometry& g, D
     }
   }
   return out;
+}
+
+std::int64_t gemmChannels(ConvDirection direction, const ConvGeometry& g, DType dtype) {
+  const std::int64_t vector = 16 / static_cast<std::int64_t>(dtype_size(dtype));
+  if (direction != ConvDirection::Forward || g.groups != 1 || !contracts::known(g.channels)) return g.channels;
+  return (g.channels + vector - 1) / vector * vector;
 }
 
 OutputGemm outputGemm(ConvDirection direction, const ConvGeometry& g) {

@@ -13,6 +13,12 @@
 // Why a tile through shared memory: reading src row-wise and writing dst row-wise keeps both global
 // accesses coalesced (32 consecutive elements per warp); the transpose happens in shared memory, whose
 // rows are padded to 33 elements so that the column-wise read of a warp hits 32 different banks.
+//
+// pad_channels: dst[r][j] = src[r][j] for j < c, zero for c ≤ j < padded (rows of c elements → rows of
+// `padded`). The implicit-GEMM forward of a layer whose C is not whole 16-byte vectors (a C = 3 stem)
+// runs on x and w padded this way (conv_config::gemmChannels, docs/convolution.md). Launch: any block
+// size and grid (blocks stride over the rows·padded elements; the natural grid is ⌈rows·padded/256⌉
+// blocks of 256). Shared: none. Parameters: src, dst, rows, c, padded.
 #include "rudnn/conv/shared_memory.h"
 #include "rudnn/grid.cuh"
 #include "rudnn/numeric.cuh"
@@ -42,6 +48,15 @@ RUDNN_DEVICE void swap_last_two(const T* src, T* dst, i64 a, i64 b, i64 s) {
     for (int k = row; k < kTile; k += kRows)
       if (s0 + k < s && b0 + lane < b) out[(s0 + k) * b + b0 + lane] = tile[lane * kPitch + k];
     __syncthreads();  // the next tile overwrites what this one's readers still read
+  }
+}
+
+template <class T>
+RUDNN_DEVICE void pad_channels(const T* src, T* dst, i64 rows, i64 c, i64 padded) {
+  const i64 threads = static_cast<i64>(blockDim.x), total = rows * padded;
+  for (i64 e = linear_block() * threads + threadIdx.x; e < total; e += block_count() * threads) {
+    const i64 r = e / padded, j = e - r * padded;
+    dst[e] = j < c ? src[r * c + j] : from_float<T>(0.0f);
   }
 }
 

@@ -81,6 +81,13 @@ struct OutputGemm {
 };
 OutputGemm outputGemm(contracts::ConvDirection direction, const contracts::ConvGeometry& g);
 
+// The input channels the implicit GEMM forward runs at: C rounded up to whole 16-byte vectors (8
+// f16/bf16, 4 f32 channels). Where that is more than C (a C = 3 stem, odd channel counts) the
+// lowering pads x and w with zero channels (conv::pad_channels) into temporaries, so both operands
+// take 16-byte gathers instead of one element per copy, for (C' − C)/C more multiply-adds on zeros,
+// which add nothing to the sums. C for the other directions and for grouped convolutions.
+std::int64_t gemmChannels(contracts::ConvDirection direction, const contracts::ConvGeometry& g, DType dtype);
+
 // Dictionary values ↔ Choice (nothing when a key is missing, extra or not an integer).
 std::optional<Choice> choiceOf(const std::vector<std::pair<std::string, std::int64_t>>& values);
 std::vector<std::pair<std::string, std::int64_t>> valuesOf(const Choice& c);
