@@ -23,15 +23,15 @@ func.func @nhwc_forward(%x: tensor<?x56x56x64xbf16>, %w: tensor<64x3x3x64xbf16>,
 }
 
 // A C = 3 stem (7×7 stride 2) on the implicit GEMM: x and w are first copied with their channels
-// zero-padded to 8 (whole 16-byte vectors: conv_config::gemmChannels), x per image (n·224·224 rows),
+// zero-padded to 8 (whole 16-byte vectors: conv_config::gemmGeometry), x per image (n·224·224 rows),
 // w once (64·49 rows); the GEMM runs at C = 8 on the copies (K = 392, 16-byte gathers).
 // CHECK-LABEL: func.func @stem_forward
-// CHECK: %[[X8:.*]] = rudnn.launch @rudnn_conv_pad_channels_bf16(%arg0, %arg1)
-// CHECK-SAME: header "rudnn/conv/layout.cuh" function "rudnn::conv::pad_channels" args ["rudnn::bf16"]
+// CHECK: %[[X8:.*]] = rudnn.launch @rudnn_conv_copy_channels_bf16(%arg0, %arg1)
+// CHECK-SAME: header "rudnn/conv/layout.cuh" function "rudnn::conv::copy_channels" args ["rudnn::bf16"]
 // CHECK-SAME: grid [#rudnn.size<dim(0, 0) * 401408 ceildiv 256>, {{.*}} block [256, 1, 1] shared 0
-// CHECK-SAME: #rudnn.param<"src" : "const rudnn::bf16*" = buffer(0)>, #rudnn.param<"dst" : "rudnn::bf16*" = buffer(2)>, #rudnn.param<"rows" : "long long" = size(dim(0, 0) * 50176)>, #rudnn.param<"c" : "long long" = size(3)>, #rudnn.param<"padded" : "long long" = size(8)>
+// CHECK-SAME: #rudnn.param<"src" : "const rudnn::bf16*" = buffer(0)>, #rudnn.param<"dst" : "rudnn::bf16*" = buffer(2)>, #rudnn.param<"rows" : "long long" = size(dim(0, 0) * 50176)>, #rudnn.param<"src_c" : "long long" = size(3)>, #rudnn.param<"dst_c" : "long long" = size(8)>
 // CHECK-SAME: result_elements = [#rudnn.size<dim(0, 0) * 401408>]
-// CHECK: %[[W8:.*]] = rudnn.launch @rudnn_conv_pad_channels_bf16(%arg0, %arg1, %[[X8]])
+// CHECK: %[[W8:.*]] = rudnn.launch @rudnn_conv_copy_channels_bf16(%arg0, %arg1, %[[X8]])
 // CHECK-SAME: #rudnn.param<"src" : "const rudnn::bf16*" = buffer(1)>, #rudnn.param<"dst" : "rudnn::bf16*" = buffer(3)>, #rudnn.param<"rows" : "long long" = size(3136)>
 // CHECK-SAME: result_elements = [#rudnn.size<25088>]
 // CHECK: %[[Y:.*]] = rudnn.launch @rudnn_conv_fprop_igemm_nobias_bf16_igemm_tc_64x64x32_w2x2_s4_g{{[0-9a-f]+}}(%arg0, %arg1, %[[X8]], %[[W8]])

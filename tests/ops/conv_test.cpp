@@ -165,7 +165,7 @@ TEST_P(Conv, ForwardMatchesTheOracleInBothLayoutsAndStrategies) {
       EXPECT_EQ(info.algorithm, c.groups == c.c && c.groups > 1 ? ConvAlgorithm::Depthwise : ConvAlgorithm::Direct);
     }
     // Channels-last forward: no temporaries, but for the implicit GEMM's zero-padded copies of x and
-    // w (one after the other, 256-byte aligned) where C is not whole 16-byte vectors (gemmChannels).
+    // w (one after the other, 256-byte aligned) where C is not whole 16-byte vectors (gemmGeometry).
     const std::int64_t vector = 16 / static_cast<std::int64_t>(dtype_size(c.dtype));
     const std::int64_t padded = (c.c + vector - 1) / vector * vector;
     const std::int64_t elem = static_cast<std::int64_t>(dtype_size(c.dtype));

@@ -86,31 +86,34 @@ class ConvLaunches {
     values_.assign(op->getOperands().begin(), op->getOperands().end());
     dtype_ = sig.direction == ConvDirection::DataBackward ? sig.grad_output->dtype : sig.input.dtype;
     elem_ = dialect::cTypeName(dtype_);
-    // The implicit GEMM forward runs at C rounded up to whole vectors, on zero-padded copies of x and w.
-    kg_ = g_;
-    if (choice.algorithm == Algorithm::ImplicitGemm)
-      kg_.channels = dialect::conv_config::gemmChannels(sig.direction, g_, dtype_);
+    // The implicit GEMM runs at C rounded up to whole vectors, on zero-padded copies (gemmGeometry).
+    kg_ = choice.algorithm == Algorithm::ImplicitGemm ? dialect::conv_config::gemmGeometry(g_, dtype_) : g_;
     suffix_ = fmt::format("{}_{}_g{:016x}", dtype_name(dtype_), tileName(choice), fnv1a(geometryArg(kg_)));
   }
 
-  // pad_channels(src [rows, C] → [rows, kg_.channels], zeros past C); `rows` counts the batch's
-  // pixels (activations) or is a constant (weights). Returns the new temporary's index.
-  std::int64_t padChannels(RewriterBase& rewriter, std::int64_t src, bool batched, std::int64_t rows) {
-    LaunchBuilder l(op_, fmt::format("rudnn_conv_pad_channels_{}", dtype_name(dtype_)), "rudnn/conv/layout.cuh",
-                    "rudnn::conv::pad_channels");
+  // copy_channels(src [rows, from] → [rows, to]: zero-padded or cut); `rows` counts per image
+  // (activations, times the batch) or is a constant (weights). Returns the destination's index: a
+  // new temporary, or `resultType`.
+  std::int64_t copyChannels(RewriterBase& rewriter, std::int64_t src, bool batched, std::int64_t rows,
+                            std::int64_t from, std::int64_t to, Type resultType = {}) {
+    LaunchBuilder l(op_, fmt::format("rudnn_conv_copy_channels_{}", dtype_name(dtype_)), "rudnn/conv/layout.cuh",
+                    "rudnn::conv::copy_channels");
     l.templateArgs({elem_}).config(config_).operands(values_);
     auto times = [&](std::int64_t k) {
       return batched ? SmallVector<SizeFactor>{batch(), SizeFactor::constant(k)}
                      : SmallVector<SizeFactor>{SizeFactor::constant(k)};
     };
-    const SmallVector<SizeFactor> count = times(rows), elements = times(rows * kg_.channels);
-    l.results({tempType()}, {l.size(elements)});
+    const SmallVector<SizeFactor> count = times(rows), elements = times(rows * to);
+    if (resultType)
+      l.results({resultType});
+    else
+      l.results({tempType()}, {l.size(elements)});
     const std::int64_t dst = static_cast<std::int64_t>(values_.size());
     l.buffer("src", "const " + elem_ + "*", src)
         .buffer("dst", elem_ + "*", dst)
         .sizeParam("rows", l.size(count))
-        .constant("c", g_.channels)
-        .constant("padded", kg_.channels)
+        .constant("src_c", from)
+        .constant("dst_c", to)
         .grid(l.size(elements, 256))
         .block(256)
         .shared(0);
@@ -165,7 +168,7 @@ class ConvLaunches {
                                 Type resultType);
   // The implicit GEMM's grid (M tiles, N tiles, splits · phases): conv_config::outputGemm.
   void gemmGrid(LaunchBuilder& l, std::int64_t splits) const {
-    const auto gemm = dialect::conv_config::outputGemm(sig_.direction, g_);
+    const auto gemm = dialect::conv_config::outputGemm(sig_.direction, kg_);
     l.grid(l.size({batch(), SizeFactor::constant(gemm.rowsPerImage)}, choice_.gemm.bm),
            l.size({SizeFactor::constant((gemm.columns + choice_.gemm.bn - 1) / choice_.gemm.bn)}),
            l.size({SizeFactor::constant(splits * gemm.phases)}));
@@ -185,7 +188,7 @@ class ConvLaunches {
   Operation* op_;
   contracts::ConvSignature sig_;
   ConvGeometry g_;
-  ConvGeometry kg_;  // the geometry the kernels are compiled for: g_, or its padded channels (gemmChannels)
+  ConvGeometry kg_;  // the geometry the kernels are compiled for: g_, or its padded channels (gemmGeometry)
   Choice choice_;
   DictionaryAttr config_;
   DType dtype_;
@@ -215,7 +218,7 @@ std::int64_t ConvLaunches::convKernel(RewriterBase& rewriter, std::int64_t a, st
   args.push_back(policyArg(choice_));
   l.templateArgs(args).config(config_).operands(values_);
   const std::int64_t outPixels = forward ? g_.output_pixels() : g_.input_pixels();
-  const std::int64_t outChannels = forward ? g_.out_channels : g_.channels;
+  const std::int64_t outChannels = forward ? g_.out_channels : kg_.channels;
   if (resultType)
     l.results({resultType});
   else
@@ -262,7 +265,7 @@ std::int64_t ConvLaunches::splitConvKernels(RewriterBase& rewriter, std::int64_t
   const bool forward = sig_.direction == ConvDirection::Forward;
   const char* pass = forward ? "fprop" : "dgrad";
   const std::int64_t pixels = forward ? g_.output_pixels() : g_.input_pixels();
-  const std::int64_t columns = forward ? g_.out_channels : g_.channels;
+  const std::int64_t columns = forward ? g_.out_channels : kg_.channels;
   const std::int64_t splits = choice_.splits;
   LaunchBuilder k(op_, fmt::format("rudnn_conv_{}_igemm_split_{}", pass, suffix_), "rudnn/conv/implicit_gemm.cuh",
                   fmt::format("rudnn::conv::conv_{}_igemm_split", pass));
@@ -311,11 +314,11 @@ std::int64_t ConvLaunches::reduceKernel(RewriterBase& rewriter, std::int64_t par
 
 // The weight-backward kernels on channels-last x and dy; the result is dw [O, taps, C/G].
 std::int64_t ConvLaunches::weightGradKernels(RewriterBase& rewriter, std::int64_t x, std::int64_t dy, Type resultType) {
-  const std::int64_t weights = g_.out_channels * g_.taps() * (g_.channels / g_.groups);
+  const std::int64_t weights = kg_.out_channels * kg_.taps() * (kg_.channels / kg_.groups);
   if (choice_.algorithm == Algorithm::Direct) {
     LaunchBuilder l(op_, "rudnn_conv_wgrad_direct_" + suffix_, "rudnn/conv/direct.cuh",
                     "rudnn::conv::conv_wgrad_direct");
-    l.templateArgs({elem_, geometryArg(g_), policyArg(choice_)}).config(config_).operands(values_);
+    l.templateArgs({elem_, geometryArg(kg_), policyArg(choice_)}).config(config_).operands(values_);
     if (resultType)
       l.results({resultType});
     else
@@ -336,7 +339,7 @@ std::int64_t ConvLaunches::weightGradKernels(RewriterBase& rewriter, std::int64_
   LaunchBuilder w(op_, fmt::format("rudnn_conv_wgrad_{}_{}", dwise ? "depthwise" : "igemm", suffix_),
                   dwise ? "rudnn/conv/depthwise_backward.cuh" : "rudnn/conv/implicit_gemm.cuh",
                   dwise ? "rudnn::conv::conv_wgrad_depthwise" : "rudnn::conv::conv_wgrad_igemm");
-  w.templateArgs({elem_, geometryArg(g_), policyArg(choice_)}).config(config_).operands(values_);
+  w.templateArgs({elem_, geometryArg(kg_), policyArg(choice_)}).config(config_).operands(values_);
   w.results({RankedTensorType::get({ShapedType::kDynamic}, Float32Type::get(op_->getContext()))},
             {w.size({SizeFactor::constant(choice_.splits * weights)})});
   const std::int64_t partial = static_cast<std::int64_t>(values_.size());
@@ -354,7 +357,7 @@ std::int64_t ConvLaunches::weightGradKernels(RewriterBase& rewriter, std::int64_
         .shared(dialect::conv_config::sharedBytes(choice_, sig_.direction, g_, dtype_));
   } else {
     const auto& t = choice_.gemm;
-    const std::int64_t filter = g_.taps() * g_.channels;
+    const std::int64_t filter = kg_.taps() * kg_.channels;
     w.grid(w.size({SizeFactor::constant(((g_.out_channels + t.bm - 1) / t.bm) * ((filter + t.bn - 1) / t.bn) *
                                         choice_.splits)}))
         .block(t.threads())
@@ -368,6 +371,7 @@ std::int64_t ConvLaunches::weightGradKernels(RewriterBase& rewriter, std::int64_
 LogicalResult ConvLaunches::build(RewriterBase& rewriter) {
   const bool cl = sig_.channels_last;
   const std::int64_t cg = g_.channels / g_.groups, taps = g_.taps();
+  const bool padded = kg_.channels != g_.channels;  // the implicit GEMM at whole-vector channels
   SmallVector<Value> replacements;
   auto resultType = [&](unsigned i) { return op_->getResult(i).getType(); };
   switch (sig_.direction) {
@@ -378,9 +382,9 @@ LogicalResult ConvLaunches::build(RewriterBase& rewriter) {
         x = swap(rewriter, 0, true, 0, g_.channels, g_.input_pixels());
         w = swap(rewriter, 1, false, g_.out_channels, cg, taps);
       }
-      if (kg_.channels != g_.channels) {
-        x = padChannels(rewriter, x, true, g_.input_pixels());
-        w = padChannels(rewriter, w, false, g_.out_channels * taps);
+      if (padded) {
+        x = copyChannels(rewriter, x, true, g_.input_pixels(), g_.channels, kg_.channels);
+        w = copyChannels(rewriter, w, false, g_.out_channels * taps, g_.channels, kg_.channels);
       }
       if (cl) {
         convKernel(rewriter, x, w, bias, resultType(0));
@@ -392,27 +396,33 @@ LogicalResult ConvLaunches::build(RewriterBase& rewriter) {
       break;
     }
     case ConvDirection::DataBackward: {
-      if (cl) {
-        convKernel(rewriter, 0, 1, -1, resultType(0));
-      } else {
-        const std::int64_t dy = swap(rewriter, 0, true, 0, g_.out_channels, g_.output_pixels());
-        const std::int64_t w = swap(rewriter, 1, false, g_.out_channels, cg, taps);
-        const std::int64_t dx = convKernel(rewriter, dy, w, -1, {});
-        swap(rewriter, dx, true, 0, g_.input_pixels(), g_.channels, resultType(0));
+      std::int64_t dy = 0, w = 1;
+      if (!cl) {
+        dy = swap(rewriter, 0, true, 0, g_.out_channels, g_.output_pixels());
+        w = swap(rewriter, 1, false, g_.out_channels, cg, taps);
       }
+      if (padded) w = copyChannels(rewriter, w, false, g_.out_channels * taps, g_.channels, kg_.channels);
+      // dx at the kernel's channels: the op's result when channels-last and unpadded, else a temporary.
+      std::int64_t dx = convKernel(rewriter, dy, w, -1, cl && !padded ? resultType(0) : Type{});
+      if (padded)
+        dx =
+            copyChannels(rewriter, dx, true, g_.input_pixels(), kg_.channels, g_.channels, cl ? resultType(0) : Type{});
+      if (!cl) swap(rewriter, dx, true, 0, g_.input_pixels(), g_.channels, resultType(0));
       replacements.push_back(last_.getResult(0));
       break;
     }
     case ConvDirection::WeightBackward: {
       std::int64_t x = 0, dy = 1;
-      if (cl) {
-        weightGradKernels(rewriter, x, dy, resultType(0));
-      } else {
+      if (!cl) {
         x = swap(rewriter, 0, true, 0, g_.channels, g_.input_pixels());
         dy = swap(rewriter, 1, true, 0, g_.out_channels, g_.output_pixels());
-        const std::int64_t dw = weightGradKernels(rewriter, x, dy, {});
-        swap(rewriter, dw, false, g_.out_channels, taps, cg, resultType(0));
       }
+      if (padded) x = copyChannels(rewriter, x, true, g_.input_pixels(), g_.channels, kg_.channels);
+      std::int64_t dw = weightGradKernels(rewriter, x, dy, cl && !padded ? resultType(0) : Type{});
+      if (padded)
+        dw = copyChannels(rewriter, dw, false, g_.out_channels * taps, kg_.channels, g_.channels,
+                          cl ? resultType(0) : Type{});
+      if (!cl) swap(rewriter, dw, false, g_.out_channels, taps, cg, resultType(0));
       replacements.push_back(last_.getResult(0));
       if (op_->getNumResults() > 1) {
         LaunchBuilder l(op_, fmt::format("rudnn_conv_bias_grad_{}", dtype_name(dtype_)), "rudnn/conv/direct.cuh",

@@ -117,11 +117,11 @@ std::optional<std::string> depthwiseServes(ConvDirection /*direction*/, const Co
 // The split count: 1..kMaxSplits for the implicit GEMM (every direction) and the depthwise weight
 // backward, 1 elsewhere, within the workspace bound (a forward or data backward's split sums grow
 // with the batch: checked where the batch is known).
-std::optional<std::string> checkSplits(const Choice& c, ConvDirection direction, const ConvGeometry& g) {
+std::optional<std::string> checkSplits(const Choice& c, ConvDirection direction, const ConvGeometry& g, DType dtype) {
   if (c.splits < 1 || c.splits > kMaxSplits) return fmt::format("splits in 1..={}, got {}", kMaxSplits, c.splits);
   if (c.algorithm != Algorithm::ImplicitGemm && direction != ConvDirection::WeightBackward && c.splits != 1)
     return fmt::format("splits = 1 outside the weight backward and the implicit GEMM, got {}", c.splits);
-  if (const std::int64_t bytes = splitWorkspaceBytes(c, direction, g); bytes > kMaxSplitWorkspaceBytes)
+  if (const std::int64_t bytes = splitWorkspaceBytes(c, direction, g, dtype); bytes > kMaxSplitWorkspaceBytes)
     return fmt::format("a split workspace <= {} bytes, got {} bytes ({} splits)", kMaxSplitWorkspaceBytes, bytes,
                        c.splits);
   return std::nullopt;
@@ -152,7 +152,7 @@ std::optional<std::string> checkChoice(const Choice& c, ConvDirection direction,
         return fmt::format("{{tile_h = {}, tile_w = {}, channels = {}}} is not a registered depthwise tile",
                            c.depthwise.tileH, c.depthwise.tileW, c.depthwise.channels);
       if (auto why = depthwiseServes(direction, g)) return why;
-      if (auto why = checkSplits(c, direction, g)) return why;
+      if (auto why = checkSplits(c, direction, g, dtype)) return why;
       return checkShared(c, direction, g, dtype);
     }
     case Algorithm::ImplicitGemm: break;
@@ -165,7 +165,7 @@ std::optional<std::string> checkChoice(const Choice& c, ConvDirection direction,
         c.gemm.bm, c.gemm.bn, c.gemm.bk, c.gemm.warpsM, c.gemm.warpsN, c.gemm.stages, c.gemm.tensorCore ? 1 : 0);
   if (c.gemm.tensorCore && dtype == DType::F32) return std::string("tensor_core = 1 needs f16 or bf16");
   if (auto why = gemmServes(g)) return why;
-  if (auto why = checkSplits(c, direction, g)) return why;
+  if (auto why = checkSplits(c, direction, g, dtype)) return why;
   return checkShared(c, direction, g, dtype);
 }
 
@@ -192,12 +192,12 @@ std::int64_t heuristicSplits(const GemmTile& t, const ConvGeometry& g) {
 // tiles × splits approach the slots, each split keeping at least 8 K blocks, within the workspace
 // bound (checked at the bucket's largest batch). 1 when the batch is not known.
 // The data backward counts its stride phases' tiles (conv/dgrad_phase.cuh) and their average depth.
-std::int64_t outputSplits(const GemmTile& t, ConvDirection direction, const ConvGeometry& g, DType dtype) {
+std::int64_t outputSplits(const GemmTile& t, ConvDirection direction, const ConvGeometry& g) {
   if (!contracts::known(g.batch)) return 1;
   const bool forward = direction == ConvDirection::Forward;
   const std::int64_t batch = bucketBatch(g);
   const OutputGemm gemm = outputGemm(direction, g);
-  const std::int64_t depth = g.taps() * (forward ? gemmChannels(direction, g, dtype) : g.out_channels) / gemm.phases;
+  const std::int64_t depth = g.taps() * (forward ? g.channels : g.out_channels) / gemm.phases;
   const std::int64_t tiles =
       gemm.phases * ((batch * gemm.rowsPerImage + t.bm - 1) / t.bm) * ((gemm.columns + t.bn - 1) / t.bn);
   if (tiles * 2 >= kBlockSlots) return 1;
@@ -230,7 +230,8 @@ Choice gemmChoice(const GemmTile& t, ConvDirection direction, const ConvGeometry
   Choice c;
   c.algorithm = Algorithm::ImplicitGemm;
   c.gemm = t;
-  c.splits = direction == ConvDirection::WeightBackward ? heuristicSplits(t, g) : outputSplits(t, direction, g, dtype);
+  const ConvGeometry k = gemmGeometry(g, dtype);
+  c.splits = direction == ConvDirection::WeightBackward ? heuristicSplits(t, k) : outputSplits(t, direction, k);
   return c;
 }
 
@@ -348,10 +349,11 @@ std::vector<Choice> candidates(ConvDirection direction, const ConvGeometry& g, D
   return out;
 }
 
-std::int64_t gemmChannels(ConvDirection direction, const ConvGeometry& g, DType dtype) {
+ConvGeometry gemmGeometry(const ConvGeometry& g, DType dtype) {
   const std::int64_t vector = 16 / static_cast<std::int64_t>(dtype_size(dtype));
-  if (direction != ConvDirection::Forward || g.groups != 1 || !contracts::known(g.channels)) return g.channels;
-  return (g.channels + vector - 1) / vector * vector;
+  ConvGeometry k = g;
+  if (g.groups == 1 && contracts::known(g.channels)) k.channels = (g.channels + vector - 1) / vector * vector;
+  return k;
 }
 
 OutputGemm outputGemm(ConvDirection direction, const ConvGeometry& g) {
@@ -370,8 +372,9 @@ std::int64_t bucketBatch(const ConvGeometry& g) {
   return static_cast<std::int64_t>(std::bit_ceil(static_cast<std::uint64_t>(std::max<std::int64_t>(g.batch, 1))));
 }
 
-std::int64_t splitWorkspaceBytes(const Choice& c, ConvDirection direction, const ConvGeometry& g) {
+std::int64_t splitWorkspaceBytes(const Choice& c, ConvDirection direction, const ConvGeometry& unpadded, DType dtype) {
   if (c.algorithm == Algorithm::Direct) return 0;
+  const ConvGeometry g = c.algorithm == Algorithm::ImplicitGemm ? gemmGeometry(unpadded, dtype) : unpadded;
   if (direction == ConvDirection::WeightBackward)
     return c.splits * g.out_channels * g.taps() * (g.channels / g.groups) * 4;
   // The forward / data backward: FP32 [splits, N·pixels, columns] when split; a dynamic batch is

@@ -14,11 +14,12 @@
 // accesses coalesced (32 consecutive elements per warp); the transpose happens in shared memory, whose
 // rows are padded to 33 elements so that the column-wise read of a warp hits 32 different banks.
 //
-// pad_channels: dst[r][j] = src[r][j] for j < c, zero for c ≤ j < padded (rows of c elements → rows of
-// `padded`). The implicit-GEMM forward of a layer whose C is not whole 16-byte vectors (a C = 3 stem)
-// runs on x and w padded this way (conv_config::gemmChannels, docs/convolution.md). Launch: any block
-// size and grid (blocks stride over the rows·padded elements; the natural grid is ⌈rows·padded/256⌉
-// blocks of 256). Shared: none. Parameters: src, dst, rows, c, padded.
+// copy_channels: dst[r][j] = src[r][j] for j < min(src_c, dst_c), zero for src_c ≤ j < dst_c (rows of
+// src_c elements → rows of dst_c: zero-padded when dst_c > src_c, cut when smaller). The implicit GEMM
+// of a layer whose C is not whole 16-byte vectors (a C = 3 stem) runs on operands padded this way and
+// cuts its padded result back (conv_config::gemmGeometry, docs/convolution.md). Launch: any block
+// size and grid (blocks stride over the rows·dst_c elements; the natural grid is ⌈rows·dst_c/256⌉
+// blocks of 256). Shared: none. Parameters: src, dst, rows, src_c, dst_c.
 #include "rudnn/conv/shared_memory.h"
 #include "rudnn/grid.cuh"
 #include "rudnn/numeric.cuh"
@@ -52,11 +53,11 @@ RUDNN_DEVICE void swap_last_two(const T* src, T* dst, i64 a, i64 b, i64 s) {
 }
 
 template <class T>
-RUDNN_DEVICE void pad_channels(const T* src, T* dst, i64 rows, i64 c, i64 padded) {
-  const i64 threads = static_cast<i64>(blockDim.x), total = rows * padded;
+RUDNN_DEVICE void copy_channels(const T* src, T* dst, i64 rows, i64 src_c, i64 dst_c) {
+  const i64 threads = static_cast<i64>(blockDim.x), total = rows * dst_c;
   for (i64 e = linear_block() * threads + threadIdx.x; e < total; e += block_count() * threads) {
-    const i64 r = e / padded, j = e - r * padded;
-    dst[e] = j < c ? src[r * c + j] : from_float<T>(0.0f);
+    const i64 r = e / dst_c, j = e - r * dst_c;
+    dst[e] = j < src_c ? src[r * src_c + j] : from_float<T>(0.0f);
   }
 }
 

@@ -81,12 +81,14 @@ struct OutputGemm {
 };
 OutputGemm outputGemm(contracts::ConvDirection direction, const contracts::ConvGeometry& g);
 
-// The input channels the implicit GEMM forward runs at: C rounded up to whole 16-byte vectors (8
-// f16/bf16, 4 f32 channels). Where that is more than C (a C = 3 stem, odd channel counts) the
-// lowering pads x and w with zero channels (conv::pad_channels) into temporaries, so both operands
-// take 16-byte gathers instead of one element per copy, for (C' − C)/C more multiply-adds on zeros,
-// which add nothing to the sums. C for the other directions and for grouped convolutions.
-std::int64_t gemmChannels(contracts::ConvDirection direction, const contracts::ConvGeometry& g, DType dtype);
+// The geometry the implicit GEMM runs at: g with C rounded up to whole 16-byte vectors (8 f16/bf16,
+// 4 f32 channels) where it is not (a C = 3 stem, odd channel counts). A gather moves 16-byte chunks
+// only along whole vectors, else one element per copy with its own address decode; so the lowering
+// copies the operand that carries C with zero-padded channels (conv::copy_channels) — x and w
+// (forward), w (data backward: dx is made at C' and copied back to C), x (weight backward: dw
+// likewise) — for (C' − C)/C more multiply-adds on zeros, which add nothing to the sums. The split
+// heuristics and the workspace bound count C'.
+contracts::ConvGeometry gemmGeometry(const contracts::ConvGeometry& g, DType dtype);
 
 // Dictionary values ↔ Choice (nothing when a key is missing, extra or not an integer).
 std::optional<Choice> choiceOf(const std::vector<std::pair<std::string, std::int64_t>>& values);
@@ -121,6 +123,7 @@ std::int64_t sharedBytes(const Choice& c, contracts::ConvDirection direction, co
                          DType dtype);
 // The FP32 split sums of the choice (0 for direct and unsplit forward / data backward; a split
 // forward / data backward whose batch is not known counts batch 1: from there they grow with it).
-std::int64_t splitWorkspaceBytes(const Choice& c, contracts::ConvDirection direction, const contracts::ConvGeometry& g);
+std::int64_t splitWorkspaceBytes(const Choice& c, contracts::ConvDirection direction, const contracts::ConvGeometry& g,
+                                 DType dtype);
 
 }  // namespace rudnn::dialect::conv_config
