@@ -233,3 +233,12 @@ func.func @splits_dynamic_batch_workspace(%x: tensor<?x256x256x64xbf16>, %w: ten
   %y = rudnn.conv_forward %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>, groups = 1, channels_last = true, strategy = "implicit_gemm", kernel_config = {algorithm = 2, bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 4, tensor_core = 1, splits = 5}} : tensor<?x256x256x64xbf16>, tensor<64x3x3x64xbf16> -> tensor<?x256x256x64xbf16>
   return
 }
+
+// -----
+
+// A forced tiled kernel on an image past its 32-bit indexing (2^30 input pixels).
+func.func @huge_image_forced_depthwise(%x: tensor<?x1073741824x8xbf16>, %w: tensor<8x3x1xbf16>) {
+  // expected-error @+1 {{kernel_config: the tiled kernels index one image in 32 bits}}
+  %y = rudnn.conv_forward %x, %w {stride = array<i64: 1>, padding = array<i64: 1>, dilation = array<i64: 1>, groups = 8, channels_last = true, strategy = "direct", kernel_config = {algorithm = 1, tile_h = 8, tile_w = 8, channels = 32}} : tensor<?x1073741824x8xbf16>, tensor<8x3x1xbf16> -> tensor<?x1073741824x8xbf16>
+  return
+}

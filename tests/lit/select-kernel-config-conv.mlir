@@ -133,3 +133,20 @@ func.func @depthwise_dilated(%x: tensor<1x8x21x20xf32>, %w: tensor<8x1x7x7xf32>,
          groups = 8, channels_last = false, strategy = "direct"} : tensor<1x8x46x45xf32>, tensor<8x1x7x7xf32> -> tensor<1x8x16x15xf32>
   return %y, %z : tensor<1x8x5x4xf32>, tensor<1x8x16x15xf32>
 }
+
+// Images past the tiled kernels' 32-bit indexing (2^30 input pixels here, a 1-D sequence): the
+// depthwise call runs the direct kernel, and the implicit GEMM is substituted by Direct.
+// CHECK-LABEL: func.func @huge_image_depthwise
+// CHECK: kernel_config = {algorithm = 0 : i64, threads = 256 : i64}
+func.func @huge_image_depthwise(%x: tensor<?x1073741824x8xbf16>, %w: tensor<8x3x1xbf16>) -> tensor<?x1073741824x8xbf16> {
+  %y = rudnn.conv_forward %x, %w {stride = array<i64: 1>, padding = array<i64: 1>, dilation = array<i64: 1>,
+         groups = 8, channels_last = true, strategy = "direct"} : tensor<?x1073741824x8xbf16>, tensor<8x3x1xbf16> -> tensor<?x1073741824x8xbf16>
+  return %y : tensor<?x1073741824x8xbf16>
+}
+// CHECK-LABEL: func.func @huge_image_gemm
+// CHECK: kernel_config = {algorithm = 0 : i64, threads = 256 : i64}
+func.func @huge_image_gemm(%x: tensor<?x1073741824x8xbf16>, %w: tensor<16x3x8xbf16>) -> tensor<?x1073741824x16xbf16> {
+  %y = rudnn.conv_forward %x, %w {stride = array<i64: 1>, padding = array<i64: 1>, dilation = array<i64: 1>,
+         groups = 1, channels_last = true, strategy = "implicit_gemm"} : tensor<?x1073741824x8xbf16>, tensor<16x3x8xbf16> -> tensor<?x1073741824x16xbf16>
+  return %y : tensor<?x1073741824x16xbf16>
+}

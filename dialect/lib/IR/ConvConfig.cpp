@@ -100,10 +100,33 @@ std::vector<std::pair<std::string, std::int64_t>> valuesOf(const Choice& c) {
 
 namespace {
 
+// The tiled kernels (depthwise, implicit GEMM) index inside one image in 32-bit integers (pixel
+// counts, window and halo origins, stride · position): an image whose input or output pixels, padded
+// extent or stride · output extent reach 2^30 runs the direct kernel, which indexes in 64 bits. (The
+// contract bounds each extent by 2^31, not their products.) Unknown extents are decided at lowering.
+std::optional<std::string> imageIndexServes(const ConvGeometry& g) {
+  constexpr double kBound = static_cast<double>(std::int64_t{1} << 30);
+  const double in = static_cast<double>(g.input[0]) * static_cast<double>(g.input[1]) * static_cast<double>(g.input[2]);
+  const double out =
+      static_cast<double>(g.output[0]) * static_cast<double>(g.output[1]) * static_cast<double>(g.output[2]);
+  bool large = in >= kBound || out >= kBound;
+  for (int d = 0; d < 3; ++d) {
+    if (!contracts::known(g.input[d]) || !contracts::known(g.output[d])) return std::nullopt;
+    large = large || static_cast<double>(g.input[d]) + 2.0 * static_cast<double>(g.padding[d]) >= kBound ||
+            static_cast<double>(g.output[d]) * static_cast<double>(g.stride[d]) >= kBound;
+  }
+  if (large)
+    return fmt::format(
+        "the tiled kernels index one image in 32 bits: input and output pixels, padded extents and "
+        "stride x output extents below 2^30, got input {}x{}x{} -> output {}x{}x{}",
+        g.input[0], g.input[1], g.input[2], g.output[0], g.output[1], g.output[2]);
+  return std::nullopt;
+}
+
 // The ImplicitGemm kernels serve ungrouped convolutions (grouped ones run Direct).
 std::optional<std::string> gemmServes(const ConvGeometry& g) {
   if (g.groups != 1) return fmt::format("implicit GEMM serves groups = 1, got groups = {}", g.groups);
-  return std::nullopt;
+  return imageIndexServes(g);
 }
 
 // The depthwise kernels (forward, data and weight backward): groups = C > 1 (one input channel per
@@ -111,7 +134,7 @@ std::optional<std::string> gemmServes(const ConvGeometry& g) {
 std::optional<std::string> depthwiseServes(ConvDirection /*direction*/, const ConvGeometry& g) {
   if (!g.depthwise())
     return fmt::format("the depthwise kernel needs groups = C > 1, got groups {} with C {}", g.groups, g.channels);
-  return std::nullopt;
+  return imageIndexServes(g);
 }
 
 // The split count: 1..kMaxSplits for the implicit GEMM (every direction) and the depthwise weight
@@ -297,6 +320,8 @@ Heuristic heuristicChoice(ConvDirection direction, const ConvGeometry& g, DType 
     h.substitution = fmt::format("grouped convolution (groups = {}) with ImplicitGemm runs Direct", g.groups);
   } else if (dtype == DType::F32 && g.spatial_dims == 3) {
     h.substitution = "3-D f32 convolution runs Direct";
+  } else if (auto why = imageIndexServes(g)) {
+    h.substitution = *why + "; runs Direct";
   } else {
     const bool tc = tensorCores && dtype != DType::F32;
     // The GEMM's column count: 128-wide tiles only when there are columns to fill them.
