@@ -89,7 +89,8 @@ std::string algorithm_label(const convolution::ConvInfo& info) {
   };
   std::string label = convolution::algorithm_name(info.algorithm);
   if (!value("bm").empty())
-    label += " " + value("bm") + "x" + value("bn") + "x" + value("bk") + " w" + value("warps_m") + "x" + value("warps_n");
+    label +=
+        " " + value("bm") + "x" + value("bn") + "x" + value("bk") + " w" + value("warps_m") + "x" + value("warps_n");
   const std::string splits = value("splits");
   if (!splits.empty() && splits != "1") label += " split " + splits;
   return label;
