@@ -43,7 +43,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rudnn-bench", required=True)
     ap.add_argument("--log", default=default_log_dir())
-    ap.add_argument("--sets", default="resnet50,unet,depthwise,video")
+    ap.add_argument("--sets", default="resnet50,unet,depthwise,video,stem")
     ap.add_argument("--directions", default="fprop,dgrad,wgrad")
     ap.add_argument("--strategy", default="implicit_gemm", help="rudnn-bench conv --strategy (autotune: set "
                     "RUDNN_AUTOTUNE=full to measure on a cold cache)")

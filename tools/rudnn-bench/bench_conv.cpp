@@ -28,9 +28,9 @@ of the named sets, on fixed warm inputs.
 CSV: set,layer,direction,n,d,h,w,c,o,k,stride,groups,dtype,strategy,algorithm,device,median_us,tflops,gb_per_s
 
 options:
-  --sets a,b              subset of resnet50,unet,depthwise,video (default all)
+  --sets a,b              subset of resnet50,unet,depthwise,video,stem (default all)
   --directions a,b        subset of fprop,dgrad,wgrad (default all)
-  --batch N               override every set's batch (resnet50 32, unet 2, depthwise 32, video 2)
+  --batch N               override every set's batch (resnet50 32, unet 2, depthwise 32, video 2, stem 32)
   --dtype f32|f16|bf16    (default bf16)
   --strategy direct|implicit_gemm|autotune
                           (default implicit_gemm; the depthwise set always runs direct)
@@ -42,7 +42,8 @@ options:
 constexpr const char* kExample = R"(
 Layers (issue 12): resnet50 — 56²×64 3×3, 28²×128 3×3 stride 1 and 2, 14²×256 3×3, 7²×512 3×3 and
 the 1×1 layers 56²×64→256, 56²×256→64, 28²×512→128, 14²×1024→256; unet (Stable Diffusion) —
-64²×320, 32²×640, 16²×1280 3×3; depthwise — 56²×512 3×3, groups 512; video — 8×56²×64 3×3×3.
+64²×320, 32²×640, 16²×1280 3×3; depthwise — 56²×512 3×3, groups 512; video — 8×56²×64 3×3×3;
+stem — ResNet's 224²×3→64 7×7 stride 2 (C = 3: the implicit GEMM on channel-padded copies).
 
 example:
   rudnn-bench conv --device cuda:0 --sets resnet50 --directions fprop --iters 20
@@ -67,6 +68,7 @@ std::vector<Layer> layers_of(const std::string& set) {
             {set, 2, 1, 16, 16, 1280, 1280, 3, 1, 1}};
   if (set == "depthwise") return {{set, 32, 1, 56, 56, 512, 512, 3, 1, 512}};
   if (set == "video") return {{set, 2, 8, 56, 56, 64, 64, 3, 1, 1, true}};
+  if (set == "stem") return {{set, 32, 1, 224, 224, 3, 64, 7, 2, 1}};
   return {};
 }
 
@@ -188,7 +190,8 @@ int run_conv(int argc, char** argv) {
   DType dtype = DType::BF16;
   std::string strategy_name = "implicit_gemm";
   bool emit_mlir = false;
-  std::vector<std::string> sets = {"resnet50", "unet", "depthwise", "video"}, directions = {"fprop", "dgrad", "wgrad"};
+  std::vector<std::string> sets = {"resnet50", "unet", "depthwise", "video", "stem"},
+                           directions = {"fprop", "dgrad", "wgrad"};
   auto bad =
       parse_options(argc, argv, 2, [&](const std::string& a, const std::string& v) -> std::optional<std::string> {
         std::optional<std::string> error;
@@ -210,7 +213,7 @@ int run_conv(int argc, char** argv) {
         } else if (a == "--sets") {
           sets = split(v);
           for (auto& s : sets)
-            if (layers_of(s).empty()) return "--sets wants a subset of resnet50,unet,depthwise,video, got " + v;
+            if (layers_of(s).empty()) return "--sets wants a subset of resnet50,unet,depthwise,video,stem, got " + v;
           if (sets.empty()) return "--sets is empty";
         } else if (a == "--directions") {
           directions = split(v);
