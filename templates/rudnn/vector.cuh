@@ -61,6 +61,14 @@ struct Vec {
   }
   RUDNN_DEVICE float get_float(int i) const { return to_float(get(i)); }
 
+  // N zero elements (all-zero bits: +0 in every element type).
+  RUDNN_DEVICE static Vec zeros() {
+    Vec v;
+    RUDNN_UNROLL
+    for (int i = 0; i < kWords; ++i) v.words[i] = 0;
+    return v;
+  }
+
   // Converts N floats (round to nearest even); 16-bit pairs go through one packed conversion.
   RUDNN_DEVICE void set_floats(const float (&f)[N]) {
     if constexpr (kPerWord == 1) {

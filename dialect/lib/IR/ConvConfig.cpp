@@ -320,7 +320,7 @@ Heuristic heuristicChoice(ConvDirection direction, const ConvGeometry& g, DType 
     h.substitution = fmt::format("grouped convolution (groups = {}) with ImplicitGemm runs Direct", g.groups);
   } else if (dtype == DType::F32 && g.spatial_dims == 3) {
     h.substitution = "3-D f32 convolution runs Direct";
-  } else if (auto why = imageIndexServes(g)) {
+  } else if (auto why = gemmServes(g)) {  // groups = 1 here: the image-size bound
     h.substitution = *why + "; runs Direct";
   } else {
     const bool tc = tensorCores && dtype != DType::F32;

@@ -53,9 +53,7 @@ struct DepthwisePolicy {
   static_assert(TileH >= 1 && TileW >= 1, "DepthwisePolicy: a tile of at least one output");
   static_assert(Channels >= 1 && kThreads % Channels == 0, "DepthwisePolicy: Channels must divide 256");
   static constexpr int kTileH = TileH, kTileW = TileW, kChannels = Channels;
-  static constexpr int kSlots = kThreads / Channels;  // threads per channel, over the tile's pixels
   static constexpr int kPixels = TileH * TileW;
-  static constexpr int kPixelsPerThread = (kPixels + kSlots - 1) / kSlots;
   template <class T, class G>
   static constexpr long long kSharedBytes = shared_memory::depthwise(G::kKH, G::kKW, G::kSH, G::kSW, G::kDH, G::kDW,
                                                                      G::kO / G::kC, TileH, TileW, Channels,
@@ -73,16 +71,26 @@ template <class T, class G, class P>
 inline constexpr int kDepthwiseVector =
     static_cast<int>(shared_memory::depthwise_vector(G::kC, G::kO, P::kChannels, static_cast<long long>(sizeof(T))));
 
+// How the three depthwise kernels' threads cover a block's chunk of Channels: kVec channels each
+// (kDepthwiseVector), kLanes threads across the chunk, kSlots across the tile's pixels (or the weight
+// backward's rows); thread tid is lane tid % kLanes of slot tid / kLanes, and takes the pixels slot,
+// slot + kSlots, ... (kPixelsPerThread of them).
+template <class T, class G, class P>
+struct DepthwiseLanes {
+  static constexpr int kVec = kDepthwiseVector<T, G, P>;
+  static constexpr int kLanes = P::kChannels / kVec;
+  static constexpr int kSlots = P::kThreads / kLanes;
+  static constexpr int kPixelsPerThread = (P::kPixels + kSlots - 1) / kSlots;
+};
+
 template <class T, class B, class G, class P>
 RUDNN_DEVICE void conv_fprop_depthwise(const T* x, const T* w, const B* bias, T* y, i64 n) {
   static_assert(G::kGroups == G::kC, "depthwise: groups must equal the input channels (C/G = 1)");
   static_assert(G::kO % G::kC == 0 && G::kO >= G::kC, "depthwise: O must be m·C with a multiplier m >= 1");
   constexpr int kM = static_cast<int>(G::kO / G::kC);
   constexpr int kCh = P::kChannels;
-  constexpr int kVec = kDepthwiseVector<T, G, P>;
-  constexpr int kLanes = kCh / kVec;            // threads across the chunk's channels
-  constexpr int kSlots = P::kThreads / kLanes;  // pixel slots
-  constexpr int kPixelsPerThread = (P::kPixels + kSlots - 1) / kSlots;
+  using L = DepthwiseLanes<T, G, P>;
+  constexpr int kVec = L::kVec, kLanes = L::kLanes, kSlots = L::kSlots, kPixelsPerThread = L::kPixelsPerThread;
   constexpr int kOut = kVec * kM;  // outputs per pixel of a thread
   constexpr int kHaloH = static_cast<int>(shared_memory::depthwise_halo(P::kTileH, G::kKH, G::kSH, G::kDH));
   constexpr int kHaloW = static_cast<int>(shared_memory::depthwise_halo(P::kTileW, G::kKW, G::kSW, G::kDW));
@@ -134,13 +142,9 @@ RUDNN_DEVICE void conv_fprop_depthwise(const T* x, const T* w, const B* bias, T*
         const int cv = idx % kLanes, pix = idx / kLanes;
         const int ih = ih0 + pix / kHaloW, iw = iw0 + pix % kHaloW;
         const i64 c = c0 + cv * kVec;
-        V v;
-        if (ih >= 0 && ih < G::kH && iw >= 0 && iw < G::kW && c < G::kC) {
-          v = load_vec<T, kVec>(x_slice + (static_cast<i64>(ih) * G::kW + iw) * G::kC + c);
-        } else {
-          RUDNN_UNROLL
-          for (int i = 0; i < V::kWords; ++i) v.words[i] = 0;
-        }
+        const bool inside = ih >= 0 && ih < G::kH && iw >= 0 && iw < G::kW && c < G::kC;
+        V v = V::zeros();
+        if (inside) v = load_vec<T, kVec>(x_slice + (static_cast<i64>(ih) * G::kW + iw) * G::kC + c);
         store_vec<T, kVec>(xs + pix * kCh + cv * kVec, v);
       }
       __syncthreads();

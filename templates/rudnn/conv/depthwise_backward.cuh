@@ -2,7 +2,7 @@
 // Depthwise data and weight backward: groups = C (one input channel per group), O = m·C, output
 // channel o = c·m + j reads input channel c only (the forward's mapping, depthwise.cuh). Layouts as
 // geometry.cuh: x/dx [n, D, H, W, C], w/dw [O, KD, KH, KW, 1], dy [n, OD, OH, OW, O]. Policy:
-// DepthwisePolicy<TileH, TileW, Channels> (256 threads = Channels lanes × 256 / Channels slots).
+// DepthwisePolicy<TileH, TileW, Channels>; its 256 threads as DepthwiseLanes (depthwise.cuh) lay them out.
 //
 // conv_dgrad_depthwise<T, G, P>(dy, w, dx, n): dx[c] = Σ_{kd, kh, kw, j} dy[o(i, k), c·m + j] ·
 //   w[c·m + j, k], where the output position o = (i + pad − k·dil) / stride counts only when the
@@ -52,10 +52,8 @@ RUDNN_DEVICE void conv_dgrad_depthwise(const T* dy, const T* w, T* dx, i64 n) {
   static_assert(G::kO % G::kC == 0 && G::kO >= G::kC, "depthwise: O must be m·C with a multiplier m >= 1");
   constexpr int kM = static_cast<int>(G::kO / G::kC);
   constexpr int kCh = P::kChannels;
-  constexpr int kVec = kDepthwiseVector<T, G, P>;  // channels per thread (the forward's rule)
-  constexpr int kLanes = kCh / kVec;
-  constexpr int kSlots = P::kThreads / kLanes;
-  constexpr int kPixelsPerThread = (P::kPixels + kSlots - 1) / kSlots;
+  using L = DepthwiseLanes<T, G, P>;  // channels per thread: the forward's rule
+  constexpr int kVec = L::kVec, kLanes = L::kLanes, kSlots = L::kSlots, kPixelsPerThread = L::kPixelsPerThread;
   constexpr int kHaloH = static_cast<int>(shared_memory::depthwise_dgrad_halo(P::kTileH, G::kKH, G::kSH, G::kDH));
   constexpr int kHaloW = static_cast<int>(shared_memory::depthwise_dgrad_halo(P::kTileW, G::kKW, G::kSW, G::kDW));
   constexpr i64 kTilesH = (G::kH + P::kTileH - 1) / P::kTileH, kTilesW = (G::kW + P::kTileW - 1) / P::kTileW;
@@ -107,13 +105,9 @@ RUDNN_DEVICE void conv_dgrad_depthwise(const T* dy, const T* w, T* dx, i64 n) {
         const int o_local = idx % kHaloLanes * kVec, pix = idx / kHaloLanes;
         const int c_local = o_local / kM, j = o_local % kM;
         const int oh = oh_lo + pix / kHaloW, ow = ow_lo + pix % kHaloW;
-        V v;
-        if (oh >= 0 && oh < G::kOH && ow >= 0 && ow < G::kOW && c0 + c_local < G::kC) {
-          v = load_vec<T, kVec>(dy_slice + (static_cast<i64>(oh) * G::kOW + ow) * G::kO + c0 * kM + o_local);
-        } else {
-          RUDNN_UNROLL
-          for (int i = 0; i < V::kWords; ++i) v.words[i] = 0;
-        }
+        const bool inside = oh >= 0 && oh < G::kOH && ow >= 0 && ow < G::kOW && c0 + c_local < G::kC;
+        V v = V::zeros();
+        if (inside) v = load_vec<T, kVec>(dy_slice + (static_cast<i64>(oh) * G::kOW + ow) * G::kO + c0 * kM + o_local);
         store_vec<T, kVec>(ys + (pix * kM + j) * kCh + c_local, v);
       }
       __syncthreads();
@@ -171,9 +165,8 @@ RUDNN_DEVICE void conv_wgrad_depthwise(const T* x, const T* dy, float* partial, 
   static_assert(G::kO % G::kC == 0 && G::kO >= G::kC, "depthwise: O must be m·C with a multiplier m >= 1");
   constexpr i64 kM = G::kO / G::kC;
   constexpr int kCh = P::kChannels;
-  constexpr int kVec = kDepthwiseVector<T, G, P>;  // output channels per thread (the forward's rule)
-  constexpr int kLanes = kCh / kVec;
-  constexpr int kSlots = P::kThreads / kLanes;
+  using L = DepthwiseLanes<T, G, P>;  // output channels per thread: the forward's rule
+  constexpr int kVec = L::kVec, kLanes = L::kLanes, kSlots = L::kSlots;
   static_assert((kSlots & (kSlots - 1)) == 0, "depthwise wgrad: the slot count must be a power of two (tree)");
   // Taps per pass: at most 32, and at most 72 / kVec so the kTapBlock × kVec sums stay in registers
   // (3×3 with 16-bit vectors: all 9 taps in one pass).
