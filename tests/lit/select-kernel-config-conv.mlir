@@ -150,3 +150,11 @@ func.func @huge_image_gemm(%x: tensor<?x1073741824x8xbf16>, %w: tensor<16x3x8xbf
          groups = 1, channels_last = true, strategy = "implicit_gemm"} : tensor<?x1073741824x8xbf16>, tensor<16x3x8xbf16> -> tensor<?x1073741824x16xbf16>
   return %y : tensor<?x1073741824x16xbf16>
 }
+// A filter past the implicit GEMM's 32-bit column count (5 taps x 2^28 channels >= 2^30): Direct.
+// CHECK-LABEL: func.func @huge_filter_gemm
+// CHECK: kernel_config = {algorithm = 0 : i64, threads = 256 : i64}
+func.func @huge_filter_gemm(%x: tensor<?x8x268435456xbf16>, %w: tensor<8x5x268435456xbf16>) -> tensor<?x8x8xbf16> {
+  %y = rudnn.conv_forward %x, %w {stride = array<i64: 1>, padding = array<i64: 2>, dilation = array<i64: 1>,
+         groups = 1, channels_last = true, strategy = "implicit_gemm"} : tensor<?x8x268435456xbf16>, tensor<8x5x268435456xbf16> -> tensor<?x8x8xbf16>
+  return %y : tensor<?x8x8xbf16>
+}

@@ -2,10 +2,13 @@
 // Compiles lowered kernel variants with NVRTC for sm_80 and sm_90a (two compiler threads: the CI
 // machine has two cores) and checks each ptxas report: no spills, no stack frame, no static shared
 // memory (templates take all shared memory dynamically). Prints the registers of each.
+// RUDNN_VARIANT_CUBIN_DIR=dir also writes each cubin to dir/<entry>.<arch>.cubin, for reading the
+// machine code without a GPU (scripts/sass-mix: the instruction mix of each kernel's loops).
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -64,10 +67,16 @@ inline void expect_spill_free_on_sm80_and_sm90a(const std::vector<KernelVariant>
       rows[i].entry = v.entry;
       rows[i].arch = arch;
       auto k = nv::compile(v.source, v.entry, arch);
-      if (!k.ok())
+      if (!k.ok()) {
         rows[i].error = k.error().message();
-      else
-        rows[i].report = k->report;
+        continue;
+      }
+      rows[i].report = k->report;
+      if (const char* dir = std::getenv("RUDNN_VARIANT_CUBIN_DIR"); dir && *dir) {
+        std::ofstream file(std::string(dir) + "/" + v.entry + "." + arch + ".cubin", std::ios::binary);
+        file.write(k->cubin.data(), static_cast<std::streamsize>(k->cubin.size()));
+        if (!file) rows[i].error = std::string("RUDNN_VARIANT_CUBIN_DIR: could not write into ") + dir;
+      }
     }
   };
   std::thread a(work, 0), b(work, 1);

@@ -123,9 +123,18 @@ std::optional<std::string> imageIndexServes(const ConvGeometry& g) {
   return std::nullopt;
 }
 
-// The ImplicitGemm kernels serve ungrouped convolutions (grouped ones run Direct).
+// The ImplicitGemm kernels serve ungrouped convolutions (grouped ones run Direct). Their K loop
+// counts GEMM columns (tap, channel) in 32 bits as well: the filter's taps · C (forward, weight
+// backward) and taps · O (data backward) stay below 2^30.
 std::optional<std::string> gemmServes(const ConvGeometry& g) {
   if (g.groups != 1) return fmt::format("implicit GEMM serves groups = 1, got groups = {}", g.groups);
+  constexpr double kBound = static_cast<double>(std::int64_t{1} << 30);
+  const double taps = static_cast<double>(g.taps());
+  if (taps * static_cast<double>(std::max(g.channels, g.out_channels)) >= kBound)
+    return fmt::format(
+        "the implicit GEMM counts filter columns in 32 bits: taps x channels below 2^30, got {} taps x {} input / "
+        "{} output channels",
+        g.taps(), g.channels, g.out_channels);
   return imageIndexServes(g);
 }
 

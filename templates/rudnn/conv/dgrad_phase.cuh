@@ -62,19 +62,6 @@ inline constexpr i64 kDgradPhasePixels = shared_memory::dgrad_phase_pixels(G::kD
 
 namespace igemm {
 
-// Spatial position (d, h, w) of index p over an extent (·, kH, kW) grid.
-struct PhasePos {
-  int d, h, w;
-};
-template <i64 kH, i64 kW>
-RUDNN_DEVICE PhasePos phase_decode(i64 p) {
-  if constexpr (kH * kW == 0) {
-    return {0, 0, 0};  // an empty grid: never decoded for a real row or column
-  } else {
-    return {static_cast<int>(p / (kH * kW)), static_cast<int>(p / kW % kH), static_cast<int>(p % kW)};
-  }
-}
-
 // kFar: a coordinate that fails every range check (two still add up without overflow).
 inline constexpr int kPhaseFar = 1 << 29;
 
@@ -92,7 +79,7 @@ RUDNN_DEVICE PhaseRow phase_row(i64 m, i64 rows) {
   } else {
     if (m >= rows) return {0, -kPhaseFar, -kPhaseFar, -kPhaseFar};
     const i64 image = m / Ph::kPixels;
-    const PhasePos j = phase_decode<Ph::H::kCount, Ph::W::kCount>(m - image * Ph::kPixels);
+    const Pos3 j = decode3<Ph::H::kCount, Ph::W::kCount>(static_cast<int>(m - image * Ph::kPixels));
     return {image * G::kOutPixels * G::kO, static_cast<int>(j.d + Ph::D::kShift), static_cast<int>(j.h + Ph::H::kShift),
             static_cast<int>(j.w + Ph::W::kShift)};
   }
@@ -103,7 +90,7 @@ RUDNN_DEVICE i64 phase_dx_row(i64 m) {
     return 0;  // no rows: never called
   } else {
     const i64 image = m / Ph::kPixels;
-    const PhasePos j = phase_decode<Ph::H::kCount, Ph::W::kCount>(m - image * Ph::kPixels);
+    const Pos3 j = decode3<Ph::H::kCount, Ph::W::kCount>(static_cast<int>(m - image * Ph::kPixels));
     const i64 d = Ph::D::kFirst + j.d * G::kSD, h = Ph::H::kFirst + j.h * G::kSH, w = Ph::W::kFirst + j.w * G::kSW;
     return image * G::kInPixels + (d * G::kH + h) * G::kW + w;
   }
@@ -115,17 +102,17 @@ struct PhaseTap {
   int d, h, w, o;
 };
 template <class G, class Ph>
-RUDNN_DEVICE PhaseTap phase_tap(i64 k) {
+RUDNN_DEVICE PhaseTap phase_tap(int k) {
   if (k >= Ph::kK) return {kPhaseFar, kPhaseFar, kPhaseFar, 0};
-  const int kk = static_cast<int>(k), q = static_cast<int>(kk / G::kO), o = static_cast<int>(kk - q * G::kO);
-  const PhasePos u = phase_decode<Ph::H::kTaps, Ph::W::kTaps>(q);
+  const int q = udiv<G::kO>(k), o = k - q * static_cast<int>(G::kO);
+  const Pos3 u = decode3<Ph::H::kTaps, Ph::W::kTaps>(q);
   return {static_cast<int>(u.d * Ph::D::kTapShift), static_cast<int>(u.h * Ph::H::kTapShift),
           static_cast<int>(u.w * Ph::W::kTapShift), o};
 }
 // The filter tap (index over KD·KH·KW) of the phase's tap q.
 template <class G, class Ph>
 RUDNN_DEVICE int phase_filter_tap(int q) {
-  const PhasePos u = phase_decode<Ph::H::kTaps, Ph::W::kTaps>(q);
+  const Pos3 u = decode3<Ph::H::kTaps, Ph::W::kTaps>(q);
   const i64 d = Ph::D::kTap0 + u.d * Ph::D::kTapStep, h = Ph::H::kTap0 + u.h * Ph::H::kTapStep,
             w = Ph::W::kTap0 + u.w * Ph::W::kTapStep;
   return static_cast<int>((d * G::kKH + h) * G::kKW + w);
@@ -151,7 +138,7 @@ struct PhaseGather {
   using Row = PhaseRow;
   using Tap = PhaseTap;
   RUDNN_DEVICE static Row row(i64 m, i64 rows) { return phase_row<G, Ph>(m, rows); }
-  RUDNN_DEVICE static Tap tap(i64 k) { return phase_tap<G, Ph>(k); }
+  RUDNN_DEVICE static Tap tap(int k) { return phase_tap<G, Ph>(k); }
   template <class T>
   RUDNN_DEVICE static const T* at(const T* dy, const Row& r, const Tap& t) {
     return phase_grad_at<G>(dy, r, t);

@@ -52,4 +52,29 @@ struct Geometry {
   static_assert(kOD >= 1 && kOH >= 1 && kOW >= 1, "every output extent must be >= 1");
 };
 
+// Spatial position (d, h, w) of index p over an extent (·, kH, kW) grid: output or input pixels of
+// one image, filter taps, a stride phase's pixels or taps. In 32-bit unsigned arithmetic (a multiply
+// and a shift per division by a constant, where 64-bit division by a constant costs ~20
+// instructions): the tiled kernels keep one image's pixels and a filter's taps · channels below 2^30
+// (the compiler's index guard, ConvConfig.cpp imageIndexServes). An empty grid decodes to zeros
+// (never used for a real row or column).
+struct Pos3 {
+  int d, h, w;
+};
+template <i64 kD>
+RUDNN_DEVICE int udiv(int v) {  // v / kD for 0 <= v < 2^31, 32-bit unsigned
+  return static_cast<int>(static_cast<unsigned>(v) / static_cast<unsigned>(kD));
+}
+template <i64 kH, i64 kW>
+RUDNN_DEVICE Pos3 decode3(int p) {
+  if constexpr (kH * kW == 0) {
+    return {0, 0, 0};
+  } else {
+    constexpr unsigned kPlane = static_cast<unsigned>(kH * kW), kRow = static_cast<unsigned>(kW);
+    const unsigned u = static_cast<unsigned>(p);
+    return {static_cast<int>(u / kPlane), static_cast<int>(u / kRow % static_cast<unsigned>(kH)),
+            static_cast<int>(u % kRow)};
+  }
+}
+
 }  // namespace rudnn::conv

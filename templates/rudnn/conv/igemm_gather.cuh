@@ -27,20 +27,11 @@ using gemm::GatherTile;
 using gemm::kChunkWidth;
 using gemm::PaddedTile;
 
-// Spatial position (d, h, w) of pixel p of an extent-(D, H, W) grid, and filter tap likewise.
-struct Pos3 {
-  int d, h, w;
-};
-template <i64 kH, i64 kW>
-RUDNN_DEVICE Pos3 decode3(int p) {
-  return {static_cast<int>(p / (kH * kW)), static_cast<int>(p / kW % kH), static_cast<int>(p % kW)};
-}
-
 template <class G, class T>
 RUDNN_DEVICE const T* input_at_tap(const T* x, i64 m, int k) {
   const i64 image = m / G::kOutPixels;
   const Pos3 o = decode3<G::kOH, G::kOW>(static_cast<int>(m - image * G::kOutPixels));
-  const int tap = static_cast<int>(k / G::kC), c = static_cast<int>(k - tap * G::kC);
+  const int tap = udiv<G::kC>(k), c = k - tap * static_cast<int>(G::kC);
   const Pos3 t = decode3<G::kKH, G::kKW>(tap);
   const i64 id = o.d * G::kSD - G::kPD + t.d * G::kDD;
   const i64 ih = o.h * G::kSH - G::kPH + t.h * G::kDH;
@@ -87,9 +78,9 @@ struct WindowTap {
   int d, h, w;
 };
 template <class G>
-RUDNN_DEVICE WindowTap window_tap(i64 k) {
+RUDNN_DEVICE WindowTap window_tap(int k) {
   if (k >= G::kFilter) return {0, -kFar, -kFar, -kFar};
-  const int kk = static_cast<int>(k), tap = static_cast<int>(kk / G::kC), c = static_cast<int>(kk - tap * G::kC);
+  const int tap = udiv<G::kC>(k), c = k - tap * static_cast<int>(G::kC);
   const Pos3 t = decode3<G::kKH, G::kKW>(tap);
   const int d = static_cast<int>(t.d * G::kDD), h = static_cast<int>(t.h * G::kDH), w = static_cast<int>(t.w * G::kDW);
   return {(static_cast<i64>(d) * G::kH * G::kW + static_cast<i64>(h) * G::kW + w) * G::kC + c, d, h, w};
@@ -123,9 +114,9 @@ struct GradTap {
   int d, h, w, o;
 };
 template <class G>
-RUDNN_DEVICE GradTap grad_tap(i64 k) {
+RUDNN_DEVICE GradTap grad_tap(int k) {
   if (k >= G::kTaps * G::kO) return {kFar, kFar, kFar, 0};
-  const int kk = static_cast<int>(k), tap = static_cast<int>(kk / G::kO), o = static_cast<int>(kk - tap * G::kO);
+  const int tap = udiv<G::kO>(k), o = k - tap * static_cast<int>(G::kO);
   const Pos3 t = decode3<G::kKH, G::kKW>(tap);
   return {static_cast<int>(t.d * G::kDD), static_cast<int>(t.h * G::kDH), static_cast<int>(t.w * G::kDW), o};
 }
@@ -157,7 +148,7 @@ struct MaskedGather {
   using Row = GradRow;
   using Tap = GradTap;
   RUDNN_DEVICE static Row row(i64 m, i64 rows) { return grad_row<G>(m, rows); }
-  RUDNN_DEVICE static Tap tap(i64 k) { return grad_tap<G>(k); }
+  RUDNN_DEVICE static Tap tap(int k) { return grad_tap<G>(k); }
   template <class T>
   RUDNN_DEVICE static const T* at(const T* dy, const Row& r, const Tap& t) {
     return grad_at<G>(dy, r, t);

@@ -91,14 +91,15 @@ RUDNN_DEVICE void check_shape() {
 }
 
 // K blocks [begin, end) of split s of `splits`: contiguous ranges of ⌈k_blocks / splits⌉ (the last
-// ones may be short or empty).
+// ones may be short or empty). The GEMM's K is below 2^30 (the index guard), so its blocks and
+// columns are counted in 32 bits inside the K loop.
 struct KRange {
-  i64 begin, end;
+  int begin, end;
 };
 RUDNN_DEVICE KRange split_range(i64 k_blocks, i64 splits, i64 s) {
   const i64 per = (k_blocks + splits - 1) / splits;
   const i64 begin = s * per < k_blocks ? s * per : k_blocks;
-  return {begin, begin + per < k_blocks ? begin + per : k_blocks};
+  return {static_cast<int>(begin), static_cast<int>(begin + per < k_blocks ? begin + per : k_blocks)};
 }
 
 // Where a pass's tiles go: rows of an output matrix of Elem, split s's block at
@@ -160,9 +161,10 @@ RUDNN_DEVICE void fprop_tiles(const T* x, const T* w, i64 n, i64 splits, const O
     const i64 s = t / (m_tiles * n_tiles), mn = t - s * (m_tiles * n_tiles);
     const i64 m0 = mn % m_tiles * P::kBM, n0 = mn / m_tiles * P::kBN;
     const KRange range = split_range((K + P::kBK - 1) / P::kBK, splits, s);
-    // Per-tile row state (fixed-column gathers): A's rows decoded once per tile; B's row offsets.
+    // Per-tile row state (fixed-column gathers): A's rows decoded once per tile; B's rows as
+    // pointers to their column (null past O), so a K block adds one offset per chunk.
     igemm::WindowRow a_rows[ALoad::kFixedColumn ? ALoad::kPerThread : 1];
-    i64 b_rows[BLoad::kFixedColumn ? BLoad::kPerThread : 1];
+    const T* b_rows[BLoad::kFixedColumn ? BLoad::kPerThread : 1];
     if constexpr (ALoad::kFixedColumn) {
       RUDNN_UNROLL
       for (int i = 0; i < ALoad::kPerThread; ++i) a_rows[i] = igemm::window_row<G>(m0 + ALoad::row(i), M);
@@ -171,35 +173,35 @@ RUDNN_DEVICE void fprop_tiles(const T* x, const T* w, i64 n, i64 splits, const O
       RUDNN_UNROLL
       for (int i = 0; i < BLoad::kPerThread; ++i) {
         const i64 o = n0 + BLoad::row(i);
-        b_rows[i] = o < N ? o * K : -1;
+        b_rows[i] = o < N ? w + (o * K + BLoad::column()) : nullptr;
       }
     }
     typename E::Acc acc;
     E::run(
         acc, smem, range.end - range.begin,
-        [&](T* tile, i64 kb) {
-          kb += range.begin;
+        [&](T* tile, int kb) {
+          const int k0 = (kb + range.begin) * P::kBK;
           if constexpr (ALoad::kFixedColumn) {
             // One (tap, channel) per thread and K block; per chunk a few adds and range checks.
-            const igemm::WindowTap tap = igemm::window_tap<G>(kb * P::kBK + ALoad::column());
+            const igemm::WindowTap tap = igemm::window_tap<G>(k0 + ALoad::column());
             ALoad::load_rows(tile, x, [&](int i) { return igemm::window_at<G>(x, a_rows[i], tap); });
           } else {
             ALoad::load(tile, x, [&](int r, int c) -> const T* {
-              const i64 m = m0 + r, k = kb * P::kBK + c;
-              return m < M && k < K ? igemm::input_at_tap<G>(x, m, static_cast<int>(k)) : nullptr;
+              const i64 m = m0 + r;
+              return m < M && k0 + c < K ? igemm::input_at_tap<G>(x, m, k0 + c) : nullptr;
             });
           }
         },
-        [&](T* tile, i64 kb) {
-          kb += range.begin;
+        [&](T* tile, int kb) {
+          const int k0 = (kb + range.begin) * P::kBK;
           if constexpr (BLoad::kFixedColumn) {
-            const i64 k = kb * P::kBK + BLoad::column();
+            const bool in_k = k0 + BLoad::column() < K;
             BLoad::load_rows(
-                tile, w, [&](int i) -> const T* { return k < K && b_rows[i] >= 0 ? w + (b_rows[i] + k) : nullptr; });
+                tile, w, [&](int i) -> const T* { return in_k && b_rows[i] != nullptr ? b_rows[i] + k0 : nullptr; });
           } else {
             BLoad::load(tile, w, [&](int r, int c) -> const T* {
-              const i64 o = n0 + r, k = kb * P::kBK + c;
-              return o < N && k < K ? w + o * K + k : nullptr;
+              const i64 o = n0 + r;
+              return o < N && k0 + c < K ? w + (o * K + k0 + c) : nullptr;
             });
           }
         });
@@ -244,42 +246,40 @@ RUDNN_DEVICE void dgrad_tile(const T* dy, const T* w, i64 n, i64 m0, i64 n0, i64
   typename E::Acc acc;
   E::run(
       acc, smem, range.end - range.begin,
-      [&](T* tile, i64 kb) {
-        kb += range.begin;
+      [&](T* tile, int kb) {
+        const int k0 = (kb + range.begin) * P::kBK;
         if constexpr (ALoad::kFixedColumn) {
-          const typename Gt::Tap tap = Gt::tap(kb * P::kBK + ALoad::column());
+          const typename Gt::Tap tap = Gt::tap(k0 + ALoad::column());
           ALoad::load_rows(tile, dy, [&](int i) { return Gt::at(dy, a_rows[i], tap); });
         } else {
-          ALoad::load(tile, dy, [&](int r, int c) -> const T* {
-            return Gt::at(dy, Gt::row(m0 + r, M), Gt::tap(kb * P::kBK + c));
-          });
+          ALoad::load(tile, dy,
+                      [&](int r, int c) -> const T* { return Gt::at(dy, Gt::row(m0 + r, M), Gt::tap(k0 + c)); });
         }
       },
-      [&](T* tile, i64 kb) {
-        kb += range.begin;
+      [&](T* tile, int kb) {
+        const int k0 = (kb + range.begin) * P::kBK;
         // Row k = q·O + o of B is w[o][filter_tap(q)][:], C-contiguous.
         if constexpr (BLoad::kFixedColumn && G::kO % P::kBK == 0) {
           // The K block lies in one tap (and K is whole blocks): row r is w[o0 + r][tap][:].
           const i64 ch = n0 + BLoad::column();
-          const int k0 = static_cast<int>(kb * P::kBK), q = static_cast<int>(k0 / G::kO);
-          const int o0 = k0 - q * static_cast<int>(G::kO) + BLoad::row(0);
+          const int q = udiv<G::kO>(k0), o0 = k0 - q * static_cast<int>(G::kO) + BLoad::row(0);
           const i64 row0 = (static_cast<i64>(o0) * G::kTaps + Gt::filter_tap(q)) * G::kC + ch;
           constexpr i64 kStep = BLoad::kRowStep * G::kTaps * G::kC;
           BLoad::load_rows(tile, w, [&](int i) -> const T* { return ch < N ? w + (row0 + i * kStep) : nullptr; });
         } else if constexpr (BLoad::kFixedColumn) {
           const i64 ch = n0 + BLoad::column();
-          const int k0 = static_cast<int>(kb * P::kBK);
           BLoad::load_rows(tile, w, [&](int i) -> const T* {
             const int k = k0 + BLoad::row(i);
             if (k >= K || ch >= N) return nullptr;
-            const int q = static_cast<int>(k / G::kO), o = k - q * static_cast<int>(G::kO);
+            const int q = udiv<G::kO>(k), o = k - q * static_cast<int>(G::kO);
             return w + ((static_cast<i64>(o) * G::kTaps + Gt::filter_tap(q)) * G::kC + ch);
           });
         } else {
           BLoad::load(tile, w, [&](int r, int c) -> const T* {
-            const i64 k = kb * P::kBK + r, ch = n0 + c;
+            const int k = k0 + r;
+            const i64 ch = n0 + c;
             if (k >= K || ch >= N) return nullptr;
-            const int q = static_cast<int>(k / G::kO), o = static_cast<int>(k - q * G::kO);
+            const int q = udiv<G::kO>(k), o = k - q * static_cast<int>(G::kO);
             return w + ((static_cast<i64>(o) * G::kTaps + Gt::filter_tap(q)) * G::kC + ch);
           });
         }
@@ -361,7 +361,8 @@ RUDNN_DEVICE void conv_wgrad_igemm(const T* x, const T* dy, float* partial, i64 
     // kept as (image, pixel in image) and advanced by BK per K block: the pipeline loads K blocks in
     // order 0, 1, 2, … (gemm/pipeline.cuh), so no 64-bit division in the K loop.
     const i64 span = k_end - k_begin;
-    const igemm::WindowTap b_tap = igemm::window_tap<G>(BLoad::kFixedColumn ? n0 + BLoad::column() : 0);
+    const igemm::WindowTap b_tap =
+        igemm::window_tap<G>(BLoad::kFixedColumn ? static_cast<int>(n0) + BLoad::column() : 0);
     i64 b_image[BLoad::kFixedColumn ? BLoad::kPerThread : 1];
     int b_pixel[BLoad::kFixedColumn ? BLoad::kPerThread : 1];
     if constexpr (BLoad::kFixedColumn) {
@@ -372,27 +373,31 @@ RUDNN_DEVICE void conv_wgrad_igemm(const T* x, const T* dy, float* partial, i64 
         b_pixel[i] = static_cast<int>(p - b_image[i] * G::kOutPixels);
       }
     }
+    // A's rows as a pointer to the thread's column o in its first row (null past O).
+    const i64 a_column = m0 + (ALoad::kFixedColumn ? ALoad::column() : 0);
+    const T* a_row0 = a_column < M ? dy + ((k_begin + ALoad::row(0)) * M + a_column) : nullptr;
     typename E::Acc acc;
     E::run(
         acc, smem, (k_end - k_begin + P::kBK - 1) / P::kBK,
-        [&](T* tile, i64 kb) {
+        [&](T* tile, int kb) {
           // A is stored K-major: row r = output pixel k_begin + kb·BK + r, column c = channel o.
           if constexpr (ALoad::kFixedColumn) {
-            const i64 o = m0 + ALoad::column(), r0 = kb * P::kBK + ALoad::row(0);
-            const i64 row0 = (k_begin + r0) * M + o;
+            const i64 r0 = static_cast<i64>(kb) * P::kBK;
+            const i64 left = span - r0 - ALoad::row(0);  // rows of this thread still in the split
             ALoad::load_rows(tile, dy, [&](int i) -> const T* {
-              return r0 + i * ALoad::kRowStep < span && o < M ? dy + (row0 + i * (ALoad::kRowStep * M)) : nullptr;
+              return i * ALoad::kRowStep < left && a_row0 != nullptr ? a_row0 + (r0 + i * ALoad::kRowStep) * M
+                                                                     : nullptr;
             });
           } else {
             ALoad::load(tile, dy, [&](int r, int c) -> const T* {
-              const i64 p = k_begin + kb * P::kBK + r, o = m0 + c;
+              const i64 p = k_begin + static_cast<i64>(kb) * P::kBK + r, o = m0 + c;
               return p < k_end && o < M ? dy + p * M + o : nullptr;
             });
           }
         },
-        [&](T* tile, i64 kb) {
+        [&](T* tile, int kb) {
           if constexpr (BLoad::kFixedColumn) {
-            const i64 r0 = kb * P::kBK + BLoad::row(0);
+            const i64 r0 = static_cast<i64>(kb) * P::kBK + BLoad::row(0);
             BLoad::load_rows(tile, x, [&](int i) -> const T* {
               const T* src = nullptr;
               if (r0 + i * BLoad::kRowStep < span)
@@ -413,7 +418,7 @@ RUDNN_DEVICE void conv_wgrad_igemm(const T* x, const T* dy, float* partial, i64 
             });
           } else {
             BLoad::load(tile, x, [&](int r, int c) -> const T* {
-              const i64 p = k_begin + kb * P::kBK + r, j = n0 + c;
+              const i64 p = k_begin + static_cast<i64>(kb) * P::kBK + r, j = n0 + c;
               return p < k_end && j < N ? igemm::input_at_tap<G>(x, p, static_cast<int>(j)) : nullptr;
             });
           }

@@ -23,18 +23,21 @@ template <int kStages>
 struct CpAsyncPipeline {
   static_assert(kStages >= 2, "CpAsyncPipeline: at least two stages");
 
+  // k_blocks < 2^31 (K blocks are counted in 32 bits: 64-bit loop control costs the K loop a handful
+  // of instructions per block).
   template <class Load, class Compute>
   RUDNN_DEVICE static void run(i64 k_blocks, const Load& load, const Compute& compute) {
+    const int blocks = static_cast<int>(k_blocks);
     RUDNN_UNROLL
     for (int s = 0; s < kStages - 1; ++s) {
-      if (s < k_blocks) load(s, static_cast<i64>(s));
+      if (s < blocks) load(s, s);
       cp_async_commit();
     }
     int read_stage = 0, write_stage = kStages - 1;
-    for (i64 kb = 0; kb < k_blocks; ++kb) {
+    for (int kb = 0; kb < blocks; ++kb) {
       cp_async_wait<kStages - 2>();
       __syncthreads();
-      if (kb + kStages - 1 < k_blocks) load(write_stage, kb + kStages - 1);
+      if (kb + kStages - 1 < blocks) load(write_stage, kb + kStages - 1);
       cp_async_commit();
       compute(read_stage);
       read_stage = read_stage + 1 == kStages ? 0 : read_stage + 1;
