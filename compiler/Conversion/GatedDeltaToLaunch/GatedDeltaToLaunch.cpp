@@ -85,6 +85,10 @@ LogicalResult lowerGatedDeltaOpToLaunch(RewriterBase& rewriter, dialect::GatedDe
           {SizeFactor::dimOf(0, 0), SizeFactor::dimOf(0, 1), SizeFactor::constant((valueDim + columns - 1) / columns)}))
       .block(threads)
       .shared(shared);
+  // The chunked kernel's register budget: 128 per thread (two 256-thread blocks or four of 128 per
+  // SM, as many as its shared memory allows at C = 32, K = 128). __launch_bounds__(threads) alone
+  // lets ptxas aim at ~80 for 256 threads on sm_80, where the tensor-core kernels spill.
+  if (chunk > 0) launch.minBlocks(65536 / (threads * 128));
   rewriter.replaceOp(op, launch.create(rewriter)->getResults());
   return success();
 }

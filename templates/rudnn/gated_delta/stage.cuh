@@ -31,10 +31,30 @@ RUDNN_DEVICE void stage_rows(float* dst, int dst_stride, const T* src, i64 src_s
 }
 
 // The same copy of 16-bit elements as stored (no conversion, no scale) into a 16-bit array: the
-// operands of the tensor-core products (chunk_mma.cuh), exact. Padding is +0.
+// operands of the tensor-core products (chunk_mma.cuh, sm_80 and later), exact. Padding is +0.
+// Where every 16 bytes of a row are whole chunks (cols, cols_total and both strides multiples of 8
+// elements, both bases 16-byte aligned: keys and queries with K % 8 = 0), by 16-byte cp.async with
+// zero fill, all of a thread's chunks in flight at once and no registers for the data (an element
+// loop costs an index division and a dependent 2-byte load per element: keys and queries are most
+// of a chunk's global reads). Waits for its own copies before returning; the caller's barrier then
+// publishes them.
 template <class T>
 RUDNN_DEVICE void stage_rows_raw(T* dst, int dst_stride, const T* src, i64 src_stride, int rows, int cols,
                                  int rows_total, int cols_total, int tid, int nthreads) {
+  constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+  const bool chunks = cols % kVec == 0 && cols_total % kVec == 0 && dst_stride % kVec == 0 && src_stride % kVec == 0 &&
+                      ((reinterpret_cast<u64>(src) | reinterpret_cast<u64>(dst)) & 15u) == 0;
+  if (chunks) {
+    // Offsets in 32 bits: a chunk's rows·stride is a few hundred thousand elements at most.
+    const int per_row = cols_total / kVec, stride = static_cast<int>(src_stride);
+    for (int idx = tid; idx < rows_total * per_row; idx += nthreads) {
+      const int i = idx / per_row, j = (idx - i * per_row) * kVec;
+      const bool real = i < rows && j < cols;
+      cp_async_cg16(dst + (i * dst_stride + j), real ? src + (i * stride + j) : src, real ? 16u : 0u);
+    }
+    cp_async_wait_all();
+    return;
+  }
   const int total = rows_total * cols_total;
   for (int idx = tid; idx < total; idx += nthreads) {
     const int i = idx / cols_total;
