@@ -49,6 +49,8 @@ using C256x64 = gd::ChunkPolicy<256, 64>;
 using C128x32T = gd::ChunkPolicy<128, 32, true>;  // tensor cores (f16/bf16)
 using C256x32T = gd::ChunkPolicy<256, 32, true>;
 using C256x64T = gd::ChunkPolicy<256, 64, true>;
+using C128x16T = gd::ChunkPolicy<128, 16, true>;  // 16-column slices (autotune candidates)
+using C256x16T = gd::ChunkPolicy<256, 16, true>;
 
 template <class T, class G, class P>
 void recurrent_entry(void** a) {
@@ -200,6 +202,8 @@ host::ThreadEntry chunked_kernel(int variant, i64 chunk, i64 k, int& threads, st
     if (variant == 3) return pick(C128x32T{});
     if (variant == 4) return pick(C256x32T{});
     if (variant == 5) return pick(C256x64T{});
+    if (variant == 6) return pick(C128x16T{});
+    if (variant == 7) return pick(C256x16T{});
   }
   if (variant == 0) return pick(C128x32{});
   if (variant == 1) return pick(C256x32{});
@@ -579,6 +583,27 @@ TEST(GatedDeltaTemplate, TensorCoreInPlaceState) {
     if (::testing::Test::HasFatalFailure()) return;
     expect_close<rudnn::bf16>(chk, want, "tensor-core chunked in place");
   }
+}
+
+// The 16-column tensor-core slices (variants 6, 7): V = 40 is two whole slices and a half one; chunk
+// 16 and 64 (a partial last chunk), against the oracle, both schedules.
+TEST(GatedDeltaTemplate, TensorCoreSixteenColumns) {
+  rudnn_emu_bind(host::emulator_api());
+  const std::uint64_t seed = row_norm_test::fresh_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  Inputs in;
+  Stored<rudnn::bf16, rudnn::bf16> st;
+  make_inputs<rudnn::bf16, rudnn::bf16>({2, 2, 71, 32, 40}, Decay::Random, Beta::Random, true, seed, in, st);
+  const Result want = oracle(in);
+  for (int variant : {6, 7})
+    for (int chunk : {16, 64})
+      for (auto order : kOrders) {
+        SCOPED_TRACE("variant " + std::to_string(variant) + " chunk " + std::to_string(chunk));
+        Result got;
+        run<rudnn::bf16, rudnn::bf16>(in, st, {Form::Chunked, chunk, variant, order}, got, false);
+        if (::testing::Test::HasFatalFailure()) return;
+        expect_close<rudnn::bf16>(got, want, "16-column tensor-core chunked");
+      }
 }
 
 // unit_lower_inverse alone (the chunk's WY solve, blocked by 16): A [c][c] from global into shared
