@@ -116,18 +116,22 @@ def main():
     ap.add_argument("--budget-ms", type=int, default=1500, help="rudnn-bench's cap per slow step")
     ap.add_argument("--timeout", type=int, default=180, help="seconds for rudnn-bench")
     ap.add_argument("--copy-mib", type=int, default=2048, help="size of the copy-bandwidth measurement")
+    ap.add_argument("--tag", default="", help="names this run in the title and the CSV (e.g. autotune, for a run "
+                    "under RUDNN_AUTOTUNE=full: the kernel column then names the tile Autotune picked)")
     args = ap.parse_args()
     B, H, T, K, V, C, DB = (args.batch, args.heads, args.seq, args.key_dim, args.value_dim, args.chunk,
                             args.decode_batch)
 
-    print("### Gated delta rule (issue 6): rudnn vs PyTorch, bf16\n")
+    tag = f" ({args.tag})" if args.tag else ""
+    print(f"### Gated delta rule (issue 6): rudnn vs PyTorch, bf16{tag}\n")
     torch = require_torch_cuda(NAME)
     if torch is None:
         return 0
     cmd = [args.rudnn_bench, "gated-delta", "--device", "cuda:0", "--batch", str(B), "--heads", str(H), "--seq",
            str(T), "--key-dim", str(K), "--value-dim", str(V), "--chunk", str(C), "--decode-batch", str(DB),
            "--dtype", "bf16", "--iters", str(args.iters), "--runs", str(args.runs), "--budget-ms", str(args.budget_ms)]
-    rows, error = run_rudnn_bench(cmd, os.path.join(args.log, "rudnn-bench-gated-delta.csv"), args.timeout)
+    csv = "rudnn-bench-gated-delta" + (f"-{args.tag}" if args.tag else "") + ".csv"
+    rows, error = run_rudnn_bench(cmd, os.path.join(args.log, csv), args.timeout)
     rudnn = {r["mode"]: r for r in rows}
 
     bw = copy_bandwidth(torch, args.copy_mib * 1024**2)
@@ -166,22 +170,23 @@ def main():
         notes.append(f"the torch decode reference failed: {type(e).__name__}: {str(e)[:200]}")
     torch.cuda.empty_cache()
 
-    print("| mode | shape | rudnn µs | torch µs | speed rudnn/torch | rudnn Mtok/s | rudnn GB/s (floor) | % copy BW |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| mode | shape | rudnn µs | torch µs | speed rudnn/torch | rudnn Mtok/s | rudnn GB/s (floor) | % copy BW | "
+          "rudnn kernel |")
+    print("|---|---|---|---|---|---|---|---|---|")
     rudnn_ms = {}
     for mode, m in modes.items():
         tu = None if m["torch_ms"] is None else 1000 * m["torch_ms"]
         tus = "error" if tu is None else f"{tu:.1f}"
         r = rudnn.get(mode)
         if r is None:
-            print(f"| {mode} | {m['shape']} | failed | {tus} | - | - | - | - |")
+            print(f"| {mode} | {m['shape']} | failed | {tus} | - | - | - | - | - |")
             continue
         ru = float(r["median_us"])
         rudnn_ms[mode] = ru / 1000
         gbs = m["floor"] / (ru * 1e-6) / 1e9
         ratio = "-" if tu is None else f"{tu / ru:.2f}x"
         print(f"| {mode} | {m['shape']} | {ru:.1f} | {tus} | {ratio} | {m['tokens'] / ru:.2f} | {gbs:.0f} | "
-              f"{100 * gbs / bw:.0f}% |")
+              f"{100 * gbs / bw:.0f}% | {r.get('kernel') or '-'} |")
 
     print("\nTargets (issue 6):")
     pre = rudnn_ms.get("prefill")

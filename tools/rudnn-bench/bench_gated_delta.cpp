@@ -1,5 +1,5 @@
 // rudnn-bench gated-delta: the gated delta rule (SPEC §7, issue 6 item 7) on warm plans.
-// CSV: mode,batch,heads,seq,key_dim,value_dim,chunk,dtype,device,median_us,tokens_per_s,gb_per_s
+// CSV: mode,batch,heads,seq,key_dim,value_dim,chunk,dtype,device,median_us,tokens_per_s,gb_per_s,kernel
 //   mode          prefill (chunk_gated_delta_rule, no initial state) | decode (gated_delta_rule, T
 //                 steps from a given state) | recurrent (gated_delta_rule over the prefill shape)
 //   chunk         C for prefill, empty otherwise
@@ -7,6 +7,9 @@
 //   gb_per_s      the op's memory-traffic floor over the time: q, k, v read once, o written once,
 //                 beta and log_decay read once, the initial state read once (when given), the final
 //                 state written once
+//   kernel        the kernel entry the timed calls ran (names the tile: rudnn::autotune::last_choice(),
+//                 so under RUDNN_AUTOTUNE=full the tile Autotune picked); empty without the autotune
+//                 component
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -18,6 +21,9 @@
 #include "bench_common.h"
 #include "benchmarks.h"
 #include "rudnn/gated_delta.h"
+#if RUDNN_BENCH_HAS_AUTOTUNE
+#include "rudnn/autotune.h"
+#endif
 
 namespace rudnn::bench {
 namespace {
@@ -26,7 +32,8 @@ constexpr const char* kUsage = R"(usage: rudnn-bench gated-delta [options]
 
 Times chunk_gated_delta_rule (prefill, no initial state) and gated_delta_rule decode steps (from
 a state) on one device, on fixed warm inputs.
-CSV: mode,batch,heads,seq,key_dim,value_dim,chunk,dtype,device,median_us,tokens_per_s,gb_per_s
+CSV: mode,batch,heads,seq,key_dim,value_dim,chunk,dtype,device,median_us,tokens_per_s,gb_per_s,kernel
+(kernel: the entry that ran, naming its tile; with RUDNN_AUTOTUNE=full the tile Autotune picked)
 (gb_per_s: the memory-traffic floor — q, k, v, beta, log_decay read once, o written once, the
 state read once when given and written once — over the time)
 
@@ -109,7 +116,7 @@ int run_gated_delta(int argc, char** argv) {
 
   const std::string dname(dtype_name(dtype)), dev = device.to_string();
   const float query_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(key_dim)));
-  std::printf("mode,batch,heads,seq,key_dim,value_dim,chunk,dtype,device,median_us,tokens_per_s,gb_per_s\n");
+  std::printf("mode,batch,heads,seq,key_dim,value_dim,chunk,dtype,device,median_us,tokens_per_s,gb_per_s,kernel\n");
   std::fflush(stdout);
   std::mt19937_64 rng(1);
   for (const auto& mode : modes) {
@@ -142,10 +149,15 @@ int run_gated_delta(int argc, char** argv) {
         4.0 * static_cast<double>(s.b) * static_cast<double>(s.h) * static_cast<double>(s.k) * static_cast<double>(s.v);
     const double bytes = tokens * static_cast<double>(s.h) * ds * static_cast<double>(2 * s.k + 2 * s.v + 2) +
                          state_bytes * (input.initial_state ? 2 : 1);
-    std::printf("%s,%lld,%lld,%lld,%lld,%lld,%s,%s,%s,%.2f,%.0f,%.1f\n", mode.c_str(), static_cast<long long>(s.b),
+    std::string kernel;
+#if RUDNN_BENCH_HAS_AUTOTUNE
+    if (auto c = autotune::last_choice()) kernel = c->kernel;
+#endif
+    std::printf("%s,%lld,%lld,%lld,%lld,%lld,%s,%s,%s,%.2f,%.0f,%.1f,%s\n", mode.c_str(), static_cast<long long>(s.b),
                 static_cast<long long>(s.h), static_cast<long long>(s.t), static_cast<long long>(s.k),
                 static_cast<long long>(s.v), mode == "prefill" ? std::to_string(chunk).c_str() : "", dname.c_str(),
-                dev.c_str(), m.median_us, tokens / (m.median_us * 1e-6), bytes / (m.median_us * 1e-6) / 1e9);
+                dev.c_str(), m.median_us, tokens / (m.median_us * 1e-6), bytes / (m.median_us * 1e-6) / 1e9,
+                kernel.c_str());
     std::fflush(stdout);
   }
   return 0;
