@@ -568,20 +568,30 @@ TEST(GatedDeltaTemplate, PositiveLogDecayBoundedState) {
   growing_state_bounded<rudnn::bf16>();
 }
 
+// bf16 inputs of one shape (random decay and beta, an initial state) and the oracle's result.
+struct Bf16Case {
+  Inputs in;
+  Stored<rudnn::bf16, rudnn::bf16> st;
+  Result want;
+};
+Bf16Case bf16_case(const Shape& shape, std::uint64_t seed) {
+  Bf16Case c;
+  make_inputs<rudnn::bf16, rudnn::bf16>(shape, Decay::Random, Beta::Random, true, seed, c.in, c.st);
+  c.want = oracle(c.in);
+  return c;
+}
+
 // The tensor-core kernel updates final_state in place like the plain one.
 TEST(GatedDeltaTemplate, TensorCoreInPlaceState) {
   rudnn_emu_bind(host::emulator_api());
   const std::uint64_t seed = row_norm_test::fresh_seed();
   SCOPED_TRACE("seed=" + std::to_string(seed));
-  Inputs in;
-  Stored<rudnn::bf16, rudnn::bf16> st;
-  make_inputs<rudnn::bf16, rudnn::bf16>({2, 2, 23, 32, 40}, Decay::Random, Beta::Random, true, seed, in, st);
-  const Result want = oracle(in);
+  const Bf16Case c = bf16_case({2, 2, 23, 32, 40}, seed);
   for (auto order : kOrders) {
     Result chk;
-    run<rudnn::bf16, rudnn::bf16>(in, st, {Form::Chunked, 16, 3, order}, chk, true);
+    run<rudnn::bf16, rudnn::bf16>(c.in, c.st, {Form::Chunked, 16, 3, order}, chk, true);
     if (::testing::Test::HasFatalFailure()) return;
-    expect_close<rudnn::bf16>(chk, want, "tensor-core chunked in place");
+    expect_close<rudnn::bf16>(chk, c.want, "tensor-core chunked in place");
   }
 }
 
@@ -591,18 +601,15 @@ TEST(GatedDeltaTemplate, TensorCoreSixteenColumns) {
   rudnn_emu_bind(host::emulator_api());
   const std::uint64_t seed = row_norm_test::fresh_seed();
   SCOPED_TRACE("seed=" + std::to_string(seed));
-  Inputs in;
-  Stored<rudnn::bf16, rudnn::bf16> st;
-  make_inputs<rudnn::bf16, rudnn::bf16>({2, 2, 71, 32, 40}, Decay::Random, Beta::Random, true, seed, in, st);
-  const Result want = oracle(in);
+  const Bf16Case c = bf16_case({2, 2, 71, 32, 40}, seed);
   for (int variant : {6, 7})
     for (int chunk : {16, 64})
       for (auto order : kOrders) {
         SCOPED_TRACE("variant " + std::to_string(variant) + " chunk " + std::to_string(chunk));
         Result got;
-        run<rudnn::bf16, rudnn::bf16>(in, st, {Form::Chunked, chunk, variant, order}, got, false);
+        run<rudnn::bf16, rudnn::bf16>(c.in, c.st, {Form::Chunked, chunk, variant, order}, got, false);
         if (::testing::Test::HasFatalFailure()) return;
-        expect_close<rudnn::bf16>(got, want, "16-column tensor-core chunked");
+        expect_close<rudnn::bf16>(got, c.want, "16-column tensor-core chunked");
       }
 }
 
