@@ -247,7 +247,7 @@ func.func @huge_image_forced_depthwise(%x: tensor<?x1073741824x8xbf16>, %w: tens
 
 // A forced implicit-GEMM tile on a filter past its 32-bit column count (5 taps x 2^28 channels).
 func.func @huge_filter_forced_gemm(%x: tensor<?x8x268435456xbf16>, %w: tensor<8x5x268435456xbf16>) {
-  // expected-error @+1 {{kernel_config: the implicit GEMM counts filter columns in 32 bits: taps x channels below 2^30, got 5 taps x 268435456 input / 8 output channels}}
+  // expected-error @+1 {{kernel_config: the implicit GEMM counts filter columns in 32 bits: taps x channels below 2^30 (input channels rounded up to whole 16-byte vectors), got 5 taps x 268435456 input / 8 output channels}}
   %y = rudnn.conv_forward %x, %w {stride = array<i64: 1>, padding = array<i64: 2>, dilation = array<i64: 1>, groups = 1, channels_last = true, strategy = "implicit_gemm", kernel_config = {algorithm = 2, bm = 64, bn = 64, bk = 32, warps_m = 2, warps_n = 2, stages = 4, tensor_core = 1, splits = 1}} : tensor<?x8x268435456xbf16>, tensor<8x5x268435456xbf16> -> tensor<?x8x8xbf16>
   return
 }

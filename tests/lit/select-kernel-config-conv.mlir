@@ -158,3 +158,12 @@ func.func @huge_filter_gemm(%x: tensor<?x8x268435456xbf16>, %w: tensor<8x5x26843
          groups = 1, channels_last = true, strategy = "implicit_gemm"} : tensor<?x8x268435456xbf16>, tensor<8x5x268435456xbf16> -> tensor<?x8x8xbf16>
   return %y : tensor<?x8x8xbf16>
 }
+// The same bound counts C as the kernels see it, rounded up to whole 16-byte vectors: a 64^3 filter
+// (2^18 taps, the largest kernel) with C = 4095 (bf16) is 2^18 x 4096 = 2^30 columns there: Direct.
+// CHECK-LABEL: func.func @huge_filter_padded_channels
+// CHECK: kernel_config = {algorithm = 0 : i64, threads = 256 : i64}
+func.func @huge_filter_padded_channels(%x: tensor<?x64x64x64x4095xbf16>, %w: tensor<1x64x64x64x4095xbf16>) -> tensor<?x1x1x1x1xbf16> {
+  %y = rudnn.conv_forward %x, %w {stride = array<i64: 1, 1, 1>, padding = array<i64: 0, 0, 0>, dilation = array<i64: 1, 1, 1>,
+         groups = 1, channels_last = true, strategy = "implicit_gemm"} : tensor<?x64x64x64x4095xbf16>, tensor<1x64x64x64x4095xbf16> -> tensor<?x1x1x1x1xbf16>
+  return %y : tensor<?x1x1x1x1xbf16>
+}

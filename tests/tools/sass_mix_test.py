@@ -67,7 +67,8 @@ check("outer barrier", outer["barrier"], 1)
 check("outer int", outer["int"], 1)
 for opcode, cls in [("HGMMA.64x128x16.F32.BF16", "mma"), ("LDS.U.128", "lds"), ("STS.128", "sts"),
                     ("LDG.E.128", "ldg"), ("ISETP.GE.AND", "int"), ("SHF.R.S64", "int"), ("MUFU.EX2", "other"),
-                    ("DEPBAR.LE", "cp.async"), ("CS2R", "move"), ("FSEL", "other")]:
+                    ("DEPBAR.LE", "cp.async"), ("CS2R", "move"), ("FSEL", "other"), ("HFMA2.MMA", "move"),
+                    ("HFMA2", "fma"), ("ULDC.64", "move"), ("LDC", "move")]:
     check(f"class of {opcode}", sass_mix.classify(opcode), cls)
 
 # Plain cores: no MMA anywhere, the loop with the most FFMAs.

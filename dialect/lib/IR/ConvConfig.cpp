@@ -104,8 +104,11 @@ namespace {
 // counts, window and halo origins, stride · position): an image whose input or output pixels, padded
 // extent or stride · output extent reach 2^30 runs the direct kernel, which indexes in 64 bits. (The
 // contract bounds each extent by 2^31, not their products.) Unknown extents are decided at lowering.
+// The tiled kernels' 32-bit index bound (pixels of an image, filter columns).
+constexpr double kIndexBound = static_cast<double>(std::int64_t{1} << 30);
+
 std::optional<std::string> imageIndexServes(const ConvGeometry& g) {
-  constexpr double kBound = static_cast<double>(std::int64_t{1} << 30);
+  constexpr double kBound = kIndexBound;
   const double in = static_cast<double>(g.input[0]) * static_cast<double>(g.input[1]) * static_cast<double>(g.input[2]);
   const double out =
       static_cast<double>(g.output[0]) * static_cast<double>(g.output[1]) * static_cast<double>(g.output[2]);
@@ -125,16 +128,17 @@ std::optional<std::string> imageIndexServes(const ConvGeometry& g) {
 
 // The ImplicitGemm kernels serve ungrouped convolutions (grouped ones run Direct). Their K loop
 // counts GEMM columns (tap, channel) in 32 bits as well: the filter's taps · C (forward, weight
-// backward) and taps · O (data backward) stay below 2^30.
-std::optional<std::string> gemmServes(const ConvGeometry& g) {
+// backward; C as the kernels see it, rounded up to whole 16-byte vectors by gemmGeometry) and
+// taps · O (data backward) stay below 2^30.
+std::optional<std::string> gemmServes(const ConvGeometry& g, DType dtype) {
   if (g.groups != 1) return fmt::format("implicit GEMM serves groups = 1, got groups = {}", g.groups);
-  constexpr double kBound = static_cast<double>(std::int64_t{1} << 30);
   const double taps = static_cast<double>(g.taps());
-  if (taps * static_cast<double>(std::max(g.channels, g.out_channels)) >= kBound)
+  const std::int64_t channels = gemmGeometry(g, dtype).channels;
+  if (taps * static_cast<double>(std::max(channels, g.out_channels)) >= kIndexBound)
     return fmt::format(
-        "the implicit GEMM counts filter columns in 32 bits: taps x channels below 2^30, got {} taps x {} input / "
-        "{} output channels",
-        g.taps(), g.channels, g.out_channels);
+        "the implicit GEMM counts filter columns in 32 bits: taps x channels below 2^30 (input channels rounded up "
+        "to whole 16-byte vectors), got {} taps x {} input / {} output channels",
+        g.taps(), channels, g.out_channels);
   return imageIndexServes(g);
 }
 
@@ -196,7 +200,7 @@ std::optional<std::string> checkChoice(const Choice& c, ConvDirection direction,
         "implicit GEMM tile",
         c.gemm.bm, c.gemm.bn, c.gemm.bk, c.gemm.warpsM, c.gemm.warpsN, c.gemm.stages, c.gemm.tensorCore ? 1 : 0);
   if (c.gemm.tensorCore && dtype == DType::F32) return std::string("tensor_core = 1 needs f16 or bf16");
-  if (auto why = gemmServes(g)) return why;
+  if (auto why = gemmServes(g, dtype)) return why;
   if (auto why = checkSplits(c, direction, g, dtype)) return why;
   return checkShared(c, direction, g, dtype);
 }
@@ -329,7 +333,7 @@ Heuristic heuristicChoice(ConvDirection direction, const ConvGeometry& g, DType 
     h.substitution = fmt::format("grouped convolution (groups = {}) with ImplicitGemm runs Direct", g.groups);
   } else if (dtype == DType::F32 && g.spatial_dims == 3) {
     h.substitution = "3-D f32 convolution runs Direct";
-  } else if (auto why = gemmServes(g)) {  // groups = 1 here: the image-size bound
+  } else if (auto why = gemmServes(g, dtype)) {  // groups = 1 here: the index bounds
     h.substitution = *why + "; runs Direct";
   } else {
     const bool tc = tensorCores && dtype != DType::F32;

@@ -104,7 +104,7 @@ struct PhaseTap {
 template <class G, class Ph>
 RUDNN_DEVICE PhaseTap phase_tap(int k) {
   if (k >= Ph::kK) return {kPhaseFar, kPhaseFar, kPhaseFar, 0};
-  const int q = udiv<G::kO>(k), o = k - q * static_cast<int>(G::kO);
+  const auto [q, o] = udivmod<G::kO>(k);
   const Pos3 u = decode3<Ph::H::kTaps, Ph::W::kTaps>(q);
   return {static_cast<int>(u.d * Ph::D::kTapShift), static_cast<int>(u.h * Ph::H::kTapShift),
           static_cast<int>(u.w * Ph::W::kTapShift), o};

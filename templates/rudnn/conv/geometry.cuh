@@ -56,7 +56,7 @@ struct Geometry {
 // one image, filter taps, a stride phase's pixels or taps. In 32-bit unsigned arithmetic (a multiply
 // and a shift per division by a constant, where 64-bit division by a constant costs ~20
 // instructions): the tiled kernels keep one image's pixels and a filter's taps · channels below 2^30
-// (the compiler's index guard, ConvConfig.cpp imageIndexServes). An empty grid decodes to zeros
+// (the compiler's index guards, ConvConfig.cpp imageIndexServes and gemmServes). An empty grid decodes to zeros
 // (never used for a real row or column).
 struct Pos3 {
   int d, h, w;
@@ -64,6 +64,15 @@ struct Pos3 {
 template <i64 kD>
 RUDNN_DEVICE int udiv(int v) {  // v / kD for 0 <= v < 2^31, 32-bit unsigned
   return static_cast<int>(static_cast<unsigned>(v) / static_cast<unsigned>(kD));
+}
+// v / kD and v % kD (a GEMM column k = tap·C + c into its tap and channel).
+struct QuotRem {
+  int quot, rem;
+};
+template <i64 kD>
+RUDNN_DEVICE QuotRem udivmod(int v) {
+  const int q = udiv<kD>(v);
+  return {q, v - q * static_cast<int>(kD)};
 }
 template <i64 kH, i64 kW>
 RUDNN_DEVICE Pos3 decode3(int p) {

@@ -31,7 +31,7 @@ template <class G, class T>
 RUDNN_DEVICE const T* input_at_tap(const T* x, i64 m, int k) {
   const i64 image = m / G::kOutPixels;
   const Pos3 o = decode3<G::kOH, G::kOW>(static_cast<int>(m - image * G::kOutPixels));
-  const int tap = udiv<G::kC>(k), c = k - tap * static_cast<int>(G::kC);
+  const auto [tap, c] = udivmod<G::kC>(k);
   const Pos3 t = decode3<G::kKH, G::kKW>(tap);
   const i64 id = o.d * G::kSD - G::kPD + t.d * G::kDD;
   const i64 ih = o.h * G::kSH - G::kPH + t.h * G::kDH;
@@ -80,7 +80,7 @@ struct WindowTap {
 template <class G>
 RUDNN_DEVICE WindowTap window_tap(int k) {
   if (k >= G::kFilter) return {0, -kFar, -kFar, -kFar};
-  const int tap = udiv<G::kC>(k), c = k - tap * static_cast<int>(G::kC);
+  const auto [tap, c] = udivmod<G::kC>(k);
   const Pos3 t = decode3<G::kKH, G::kKW>(tap);
   const int d = static_cast<int>(t.d * G::kDD), h = static_cast<int>(t.h * G::kDH), w = static_cast<int>(t.w * G::kDW);
   return {(static_cast<i64>(d) * G::kH * G::kW + static_cast<i64>(h) * G::kW + w) * G::kC + c, d, h, w};
@@ -116,7 +116,7 @@ struct GradTap {
 template <class G>
 RUDNN_DEVICE GradTap grad_tap(int k) {
   if (k >= G::kTaps * G::kO) return {kFar, kFar, kFar, 0};
-  const int tap = udiv<G::kO>(k), o = k - tap * static_cast<int>(G::kO);
+  const auto [tap, o] = udivmod<G::kO>(k);
   const Pos3 t = decode3<G::kKH, G::kKW>(tap);
   return {static_cast<int>(t.d * G::kDD), static_cast<int>(t.h * G::kDH), static_cast<int>(t.w * G::kDW), o};
 }

@@ -262,7 +262,8 @@ RUDNN_DEVICE void dgrad_tile(const T* dy, const T* w, i64 n, i64 m0, i64 n0, i64
         if constexpr (BLoad::kFixedColumn && G::kO % P::kBK == 0) {
           // The K block lies in one tap (and K is whole blocks): row r is w[o0 + r][tap][:].
           const i64 ch = n0 + BLoad::column();
-          const int q = udiv<G::kO>(k0), o0 = k0 - q * static_cast<int>(G::kO) + BLoad::row(0);
+          const auto [q, o] = udivmod<G::kO>(k0);
+          const int o0 = o + BLoad::row(0);
           const i64 row0 = (static_cast<i64>(o0) * G::kTaps + Gt::filter_tap(q)) * G::kC + ch;
           constexpr i64 kStep = BLoad::kRowStep * G::kTaps * G::kC;
           BLoad::load_rows(tile, w, [&](int i) -> const T* { return ch < N ? w + (row0 + i * kStep) : nullptr; });
@@ -271,7 +272,7 @@ RUDNN_DEVICE void dgrad_tile(const T* dy, const T* w, i64 n, i64 m0, i64 n0, i64
           BLoad::load_rows(tile, w, [&](int i) -> const T* {
             const int k = k0 + BLoad::row(i);
             if (k >= K || ch >= N) return nullptr;
-            const int q = udiv<G::kO>(k), o = k - q * static_cast<int>(G::kO);
+            const auto [q, o] = udivmod<G::kO>(k);
             return w + ((static_cast<i64>(o) * G::kTaps + Gt::filter_tap(q)) * G::kC + ch);
           });
         } else {
@@ -279,7 +280,7 @@ RUDNN_DEVICE void dgrad_tile(const T* dy, const T* w, i64 n, i64 m0, i64 n0, i64
             const int k = k0 + r;
             const i64 ch = n0 + c;
             if (k >= K || ch >= N) return nullptr;
-            const int q = udiv<G::kO>(k), o = k - q * static_cast<int>(G::kO);
+            const auto [q, o] = udivmod<G::kO>(k);
             return w + ((static_cast<i64>(o) * G::kTaps + Gt::filter_tap(q)) * G::kC + ch);
           });
         }

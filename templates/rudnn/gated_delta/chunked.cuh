@@ -4,7 +4,7 @@
 // i = 0..C−1 (keys k_i, scaled queries q̂_i = query_scale·q_i, values v_i, β_i, g_i):
 //   γ_i  = Σ_{j ≤ i} g_j                                   cumulative decay (decay_scan.cuh)
 //   A_ij = β_i e^{γ_i−γ_j} k_i·k_j  for j < i, else 0        strictly lower
-//   T    = (I + A)⁻¹                                       forward substitution (unit_lower_inverse)
+//   T    = (I + A)⁻¹                                       blocked by 16 (unit_lower_inverse)
 //   U    = T · diag(β) (V − diag(e^γ) K S₀)                 the chunk's u_t, all at once
 //   O    = diag(e^γ) Q̂ S₀ + (Q̂ Kᵀ ⊙ M) U,  M_ij = e^{γ_i−γ_j} for j ≤ i, else 0
 //   S₁   = e^{γ_last} S₀ + Kᵀ diag(e^{γ_last−γ}) U
@@ -188,7 +188,7 @@ RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRI
           [&](int i, int j, float acc) { so[i * BV + j] = sexp[i] * acc; }, tid, NT);
       __syncthreads();
 
-      // (3) T = (I + A)⁻¹.
+      // (3) T = (I + A)⁻¹ (A's strictly upper part becomes the solve's scratch: P below overwrites sa).
       unit_lower_inverse(sa, st, C, tid, NT);
       __syncthreads();
 
@@ -336,7 +336,9 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
       }
       __syncthreads();
 
-      // (3) T = (I + A)⁻¹. Only A's lower blocks exist; the solve reads j < i only.
+      // (3) T = (I + A)⁻¹. Only A's lower blocks exist; the solve reads j < i only and keeps its scratch
+      // in the upper blocks, which P below leaves as they are and P·U never reads (it stops inside
+      // each row's diagonal block).
       unit_lower_inverse(sa, st, C, tid, NT);
       __syncthreads();
 

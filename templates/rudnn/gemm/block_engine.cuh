@@ -91,7 +91,7 @@ struct BlockEngine {
     acc.zero();
     CpAsyncPipeline<P::kStages>::run(
         k_blocks,
-        [&](int stage, i64 kb) {
+        [&](int stage, int kb) {
           T* s = smem + stage * kStageElems;
           load_a(s, kb);
           load_b(s + ATile::kElems, kb);

@@ -24,7 +24,9 @@ struct CpAsyncPipeline {
   static_assert(kStages >= 2, "CpAsyncPipeline: at least two stages");
 
   // k_blocks < 2^31 (K blocks are counted in 32 bits: 64-bit loop control costs the K loop a handful
-  // of instructions per block).
+  // of instructions per block). The convolution's guards keep its K below 2^30 (ConvConfig.cpp); its
+  // weight backward's K is batch × output pixels per split, which reaches 2^31 blocks only with
+  // 2^36 pixels, i.e. ≥ 128 GiB each of x and dy: beyond every GPU's memory (docs/input-limits.md).
   template <class Load, class Compute>
   RUDNN_DEVICE static void run(i64 k_blocks, const Load& load, const Compute& compute) {
     const int blocks = static_cast<int>(k_blocks);
