@@ -100,23 +100,22 @@ std::vector<std::pair<std::string, std::int64_t>> valuesOf(const Choice& c) {
 
 namespace {
 
+// The tiled kernels' 32-bit index bound (pixels of an image, filter columns).
+constexpr double kIndexBound = static_cast<double>(std::int64_t{1} << 30);
+
 // The tiled kernels (depthwise, implicit GEMM) index inside one image in 32-bit integers (pixel
 // counts, window and halo origins, stride · position): an image whose input or output pixels, padded
 // extent or stride · output extent reach 2^30 runs the direct kernel, which indexes in 64 bits. (The
 // contract bounds each extent by 2^31, not their products.) Unknown extents are decided at lowering.
-// The tiled kernels' 32-bit index bound (pixels of an image, filter columns).
-constexpr double kIndexBound = static_cast<double>(std::int64_t{1} << 30);
-
 std::optional<std::string> imageIndexServes(const ConvGeometry& g) {
-  constexpr double kBound = kIndexBound;
   const double in = static_cast<double>(g.input[0]) * static_cast<double>(g.input[1]) * static_cast<double>(g.input[2]);
   const double out =
       static_cast<double>(g.output[0]) * static_cast<double>(g.output[1]) * static_cast<double>(g.output[2]);
-  bool large = in >= kBound || out >= kBound;
+  bool large = in >= kIndexBound || out >= kIndexBound;
   for (int d = 0; d < 3; ++d) {
     if (!contracts::known(g.input[d]) || !contracts::known(g.output[d])) return std::nullopt;
-    large = large || static_cast<double>(g.input[d]) + 2.0 * static_cast<double>(g.padding[d]) >= kBound ||
-            static_cast<double>(g.output[d]) * static_cast<double>(g.stride[d]) >= kBound;
+    large = large || static_cast<double>(g.input[d]) + 2.0 * static_cast<double>(g.padding[d]) >= kIndexBound ||
+            static_cast<double>(g.output[d]) * static_cast<double>(g.stride[d]) >= kIndexBound;
   }
   if (large)
     return fmt::format(

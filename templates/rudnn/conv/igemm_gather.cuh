@@ -27,19 +27,6 @@ using gemm::GatherTile;
 using gemm::kChunkWidth;
 using gemm::PaddedTile;
 
-template <class G, class T>
-RUDNN_DEVICE const T* input_at_tap(const T* x, i64 m, int k) {
-  const i64 image = m / G::kOutPixels;
-  const Pos3 o = decode3<G::kOH, G::kOW>(static_cast<int>(m - image * G::kOutPixels));
-  const auto [tap, c] = udivmod<G::kC>(k);
-  const Pos3 t = decode3<G::kKH, G::kKW>(tap);
-  const i64 id = o.d * G::kSD - G::kPD + t.d * G::kDD;
-  const i64 ih = o.h * G::kSH - G::kPH + t.h * G::kDH;
-  const i64 iw = o.w * G::kSW - G::kPW + t.w * G::kDW;
-  if (id < 0 || id >= G::kD || ih < 0 || ih >= G::kH || iw < 0 || iw >= G::kW) return nullptr;
-  return x + ((image * G::kInPixels + (id * G::kH + ih) * G::kW + iw) * G::kC + c);
-}
-
 // ---- Incremental gather state (fixed-column gathers, see GatherTile::load_rows).
 // A row's state is computed once per output tile, a column's (tap, channel) once per K block; the
 // per-chunk work is then 32-bit adds, unsigned range checks and one 64-bit add. Rows past the matrix
@@ -94,6 +81,13 @@ RUDNN_DEVICE const T* window_at(const T* x, const WindowRow& r, const WindowTap&
   if (!kFlatD && !in_range<G::kD>(r.d + t.d)) return nullptr;
   if (!in_range<G::kH>(r.h + t.h) || !in_range<G::kW>(r.w + t.w)) return nullptr;
   return x + (r.base + t.offset);
+}
+// input_at_tap(x, m, k) for one element (the element gathers, k < K): m's row state and k's column
+// state composed, as the fixed-column gathers do per tile and per K block.
+template <class G, class T>
+RUDNN_DEVICE const T* input_at_tap(const T* x, i64 m, int k) {
+  const i64 image = m / G::kOutPixels;
+  return window_at<G>(x, window_row_at<G>(image, static_cast<int>(m - image * G::kOutPixels)), window_tap<G>(k));
 }
 
 // dgrad A: input pixel m's numerators (i + pad per dim) and its image's offset in dy.

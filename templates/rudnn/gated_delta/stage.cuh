@@ -8,6 +8,7 @@
 // log_decay = 0, which makes it an exact no-op of the recurrence (state unchanged, nothing added),
 // so the arithmetic after the copy never needs a bounds check. Nothing past `rows`/`cols` of the
 // source is ever read.
+#include "rudnn/gemm/gather_tile.cuh"  // copy_chunk: 16 bytes by cp.async, zero fill for null
 #include "rudnn/numeric.cuh"
 
 namespace rudnn::gated_delta {
@@ -49,8 +50,8 @@ RUDNN_DEVICE void stage_rows_raw(T* dst, int dst_stride, const T* src, i64 src_s
     const int per_row = cols_total / kVec, stride = static_cast<int>(src_stride);
     for (int idx = tid; idx < rows_total * per_row; idx += nthreads) {
       const int i = idx / per_row, j = (idx - i * per_row) * kVec;
-      const bool real = i < rows && j < cols;
-      cp_async_cg16(dst + (i * dst_stride + j), real ? src + (i * stride + j) : src, real ? 16u : 0u);
+      gemm::copy_chunk<T, kVec>(dst + (i * dst_stride + j), i < rows && j < cols ? src + (i * stride + j) : nullptr,
+                                src);
     }
     cp_async_wait_all();
     return;
