@@ -51,6 +51,8 @@ using C256x32T = gd::ChunkPolicy<256, 32, true>;
 using C256x64T = gd::ChunkPolicy<256, 64, true>;
 using C128x16T = gd::ChunkPolicy<128, 16, true>;  // 16-column slices (autotune candidates)
 using C256x16T = gd::ChunkPolicy<256, 16, true>;
+using C32x8 = gd::ChunkPolicy<32, 8>;  // one warp: chunks longer than the block (ChunkLongerThanTheBlock)
+using C32x16T = gd::ChunkPolicy<32, 16, true>;
 
 template <class T, class G, class P>
 void recurrent_entry(void** a) {
@@ -159,7 +161,8 @@ enum class Form { Recurrent, Chunked };
 struct Launch {
   Form form;
   int chunk;    // chunked only
-  int variant;  // chunked: 0 = <128,32>, 1 = <256,32>, 2 = <256,64>; 3..5 the same with tensor cores
+  int variant;  // chunked: 0 = <128,32>, 1 = <256,32>, 2 = <256,64>; 3..5 the same with tensor cores;
+                // 6, 7 = <128,16>, <256,16> tensor cores; 8 = <32,8>, 9 = <32,16> tensor cores
   host::Schedule order;
 };
 
@@ -204,7 +207,9 @@ host::ThreadEntry chunked_kernel(int variant, i64 chunk, i64 k, int& threads, st
     if (variant == 5) return pick(C256x64T{});
     if (variant == 6) return pick(C128x16T{});
     if (variant == 7) return pick(C256x16T{});
+    if (variant == 9) return pick(C32x16T{});
   }
+  if (variant == 8) return pick(C32x8{});
   if (variant == 0) return pick(C128x32{});
   if (variant == 1) return pick(C256x32{});
   return pick(C256x64{});
@@ -535,6 +540,30 @@ TEST(GatedDeltaTemplate, NonDecayingLogDecay) {
   check_all<float>({2, 1, 100, 16, 24}, Decay::Mixed, Beta::Random, true, kChunks);
   check_all<rudnn::f16>({1, 1, 100, 16, 24}, Decay::Mixed, Beta::Random, true, kChunks);
   check_all<rudnn::bf16, float>({1, 2, 100, 24, 40}, Decay::Mixed, Beta::Random, true, {16, 40});
+}
+
+// Chunks longer than the block (C = 64 on one warp): each thread checks several of a window's
+// log_decay values, the first read a chunk ahead and the rest at the chunk's start (WindowCheck).
+// With ~8 % non-decays, windows whose only non-decay lies past the first 32 steps occur, and
+// missing one puts e^{+γ} or −inf − (−inf) into the WY form.
+TEST(GatedDeltaTemplate, ChunkLongerThanTheBlock) {
+  rudnn_emu_bind(host::emulator_api());
+  const std::uint64_t seed = row_norm_test::fresh_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  auto check = [&](auto type, int variant) {
+    using T = decltype(type);
+    Inputs in;
+    Stored<T, T> st;
+    make_inputs<T, T>({1, 2, 150, 16, 24}, Decay::Mixed, Beta::Random, true, seed, in, st);
+    const Result want = oracle(in);
+    Result got;
+    run<T, T>(in, st, {Form::Chunked, 64, variant, host::Schedule::Forward}, got);
+    if (::testing::Test::HasFatalFailure()) return;
+    expect_close<T>(got, want, "one-warp chunked vs oracle");
+  };
+  check(float{}, 8);
+  check(rudnn::bf16{}, 8);
+  check(rudnn::bf16{}, 9);  // tensor cores
 }
 
 // The case: log_decay +1.5 at every step, keys cycling through the K = 2 unit vectors,

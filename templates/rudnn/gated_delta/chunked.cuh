@@ -58,9 +58,10 @@
 // NaN) is taken one step at a time (chunks of length 1, the rest of the window padded), until the
 // window is clean again. A one-step chunk forms no growing exponential: only e^{g} itself, as
 // the recurrence does, and decay factors between equal γ (the diagonal, the padding; decay_between)
-// are exactly 1, never e^{−inf − (−inf)}. The check is one __syncthreads_or per chunk. Every
-// log_decay is accepted and the chunked form equals the recurrence (to rounding) for all of them
-// (docs/gated_delta.md); a non-decaying window costs up to C one-step passes.
+// are exactly 1, never e^{−inf − (−inf)}. The check is one __syncthreads_or per chunk (its global
+// read issued one chunk ahead: ChunkWalk). Every log_decay is accepted and the chunked form equals
+// the recurrence (to rounding) for all of them (docs/gated_delta.md); a non-decaying window costs up
+// to C one-step passes.
 // Requirements: K ≥ 1, V ≥ 1, C ≥ 1 (any value; 16/32/64 are the intended ones), contiguous
 // row-major tensors, T = 0 copies initial_state to final_state. final_state may alias
 // initial_state, nothing else.
@@ -108,14 +109,46 @@ namespace chunked_detail {
 // Can the WY form take this step's log_decay (finite and ≤ 0)? NaN is not.
 RUDNN_DEVICE bool wy_decay(float g) { return g <= 0.0f && !is_inf(g); }
 
-// Does any of the window's L log_decay values need one-step chunks? Every thread of the block calls
-// it (a barrier).
+// Does any of a window's L log_decay values need one-step chunks? Checked at each chunk's start,
+// before anything is staged, so the check is on the chunk's critical path: read_ahead() issues the
+// thread's first value of the next window one chunk early (a load whose register is first used at
+// the next chunk's start), so that needs_steps() waits on no global read in the common case
+// C ≤ threads; values past the first (C > threads) are read there.
 template <class G>
-RUDNN_DEVICE bool needs_steps(const G* log_decay, int L, int tid, int nthreads) {
-  int odd = 0;
-  for (int i = tid; i < L; i += nthreads) odd |= wy_decay(to_float(log_decay[i])) ? 0 : 1;
-  return __syncthreads_or(odd) != 0;
-}
+struct WindowCheck {
+  float first = 0.0f;  // log_decay[tid] of the window read ahead (0, a decay, past its end)
+
+  RUDNN_DEVICE void read_ahead(const G* log_decay, int L, int tid) {
+    first = tid < L ? to_float(log_decay[tid]) : 0.0f;
+  }
+  // Every thread of the block calls it (a barrier), with the window read_ahead was given.
+  RUDNN_DEVICE bool needs_steps(const G* log_decay, int L, int tid, int nthreads) const {
+    int odd = wy_decay(first) ? 0 : 1;
+    for (int i = tid + nthreads; i < L; i += nthreads) odd |= wy_decay(to_float(log_decay[i])) ? 0 : 1;
+    return __syncthreads_or(odd) != 0;
+  }
+};
+
+// The chunks of one (b, h) row of `seq` steps: chunk(t0) is the window's length (C, or 1 where a
+// decay needs one-step chunks), with the next window's check read ahead.
+template <class G>
+struct ChunkWalk {
+  const G* log_decay;  // the row's first step
+  i64 seq;
+  int C;
+  WindowCheck<G> check;
+
+  RUDNN_DEVICE ChunkWalk(const G* row, i64 steps, int chunk, int tid) : log_decay(row), seq(steps), C(chunk) {
+    check.read_ahead(row, static_cast<int>(min_i64(C, seq)), tid);
+  }
+  RUDNN_DEVICE int length(i64 t0, int tid, int nthreads) {
+    int L = static_cast<int>(min_i64(C, seq - t0));
+    if (check.needs_steps(log_decay + t0, L, tid, nthreads)) L = 1;  // a non-decay: one step (header)
+    const i64 next = t0 + L;
+    check.read_ahead(log_decay + next, static_cast<int>(min_i64(C, seq - next)), tid);
+    return L;
+  }
+};
 
 // The plain-core path: every product in FP32 (block_gemm.cuh). Parameters as gated_delta_chunked.
 template <class T, class G, class Policy>
@@ -159,10 +192,10 @@ RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRI
       ss[idx] = initial_state != nullptr && j < cols ? initial_state[(bh * key_dim + r) * value_dim + v0 + j] : 0.0f;
     }
 
+    ChunkWalk<G> walk(log_decay + bh * seq, seq, C, tid);
     int L = 0;  // this chunk's real steps
     for (i64 t0 = 0; t0 < seq; t0 += L) {
-      L = static_cast<int>(min_i64(C, seq - t0));
-      if (needs_steps(log_decay + bh * seq + t0, L, tid, NT)) L = 1;  // a non-decay: one step (header)
+      L = walk.length(t0, tid, NT);
       const i64 row0 = bh * seq + t0;
 
       // (1) Stage the chunk (zero-padded to C steps) and its cumulative decay.
@@ -285,10 +318,10 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
     publish_warp_max(local_max, smax, tid);
     __syncthreads();  // the first split reads every thread's state entries and maxima
 
+    ChunkWalk<G> walk(log_decay + bh * seq, seq, step, tid);
     int L = 0;  // this chunk's real steps
     for (i64 t0 = 0; t0 < seq; t0 += L) {
-      L = static_cast<int>(min_i64(step, seq - t0));
-      if (needs_steps(log_decay + bh * seq + t0, L, tid, NT)) L = 1;  // a non-decay: one step (header)
+      L = walk.length(t0, tid, NT);
       const i64 row0 = bh * seq + t0;
 
       // (1) The state's split, the chunk (zero-padded to C steps) and its cumulative decay.
