@@ -39,7 +39,8 @@ using row_norm_test::from_storage;
 using row_norm_test::to_storage;
 using rudnn::i64;
 
-// Policies under test (the variants the integrator registers; all checked spill-free with NVRTC).
+// Policies under test: the variants the integrator registers (all checked spill-free with NVRTC),
+// and two one-warp policies for chunks longer than the block (C32x8, C32x16T; this test only).
 using R64 = gd::RecurrentPolicy<4, 4>;   // K ≤ 64, 128 threads
 using R128 = gd::RecurrentPolicy<4, 8>;  // K ≤ 128, 128 threads
 using R256 = gd::RecurrentPolicy<8, 8>;  // K ≤ 256, 256 threads
@@ -212,6 +213,7 @@ host::ThreadEntry chunked_kernel(int variant, i64 chunk, i64 k, int& threads, st
   if (variant == 8) return pick(C32x8{});
   if (variant == 0) return pick(C128x32{});
   if (variant == 1) return pick(C256x32{});
+  EXPECT_EQ(variant, 2) << "no chunked variant " << variant << " for this type";
   return pick(C256x64{});
 }
 
@@ -544,26 +546,40 @@ TEST(GatedDeltaTemplate, NonDecayingLogDecay) {
 
 // Chunks longer than the block (C = 64 on one warp): each thread checks several of a window's
 // log_decay values, the first read a chunk ahead and the rest at the chunk's start (WindowCheck).
-// With ~8 % non-decays, windows whose only non-decay lies past the first 32 steps occur, and
-// missing one puts e^{+γ} or −inf − (−inf) into the WY form.
+// Placed: a full reset (−inf) at steps 40 and 114 of ordinary decays, each the only non-decay of
+// its window and past its first 32 steps, so a check that reads only each thread's first value
+// always puts −inf − (−inf) into the WY form. Then random resets and growth (Decay::Mixed).
 TEST(GatedDeltaTemplate, ChunkLongerThanTheBlock) {
   rudnn_emu_bind(host::emulator_api());
   const std::uint64_t seed = row_norm_test::fresh_seed();
   SCOPED_TRACE("seed=" + std::to_string(seed));
-  auto check = [&](auto type, int variant) {
+  const Shape shape{1, 2, 150, 16, 24};
+  auto check = [&](auto type, int variant, Decay decay) {
     using T = decltype(type);
+    SCOPED_TRACE("variant=" + std::to_string(variant) + " decay=" + std::to_string(static_cast<int>(decay)));
     Inputs in;
     Stored<T, T> st;
-    make_inputs<T, T>({1, 2, 150, 16, 24}, Decay::Mixed, Beta::Random, true, seed, in, st);
+    make_inputs<T, T>(shape, decay, Beta::Random, true, seed, in, st);
+    if (decay == Decay::Random) {
+      for (i64 row = 0; row < shape.batch * shape.heads; ++row) {
+        for (i64 t : {40, 114}) {
+          const auto at = static_cast<std::size_t>(row * shape.seq + t);
+          st.g[at] = to_storage<T>(-std::numeric_limits<double>::infinity());
+          in.g[at] = from_storage(st.g[at]);
+        }
+      }
+    }
     const Result want = oracle(in);
     Result got;
     run<T, T>(in, st, {Form::Chunked, 64, variant, host::Schedule::Forward}, got);
     if (::testing::Test::HasFatalFailure()) return;
     expect_close<T>(got, want, "one-warp chunked vs oracle");
   };
-  check(float{}, 8);
-  check(rudnn::bf16{}, 8);
-  check(rudnn::bf16{}, 9);  // tensor cores
+  for (Decay decay : {Decay::Random, Decay::Mixed}) {
+    check(float{}, 8, decay);
+    check(rudnn::bf16{}, 8, decay);
+    check(rudnn::bf16{}, 9, decay);  // tensor cores
+  }
 }
 
 // The case: log_decay +1.5 at every step, keys cycling through the K = 2 unit vectors,

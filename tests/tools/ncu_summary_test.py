@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """scripts/ncu-summary on a hand-written raw CSV page (no GPU, no ncu needed): the page found after
 ncu's own messages, the units row, unit conversion of the duration, absent metrics as "–", the
-three largest stall reasons (not the "_not_issued" variants), and a file with no launch."""
+three largest stall reasons (not the "_not_issued" variants) in either naming, and a file with no
+launch or none at all."""
 import importlib.machinery
 import importlib.util
 import os
@@ -61,6 +62,13 @@ with tempfile.TemporaryDirectory() as tmp:
     with open(empty, "w") as f:
         f.write("==ERROR== No kernels were profiled.\n")
     check("no launch: exit status", ncu_summary.main([empty]), 1)
+    check("missing file: exit status", ncu_summary.main([os.path.join(tmp, "absent.csv")]), 1)
+
+# The newer naming: average warp latency per stall reason.
+latency = ["ID", "Kernel Name", "smsp__average_warp_latency_issue_stalled_barrier.ratio",
+           "smsp__average_warp_latency_issue_stalled_mio_throttle.ratio"]
+page2 = "\n".join([quote(latency), quote(["", "", "cycle", "cycle"]), quote(["0", "k", "4.5", "7.25"])])
+check("latency stall family", ncu_summary.stalls(ncu_summary.launches(page2)[0]), "mio_throttle 7.2, barrier 4.5")
 
 if failures:
     print("\n".join(failures))
