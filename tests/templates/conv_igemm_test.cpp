@@ -59,6 +59,10 @@ using PointwiseS2 = conv::Geometry<16, 32, 1, 1, 7, 6, 1, 1, 1, 1, 2, 2, 0, 0, 0
 using Conv3dS2 = conv::Geometry<8, 16, 1, 5, 6, 5, 3, 3, 3, 2, 2, 2, 1, 1, 1, 1, 1, 1>;        // 8 phases
 using Conv3x3S2x3 = conv::Geometry<8, 40, 1, 1, 9, 11, 1, 3, 5, 1, 2, 3, 0, 2, 1, 1, 1, 1>;    // 6 phases, pad 2
 using Block3x3S2 = conv::Geometry<32, 64, 1, 1, 9, 8, 1, 3, 3, 1, 2, 2, 0, 1, 1, 1, 1, 1>;     // B's one-tap K blocks
+// The weight backward's pixel walk (igemm::WindowWalk: OutPixels > BK):
+using WalkS2 = conv::Geometry<16, 24, 1, 1, 19, 23, 1, 3, 3, 1, 2, 2, 0, 1, 1, 1, 1, 1>;  // 10×12: 32 = 2 rows + 8
+using Walk3dS2 = conv::Geometry<8, 16, 1, 7, 9, 10, 3, 3, 3, 2, 2, 2, 1, 1, 1, 1, 1, 1>;  // 4×5×5: 32 = 25 + 5 + 2
+using Walk1dD2 = conv::Geometry<8, 8, 1, 1, 1, 100, 1, 1, 3, 1, 1, 2, 0, 0, 2, 1, 1, 2>;  // 50: w wraps into images
 
 template <class G>
 rudnn::reference::ConvShape shape_of(i64 n) {
@@ -522,6 +526,32 @@ TEST(ConvIgemmTemplate, DataBackwardStridePhases) {
   check_split<rudnn::bf16, TcMid, Block3x3S2>(false, 2, 3, false);
   check_split<rudnn::bf16, TcMid, Conv3x3S2D2>(false, 1, 2, false);
   check_split<float, Plain, Conv3dS2>(false, 1, 2, false);
+}
+
+template <class T, class P, class G>
+void check_weight_backward(const char* geometry, i64 n, i64 splits) {
+  rudnn_emu_bind(host::emulator_api());
+  const std::uint64_t seed = rudnn::testing::fresh_seed();
+  SCOPED_TRACE(std::string(geometry) + " " + type_name<T>() + " " + policy_name<P>() + " n=" + std::to_string(n) +
+               " splits=" + std::to_string(splits) + " seed=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  check_wgrad<T, P, G>(n, splits, rng);
+}
+#define CONV_WGRAD(T, P, G, n, splits) check_weight_backward<T, P, G>(#G, n, splits)
+
+// The weight backward's B rows walk BK output pixels per K block where a K block lies inside one
+// image (igemm::WindowWalk): steps whose w part wraps into h, h into d, and d into the next image,
+// with strides, padding and dilation, at BK = 16, 32 and 64; three splits start mid-image. (Conv3d
+// and Wide3x3 above walk too; the smaller images take the per-block decode.)
+TEST(ConvIgemmTemplate, WeightBackwardPixelWalk) {
+  for (i64 splits : {1, 3}) {
+    CONV_WGRAD(rudnn::bf16, TcMid, WalkS2, 2, splits);
+    CONV_WGRAD(rudnn::bf16, TcMid, Walk3dS2, 2, splits);
+    CONV_WGRAD(rudnn::f16, TcMid, Walk1dD2, 3, splits);
+    CONV_WGRAD(rudnn::bf16, TcLargeK64, Walk3dS2, 2, splits);
+    CONV_WGRAD(float, Plain, WalkS2, 2, splits);
+    CONV_WGRAD(float, Plain, Walk3dS2, 1, splits);
+  }
 }
 
 // n = 0: fprop and dgrad write nothing (the poisoned bytes stay), wgrad writes zeros.

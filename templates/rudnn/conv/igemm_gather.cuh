@@ -82,6 +82,43 @@ RUDNN_DEVICE const T* window_at(const T* x, const WindowRow& r, const WindowTap&
   if (!in_range<G::kH>(r.h + t.h) || !in_range<G::kW>(r.w + t.w)) return nullptr;
   return x + (r.base + t.offset);
 }
+// wgrad B: a row's window walked forward by kStep output pixels per K block with no division: the
+// step's parts along w, h and d (kStep = kD·OH·OW + kH·OW + kW) are constants, and while
+// kStep < OutPixels each coordinate wraps at most once (w + kW·SW passes the row's end at most once,
+// then h, then d into the next image), so a step is a few adds, three compares and constant
+// offsets. The window origin (d, h, w) = o·S − P itself says when its output coordinate wrapped:
+// ow ≥ OW exactly when w ≥ OW·SW − PW. Rows walked past the last image are never read.
+template <class G, int kStep>
+struct WindowWalk {
+  WindowRow r;
+
+  RUDNN_DEVICE void advance() {
+    static_assert(kStep >= 1 && kStep < G::kOutPixels, "WindowWalk: a step inside one image (else carries repeat)");
+    constexpr int kW = static_cast<int>(kStep % G::kOW), kH = static_cast<int>(kStep / G::kOW % G::kOH);
+    constexpr int kD = static_cast<int>(kStep / (G::kOW * G::kOH));
+    constexpr i64 kRow = G::kW * G::kC, kPlane = G::kH * kRow;  // elements per input row, plane
+    r.w += static_cast<int>(kW * G::kSW);
+    r.base += kW * G::kSW * G::kC;
+    if (r.w >= static_cast<int>(G::kOW * G::kSW - G::kPW)) {  // into the next output row
+      r.w -= static_cast<int>(G::kOW * G::kSW);
+      r.h += static_cast<int>(G::kSH);
+      r.base += G::kSH * kRow - G::kOW * G::kSW * G::kC;
+    }
+    r.h += static_cast<int>(kH * G::kSH);
+    r.base += kH * G::kSH * kRow;
+    if (r.h >= static_cast<int>(G::kOH * G::kSH - G::kPH)) {  // into the next output plane
+      r.h -= static_cast<int>(G::kOH * G::kSH);
+      r.d += static_cast<int>(G::kSD);
+      r.base += G::kSD * kPlane - G::kOH * G::kSH * kRow;
+    }
+    r.d += static_cast<int>(kD * G::kSD);
+    r.base += kD * G::kSD * kPlane;
+    if (r.d >= static_cast<int>(G::kOD * G::kSD - G::kPD)) {  // into the next image
+      r.d -= static_cast<int>(G::kOD * G::kSD);
+      r.base += G::kInPixels * G::kC - G::kOD * G::kSD * kPlane;
+    }
+  }
+};
 // input_at_tap(x, m, k) for one element (the element gathers, k < K): m's row state and k's column
 // state composed, as the fixed-column gathers do per tile and per K block.
 template <class G, class T>

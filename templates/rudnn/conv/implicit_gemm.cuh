@@ -358,20 +358,25 @@ RUDNN_DEVICE void conv_wgrad_igemm(const T* x, const T* dy, float* partial, i64 
     const i64 k_begin = s * range < K ? s * range : K;
     const i64 k_end = k_begin + range < K ? k_begin + range : K;
     // A: row r of K block kb is dy's pixel k_begin + kb·BK + r, at channel column o (fixed per thread).
-    // B: the thread's column j (fixed) has one (tap, channel) for the whole tile; its rows' pixels are
-    // kept as (image, pixel in image) and advanced by BK per K block: the pipeline loads K blocks in
-    // order 0, 1, 2, … (gemm/pipeline.cuh), so no 64-bit division in the K loop.
+    // B: the thread's column j (fixed) has one (tap, channel) for the whole tile; its rows' pixels
+    // advance by BK per K block (the pipeline loads K blocks in order 0, 1, 2, …, gemm/pipeline.cuh):
+    // their windows walk (igemm::WindowWalk, no division in the K loop), or, where a K block spans
+    // whole images (OutPixels ≤ BK), the rows are kept as (image, pixel in image) and decoded per block.
     const i64 span = k_end - k_begin;
     const igemm::WindowTap b_tap =
         igemm::window_tap<G>(BLoad::kFixedColumn ? static_cast<int>(n0) + BLoad::column() : 0);
-    i64 b_image[BLoad::kFixedColumn ? BLoad::kPerThread : 1];
-    int b_pixel[BLoad::kFixedColumn ? BLoad::kPerThread : 1];
+    constexpr bool kWalk = G::kOutPixels > P::kBK;
+    constexpr int kBRows = BLoad::kFixedColumn ? BLoad::kPerThread : 1;
+    igemm::WindowWalk<G, P::kBK> b_walk[kBRows];
+    i64 b_image[kBRows];
+    int b_pixel[kBRows];
     if constexpr (BLoad::kFixedColumn) {
       RUDNN_UNROLL
       for (int i = 0; i < BLoad::kPerThread; ++i) {
         const i64 p = k_begin + BLoad::row(i);
         b_image[i] = p / G::kOutPixels;
         b_pixel[i] = static_cast<int>(p - b_image[i] * G::kOutPixels);
+        if constexpr (kWalk) b_walk[i].r = igemm::window_row_at<G>(b_image[i], b_pixel[i]);
       }
     }
     // A's rows as a pointer to the thread's column o in its first row (null past O).
@@ -400,17 +405,15 @@ RUDNN_DEVICE void conv_wgrad_igemm(const T* x, const T* dy, float* partial, i64 
           if constexpr (BLoad::kFixedColumn) {
             const i64 r0 = static_cast<i64>(kb) * P::kBK + BLoad::row(0);
             BLoad::load_rows(tile, x, [&](int i) -> const T* {
+              const bool in_split = r0 + i * BLoad::kRowStep < span;
               const T* src = nullptr;
-              if (r0 + i * BLoad::kRowStep < span)
-                src = igemm::window_at<G>(x, igemm::window_row_at<G>(b_image[i], b_pixel[i]), b_tap);
-              // Advance to the same row of the next K block.
-              b_pixel[i] += P::kBK;
-              if constexpr (G::kOutPixels >= P::kBK) {
-                if (b_pixel[i] >= G::kOutPixels) {
-                  b_pixel[i] -= static_cast<int>(G::kOutPixels);
-                  ++b_image[i];
-                }
+              // Read, then advance to the same row of the next K block.
+              if constexpr (kWalk) {
+                if (in_split) src = igemm::window_at<G>(x, b_walk[i].r, b_tap);
+                b_walk[i].advance();
               } else {
+                if (in_split) src = igemm::window_at<G>(x, igemm::window_row_at<G>(b_image[i], b_pixel[i]), b_tap);
+                b_pixel[i] += P::kBK;
                 const int images = b_pixel[i] / static_cast<int>(G::kOutPixels);
                 b_image[i] += images;
                 b_pixel[i] -= images * static_cast<int>(G::kOutPixels);
