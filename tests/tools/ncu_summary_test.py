@@ -3,25 +3,13 @@
 ncu's own messages, the units row, unit conversion of the duration, absent metrics as "–", the
 three largest stall reasons (not the "_not_issued" variants) in either naming, and a file with no
 launch or none at all."""
-import importlib.machinery
-import importlib.util
 import os
 import sys
 import tempfile
 
-path = sys.argv[1]
-loader = importlib.machinery.SourceFileLoader("ncu_summary", path)
-spec = importlib.util.spec_from_loader("ncu_summary", loader)
-ncu_summary = importlib.util.module_from_spec(spec)
-loader.exec_module(ncu_summary)
+from script_check import check, finish, load_script
 
-failures = []
-
-
-def check(what, got, want):
-    if got != want:
-        failures.append(f"{what}: expected {want!r}, got {got!r}")
-
+ncu_summary = load_script(sys.argv[1], "ncu_summary")
 
 STALL = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
 header = ["ID", "Kernel Name", "Grid Size", "Block Size", "gpu__time_duration.sum",
@@ -70,7 +58,4 @@ latency = ["ID", "Kernel Name", "smsp__average_warp_latency_issue_stalled_barrie
 page2 = "\n".join([quote(latency), quote(["", "", "cycle", "cycle"]), quote(["0", "k", "4.5", "7.25"])])
 check("latency stall family", ncu_summary.stalls(ncu_summary.launches(page2)[0]), "mio_throttle 7.2, barrier 4.5")
 
-if failures:
-    print("\n".join(failures))
-    sys.exit(1)
-print("ncu-summary parse: ok")
+finish("ncu-summary")

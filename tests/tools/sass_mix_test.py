@@ -3,22 +3,11 @@
 instruction classes, the loops (backward branches), and the hot loop — the most MMAs, and among
 loops with as many the shortest, whatever their FFMAs (a longer loop around the K loop with the
 epilogue's float math must not win)."""
-import importlib.machinery
-import importlib.util
 import sys
 
-path = sys.argv[1]
-loader = importlib.machinery.SourceFileLoader("sass_mix", path)
-spec = importlib.util.spec_from_loader("sass_mix", loader)
-sass_mix = importlib.util.module_from_spec(spec)
-loader.exec_module(sass_mix)
+from script_check import check, finish, load_script
 
-failures = []
-
-
-def check(what, got, want):
-    if got != want:
-        failures.append(f"{what}: expected {want!r}, got {got!r}")
+sass_mix = load_script(sys.argv[1], "sass_mix")
 
 
 def line(address, text):
@@ -85,7 +74,4 @@ best = sass_mix.hot_loop(code, labels)
 check("plain hot loop", (best[1], best[2], best[3]["fma"], best[3]["lds"]), (0, 3, 2, 1))
 check("no loop, no hot loop", sass_mix.hot_loop(*sass_mix.parse(line(0, "EXIT"))), None)
 
-for f in failures:
-    print("FAIL:", f)
-print("sass-mix parse: " + ("ok" if not failures else f"{len(failures)} failures"))
-sys.exit(1 if failures else 0)
+finish("sass-mix")
