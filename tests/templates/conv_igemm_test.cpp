@@ -539,15 +539,16 @@ void check_weight_backward(const char* geometry, i64 n, i64 splits) {
 }
 #define CONV_WGRAD(T, P, G, n, splits) check_weight_backward<T, P, G>(#G, n, splits)
 
-// The weight backward's B rows walk BK output pixels per K block where a K block lies inside one
+// The weight backward's B rows walk BK output pixels per K block where BK is fewer pixels than an
 // image (igemm::WindowWalk): steps whose w part wraps into h, h into d, and d into the next image,
-// with strides, padding and dilation, at BK = 16, 32 and 64; three splits start mid-image. (Conv3d
-// and Wide3x3 above walk too; the smaller images take the per-block decode.)
+// with strides, padding and dilation, at BK = 16, 32 and 64; three splits start mid-image. (Conv3d,
+// Wide3x3 and, at BK = 16, the small 2-D images above walk too; the others take the per-block
+// decode.)
 TEST(ConvIgemmTemplate, WeightBackwardPixelWalk) {
   for (i64 splits : {1, 3}) {
     CONV_WGRAD(rudnn::bf16, TcMid, WalkS2, 2, splits);
     CONV_WGRAD(rudnn::bf16, TcMid, Walk3dS2, 2, splits);
-    CONV_WGRAD(rudnn::f16, TcMid, Walk1dD2, 3, splits);
+    CONV_WGRAD(rudnn::f16, TcMid, Walk1dD2, 2, splits);
     CONV_WGRAD(rudnn::bf16, TcLargeK64, Walk3dS2, 2, splits);
     CONV_WGRAD(float, Plain, WalkS2, 2, splits);
     CONV_WGRAD(float, Plain, Walk3dS2, 1, splits);

@@ -87,7 +87,8 @@ RUDNN_DEVICE const T* window_at(const T* x, const WindowRow& r, const WindowTap&
 // kStep < OutPixels each coordinate wraps at most once (w + kW·SW passes the row's end at most once,
 // then h, then d into the next image), so a step is a few adds, three compares and constant
 // offsets. The window origin (d, h, w) = o·S − P itself says when its output coordinate wrapped:
-// ow ≥ OW exactly when w ≥ OW·SW − PW. Rows walked past the last image are never read.
+// ow ≥ OW exactly when w ≥ OW·SW − PW. Rows walked past the split's end (or the last image) are
+// never read.
 template <class G, int kStep>
 struct WindowWalk {
   WindowRow r;
