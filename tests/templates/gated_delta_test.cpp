@@ -545,7 +545,7 @@ TEST(GatedDeltaTemplate, NonDecayingLogDecay) {
 }
 
 // Chunks longer than the block (C = 64 on one warp): each thread checks several of a window's
-// log_decay values, the first read a chunk ahead and the rest at the chunk's start (WindowCheck).
+// log_decay values, the first read a chunk ahead and the rest at the chunk's start (ChunkWalk).
 // Placed: a full reset (−inf) at steps 40 and 114 of ordinary decays, each the only non-decay of
 // its window and past its first 32 steps, so a check that reads only each thread's first value
 // always puts −inf − (−inf) into the WY form. Then random resets and growth (Decay::Mixed).

@@ -109,44 +109,35 @@ namespace chunked_detail {
 // Can the WY form take this step's log_decay (finite and ≤ 0)? NaN is not.
 RUDNN_DEVICE bool wy_decay(float g) { return g <= 0.0f && !is_inf(g); }
 
-// Does any of a window's L log_decay values need one-step chunks? Checked at each chunk's start,
-// before anything is staged, so the check is on the chunk's critical path: read_ahead() issues the
-// thread's first value of the next window one chunk early (a load whose register is first used at
-// the next chunk's start), so that needs_steps() waits on no global read in the common case
-// C ≤ threads; values past the first (C > threads) are read there.
-template <class G>
-struct WindowCheck {
-  float first = 0.0f;  // log_decay[tid] of the window read ahead (0, a decay, past its end)
-
-  RUDNN_DEVICE void read_ahead(const G* log_decay, int L, int tid) {
-    first = tid < L ? to_float(log_decay[tid]) : 0.0f;
-  }
-  // Every thread of the block calls it (a barrier), with the window read_ahead was given.
-  RUDNN_DEVICE bool needs_steps(const G* log_decay, int L, int tid, int nthreads) const {
-    int odd = wy_decay(first) ? 0 : 1;
-    for (int i = tid + nthreads; i < L; i += nthreads) odd |= wy_decay(to_float(log_decay[i])) ? 0 : 1;
-    return __syncthreads_or(odd) != 0;
-  }
-};
-
-// The chunks of one (b, h) row of `seq` steps: chunk(t0) is the window's length (C, or 1 where a
-// decay needs one-step chunks), with the next window's check read ahead.
+// The chunks of one (b, h) row of `seq` steps: length(t0) is the chunk's real steps, C, or 1 when
+// the window holds a log_decay the WY form cannot take (a non-decay: one-step chunks, header). The
+// check sits at each chunk's start, before anything is staged, so it is on the chunk's critical
+// path: each thread's first value of a window is loaded one chunk early (a register first used at
+// the next chunk's start), so the check waits on no global read when C ≤ threads; values past the
+// first (C > threads) are read at the check.
 template <class G>
 struct ChunkWalk {
   const G* log_decay;  // the row's first step
   i64 seq;
   int C;
-  WindowCheck<G> check;
+  float first;  // log_decay[t0 + tid] of the next window (0, a decay, past its end)
 
   RUDNN_DEVICE ChunkWalk(const G* row, i64 steps, int chunk, int tid) : log_decay(row), seq(steps), C(chunk) {
-    check.read_ahead(row, static_cast<int>(min_i64(C, seq)), tid);
+    read_ahead(0, tid);
   }
+  // Every thread of the block calls it (a barrier).
   RUDNN_DEVICE int length(i64 t0, int tid, int nthreads) {
     int L = static_cast<int>(min_i64(C, seq - t0));
-    if (check.needs_steps(log_decay + t0, L, tid, nthreads)) L = 1;  // a non-decay: one step (header)
-    const i64 next = t0 + L;
-    check.read_ahead(log_decay + next, static_cast<int>(min_i64(C, seq - next)), tid);
+    int odd = wy_decay(first) ? 0 : 1;
+    for (int i = tid + nthreads; i < L; i += nthreads) odd |= wy_decay(to_float(log_decay[t0 + i])) ? 0 : 1;
+    if (__syncthreads_or(odd) != 0) L = 1;
+    read_ahead(t0 + L, tid);
     return L;
+  }
+
+ private:
+  RUDNN_DEVICE void read_ahead(i64 t0, int tid) {
+    first = tid < min_i64(C, seq - t0) ? to_float(log_decay[t0 + tid]) : 0.0f;
   }
 };
 
