@@ -89,7 +89,7 @@ std::optional<GatedDeltaError> check_chunk_shared_memory(std::int64_t c, std::in
     return fail<Err>(ErrorKind::InvalidValue, "chunk_size",
                      fmt::format("4·(C² + C) <= {} bytes (the device's shared memory per block)", limit),
                      scratch ? fmt::format("{} ({} bytes)", c, *scratch) : fmt::format("{} (more than 2^63 bytes)", c));
-  const std::int64_t need = chunk_shared_bytes(c, k, 32, tensor_core);
+  const std::int64_t need = chunk_shared_bytes(c, k, smallest_chunk_columns(tensor_core), tensor_core);
   if (need > limit)
     return fail<Err>(ErrorKind::Unsupported, "chunk_size",
                      fmt::format("a chunk whose kernel fits the device's {} bytes of shared memory per block", limit),

@@ -35,16 +35,20 @@ struct GatedDeltaSignature {
 std::optional<GatedDeltaError> check_gated_delta(const GatedDeltaSignature& sig);
 
 // SPEC §7: 4·(C² + C) bytes ≤ `shared_limit` (InvalidValue), and the chunked kernel's real need for
-// the smallest V slice, chunk_shared_bytes(C, K, 32, tensor_core), ≤ `shared_limit` (Unsupported).
-// The limit is the device's per-block shared memory with opt-in; `tensor_core`: the f16/bf16 path.
+// the smallest V slice, chunk_shared_bytes(C, K, smallest_chunk_columns(tensor_core), tensor_core),
+// ≤ `shared_limit` (Unsupported). The limit is the device's per-block shared memory with opt-in;
+// `tensor_core`: the f16/bf16 path.
 std::optional<GatedDeltaError> check_chunk_shared_memory(std::int64_t chunk_size, std::int64_t key_dim,
                                                          std::int64_t shared_limit, bool tensor_core);
 
+// The narrowest V slice of the registered chunk tiles (dialect's gated_delta_config::chunkTiles; a
+// test holds the two together): 16 columns on tensor cores, 32 on the plain cores.
+inline constexpr std::int64_t smallest_chunk_columns(bool tensor_core) { return tensor_core ? 16 : 32; }
+
 // Bytes of dynamic shared memory gated_delta_chunked needs for chunk C, K and a V slice of `bv`
 // columns: the template's own formula (rudnn::shared_memory::gated_delta_chunk, shared with
-// ChunkPolicy::shared_bytes). Plain: 8·C + 4·(2·C·K + 3·C·BV + 2·C² + K·BV + 3·C).
-// Tensor cores (Cp = 16⌈C/16⌉, Kr = 16⌈K/16⌉): 8·Cp + 4·Cp·(Kr + 8) + 6·Kr·(BV + 8)
-//   + 4·(3·Cp·BV + 2·Cp² + K·BV + 3·Cp + 32).
+// ChunkPolicy::shared_bytes, which spells it out). E.g. C = 64, K = 128 on tensor cores: 124288
+// bytes at BV = 32, 91520 at BV = 16.
 inline std::int64_t chunk_shared_bytes(std::int64_t c, std::int64_t k, std::int64_t bv, bool tensor_core = false) {
   return rudnn::shared_memory::gated_delta_chunk(c, k, bv, tensor_core);
 }

@@ -103,14 +103,29 @@ RUDNN_SHARED_MEMORY_FN long long gated_delta_recurrent(long long warps, long lon
   return 4 * (steps * (2 * (4 * warps * rows_per_thread) + 32 + 2) + (warps > 1 ? 2 * warps * 8 * 9 : 0));
 }
 
-// gated_delta_chunked for chunk C, key dim K and a V slice of BV columns (chunked.cuh's header):
-//   plain:        8·C + 4·(2·C·K + 3·C·BV + 2·C² + K·BV + 3·C)
-//   tensor cores: 8·Cp + 4·Cp·(Kr + 8) + 6·Kr·(BV + 8) + 4·(3·Cp·BV + 2·Cp² + K·BV + 3·Cp + 32),
-//                 Cp = 16⌈C/16⌉, Kr = 16⌈K/16⌉
+// unit_lower_inverse's scratch for a C×C matrix, in floats: the ⌈C/16⌉ − 1 blocks of 16×16 at
+// distance 1 (the most of any distance).
+RUDNN_SHARED_MEMORY_FN long long gated_delta_inverse_scratch(long long c) {
+  return c > 16 ? (c + 15) / 16 * 16 * 16 - 256 : 0;
+}
+
+// gated_delta_chunked's values buffer [C][BV] floats (values, then the inverse's scratch, then U):
+// V = max(C·BV, gated_delta_inverse_scratch(C)) floats (C·BV unless BV < 16).
+RUDNN_SHARED_MEMORY_FN long long gated_delta_chunk_values(long long c, long long bv) {
+  return c * bv > gated_delta_inverse_scratch(c) ? c * bv : gated_delta_inverse_scratch(c);
+}
+
+// gated_delta_chunked for chunk C, key dim K and a V slice of BV columns (chunked.cuh's header),
+// with V = gated_delta_chunk_values:
+//   plain:        8·C + 4·(2·C·K + V + 2·C·BV + C² + K·BV + 3·C)
+//   tensor cores: 8·Cp + 4·Cp·(Kr + 8) + 6·Kr·(BV + 8) + 4·(V + 2·Cp·BV + Cp² + K·BV + 3·Cp + 32),
+//                 Cp = 16⌈C/16⌉, Kr = 16⌈K/16⌉, V for Cp
 RUDNN_SHARED_MEMORY_FN long long gated_delta_chunk(long long c, long long k, long long bv, bool tensor_core) {
-  if (!tensor_core) return 8 * c + 4 * (2 * c * k + 3 * c * bv + 2 * c * c + k * bv + 3 * c);
+  if (!tensor_core)
+    return 8 * c + 4 * (2 * c * k + gated_delta_chunk_values(c, bv) + 2 * c * bv + c * c + k * bv + 3 * c);
   const long long cp = (c + 15) / 16 * 16, kr = (k + 15) / 16 * 16;
-  return 8 * cp + 4 * cp * (kr + 8) + 6 * kr * (bv + 8) + 4 * (3 * cp * bv + 2 * cp * cp + k * bv + 3 * cp + 32);
+  return 8 * cp + 4 * cp * (kr + 8) + 6 * kr * (bv + 8) +
+         4 * (gated_delta_chunk_values(cp, bv) + 2 * cp * bv + cp * cp + k * bv + 3 * cp + 32);
 }
 
 }  // namespace rudnn::shared_memory

@@ -30,7 +30,7 @@ func.func @recurrent(%q: tensor<?x4x1x128xbf16>, %b: tensor<?x4x1xbf16>, %s: ten
 // CHECK: rudnn.launch @rudnn_gated_delta_chunked_bf16_bf16_t256_c32_tc(
 // CHECK-SAME: header "rudnn/gated_delta/chunked.cuh" function "rudnn::gated_delta::gated_delta_chunked"
 // CHECK-SAME: args ["rudnn::bf16", "rudnn::bf16", "rudnn::gated_delta::ChunkPolicy<256, 32, true>"]
-// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * dim(0, 1) * 4>, #rudnn.size<1>, #rudnn.size<1>] block [256, 1, 1] shared 140672
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * dim(0, 1) * 4>, #rudnn.size<1>, #rudnn.size<1>] block [256, 1, 1] shared 124288
 // CHECK-SAME: #rudnn.param<"initial_state" : "const float*" = null>, #rudnn.param<"output" : "rudnn::bf16*" = buffer(5)>
 // CHECK-SAME: #rudnn.param<"chunk" : "long long" = size(64)>
 func.func @chunked(%q: tensor<?x4x100x128xbf16>, %b: tensor<?x4x100xbf16>) -> (tensor<?x4x100x128xbf16>, tensor<?x4x128x128xf32>) {
@@ -45,7 +45,7 @@ func.func @chunked(%q: tensor<?x4x100x128xbf16>, %b: tensor<?x4x100xbf16>) -> (t
 // CHECK-LABEL: func.func @chunked_f32
 // CHECK: rudnn.launch @rudnn_gated_delta_chunked_f32_f32_t128_c32(
 // CHECK-SAME: args ["float", "float", "rudnn::gated_delta::ChunkPolicy<128, 32, false>"]
-// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * dim(0, 1) * 2>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 45696
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * dim(0, 1) * 2>, #rudnn.size<1>, #rudnn.size<1>] block [128, 1, 1] shared 41600
 // CHECK-SAME: #rudnn.param<"chunk" : "long long" = size(32)>
 func.func @chunked_f32(%q: tensor<1x2x64x64xf32>, %b: tensor<1x2x64xf32>) -> (tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32>) {
   %o, %s = rudnn.gated_delta %q, %q, %q, %b, %b {query_scale = 0.125 : f32, chunk_size = 32 : i64,

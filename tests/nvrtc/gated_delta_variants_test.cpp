@@ -56,6 +56,18 @@ TEST(GatedDeltaVariants, EveryRegisteredConfigLowers) {
   for (const auto& v : variants) EXPECT_NE(v.source.find(v.entry + "("), std::string::npos);
 }
 
+// The contract's shared-memory bound assumes the narrowest registered V slice of each path
+// (contracts::smallest_chunk_columns); a tile list that changes it must change the contract too.
+TEST(GatedDeltaVariants, TheContractKnowsTheNarrowestSlice) {
+  for (bool tensor_core : {false, true}) {
+    std::int64_t narrowest = 0;
+    for (const auto& config : compiler::gated_delta_variants(true, 128, DType::BF16))
+      if ((config.get("tensor_core") != 0) == tensor_core && (narrowest == 0 || config.get("columns") < narrowest))
+        narrowest = config.get("columns");
+    EXPECT_EQ(narrowest, rudnn::contracts::smallest_chunk_columns(tensor_core)) << "tensor_core " << tensor_core;
+  }
+}
+
 TEST(GatedDeltaVariants, CompileForSm80AndSm90aWithoutSpills) {
   if (!nv::available()) GTEST_SKIP() << "SKIP: NVRTC is not installed here";
   rudnn::testing::expect_spill_free_on_sm80_and_sm90a(gated_delta_variants(), "gated delta");

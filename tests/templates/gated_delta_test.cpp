@@ -659,72 +659,76 @@ TEST(GatedDeltaTemplate, TensorCoreSixteenColumns) {
 }
 
 // unit_lower_inverse alone (the chunk's WY solve, blocked by 16): A [c][c] from global into shared
-// memory with its strictly upper part full of garbage (the solve keeps its scratch there and must
-// never read it as A), T poisoned with NaN, then T back to global. Args: a, t, c.
+// memory, its strictly upper part (where T goes: the solve must never read it as A) and its
+// diagonal (never read) NaN, the scratch poisoned with NaN; then the array back to global, T in
+// its upper triangle. Args: a (in/out), c.
 void inverse_entry(void** args) {
-  const float* a = *static_cast<const float* const*>(args[0]);
-  float* t = *static_cast<float* const*>(args[1]);
-  const int c = *static_cast<const int*>(args[2]);
+  float* a = *static_cast<float* const*>(args[0]);
+  const int c = *static_cast<const int*>(args[1]);
   const int tid = static_cast<int>(threadIdx.x), nthreads = static_cast<int>(blockDim.x);
   float* sa = rudnn::dynamic_shared<float>();
-  float* st = sa + c * c;
-  for (int e = tid; e < c * c; e += nthreads) {
-    sa[e] = a[e];
-    st[e] = std::numeric_limits<float>::quiet_NaN();
-  }
+  float* scratch = sa + c * c;
+  for (int e = tid; e < c * c; e += nthreads) sa[e] = a[e];
+  for (int e = tid; e < rudnn::shared_memory::gated_delta_inverse_scratch(c); e += nthreads)
+    scratch[e] = std::numeric_limits<float>::quiet_NaN();
   __syncthreads();
-  gd::unit_lower_inverse(sa, st, c, tid, nthreads);
+  gd::unit_lower_inverse(sa, scratch, c, tid, nthreads);
   __syncthreads();
-  for (int e = tid; e < c * c; e += nthreads) t[e] = st[e];
+  for (int e = tid; e < c * c; e += nthreads) a[e] = sa[e];
 }
 
 // Every T entry against the FP64 forward substitution (relative L2 ≤ 1e-5; the A entries are small
 // enough that T stays O(1)), for chunk sizes around the 16-row blocks, block sizes below and above
-// the chunk, every schedule (the solve has barriers inside).
+// the chunk, every schedule (the solve has barriers inside). T lands transposed in A's upper
+// triangle, every entry of it written; A's lower triangle and the diagonal keep their bits.
 TEST(GatedDeltaTemplate, UnitLowerInverseBlocked) {
   rudnn_emu_bind(host::emulator_api());
   const std::uint64_t seed = row_norm_test::fresh_seed();
   SCOPED_TRACE("seed=" + std::to_string(seed));
   std::mt19937_64 random(seed);
-  std::uniform_real_distribution<double> lower(-0.3, 0.3), garbage(-1e6, 1e6);
+  std::uniform_real_distribution<double> lower(-0.3, 0.3);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
   const host::Schedule orders[] = {host::Schedule::Forward, host::Schedule::Reverse, host::Schedule::Random};
   for (int c : {1, 2, 15, 16, 17, 31, 32, 33, 48, 50, 64}) {
+    auto at = [c](int i, int j) { return static_cast<std::size_t>(i * c + j); };
     std::vector<float> a(static_cast<std::size_t>(c * c));
     for (int i = 0; i < c; ++i)
-      for (int j = 0; j < c; ++j)
-        a[static_cast<std::size_t>(i * c + j)] = static_cast<float>(j < i ? lower(random) : garbage(random));
+      for (int j = 0; j < c; ++j) a[at(i, j)] = j < i ? static_cast<float>(lower(random)) : nan;
     // FP64 oracle: T[i][m] = −Σ_{m ≤ j < i} A[i][j]·T[j][m], T[m][m] = 1.
     std::vector<double> want(static_cast<std::size_t>(c * c), 0.0);
     for (int m = 0; m < c; ++m) {
-      want[static_cast<std::size_t>(m * c + m)] = 1.0;
+      want[at(m, m)] = 1.0;
       for (int i = m + 1; i < c; ++i) {
         double x = 0.0;
-        for (int j = m; j < i; ++j)
-          x += a[static_cast<std::size_t>(i * c + j)] * want[static_cast<std::size_t>(j * c + m)];
-        want[static_cast<std::size_t>(i * c + m)] = -x;
+        for (int j = m; j < i; ++j) x += a[at(i, j)] * want[at(j, m)];
+        want[at(i, m)] = -x;
       }
     }
     for (unsigned threads : {32u, 96u, 256u}) {
       for (auto order : orders) {
         SCOPED_TRACE("c=" + std::to_string(c) + " threads=" + std::to_string(threads) +
                      " order=" + std::to_string(static_cast<int>(order)));
-        std::vector<float> t(static_cast<std::size_t>(c * c), 0.0f);
-        const float* a_ptr = a.data();
-        float* t_ptr = t.data();
+        std::vector<float> out = a;
+        float* ptr = out.data();
         int cc = c;
-        void* args[] = {&a_ptr, &t_ptr, &cc};
-        auto st = host::launch(&inverse_entry, args, {1, 1, 1}, {threads, 1, 1},
-                               2 * sizeof(float) * static_cast<std::size_t>(c * c), {order, seed});
+        void* args[] = {&ptr, &cc};
+        const auto bytes =
+            sizeof(float) * static_cast<std::size_t>(c * c + rudnn::shared_memory::gated_delta_inverse_scratch(c));
+        auto st = host::launch(&inverse_entry, args, {1, 1, 1}, {threads, 1, 1}, bytes, {order, seed});
         ASSERT_TRUE(st.ok()) << st.error().message();
-        double err = 0.0, norm = 0.0;
-        for (std::size_t e = 0; e < t.size(); ++e) {
-          ASSERT_TRUE(std::isfinite(t[e])) << "T entry " << e << " not written";
-          err += (t[e] - want[e]) * (t[e] - want[e]);
-          norm += want[e] * want[e];
-        }
-        EXPECT_LE(std::sqrt(err / norm), 1e-5);
+        double err = 0.0, norm = static_cast<double>(c);  // the unit diagonal
         for (int i = 0; i < c; ++i)
-          for (int m = i; m < c; ++m) EXPECT_EQ(t[static_cast<std::size_t>(i * c + m)], i == m ? 1.0f : 0.0f);
+          for (int j = 0; j < i; ++j) {
+            const float t = out[at(j, i)];  // T[i][j]
+            ASSERT_TRUE(std::isfinite(t)) << "T[" << i << "][" << j << "] not written or read NaN";
+            err += (t - want[at(i, j)]) * (t - want[at(i, j)]);
+            norm += want[at(i, j)] * want[at(i, j)];
+          }
+        EXPECT_LE(std::sqrt(err / norm), 1e-5);
+        for (int i = 0; i < c; ++i) {
+          EXPECT_TRUE(std::isnan(out[at(i, i)])) << "diagonal " << i << " written";
+          for (int j = 0; j < i; ++j) ASSERT_EQ(out[at(i, j)], a[at(i, j)]) << "A[" << i << "][" << j << "] changed";
+        }
       }
     }
   }

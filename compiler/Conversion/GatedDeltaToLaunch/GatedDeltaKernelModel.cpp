@@ -1,8 +1,9 @@
 // KernelOpInterface model of rudnn.gated_delta.
 //   heuristic:    chunk_size 0 (recurrence): the smallest registered tile holding key_dim (the
 //                 largest key_dim when it is dynamic). Chunked: 128 threads for key_dim <= 64, else
-//                 256, with 32 state columns per block (B·H·V/32 blocks, the least shared memory), on
-//                 tensor cores for f16/bf16 where the target has mma.sync m16n8k16.
+//                 256, with 32 state columns per block (B·H·V/32 blocks), on tensor cores for
+//                 f16/bf16 where the target has mma.sync m16n8k16; 16 columns where only those fit
+//                 the target's shared memory.
 //   tuning query: operands {query, key, value, beta, log_decay, initial_state?} (the op's tensor
 //                 operands present, in op order), options {chunk_size}: the recurrence and the
 //                 chunked kernel have different tile spaces, and the chunk length changes the
@@ -12,6 +13,7 @@
 //                 use mma.sync m16n8k16.
 #include "Conversion/GatedDeltaToLaunch/GatedDeltaToLaunch.h"
 #include "contracts/arch.h"
+#include "contracts/gated_delta.h"
 #include "mlir/IR/Builders.h"
 #include "rudnn/Dialect/Rudnn/IR/GatedDeltaConfig.h"
 #include "rudnn/Dialect/Rudnn/IR/KernelOpInterface.h"
@@ -31,10 +33,16 @@ gated_delta_config::RecurrentTile heuristicRecurrentTile(std::int64_t keyDim) {
   return gated_delta_config::recurrentTiles().back();
 }
 
-gated_delta_config::ChunkTile heuristicChunkTile(std::int64_t keyDim, bool tensorCores) {
-  // 128 threads are enough for small keys; 32 columns keep B·H·V/32 blocks and the least shared memory;
-  // f16/bf16 take the tensor cores where the target has them.
-  return {keyDim <= 64 ? 128 : 256, 32, tensorCores};
+gated_delta_config::ChunkTile heuristicChunkTile(std::int64_t chunk, std::int64_t keyDim, bool tensorCores,
+                                                 std::int64_t maxSharedBytes) {
+  // 128 threads are enough for small keys; f16/bf16 take the tensor cores where the target has them.
+  // 32 columns (B·H·V/32 blocks) unless that tile is over the target's shared memory and the
+  // tensor cores' 16-column one fits (Qwen3-Next's chunk 64 at K = 128 on sm_86/sm_89's 99 KiB).
+  gated_delta_config::ChunkTile tile{keyDim <= 64 ? 128 : 256, 32, tensorCores};
+  if (tensorCores && contracts::chunk_shared_bytes(chunk, keyDim, tile.columns, true) > maxSharedBytes &&
+      contracts::chunk_shared_bytes(chunk, keyDim, 16, true) <= maxSharedBytes)
+    tile.columns = 16;
+  return tile;
 }
 
 struct GatedDeltaKernelModel : dialect::KernelOpInterface::ExternalModel<GatedDeltaKernelModel, dialect::GatedDeltaOp> {
@@ -51,7 +59,8 @@ struct GatedDeltaKernelModel : dialect::KernelOpInterface::ExternalModel<GatedDe
            b.getNamedAttr(gated_delta_config::kRowsPerThread, b.getI64IntegerAttr(t.rowsPerThread))});
     }
     const bool half = !query.getElementType().isF32();
-    const auto t = heuristicChunkTile(k, half && contracts::has_mma_m16n8k16(target.arch));
+    const auto t = heuristicChunkTile(gd.getChunkSizeAttr().getInt(), k,
+                                      half && contracts::has_mma_m16n8k16(target.arch), target.maxSharedBytes);
     return b.getDictionaryAttr(
         {b.getNamedAttr(gated_delta_config::kThreads, b.getI64IntegerAttr(t.threads)),
          b.getNamedAttr(gated_delta_config::kColumns, b.getI64IntegerAttr(t.columns)),

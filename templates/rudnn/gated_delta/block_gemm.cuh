@@ -7,8 +7,11 @@
 //   kLowerOut: only entries with j ≤ i are needed; tiles lying wholly above the diagonal are
 //              skipped (store is not called for them; stored tiles still see j > i entries, which
 //              store must mask itself).
-//   kLowerA:   a(i, p) is zero for p > i (lower-triangular left operand); a tile's depth stops at
-//              its last row + 1. a() must still return 0 for p > i inside the tile.
+//   kLeft:     the left operand's shape. Lower: a(i, p) is zero for p > i; StrictlyLower: for
+//              p ≥ i. block_gemm supplies those zeros and calls a(i, p) only where the shape can
+//              be non-zero, so the other part of the array may hold anything, even data another
+//              thread is writing (the chunked kernel keeps T and P in one array's two triangles);
+//              a tile's depth stops at its last row + 1, and only its own 4×4 diagonal is masked.
 //
 // Rows/columns past m/n inside an edge tile are computed on clamped (valid) indices and dropped,
 // so the inner loop has no predicates. No barrier inside; the caller separates phases.
@@ -16,7 +19,34 @@
 
 namespace rudnn::gated_delta {
 
-template <int kTM, int kTN, bool kLowerOut, bool kLowerA, class A, class B, class Store>
+enum class LeftShape { Full, Lower, StrictlyLower };
+
+namespace block_gemm_detail {
+
+// acc += a(rows, p) ⊗ b(p, cols): one depth step of a kTM×kTN register tile; a(i, p) read only
+// where `keep(i)` (else 0).
+template <int kTM, int kTN, class A, class B, class Keep>
+RUDNN_DEVICE void step(float (&acc)[kTM][kTN], const int (&rows)[kTM], const int (&cols)[kTN], int p, const A& a,
+                       const B& b, const Keep& keep) {
+  float av[kTM], bv[kTN];
+  RUDNN_UNROLL
+  for (int x = 0; x < kTM; ++x) av[x] = keep(rows[x]) ? a(rows[x], p) : 0.0f;
+  RUDNN_UNROLL
+  for (int y = 0; y < kTN; ++y) bv[y] = b(p, cols[y]);
+  RUDNN_UNROLL
+  for (int x = 0; x < kTM; ++x) {
+    RUDNN_UNROLL
+    for (int y = 0; y < kTN; ++y) acc[x][y] += av[x] * bv[y];
+  }
+}
+
+struct Always {
+  RUDNN_DEVICE bool operator()(int) const { return true; }
+};
+
+}  // namespace block_gemm_detail
+
+template <int kTM, int kTN, bool kLowerOut, LeftShape kLeft, class A, class B, class Store>
 RUDNN_DEVICE void block_gemm(int m, int n, int depth, const A& a, const B& b, const Store& store, int tid,
                              int nthreads) {
   const int tiles_m = (m + kTM - 1) / kTM;
@@ -30,7 +60,9 @@ RUDNN_DEVICE void block_gemm(int m, int n, int depth, const A& a, const B& b, co
     for (int x = 0; x < kTM; ++x) rows[x] = i0 + x < m ? i0 + x : m - 1;
     RUDNN_UNROLL
     for (int y = 0; y < kTN; ++y) cols[y] = j0 + y < n ? j0 + y : n - 1;
-    const int d = kLowerA && i0 + kTM < depth ? i0 + kTM : depth;
+    constexpr bool kTriangular = kLeft != LeftShape::Full;
+    const int d = kTriangular && i0 + kTM < depth ? i0 + kTM : depth;
+    const int dense = kTriangular && i0 < d ? i0 : d;  // p < i0 ≤ every row: strictly below the diagonal
 
     float acc[kTM][kTN];
     RUDNN_UNROLL
@@ -38,18 +70,11 @@ RUDNN_DEVICE void block_gemm(int m, int n, int depth, const A& a, const B& b, co
       RUDNN_UNROLL
       for (int y = 0; y < kTN; ++y) acc[x][y] = 0.0f;
     }
-    for (int p = 0; p < d; ++p) {
-      float av[kTM], bv[kTN];
-      RUDNN_UNROLL
-      for (int x = 0; x < kTM; ++x) av[x] = a(rows[x], p);
-      RUDNN_UNROLL
-      for (int y = 0; y < kTN; ++y) bv[y] = b(p, cols[y]);
-      RUDNN_UNROLL
-      for (int x = 0; x < kTM; ++x) {
-        RUDNN_UNROLL
-        for (int y = 0; y < kTN; ++y) acc[x][y] += av[x] * bv[y];
-      }
-    }
+    for (int p = 0; p < dense; ++p) block_gemm_detail::step(acc, rows, cols, p, a, b, block_gemm_detail::Always{});
+    // The tile's own diagonal (triangular shapes only): the masked part.
+    for (int p = dense; p < d; ++p)
+      block_gemm_detail::step(acc, rows, cols, p, a, b,
+                              [&](int i) { return kLeft == LeftShape::Lower ? p <= i : p < i; });
     RUDNN_UNROLL
     for (int x = 0; x < kTM; ++x) {
       RUDNN_UNROLL

@@ -45,6 +45,11 @@
 // Per chunk: 5 barriers, phases (1) stage k, q̂, v slice, β; decay scan; [tensor cores: split
 // S₀] (2) A; R = β(V − e^γ K S₀); Q̂S₀ e^γ (3) T (4) U = T R; P = Q̂Kᵀ ⊙ M (5) O = Q̂S₀e^γ + P U
 // → global; S ← e^{γ_last} S + Kᵀ(e^{γ_last−γ} U) [tensor cores: and the slice's max |S|].
+// A, T and P share one C×C array: T is unit lower triangular, so the solve writes it transposed
+// into A's upper triangle (unit_lower_inverse.cuh) and P then replaces A below the diagonal while
+// U = T R still reads T above it; block_gemm's triangular shapes never read across. The solve's
+// scratch is the values buffer, free between (2) and (4). One C×C array less (16 KiB at C = 64)
+// is what lets Qwen3-Next's chunk 64 at K = 128 run on sm_86/sm_89's 99 KiB (tensor cores, BV = 16).
 //
 // Parameters (launch order): query, key [B, H, T, K] T; value [B, H, T, V] T; beta, log_decay
 // [B, H, T] G (G = T or float); initial_state [B, H, K, V] float (nullptr = zeros; only read);
@@ -66,13 +71,15 @@
 // row-major tensors, T = 0 copies initial_state to final_state. final_state may alias
 // initial_state, nothing else.
 // Launch: block = Policy::kThreads (x only); grid = any ≥ 1 (B·H·⌈V/BV⌉ fills it); dynamic shared
-// memory = Policy::shared_bytes(C, K) = shared_memory::gated_delta_chunk bytes:
-//   plain:        8·C + 4·(2·C·K + 3·C·BV + 2·C² + K·BV + 3·C)
-//   tensor cores: 8·Cp + 4·Cp·(Kr + 8) + 6·Kr·(BV + 8) + 4·(3·Cp·BV + 2·Cp² + K·BV + 3·Cp + 32)
+// memory = Policy::shared_bytes(C, K) = shared_memory::gated_delta_chunk bytes, with
+// V = max(C·BV, 256·(⌈C/16⌉ − 1)) floats of values (the solve's scratch when BV < 16):
+//   plain:        8·C + 4·(2·C·K + V + 2·C·BV + C² + K·BV + 3·C)
+//   tensor cores: 8·Cp + 4·Cp·(Kr + 8) + 6·Kr·(BV + 8) + 4·(V + 2·Cp·BV + Cp² + K·BV + 3·Cp + 32)
 //                 with Cp = 16⌈C/16⌉, Kr = 16⌈K/16⌉ (γ FP64 [Cp]; keys and queries 16-bit
 //                 [Cp][Kr + 8]; the split 3 × 16-bit [Kr][BV + 8]; FP32 values/R/Q̂S₀ [Cp][BV],
-//                 A and T [Cp][Cp], state [K][BV], β, e^γ, e^{γ_last−γ} [Cp], 32 warp maxima).
-//   e.g. C = 64, BV = 32: K = 128 → plain 140544, tensor cores 140672; K = 256 → 222464 / 220544.
+//                 A | T then P | T [Cp][Cp], state [K][BV], β, e^γ, e^{γ_last−γ} [Cp], 32 warp maxima).
+//   e.g. C = 64, K = 128: BV = 32 plain 124160, tensor cores 124288; tensor cores BV = 16 91520;
+//   K = 256, BV = 32: 206080 / 204160.
 #include "rudnn/grid.cuh"
 #include "rudnn/gated_delta/block_gemm.cuh"
 #include "rudnn/gated_delta/chunk_mma.cuh"
@@ -155,18 +162,17 @@ RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRI
   const int tid = static_cast<int>(threadIdx.x);
 
   // Shared memory (see the formula above): γ in FP64 first (8-byte aligned), then FP32 arrays.
-  double* const sgamma = dynamic_shared<double>();         // [C] γ (decay_scan.cuh: why FP64)
-  float* const sk = reinterpret_cast<float*>(sgamma + C);  // [C][K]  keys
-  float* const sq = sk + C * K;                            // [C][K]  scaled queries
-  float* const su = sq + C * K;                            // [C][BV] values, then U
-  float* const sr = su + C * BV;                           // [C][BV] R = β(V − e^γ K S₀)
-  float* const so = sr + C * BV;                           // [C][BV] e^γ Q̂ S₀
-  float* const sa = so + C * BV;                           // [C][C]  A, then P = Q̂Kᵀ ⊙ M
-  float* const st = sa + C * C;                            // [C][C]  T = (I + A)⁻¹
-  float* const ss = st + C * C;                            // [K][BV] state slice
-  float* const sbeta = ss + K * BV;                        // [C]
-  float* const sexp = sbeta + C;                           // [C]     e^γ
-  float* const send = sexp + C;                            // [C]     e^{γ_last − γ}
+  double* const sgamma = dynamic_shared<double>();                        // [C] γ (decay_scan.cuh: why FP64)
+  float* const sk = reinterpret_cast<float*>(sgamma + C);                 // [C][K]  keys
+  float* const sq = sk + C * K;                                           // [C][K]  scaled queries
+  float* const su = sq + C * K;                                           // [C][BV] values, the solve's scratch, U
+  float* const sr = su + shared_memory::gated_delta_chunk_values(C, BV);  // [C][BV] R = β(V − e^γ K S₀)
+  float* const so = sr + C * BV;                                          // [C][BV] e^γ Q̂ S₀
+  float* const sa = so + C * BV;     // [C][C] A below the diagonal and T above it, then P below (unit_lower_inverse)
+  float* const ss = sa + C * C;      // [K][BV] state slice
+  float* const sbeta = ss + K * BV;  // [C]
+  float* const sexp = sbeta + C;     // [C]     e^γ
+  float* const send = sexp + C;      // [C]     e^{γ_last − γ}
 
   const i64 slices = (value_dim + BV - 1) / BV;
   const i64 items = batch * heads * slices;
@@ -198,43 +204,47 @@ RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRI
       __syncthreads();
 
       // (2) A (strictly lower), R = β(V − e^γ K S₀), e^γ Q̂ S₀.
-      block_gemm<P::kTM, P::kTN, true, false>(
+      block_gemm<P::kTM, P::kTN, true, LeftShape::Full>(
           C, C, K, [&](int i, int p) { return sk[i * K + p]; }, [&](int p, int j) { return sk[j * K + p]; },
           [&](int i, int j, float acc) {
-            sa[i * C + j] = j < i ? sbeta[i] * decay_between(sgamma[i], sgamma[j]) * acc : 0.0f;
+            if (j < i) sa[i * C + j] = sbeta[i] * decay_between(sgamma[i], sgamma[j]) * acc;
           },
           tid, NT);
-      block_gemm<P::kTM, P::kTN, false, false>(
+      block_gemm<P::kTM, P::kTN, false, LeftShape::Full>(
           C, BV, K, [&](int i, int p) { return sk[i * K + p]; }, [&](int p, int j) { return ss[p * BV + j]; },
           [&](int i, int j, float acc) { sr[i * BV + j] = sbeta[i] * (su[i * BV + j] - sexp[i] * acc); }, tid, NT);
-      block_gemm<P::kTM, P::kTN, false, false>(
+      block_gemm<P::kTM, P::kTN, false, LeftShape::Full>(
           C, BV, K, [&](int i, int p) { return sq[i * K + p]; }, [&](int p, int j) { return ss[p * BV + j]; },
           [&](int i, int j, float acc) { so[i * BV + j] = sexp[i] * acc; }, tid, NT);
       __syncthreads();
 
-      // (3) T = (I + A)⁻¹ (A's strictly upper part becomes the solve's scratch: P below overwrites sa).
-      unit_lower_inverse(sa, st, C, tid, NT);
+      // (3) T = (I + A)⁻¹ into A's upper triangle, with the values (now free) as scratch.
+      unit_lower_inverse(sa, su, C, tid, NT);
       __syncthreads();
 
-      // (4) U = T R (over the values, now free); P = Q̂Kᵀ ⊙ M (over A, now free).
-      block_gemm<P::kTM, P::kTN, false, true>(
-          C, BV, C, [&](int i, int p) { return st[i * C + p]; }, [&](int p, int j) { return sr[p * BV + j]; },
-          [&](int i, int j, float acc) { su[i * BV + j] = acc; }, tid, NT);
-      block_gemm<P::kTM, P::kTN, true, false>(
+      // (4) U = T R = R + (T − I) R (over the values); P = Q̂Kᵀ ⊙ M below the diagonal (over A, now
+      // free; T above it is still being read).
+      block_gemm<P::kTM, P::kTN, false, LeftShape::StrictlyLower>(
+          C, BV, C, [&](int i, int p) { return sa[unit_lower_at(i, p, C)]; },
+          [&](int p, int j) { return sr[p * BV + j]; },
+          [&](int i, int j, float acc) { su[i * BV + j] = sr[i * BV + j] + acc; }, tid, NT);
+      block_gemm<P::kTM, P::kTN, true, LeftShape::Full>(
           C, C, K, [&](int i, int p) { return sq[i * K + p]; }, [&](int p, int j) { return sk[j * K + p]; },
-          [&](int i, int j, float acc) { sa[i * C + j] = j <= i ? decay_between(sgamma[i], sgamma[j]) * acc : 0.0f; },
+          [&](int i, int j, float acc) {
+            if (j <= i) sa[i * C + j] = decay_between(sgamma[i], sgamma[j]) * acc;
+          },
           tid, NT);
       __syncthreads();
 
       // (5) Outputs of the real rows, and the state carried to the next chunk.
       const float decay_all = sexp[L - 1];  // e^{γ_last}: the whole chunk's decay
-      block_gemm<P::kTM, P::kTN, false, true>(
+      block_gemm<P::kTM, P::kTN, false, LeftShape::Lower>(
           C, BV, C, [&](int i, int p) { return sa[i * C + p]; }, [&](int p, int j) { return su[p * BV + j]; },
           [&](int i, int j, float acc) {
             if (i < L && j < cols) output[(row0 + i) * value_dim + v0 + j] = from_float<T>(so[i * BV + j] + acc);
           },
           tid, NT);
-      block_gemm<P::kTM, P::kTN, false, false>(
+      block_gemm<P::kTM, P::kTN, false, LeftShape::Full>(
           K, BV, C, [&](int i, int p) { return sk[p * K + i] * send[p]; }, [&](int p, int j) { return su[p * BV + j]; },
           [&](int i, int j, float acc) { ss[i * BV + j] = decay_all * ss[i * BV + j] + acc; }, tid, NT);
       __syncthreads();
@@ -280,12 +290,11 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
   T* const sk = reinterpret_cast<T*>(sgamma + C);                           // [C][ld_k] keys as stored
   T* const sq = sk + C * ld_k;                                              // [C][ld_k] queries as stored (unscaled)
   T* const split = sq + C * ld_k;                                           // [3][Kr][ld_s] S₀/σ = hi + mid + lo
-  float* const su = reinterpret_cast<float*>(split + kStateTerms * plane);  // [C][BV] values, then U
-  float* const sr = su + C * BV;                                            // [C][BV] R = β(V − e^γ K S₀)
+  float* const su = reinterpret_cast<float*>(split + kStateTerms * plane);  // [C][BV] values, scratch, U
+  float* const sr = su + shared_memory::gated_delta_chunk_values(C, BV);    // [C][BV] R = β(V − e^γ K S₀)
   float* const so = sr + C * BV;                                            // [C][BV] e^γ Q̂ S₀
-  float* const sa = so + C * BV;                                            // [C][C]  A, then P = Q̂Kᵀ ⊙ M
-  float* const st = sa + C * C;                                             // [C][C]  T = (I + A)⁻¹
-  float* const ss = st + C * C;                                             // [K][BV] state slice (FP32, the truth)
+  float* const sa = so + C * BV;                                            // [C][C]  A | T, then P | T
+  float* const ss = sa + C * C;                                             // [K][BV] state slice (FP32, the truth)
   float* const sbeta = ss + K * BV;                                         // [C]
   float* const sexp = sbeta + C;                                            // [C]
   float* const send = sexp + C;                                             // [C]
@@ -354,23 +363,23 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
           a.each(lane, [&](int i, int j, float acc) {
             i += 16 * bi;
             j += 16 * bj;
-            sa[i * C + j] = j < i ? sbeta[i] * decay_between(sgamma[i], sgamma[j]) * acc : 0.0f;
+            if (j < i) sa[i * C + j] = sbeta[i] * decay_between(sgamma[i], sgamma[j]) * acc;
           });
         }
       }
       __syncthreads();
 
-      // (3) T = (I + A)⁻¹. Only A's lower blocks exist; the solve reads j < i only and keeps its scratch
-      // in the upper blocks, which P below leaves as they are and P·U never reads (it stops inside
-      // each row's diagonal block).
-      unit_lower_inverse(sa, st, C, tid, NT);
+      // (3) T = (I + A)⁻¹ into A's upper triangle (the solve reads A below the diagonal only), with
+      // the values (now free) as scratch.
+      unit_lower_inverse(sa, su, C, tid, NT);
       __syncthreads();
 
-      // (4) U = T R (FP32); P = Q̂Kᵀ ⊙ M on tensor cores (lower blocks; P·U below reads a row's
-      // entries only up to its 4-row tile, inside the diagonal block, which is fully written).
-      block_gemm<P::kTM, P::kTN, false, true>(
-          C, BV, C, [&](int i, int p) { return st[i * C + p]; }, [&](int p, int j) { return sr[p * BV + j]; },
-          [&](int i, int j, float acc) { su[i * BV + j] = acc; }, tid, NT);
+      // (4) U = R + (T − I) R (FP32); P = Q̂Kᵀ ⊙ M on tensor cores, below and on the diagonal only
+      // (T above it is being read).
+      block_gemm<P::kTM, P::kTN, false, LeftShape::StrictlyLower>(
+          C, BV, C, [&](int i, int p) { return sa[unit_lower_at(i, p, C)]; },
+          [&](int p, int j) { return sr[p * BV + j]; },
+          [&](int i, int j, float acc) { su[i * BV + j] = sr[i * BV + j] + acc; }, tid, NT);
       for (int job = warp; job < tri; job += kWarps) {
         int bi, bj;
         lower_block(job, bi, bj);
@@ -380,21 +389,21 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
         p.each(lane, [&](int i, int j, float acc) {
           i += 16 * bi;
           j += 16 * bj;
-          sa[i * C + j] = j <= i ? query_scale * decay_between(sgamma[i], sgamma[j]) * acc : 0.0f;
+          if (j <= i) sa[i * C + j] = query_scale * decay_between(sgamma[i], sgamma[j]) * acc;
         });
       }
       __syncthreads();
 
       // (5) Outputs of the real rows, and the state (FP32) with its new max for the next split.
       const float decay_all = sexp[L - 1];
-      block_gemm<P::kTM, P::kTN, false, true>(
+      block_gemm<P::kTM, P::kTN, false, LeftShape::Lower>(
           C, BV, C, [&](int i, int p) { return sa[i * C + p]; }, [&](int p, int j) { return su[p * BV + j]; },
           [&](int i, int j, float acc) {
             if (i < L && j < cols) output[(row0 + i) * value_dim + v0 + j] = from_float<T>(so[i * BV + j] + acc);
           },
           tid, NT);
       local_max = 0.0f;
-      block_gemm<P::kTM, P::kTN, false, false>(
+      block_gemm<P::kTM, P::kTN, false, LeftShape::Full>(
           K, BV, C, [&](int i, int p) { return to_float(sk[p * ld_k + i]) * send[p]; },
           [&](int p, int j) { return su[p * BV + j]; },
           [&](int i, int j, float acc) {
