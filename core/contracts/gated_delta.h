@@ -47,8 +47,8 @@ inline constexpr std::int64_t smallest_chunk_columns(bool tensor_core) { return 
 
 // Bytes of dynamic shared memory gated_delta_chunked needs for chunk C, K and a V slice of `bv`
 // columns: the template's own formula (rudnn::shared_memory::gated_delta_chunk, shared with
-// ChunkPolicy::shared_bytes, which spells it out). E.g. C = 64, K = 128 on tensor cores: 124288
-// bytes at BV = 32, 91520 at BV = 16.
+// ChunkPolicy::shared_bytes, which spells it out). E.g. C = 64, K = 128 on tensor cores: 125440
+// bytes at BV = 32, 92672 at BV = 16.
 inline std::int64_t chunk_shared_bytes(std::int64_t c, std::int64_t k, std::int64_t bv, bool tensor_core = false) {
   return rudnn::shared_memory::gated_delta_chunk(c, k, bv, tensor_core);
 }

@@ -109,23 +109,22 @@ RUDNN_SHARED_MEMORY_FN long long gated_delta_inverse_scratch(long long c) {
   return c > 16 ? (c + 15) / 16 * 16 * 16 - 256 : 0;
 }
 
-// gated_delta_chunked's values buffer [C][BV] floats (values, then the inverse's scratch, then U):
-// V = max(C·BV, gated_delta_inverse_scratch(C)) floats (C·BV unless BV < 16).
-RUDNN_SHARED_MEMORY_FN long long gated_delta_chunk_values(long long c, long long bv) {
-  return c * bv > gated_delta_inverse_scratch(c) ? c * bv : gated_delta_inverse_scratch(c);
+// gated_delta_chunked's values buffer of C rows of `ld` floats (values, then the inverse's scratch,
+// then U): max(C·ld, gated_delta_inverse_scratch(C)) floats (C·ld unless ld < 16).
+RUDNN_SHARED_MEMORY_FN long long gated_delta_chunk_values(long long c, long long ld) {
+  return c * ld > gated_delta_inverse_scratch(c) ? c * ld : gated_delta_inverse_scratch(c);
 }
 
-// gated_delta_chunked for chunk C, key dim K and a V slice of BV columns (chunked.cuh's header),
-// with V = gated_delta_chunk_values:
-//   plain:        8·C + 4·(2·C·K + V + 2·C·BV + C² + K·BV + 3·C)
-//   tensor cores: 8·Cp + 4·Cp·(Kr + 8) + 6·Kr·(BV + 8) + 4·(V + 2·Cp·BV + Cp² + K·BV + 3·Cp + 32),
-//                 Cp = 16⌈C/16⌉, Kr = 16⌈K/16⌉, V for Cp
+// gated_delta_chunked for chunk C, key dim K and a V slice of BV columns (chunked.cuh's header):
+//   plain:        8·C + 4·(2·C·K + V + 2·C·BV + C² + K·BV + 3·C),  V = gated_delta_chunk_values(C, BV)
+//   tensor cores: 8·Cp + 4·Cp·(Kr + 8) + 6·Kr·(BV + 8) + 4·(V + 2·Cp·BV + Cp² + K·BV + 3·Cp + 64),
+//                 Cp = 16⌈C/16⌉, Kr = 16⌈K/16⌉, V = gated_delta_chunk_values(Cp, BV + 4)
 RUDNN_SHARED_MEMORY_FN long long gated_delta_chunk(long long c, long long k, long long bv, bool tensor_core) {
   if (!tensor_core)
     return 8 * c + 4 * (2 * c * k + gated_delta_chunk_values(c, bv) + 2 * c * bv + c * c + k * bv + 3 * c);
   const long long cp = (c + 15) / 16 * 16, kr = (k + 15) / 16 * 16;
   return 8 * cp + 4 * cp * (kr + 8) + 6 * kr * (bv + 8) +
-         4 * (gated_delta_chunk_values(cp, bv) + 2 * cp * bv + cp * cp + k * bv + 3 * cp + 32);
+         4 * (gated_delta_chunk_values(cp, bv + 4) + 2 * cp * bv + cp * cp + k * bv + 3 * cp + 64);
 }
 
 }  // namespace rudnn::shared_memory

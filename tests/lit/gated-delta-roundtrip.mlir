@@ -10,7 +10,7 @@
 // LAUNCH: rudnn.launch @rudnn_gated_delta_chunked_bf16_f32_t256_c32_tc(
 // LAUNCH-SAME: header "rudnn/gated_delta/chunked.cuh" function "rudnn::gated_delta::gated_delta_chunked"
 // LAUNCH-SAME: args ["rudnn::bf16", "float", "rudnn::gated_delta::ChunkPolicy<256, 32, true>"]
-// LAUNCH-SAME: grid [#rudnn.size<dim(0, 0) * dim(0, 1) * 4>, #rudnn.size<1>, #rudnn.size<1>] block [256, 1, 1] shared 124288
+// LAUNCH-SAME: grid [#rudnn.size<dim(0, 0) * dim(0, 1) * 4>, #rudnn.size<1>, #rudnn.size<1>] block [256, 1, 1] shared 125440
 // LAUNCH-SAME: #rudnn.param<"initial_state" : "const float*" = buffer(5)>
 // LAUNCH-SAME: #rudnn.param<"chunk" : "long long" = size(64)>, #rudnn.param<"query_scale" : "float" = f32(5.000000e-01)>
 func.func @chunked(%q: tensor<?x?x?x128xbf16>, %k: tensor<?x?x?x128xbf16>, %v: tensor<?x?x?x128xbf16>,

@@ -30,7 +30,7 @@ func.func @recurrent(%q: tensor<?x4x1x128xbf16>, %b: tensor<?x4x1xbf16>, %s: ten
 // CHECK: rudnn.launch @rudnn_gated_delta_chunked_bf16_bf16_t256_c32_tc(
 // CHECK-SAME: header "rudnn/gated_delta/chunked.cuh" function "rudnn::gated_delta::gated_delta_chunked"
 // CHECK-SAME: args ["rudnn::bf16", "rudnn::bf16", "rudnn::gated_delta::ChunkPolicy<256, 32, true>"]
-// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * dim(0, 1) * 4>, #rudnn.size<1>, #rudnn.size<1>] block [256, 1, 1] shared 124288
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0) * dim(0, 1) * 4>, #rudnn.size<1>, #rudnn.size<1>] block [256, 1, 1] shared 125440
 // CHECK-SAME: #rudnn.param<"initial_state" : "const float*" = null>, #rudnn.param<"output" : "rudnn::bf16*" = buffer(5)>
 // CHECK-SAME: #rudnn.param<"chunk" : "long long" = size(64)>
 func.func @chunked(%q: tensor<?x4x100x128xbf16>, %b: tensor<?x4x100xbf16>) -> (tensor<?x4x100x128xbf16>, tensor<?x4x128x128xf32>) {

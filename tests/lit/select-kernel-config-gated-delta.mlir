@@ -2,7 +2,7 @@
 // tile {warps, rows_per_thread} whose 4·warps·rows_per_thread holds key_dim. Chunked: 128 threads for
 // key_dim <= 64, else 256, 32 state columns per block, tensor cores for f16/bf16 on sm_80+; 16
 // columns where only those fit the target's shared memory (sm_86: chunk 64 at key_dim 128 needs
-// 124288 bytes at 32 columns, 91520 at 16, against 101376).
+// 125440 bytes at 32 columns, 92672 at 16, against 101376).
 // RUN: rudnn-opt %s --rudnn-select-kernel-config | FileCheck %s
 // RUN: rudnn-opt %s --rudnn-select-kernel-config="arch=sm_75" | FileCheck %s --check-prefix=TURING
 // RUN: rudnn-opt %s --rudnn-select-kernel-config="arch=sm_86 max-shared-bytes=101376" | FileCheck %s --check-prefix=SM86

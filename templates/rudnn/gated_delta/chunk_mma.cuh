@@ -111,6 +111,49 @@ RUDNN_DEVICE void publish_warp_max(float m, float* warp_max, int tid) {
   if ((tid & 31) == 0) warp_max[tid >> 5] = m;
 }
 
+// The B fragments of the n8 tiles col0.., col0 + 8.. at k16 step k0 of W/σ, W = diag(row_scale)·X
+// with X FP32 [k][ld_x] in shared memory, split in registers like the state (b[t] is term t, hi
+// first; each term the residual of those before, rounded to T). Lane l reads X at rows k0 + 2(l%4)
+// + {0, 1} (+ 8), column l/4 of each tile: the B layout of tile/mma_fragment.cuh.
+template <class T>
+RUDNN_DEVICE void split_b_pair(u32 (&b)[kStateTerms][2][2], const float* x, int ld_x, const float* row_scale,
+                               float inv_sigma, int k0, int col0, int lane) {
+  const int n = col0 + (lane >> 2), k = k0 + 2 * (lane & 3);
+  RUDNN_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    RUDNN_UNROLL
+    for (int half = 0; half < 2; ++half) {
+      const int r = k + 8 * half;
+      float lo = x[r * ld_x + n + 8 * h] * (row_scale[r] * inv_sigma);
+      float hi = x[(r + 1) * ld_x + n + 8 * h] * (row_scale[r + 1] * inv_sigma);
+      RUDNN_UNROLL
+      for (int t = 0; t < kStateTerms; ++t) {
+        const float lo_t = to_float(from_float<T>(lo)), hi_t = to_float(from_float<T>(hi));
+        b[t][h][half] = pack2_from_float<T>(lo_t, hi_t);
+        lo -= lo_t;
+        hi -= hi_t;
+      }
+    }
+  }
+}
+
+// One warp's 16×16 block of the state update Kᵀ·(W/σ) at key rows row0.., slice columns col0..:
+// the keys as staged ([C][ld_k], step-major: Kᵀ is read with ldmatrix.trans), W = diag(row_scale)·X
+// split in registers (split_b_pair), all kStateTerms terms: W carries the state, so it keeps FP32's
+// accuracy as S₀ does (exact for bf16). depth (the chunk's rows) a multiple of 16.
+template <class T>
+RUDNN_DEVICE void warp_state_update(Block16& acc, const T* keys, int ld_k, const float* x, int ld_x,
+                                    const float* row_scale, float inv_sigma, int row0, int col0, int depth, int lane) {
+  RUDNN_ROLLED
+  for (int k0 = 0; k0 < depth; k0 += 16) {
+    u32 a[4], b[kStateTerms][2][2];
+    tile::load_a_kn(a, keys, ld_k, k0, row0, lane);
+    split_b_pair<T>(b, x, ld_x, row_scale, inv_sigma, k0, col0, lane);
+    RUDNN_UNROLL
+    for (int t = 0; t < kStateTerms; ++t) acc.mma_pair<T>(0, 0, a, b[t]);
+  }
+}
+
 // split[t][r][j] (plane stride `plane`, row stride ld_s), t < kStateTerms, for r < rows_padded and
 // j < bv: the terms of S[r][j]/σ (S is `state` [rows][bv] FP32), hi first, each the residual of the
 // ones before rounded to T; rows ≥ rows are zero. No barrier inside.

@@ -30,21 +30,25 @@
 // Two paths, chosen by the policy:
 //   plain (ChunkPolicy<threads, columns>, any T): every product in FP32 on the plain cores
 //     (block_gemm.cuh). The only path for f32 inputs.
-//   tensor cores (ChunkPolicy<threads, columns, true>, T = f16 or bf16 only): A's K·Kᵀ, Q̂·Kᵀ, K·S₀
-//     and Q̂·S₀ by mma.sync m16n8k16 with FP32 accumulation, one 16×16 output block per warp job
+//   tensor cores (ChunkPolicy<threads, columns, true>, T = f16 or bf16 only): A's K·Kᵀ, Q̂·Kᵀ, K·S₀,
+//     Q̂·S₀ and the state update's Kᵀ·W by mma.sync m16n8k16 with FP32 accumulation, one 16×16
+//     output block per warp job
 //     (chunk_mma.cuh). Keys and queries are kept on chip as stored (exact; query_scale is applied
 //     to the FP32 results), the state stays FP32 and enters the MMAs as a power-of-two-scaled
 //     three-term split hi + mid + lo in T (exact for bf16, ≤ 2⁻³⁹·max|S| per element for f16;
 //     Q̂·S₀, which only feeds the rounded output, uses hi + mid): the final state keeps the plain
 //     path's FP32 accuracy (chunk_mma.cuh has the argument; rounding S₀ to bf16 instead measured
-//     ~1e-4 relative state error against the FP32 path's ~1e-7). The triangular solve, the decay
-//     scan, U = T·R, P·U and the state update stay FP32 on the plain cores (U is not rounded: it
-//     carries the state). The chunk's rows are padded to Cp = 16⌈C/16⌉ on chip (the extra steps
+//     ~1e-4 relative state error against the FP32 path's ~1e-7). The state update's W =
+//     diag(e^{γ_last−γ}) U carries the state too, so it enters as the same kind of split, made in
+//     registers from the FP32 U (split_b_pair; σ from max |U|, published with U). The triangular
+//     solve, the decay scan, U = T·R and P·U stay FP32 on the plain cores (T and P are not 16-bit
+//     values, and U is not rounded). The chunk's rows are padded to Cp = 16⌈C/16⌉ on chip (the extra steps
 //     are zero, exact no-ops), the key dim to Kr = 16⌈K/16⌉ (zero columns), so any C and K work.
 //
 // Per chunk: 5 barriers, phases (1) stage k, q̂, v slice, β; decay scan; [tensor cores: split
 // S₀] (2) A; R = β(V − e^γ K S₀); Q̂S₀ e^γ (3) T (4) U = T R; P = Q̂Kᵀ ⊙ M (5) O = Q̂S₀e^γ + P U
-// → global; S ← e^{γ_last} S + Kᵀ(e^{γ_last−γ} U) [tensor cores: and the slice's max |S|].
+// → global; S ← e^{γ_last} S + Kᵀ(e^{γ_last−γ} U) [tensor cores: and the slice's max |S|; max |U|
+// is published in (4)].
 // A, T and P share one C×C array: T is unit lower triangular, so the solve writes it transposed
 // into A's upper triangle (unit_lower_inverse.cuh) and P then replaces A below the diagonal while
 // U = T R still reads T above it; block_gemm's triangular shapes never read across. The solve's
@@ -71,15 +75,17 @@
 // row-major tensors, T = 0 copies initial_state to final_state. final_state may alias
 // initial_state, nothing else.
 // Launch: block = Policy::kThreads (x only); grid = any ≥ 1 (B·H·⌈V/BV⌉ fills it); dynamic shared
-// memory = Policy::shared_bytes(C, K) = shared_memory::gated_delta_chunk bytes, with
-// V = max(C·BV, 256·(⌈C/16⌉ − 1)) floats of values (the solve's scratch when BV < 16):
+// memory = Policy::shared_bytes(C, K) = shared_memory::gated_delta_chunk bytes, with values
+// V = max(C·ld, 256·(⌈C/16⌉ − 1)) floats (rows of ld = BV, tensor cores BV + 4; the 256·… is the
+// solve's scratch, more only when BV < 16):
 //   plain:        8·C + 4·(2·C·K + V + 2·C·BV + C² + K·BV + 3·C)
-//   tensor cores: 8·Cp + 4·Cp·(Kr + 8) + 6·Kr·(BV + 8) + 4·(V + 2·Cp·BV + Cp² + K·BV + 3·Cp + 32)
+//   tensor cores: 8·Cp + 4·Cp·(Kr + 8) + 6·Kr·(BV + 8) + 4·(V + 2·Cp·BV + Cp² + K·BV + 3·Cp + 64)
 //                 with Cp = 16⌈C/16⌉, Kr = 16⌈K/16⌉ (γ FP64 [Cp]; keys and queries 16-bit
-//                 [Cp][Kr + 8]; the split 3 × 16-bit [Kr][BV + 8]; FP32 values/R/Q̂S₀ [Cp][BV],
-//                 A | T then P | T [Cp][Cp], state [K][BV], β, e^γ, e^{γ_last−γ} [Cp], 32 warp maxima).
-//   e.g. C = 64, K = 128: BV = 32 plain 124160, tensor cores 124288; tensor cores BV = 16 91520;
-//   K = 256, BV = 32: 206080 / 204160.
+//                 [Cp][Kr + 8]; the split 3 × 16-bit [Kr][BV + 8]; FP32 values/U [Cp][BV + 4],
+//                 R, Q̂S₀ [Cp][BV], A | T then P | T [Cp][Cp], state [K][BV], β, e^γ, e^{γ_last−γ}
+//                 [Cp], 2 × 32 warp maxima).
+//   e.g. C = 64, K = 128: BV = 32 plain 124160, tensor cores 125440; tensor cores BV = 16 92672;
+//   K = 256, BV = 32: 206080 / 205312.
 #include "rudnn/grid.cuh"
 #include "rudnn/gated_delta/block_gemm.cuh"
 #include "rudnn/gated_delta/chunk_mma.cuh"
@@ -272,6 +278,7 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
   constexpr int kWarps = NT / 32;
   constexpr int kColBlocks = BV / 16;
   constexpr int ld_s = BV + 8;               // split row stride (elements)
+  constexpr int ld_u = BV + 4;               // values/U row stride: split_b_pair's reads on distinct banks
   const int step = static_cast<int>(chunk);  // real steps per chunk
   const int C = round_up_16(step);           // rows on chip
   const int K = static_cast<int>(key_dim);
@@ -281,6 +288,7 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
   const int nb = C / 16;
   const int tri = nb * (nb + 1) / 2;       // lower 16×16 blocks of a C×C product
   const int state_jobs = nb * kColBlocks;  // 16×16 blocks of K·S₀ (and Q·S₀)
+  const int key_blocks = Kr / 16;          // 16-row blocks of the state (Kᵀ·W)
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31, warp = tid >> 5;
 
@@ -290,8 +298,8 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
   T* const sk = reinterpret_cast<T*>(sgamma + C);                           // [C][ld_k] keys as stored
   T* const sq = sk + C * ld_k;                                              // [C][ld_k] queries as stored (unscaled)
   T* const split = sq + C * ld_k;                                           // [3][Kr][ld_s] S₀/σ = hi + mid + lo
-  float* const su = reinterpret_cast<float*>(split + kStateTerms * plane);  // [C][BV] values, scratch, U
-  float* const sr = su + shared_memory::gated_delta_chunk_values(C, BV);    // [C][BV] R = β(V − e^γ K S₀)
+  float* const su = reinterpret_cast<float*>(split + kStateTerms * plane);  // [C][ld_u] values, scratch, U
+  float* const sr = su + shared_memory::gated_delta_chunk_values(C, ld_u);  // [C][BV] R = β(V − e^γ K S₀)
   float* const so = sr + C * BV;                                            // [C][BV] e^γ Q̂ S₀
   float* const sa = so + C * BV;                                            // [C][C]  A | T, then P | T
   float* const ss = sa + C * C;                                             // [K][BV] state slice (FP32, the truth)
@@ -299,6 +307,7 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
   float* const sexp = sbeta + C;                                            // [C]
   float* const send = sexp + C;                                             // [C]
   float* const smax = send + C;                                             // [32] per-warp max |S| (σ of the split)
+  float* const smax_u = smax + 32;                                          // [32] per-warp max |U| (σ of W's)
 
   const i64 slices = (value_dim + BV - 1) / BV;
   const i64 items = batch * heads * slices;
@@ -330,7 +339,7 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
       split_state<T>(ss, K, BV, inv_sigma, split, plane, ld_s, Kr, tid, NT);
       stage_rows_raw(sk, ld_k, key + row0 * key_dim, key_dim, L, K, C, Kr, tid, NT);
       stage_rows_raw(sq, ld_k, query + row0 * key_dim, key_dim, L, K, C, Kr, tid, NT);
-      stage_rows(su, BV, value + row0 * value_dim + v0, value_dim, L, cols, C, BV, 1.0f, tid, NT);
+      stage_rows(su, ld_u, value + row0 * value_dim + v0, value_dim, L, cols, C, BV, 1.0f, tid, NT);
       stage_rows(sbeta, 1, beta + row0, 1, L, 1, C, 1, 1.0f, tid, NT);
       if (tid < 32) decay_scan(log_decay + row0, L, C, sgamma, sexp, send, tid);
       __syncthreads();
@@ -347,7 +356,7 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
           ks.each(lane, [&](int i, int j, float acc) {
             i += r0;
             j += c0;
-            sr[i * BV + j] = sbeta[i] * (su[i * BV + j] - sexp[i] * (sigma * acc));
+            sr[i * BV + j] = sbeta[i] * (su[i * ld_u + j] - sexp[i] * (sigma * acc));
           });
           qs.each(lane, [&](int i, int j, float acc) {
             i += r0;
@@ -374,12 +383,18 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
       unit_lower_inverse(sa, su, C, tid, NT);
       __syncthreads();
 
-      // (4) U = R + (T − I) R (FP32); P = Q̂Kᵀ ⊙ M on tensor cores, below and on the diagonal only
-      // (T above it is being read).
+      // (4) U = R + (T − I) R (FP32) with its max |U| (the scale of W's split in (5)); P = Q̂Kᵀ ⊙ M on
+      // tensor cores, below and on the diagonal only (T above it is being read).
+      float u_max = 0.0f;
       block_gemm<P::kTM, P::kTN, false, LeftShape::StrictlyLower>(
           C, BV, C, [&](int i, int p) { return sa[unit_lower_at(i, p, C)]; },
           [&](int p, int j) { return sr[p * BV + j]; },
-          [&](int i, int j, float acc) { su[i * BV + j] = sr[i * BV + j] + acc; }, tid, NT);
+          [&](int i, int j, float acc) {
+            const float u = sr[i * BV + j] + acc;
+            su[i * ld_u + j] = u;
+            u_max = fmaxf(u_max, fabsf(u));
+          },
+          tid, NT);
       for (int job = warp; job < tri; job += kWarps) {
         int bi, bj;
         lower_block(job, bi, bj);
@@ -392,26 +407,37 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
           if (j <= i) sa[i * C + j] = query_scale * decay_between(sgamma[i], sgamma[j]) * acc;
         });
       }
+      publish_warp_max(u_max, smax_u, tid);
       __syncthreads();
 
-      // (5) Outputs of the real rows, and the state (FP32) with its new max for the next split.
+      // (5) Outputs of the real rows; the state S ← e^{γ_last} S + Kᵀ W, W = diag(e^{γ_last−γ}) U, on
+      // tensor cores (W split in registers, scaled by σ_U: |W| ≤ max |U| as e^{γ_last−γ} ≤ 1), one
+      // 16×16 state block per warp job; and the state's new max for the next split.
       const float decay_all = sexp[L - 1];
       block_gemm<P::kTM, P::kTN, false, LeftShape::Lower>(
-          C, BV, C, [&](int i, int p) { return sa[i * C + p]; }, [&](int p, int j) { return su[p * BV + j]; },
+          C, BV, C, [&](int i, int p) { return sa[i * C + p]; }, [&](int p, int j) { return su[p * ld_u + j]; },
           [&](int i, int j, float acc) {
             if (i < L && j < cols) output[(row0 + i) * value_dim + v0 + j] = from_float<T>(so[i * BV + j] + acc);
           },
           tid, NT);
+      float inv_sigma_u;
+      const float sigma_u = split_scale(block_max(smax_u, kWarps), inv_sigma_u);
       local_max = 0.0f;
-      block_gemm<P::kTM, P::kTN, false, LeftShape::Full>(
-          K, BV, C, [&](int i, int p) { return to_float(sk[p * ld_k + i]) * send[p]; },
-          [&](int p, int j) { return su[p * BV + j]; },
-          [&](int i, int j, float acc) {
-            const float x = decay_all * ss[i * BV + j] + acc;
+      for (int job = warp; job < key_blocks * kColBlocks; job += kWarps) {
+        const int r0 = (job / kColBlocks) * 16, c0 = (job - (job / kColBlocks) * kColBlocks) * 16;
+        Block16 update;
+        update.zero();
+        warp_state_update<T>(update, sk, ld_k, su, ld_u, send, inv_sigma_u, r0, c0, C, lane);
+        update.each(lane, [&](int i, int j, float acc) {
+          i += r0;
+          j += c0;
+          if (i < K) {
+            const float x = decay_all * ss[i * BV + j] + sigma_u * acc;
             ss[i * BV + j] = x;
             local_max = fmaxf(local_max, fabsf(x));
-          },
-          tid, NT);
+          }
+        });
+      }
       publish_warp_max(local_max, smax, tid);  // read after the barrier by (1); last read before (1)
       __syncthreads();
     }
