@@ -122,8 +122,8 @@ TEST_F(SmallestSharedMemory, MoeExpertsForwardAndBackwardOnTensorCores) {
 // Qwen3-Next's shapes (K = V = 128, bf16). Chunk 32 (82304 bytes) runs the same kernel on both GPUs.
 // Chunk 64 needs 125440 bytes with 32 state columns, over sm_86/sm_89's 101376, so there the
 // heuristic takes the tensor cores' 16-column slices (92672 bytes): each column's sums are the
-// same and the state split's scale (the slice's largest |S|) is a power of two, so bf16 gives the
-// same bits. Chunk 128 needs 191232 bytes even at 16 columns: Unsupported, naming chunk_size.
+// same and the splits' scales (the slice's largest |S| and |W|) are powers of two, so bf16 gives
+// the same bits. Chunk 128 needs 191232 bytes even at 16 columns: Unsupported, naming chunk_size.
 TEST_F(SmallestSharedMemory, ChunkedGatedDeltaRule) {
   SCOPED_TRACE(fmt::format("seed {}", seed_));
   const std::int64_t b = 1, h = 2, t = 70, kd = 128, vd = 128;

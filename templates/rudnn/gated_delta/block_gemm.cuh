@@ -11,7 +11,9 @@
 //              p ≥ i. block_gemm supplies those zeros and calls a(i, p) only where the shape can
 //              be non-zero, so the other part of the array may hold anything, even data another
 //              thread is writing (the chunked kernel keeps T and P in one array's two triangles);
-//              a tile's depth stops at its last row + 1, and only its own 4×4 diagonal is masked.
+//              a tile's depth stops at its last row + 1, and only its own diagonal block is
+//              masked. Row tiles are dealt in mirrored pairs (top and bottom to one thread), so
+//              the threads' depths even out.
 //
 // Rows/columns past m/n inside an edge tile are computed on clamped (valid) indices and dropped,
 // so the inner loop has no predicates. No barrier inside; the caller separates phases.
@@ -44,6 +46,38 @@ struct Always {
   RUDNN_DEVICE bool operator()(int) const { return true; }
 };
 
+// One kTM×kTN register tile at row tile `ti`, column tile `tj`.
+template <int kTM, int kTN, bool kLowerOut, LeftShape kLeft, class A, class B, class Store>
+RUDNN_DEVICE void tile(int ti, int tj, int m, int n, int depth, const A& a, const B& b, const Store& store) {
+  const int i0 = ti * kTM, j0 = tj * kTN;
+  if (kLowerOut && j0 >= i0 + kTM) return;
+  int rows[kTM], cols[kTN];
+  RUDNN_UNROLL
+  for (int x = 0; x < kTM; ++x) rows[x] = i0 + x < m ? i0 + x : m - 1;
+  RUDNN_UNROLL
+  for (int y = 0; y < kTN; ++y) cols[y] = j0 + y < n ? j0 + y : n - 1;
+  constexpr bool kTriangular = kLeft != LeftShape::Full;
+  const int d = kTriangular && i0 + kTM < depth ? i0 + kTM : depth;
+  const int dense = kTriangular && i0 < d ? i0 : d;  // p < i0 ≤ every row: strictly below the diagonal
+
+  float acc[kTM][kTN];
+  RUDNN_UNROLL
+  for (int x = 0; x < kTM; ++x) {
+    RUDNN_UNROLL
+    for (int y = 0; y < kTN; ++y) acc[x][y] = 0.0f;
+  }
+  for (int p = 0; p < dense; ++p) step(acc, rows, cols, p, a, b, Always{});
+  // The tile's own diagonal (triangular shapes only): the masked part.
+  for (int p = dense; p < d; ++p)
+    step(acc, rows, cols, p, a, b, [&](int i) { return kLeft == LeftShape::Lower ? p <= i : p < i; });
+  RUDNN_UNROLL
+  for (int x = 0; x < kTM; ++x) {
+    RUDNN_UNROLL
+    for (int y = 0; y < kTN; ++y)
+      if (i0 + x < m && j0 + y < n) store(i0 + x, j0 + y, acc[x][y]);
+  }
+}
+
 }  // namespace block_gemm_detail
 
 template <int kTM, int kTN, bool kLowerOut, LeftShape kLeft, class A, class B, class Store>
@@ -51,37 +85,22 @@ RUDNN_DEVICE void block_gemm(int m, int n, int depth, const A& a, const B& b, co
                              int nthreads) {
   const int tiles_m = (m + kTM - 1) / kTM;
   const int tiles_n = (n + kTN - 1) / kTN;
-  for (int tile = tid; tile < tiles_m * tiles_n; tile += nthreads) {
-    const int i0 = (tile / tiles_n) * kTM;
-    const int j0 = (tile - (tile / tiles_n) * tiles_n) * kTN;
-    if (kLowerOut && j0 >= i0 + kTM) continue;
-    int rows[kTM], cols[kTN];
-    RUDNN_UNROLL
-    for (int x = 0; x < kTM; ++x) rows[x] = i0 + x < m ? i0 + x : m - 1;
-    RUDNN_UNROLL
-    for (int y = 0; y < kTN; ++y) cols[y] = j0 + y < n ? j0 + y : n - 1;
-    constexpr bool kTriangular = kLeft != LeftShape::Full;
-    const int d = kTriangular && i0 + kTM < depth ? i0 + kTM : depth;
-    const int dense = kTriangular && i0 < d ? i0 : d;  // p < i0 ≤ every row: strictly below the diagonal
-
-    float acc[kTM][kTN];
-    RUDNN_UNROLL
-    for (int x = 0; x < kTM; ++x) {
-      RUDNN_UNROLL
-      for (int y = 0; y < kTN; ++y) acc[x][y] = 0.0f;
+  if (kLeft != LeftShape::Full && nthreads % tiles_n == 0) {
+    // Folded: the threads of one column tile take row tile u and its mirror tiles_m − 1 − u, so
+    // every thread's depths add up to ~depth + kTM and the warps finish together (row by row, the
+    // last warp would walk the whole depth while the first walks kTM).
+    const int half = (tiles_m + 1) / 2, rows_per_pass = nthreads / tiles_n;
+    const int tj = tid % tiles_n;
+    for (int u = tid / tiles_n; u < half; u += rows_per_pass) {
+      block_gemm_detail::tile<kTM, kTN, kLowerOut, kLeft>(u, tj, m, n, depth, a, b, store);
+      if (u < tiles_m - half)
+        block_gemm_detail::tile<kTM, kTN, kLowerOut, kLeft>(tiles_m - 1 - u, tj, m, n, depth, a, b, store);
     }
-    for (int p = 0; p < dense; ++p) block_gemm_detail::step(acc, rows, cols, p, a, b, block_gemm_detail::Always{});
-    // The tile's own diagonal (triangular shapes only): the masked part.
-    for (int p = dense; p < d; ++p)
-      block_gemm_detail::step(acc, rows, cols, p, a, b,
-                              [&](int i) { return kLeft == LeftShape::Lower ? p <= i : p < i; });
-    RUDNN_UNROLL
-    for (int x = 0; x < kTM; ++x) {
-      RUDNN_UNROLL
-      for (int y = 0; y < kTN; ++y)
-        if (i0 + x < m && j0 + y < n) store(i0 + x, j0 + y, acc[x][y]);
-    }
+    return;
   }
+  for (int t = tid; t < tiles_m * tiles_n; t += nthreads)
+    block_gemm_detail::tile<kTM, kTN, kLowerOut, kLeft>(t / tiles_n, t - (t / tiles_n) * tiles_n, m, n, depth, a, b,
+                                                        store);
 }
 
 }  // namespace rudnn::gated_delta

@@ -40,14 +40,14 @@
 //     path's FP32 accuracy (chunk_mma.cuh has the argument; rounding S₀ to bf16 instead measured
 //     ~1e-4 relative state error against the FP32 path's ~1e-7). The state update's W =
 //     diag(e^{γ_last−γ}) U carries the state too, so it enters as the same kind of split, made in
-//     registers from the FP32 U (split_b_pair; σ from max |U|, published with U). The triangular
+//     registers from the FP32 U (split_b_pair; σ from max |W|, published with U). The triangular
 //     solve, the decay scan, U = T·R and P·U stay FP32 on the plain cores (T and P are not 16-bit
 //     values, and U is not rounded). The chunk's rows are padded to Cp = 16⌈C/16⌉ on chip (the extra steps
 //     are zero, exact no-ops), the key dim to Kr = 16⌈K/16⌉ (zero columns), so any C and K work.
 //
 // Per chunk: 5 barriers, phases (1) stage k, q̂, v slice, β; decay scan; [tensor cores: split
 // S₀] (2) A; R = β(V − e^γ K S₀); Q̂S₀ e^γ (3) T (4) U = T R; P = Q̂Kᵀ ⊙ M (5) O = Q̂S₀e^γ + P U
-// → global; S ← e^{γ_last} S + Kᵀ(e^{γ_last−γ} U) [tensor cores: and the slice's max |S|; max |U|
+// → global; S ← e^{γ_last} S + Kᵀ(e^{γ_last−γ} U) [tensor cores: and the slice's max |S|; max |W|
 // is published in (4)].
 // A, T and P share one C×C array: T is unit lower triangular, so the solve writes it transposed
 // into A's upper triangle (unit_lower_inverse.cuh) and P then replaces A below the diagonal while
@@ -76,7 +76,7 @@
 // initial_state, nothing else.
 // Launch: block = Policy::kThreads (x only); grid = any ≥ 1 (B·H·⌈V/BV⌉ fills it); dynamic shared
 // memory = Policy::shared_bytes(C, K) = shared_memory::gated_delta_chunk bytes, with values
-// V = max(C·ld, 256·(⌈C/16⌉ − 1)) floats (rows of ld = BV, tensor cores BV + 4; the 256·… is the
+// V = max(C·ld, 256·(⌈C/16⌉ − 1)) floats (C rows of ld = BV; tensor cores Cp rows of BV + 4; the 256·… is the
 // solve's scratch, more only when BV < 16):
 //   plain:        8·C + 4·(2·C·K + V + 2·C·BV + C² + K·BV + 3·C)
 //   tensor cores: 8·Cp + 4·Cp·(Kr + 8) + 6·Kr·(BV + 8) + 4·(V + 2·Cp·BV + Cp² + K·BV + 3·Cp + 64)
@@ -108,6 +108,12 @@ struct ChunkPolicy {
   static constexpr bool kMma = kTensorCore;
   static constexpr int kTM = 4;  // register tile of block_gemm
   static constexpr int kTN = 4;
+  // Register tile of the triangular products U = T·R and P·U (C × BV outputs, depth up to C): 2×2,
+  // so that a C = 64 chunk has 512 tiles for 256 threads (4×4: 128, and 64 at BV = 16), dealt in
+  // mirrored row pairs (block_gemm): the slowest warp issues ~(C + 2)·8 instructions per product
+  // instead of ~C·24 (C = 64, BV = 32: ~530 against ~1540). Each output's sum keeps its order.
+  static constexpr int kTriTM = 2;
+  static constexpr int kTriTN = 2;
 #if !defined(__CUDACC_RTC__)
   // Host side only (launch rules, tests; NVRTC allows no host functions): bytes of dynamic shared
   // memory for chunk C and key dim K (the header's formulas).
@@ -228,9 +234,9 @@ RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRI
       unit_lower_inverse(sa, su, C, tid, NT);
       __syncthreads();
 
-      // (4) U = T R = R + (T − I) R (over the values); P = Q̂Kᵀ ⊙ M below the diagonal (over A, now
+      // (4) U = T R = R + (T − I) R (over the values); P = Q̂Kᵀ ⊙ M on and below the diagonal (over A, now
       // free; T above it is still being read).
-      block_gemm<P::kTM, P::kTN, false, LeftShape::StrictlyLower>(
+      block_gemm<P::kTriTM, P::kTriTN, false, LeftShape::StrictlyLower>(
           C, BV, C, [&](int i, int p) { return sa[unit_lower_at(i, p, C)]; },
           [&](int p, int j) { return sr[p * BV + j]; },
           [&](int i, int j, float acc) { su[i * BV + j] = sr[i * BV + j] + acc; }, tid, NT);
@@ -244,7 +250,7 @@ RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRI
 
       // (5) Outputs of the real rows, and the state carried to the next chunk.
       const float decay_all = sexp[L - 1];  // e^{γ_last}: the whole chunk's decay
-      block_gemm<P::kTM, P::kTN, false, LeftShape::Lower>(
+      block_gemm<P::kTriTM, P::kTriTN, false, LeftShape::Lower>(
           C, BV, C, [&](int i, int p) { return sa[i * C + p]; }, [&](int p, int j) { return su[p * BV + j]; },
           [&](int i, int j, float acc) {
             if (i < L && j < cols) output[(row0 + i) * value_dim + v0 + j] = from_float<T>(so[i * BV + j] + acc);
@@ -263,8 +269,8 @@ RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRI
   }
 }
 
-// The tensor-core path (f16/bf16): A = K·Kᵀ, K·S₀, Q·S₀ and Q·Kᵀ by mma.sync (chunk_mma.cuh), the
-// rest as run_plain. Chunk rows are padded to Cp = 16⌈C/16⌉ on chip (padded steps are exact
+// The tensor-core path (f16/bf16): A = K·Kᵀ, K·S₀, Q·S₀, Q·Kᵀ and the state update Kᵀ·W by mma.sync
+// (chunk_mma.cuh), the rest as run_plain. Chunk rows are padded to Cp = 16⌈C/16⌉ on chip (padded steps are exact
 // no-ops), keys and queries kept as stored in 16 bits, the state in FP32 plus its split.
 template <class T, class G, class Policy>
 RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRICT key,
@@ -307,7 +313,7 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
   float* const sexp = sbeta + C;                                            // [C]
   float* const send = sexp + C;                                             // [C]
   float* const smax = send + C;                                             // [32] per-warp max |S| (σ of the split)
-  float* const smax_u = smax + 32;                                          // [32] per-warp max |U| (σ of W's)
+  float* const smax_w = smax + 32;                                          // [32] per-warp max |W| (σ of its split)
 
   const i64 slices = (value_dim + BV - 1) / BV;
   const i64 items = batch * heads * slices;
@@ -383,16 +389,17 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
       unit_lower_inverse(sa, su, C, tid, NT);
       __syncthreads();
 
-      // (4) U = R + (T − I) R (FP32) with its max |U| (the scale of W's split in (5)); P = Q̂Kᵀ ⊙ M on
+      // (4) U = R + (T − I) R (FP32) with max |W| = max |e^{γ_last−γ} U| (the scale of W's split in
+      // (5)); P = Q̂Kᵀ ⊙ M on
       // tensor cores, below and on the diagonal only (T above it is being read).
-      float u_max = 0.0f;
-      block_gemm<P::kTM, P::kTN, false, LeftShape::StrictlyLower>(
+      float w_max = 0.0f;
+      block_gemm<P::kTriTM, P::kTriTN, false, LeftShape::StrictlyLower>(
           C, BV, C, [&](int i, int p) { return sa[unit_lower_at(i, p, C)]; },
           [&](int p, int j) { return sr[p * BV + j]; },
           [&](int i, int j, float acc) {
             const float u = sr[i * BV + j] + acc;
             su[i * ld_u + j] = u;
-            u_max = fmaxf(u_max, fabsf(u));
+            w_max = fmaxf(w_max, fabsf(u * send[i]));
           },
           tid, NT);
       for (int job = warp; job < tri; job += kWarps) {
@@ -407,32 +414,32 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
           if (j <= i) sa[i * C + j] = query_scale * decay_between(sgamma[i], sgamma[j]) * acc;
         });
       }
-      publish_warp_max(u_max, smax_u, tid);
+      publish_warp_max(w_max, smax_w, tid);
       __syncthreads();
 
       // (5) Outputs of the real rows; the state S ← e^{γ_last} S + Kᵀ W, W = diag(e^{γ_last−γ}) U, on
-      // tensor cores (W split in registers, scaled by σ_U: |W| ≤ max |U| as e^{γ_last−γ} ≤ 1), one
-      // 16×16 state block per warp job; and the state's new max for the next split.
+      // tensor cores (W split in registers, scaled by σ_W), one 16×16 state block per warp job; and
+      // the state's new max for the next split.
       const float decay_all = sexp[L - 1];
-      block_gemm<P::kTM, P::kTN, false, LeftShape::Lower>(
+      block_gemm<P::kTriTM, P::kTriTN, false, LeftShape::Lower>(
           C, BV, C, [&](int i, int p) { return sa[i * C + p]; }, [&](int p, int j) { return su[p * ld_u + j]; },
           [&](int i, int j, float acc) {
             if (i < L && j < cols) output[(row0 + i) * value_dim + v0 + j] = from_float<T>(so[i * BV + j] + acc);
           },
           tid, NT);
-      float inv_sigma_u;
-      const float sigma_u = split_scale(block_max(smax_u, kWarps), inv_sigma_u);
+      float inv_sigma_w;
+      const float sigma_w = split_scale(block_max(smax_w, kWarps), inv_sigma_w);
       local_max = 0.0f;
       for (int job = warp; job < key_blocks * kColBlocks; job += kWarps) {
         const int r0 = (job / kColBlocks) * 16, c0 = (job - (job / kColBlocks) * kColBlocks) * 16;
         Block16 update;
         update.zero();
-        warp_state_update<T>(update, sk, ld_k, su, ld_u, send, inv_sigma_u, r0, c0, C, lane);
+        warp_state_update<T>(update, sk, ld_k, su, ld_u, send, inv_sigma_w, r0, c0, C, lane);
         update.each(lane, [&](int i, int j, float acc) {
           i += r0;
           j += c0;
           if (i < K) {
-            const float x = decay_all * ss[i * BV + j] + sigma_u * acc;
+            const float x = decay_all * ss[i * BV + j] + sigma_w * acc;
             ss[i * BV + j] = x;
             local_max = fmaxf(local_max, fabsf(x));
           }

@@ -15,7 +15,7 @@
 //
 // In place: T is unit lower triangular, so its strictly lower part fits in A's strictly upper part,
 // transposed — T[i][j] (j < i) at a[j·c + i] (unit_lower_at) — and A and T share one C×C array
-// (the chunk's largest buffer but one). T's unit diagonal and its zeros above are not stored; the
+// (16 KiB saved at C = 64). T's unit diagonal and its zeros above are not stored; the
 // diagonal of `a` is neither read nor written. A's strictly lower part is only read. X_IJ goes to
 // `scratch`, 16×16 floats per block pair of one distance: shared_memory::gated_delta_inverse_scratch(c)
 // floats.
