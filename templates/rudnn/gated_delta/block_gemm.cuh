@@ -12,8 +12,8 @@
 //              be non-zero, so the other part of the array may hold anything, even data another
 //              thread is writing (the chunked kernel keeps T and P in one array's two triangles);
 //              a tile's depth stops at its last row + 1, and only its own diagonal block is
-//              masked. Row tiles are dealt in mirrored pairs (top and bottom to one thread), so
-//              the threads' depths even out.
+//              masked. When there are more tiles than threads, row tiles are dealt in mirrored
+//              pairs (top and bottom to one thread), so the threads' depths even out.
 //
 // Rows/columns past m/n inside an edge tile are computed on clamped (valid) indices and dropped,
 // so the inner loop has no predicates. No barrier inside; the caller separates phases.
@@ -85,10 +85,11 @@ RUDNN_DEVICE void block_gemm(int m, int n, int depth, const A& a, const B& b, co
                              int nthreads) {
   const int tiles_m = (m + kTM - 1) / kTM;
   const int tiles_n = (n + kTN - 1) / kTN;
-  if (kLeft != LeftShape::Full && nthreads % tiles_n == 0) {
+  if (kLeft != LeftShape::Full && tiles_m * tiles_n > nthreads && nthreads % tiles_n == 0) {
     // Folded: the threads of one column tile take row tile u and its mirror tiles_m − 1 − u, so
-    // every thread's depths add up to ~depth + kTM and the warps finish together (row by row, the
-    // last warp would walk the whole depth while the first walks kTM).
+    // every thread's depths add up to ~depth + kTM and the warps finish together (row by row, a
+    // thread's second tile would sit a whole pass further down). With no more tiles than threads,
+    // one tile each (below) is better: folding would leave half the threads idle.
     const int half = (tiles_m + 1) / 2, rows_per_pass = nthreads / tiles_n;
     const int tj = tid % tiles_n;
     for (int u = tid / tiles_n; u < half; u += rows_per_pass) {

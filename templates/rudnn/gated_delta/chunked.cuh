@@ -32,18 +32,17 @@
 //     (block_gemm.cuh). The only path for f32 inputs.
 //   tensor cores (ChunkPolicy<threads, columns, true>, T = f16 or bf16 only): A's K·Kᵀ, Q̂·Kᵀ, K·S₀,
 //     Q̂·S₀ and the state update's Kᵀ·W by mma.sync m16n8k16 with FP32 accumulation, one 16×16
-//     output block per warp job
-//     (chunk_mma.cuh). Keys and queries are kept on chip as stored (exact; query_scale is applied
-//     to the FP32 results), the state stays FP32 and enters the MMAs as a power-of-two-scaled
-//     three-term split hi + mid + lo in T (exact for bf16, ≤ 2⁻³⁹·max|S| per element for f16;
-//     Q̂·S₀, which only feeds the rounded output, uses hi + mid): the final state keeps the plain
-//     path's FP32 accuracy (chunk_mma.cuh has the argument; rounding S₀ to bf16 instead measured
-//     ~1e-4 relative state error against the FP32 path's ~1e-7). The state update's W =
+//     output block per warp job (chunk_mma.cuh). Keys and queries are kept on chip as stored (exact; query_scale is
+//     applied to the FP32 results), the state stays FP32 and enters the MMAs as a power-of-two-scaled three-term split
+//     hi + mid + lo in T (exact for bf16, ≤ 2⁻³⁹·max|S| per element for f16; Q̂·S₀, which only feeds the rounded output,
+//     uses hi + mid): the final state keeps the plain path's FP32 accuracy (chunk_mma.cuh has the argument; rounding S₀
+//     to bf16 instead measured ~1e-4 relative state error against the FP32 path's ~1e-7). The state update's W =
 //     diag(e^{γ_last−γ}) U carries the state too, so it enters as the same kind of split, made in
 //     registers from the FP32 U (split_b_pair; σ from max |W|, published with U). The triangular
 //     solve, the decay scan, U = T·R and P·U stay FP32 on the plain cores (T and P are not 16-bit
-//     values, and U is not rounded). The chunk's rows are padded to Cp = 16⌈C/16⌉ on chip (the extra steps
-//     are zero, exact no-ops), the key dim to Kr = 16⌈K/16⌉ (zero columns), so any C and K work.
+//     values, and U is not rounded). The chunk's rows are padded to Cp = 16⌈C/16⌉ on chip (the
+//     extra steps are zero, exact no-ops), the key dim to Kr = 16⌈K/16⌉ (zero columns), so any C
+//     and K work.
 //
 // Per chunk: 5 barriers, phases (1) stage k, q̂, v slice, β; decay scan; [tensor cores: split
 // S₀] (2) A; R = β(V − e^γ K S₀); Q̂S₀ e^γ (3) T (4) U = T R; P = Q̂Kᵀ ⊙ M (5) O = Q̂S₀e^γ + P U
@@ -76,8 +75,8 @@
 // initial_state, nothing else.
 // Launch: block = Policy::kThreads (x only); grid = any ≥ 1 (B·H·⌈V/BV⌉ fills it); dynamic shared
 // memory = Policy::shared_bytes(C, K) = shared_memory::gated_delta_chunk bytes, with values
-// V = max(C·ld, 256·(⌈C/16⌉ − 1)) floats (C rows of ld = BV; tensor cores Cp rows of BV + 4; the 256·… is the
-// solve's scratch, more only when BV < 16):
+// V = max(C·ld, 256·(⌈C/16⌉ − 1)) floats (C rows of ld = BV; tensor cores Cp rows of BV + 4; the
+// 256·… is the solve's scratch, more only when BV < 16):
 //   plain:        8·C + 4·(2·C·K + V + 2·C·BV + C² + K·BV + 3·C)
 //   tensor cores: 8·Cp + 4·Cp·(Kr + 8) + 6·Kr·(BV + 8) + 4·(V + 2·Cp·BV + Cp² + K·BV + 3·Cp + 64)
 //                 with Cp = 16⌈C/16⌉, Kr = 16⌈K/16⌉ (γ FP64 [Cp]; keys and queries 16-bit
@@ -106,12 +105,13 @@ struct ChunkPolicy {
   static constexpr int kThreadsV = kThreads;
   static constexpr int kBV = kColumns;
   static constexpr bool kMma = kTensorCore;
-  static constexpr int kTM = 4;  // register tile of block_gemm
+  static constexpr int kTM = 4;  // register tile of the other block_gemm products
   static constexpr int kTN = 4;
   // Register tile of the triangular products U = T·R and P·U (C × BV outputs, depth up to C): 2×2,
   // so that a C = 64 chunk has 512 tiles for 256 threads (4×4: 128, and 64 at BV = 16), dealt in
-  // mirrored row pairs (block_gemm): the slowest warp issues ~(C + 2)·8 instructions per product
-  // instead of ~C·24 (C = 64, BV = 32: ~530 against ~1540). Each output's sum keeps its order.
+  // mirrored row pairs where tiles outnumber threads (block_gemm). The slowest warp's
+  // instructions per product at C = 64 (a helper's model): 256 threads, BV = 32: 1536 → 544;
+  // BV = 16: 1536 → 512; 128 threads, BV = 16: 1536 → 576. Each output's sum keeps its order.
   static constexpr int kTriTM = 2;
   static constexpr int kTriTN = 2;
 #if !defined(__CUDACC_RTC__)
@@ -180,8 +180,9 @@ RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRI
   float* const su = sq + C * K;                                           // [C][BV] values, the solve's scratch, U
   float* const sr = su + shared_memory::gated_delta_chunk_values(C, BV);  // [C][BV] R = β(V − e^γ K S₀)
   float* const so = sr + C * BV;                                          // [C][BV] e^γ Q̂ S₀
-  float* const sa = so + C * BV;     // [C][C] A below the diagonal and T above it, then P below (unit_lower_inverse)
-  float* const ss = sa + C * C;      // [K][BV] state slice
+  float* const sa =
+      so + C * BV;               // [C][C] A below the diagonal and T above it, then P on and below (unit_lower_inverse)
+  float* const ss = sa + C * C;  // [K][BV] state slice
   float* const sbeta = ss + K * BV;  // [C]
   float* const sexp = sbeta + C;     // [C]     e^γ
   float* const send = sexp + C;      // [C]     e^{γ_last − γ}
@@ -234,8 +235,8 @@ RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRI
       unit_lower_inverse(sa, su, C, tid, NT);
       __syncthreads();
 
-      // (4) U = T R = R + (T − I) R (over the values); P = Q̂Kᵀ ⊙ M on and below the diagonal (over A, now
-      // free; T above it is still being read).
+      // (4) U = T R = R + (T − I) R (over the values); P = Q̂Kᵀ ⊙ M on and below the diagonal (over
+      // A, now free; T above it is still being read).
       block_gemm<P::kTriTM, P::kTriTN, false, LeftShape::StrictlyLower>(
           C, BV, C, [&](int i, int p) { return sa[unit_lower_at(i, p, C)]; },
           [&](int p, int j) { return sr[p * BV + j]; },
@@ -270,8 +271,9 @@ RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRI
 }
 
 // The tensor-core path (f16/bf16): A = K·Kᵀ, K·S₀, Q·S₀, Q·Kᵀ and the state update Kᵀ·W by mma.sync
-// (chunk_mma.cuh), the rest as run_plain. Chunk rows are padded to Cp = 16⌈C/16⌉ on chip (padded steps are exact
-// no-ops), keys and queries kept as stored in 16 bits, the state in FP32 plus its split.
+// (chunk_mma.cuh), the rest as run_plain. Chunk rows are padded to Cp = 16⌈C/16⌉ on chip (padded
+// steps are exact no-ops), keys and queries kept as stored in 16 bits, the state in FP32 plus its
+// split.
 template <class T, class G, class Policy>
 RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRICT key,
                                   const T* RUDNN_RESTRICT value, const G* RUDNN_RESTRICT beta,
@@ -390,8 +392,7 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
       __syncthreads();
 
       // (4) U = R + (T − I) R (FP32) with max |W| = max |e^{γ_last−γ} U| (the scale of W's split in
-      // (5)); P = Q̂Kᵀ ⊙ M on
-      // tensor cores, below and on the diagonal only (T above it is being read).
+      // (5)); P = Q̂Kᵀ ⊙ M on tensor cores, on and below the diagonal only (T above it is being read).
       float w_max = 0.0f;
       block_gemm<P::kTriTM, P::kTriTN, false, LeftShape::StrictlyLower>(
           C, BV, C, [&](int i, int p) { return sa[unit_lower_at(i, p, C)]; },
