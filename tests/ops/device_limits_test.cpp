@@ -4,8 +4,9 @@
 // kernels that fit. Where the heuristics' kernels fit 99 KiB unchanged (normalization, flash
 // attention at D = 256 — exactly 99 KiB —, the MoE experts' largest tensor-core tiles, forward and
 // backward, the chunked gated delta rule at chunk 32), the result is the H100-sized device's bit for
-// bit: the same kernels. The calls whose kernels change (convolution, paged attention) and the
-// dispatch's expert bound are tested with their families (conv_test, paged_attention_test,
+// bit: the same kernels. The chunked gated delta rule at chunk 64 changes tile (16 columns) with
+// the same bits, tested here; the other calls whose kernels change (convolution, paged attention)
+// and the dispatch's expert bound are tested with their families (conv_test, paged_attention_test,
 // moe_forward_test).
 #include <gtest/gtest.h>
 
@@ -140,7 +141,7 @@ TEST_F(SmallestSharedMemory, ChunkedGatedDeltaRule) {
       if (!ok(out)) return {};
       return {out->output, out->final_state};
     });
-  testing::ScopedSharedMemory sm86(testing::kSm86SharedBytes);
+  testing::ScopedSharedMemory sm86(testing::kSm86SharedBytes);  // clears the plan cache: only this call's kernel
   ASSERT_TRUE(ok(gated_delta::chunk_gated_delta_rule(in, 64)));
   const auto entries = ops::PlanCache::instance().kernel_entries("rudnn.gated_delta");
   EXPECT_TRUE(std::any_of(entries.begin(), entries.end(), [](const std::string& e) {

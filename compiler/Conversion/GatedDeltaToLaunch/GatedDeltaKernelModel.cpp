@@ -39,9 +39,10 @@ gated_delta_config::ChunkTile heuristicChunkTile(std::int64_t chunk, std::int64_
   // 32 columns (B·H·V/32 blocks) unless that tile is over the target's shared memory and the
   // tensor cores' 16-column one fits (Qwen3-Next's chunk 64 at K = 128 on sm_86/sm_89's 99 KiB).
   gated_delta_config::ChunkTile tile{keyDim <= 64 ? 128 : 256, 32, tensorCores};
+  const std::int64_t narrowest = contracts::smallest_chunk_columns(true);
   if (tensorCores && contracts::chunk_shared_bytes(chunk, keyDim, tile.columns, true) > maxSharedBytes &&
-      contracts::chunk_shared_bytes(chunk, keyDim, 16, true) <= maxSharedBytes)
-    tile.columns = 16;
+      contracts::chunk_shared_bytes(chunk, keyDim, narrowest, true) <= maxSharedBytes)
+    tile.columns = narrowest;
   return tile;
 }
 

@@ -12,8 +12,9 @@
 //              be non-zero, so the other part of the array may hold anything, even data another
 //              thread is writing (the chunked kernel keeps T and P in one array's two triangles);
 //              a tile's depth stops at its last row + 1, and only its own diagonal block is
-//              masked. When there are more tiles than threads, row tiles are dealt in mirrored
-//              pairs (top and bottom to one thread), so the threads' depths even out.
+//              masked. When there are more tiles than threads (and the threads are whole rows of
+//              column tiles), row tiles are dealt in mirrored pairs (top and bottom to one thread),
+//              so the threads' depths even out.
 //
 // Rows/columns past m/n inside an edge tile are computed on clamped (valid) indices and dropped,
 // so the inner loop has no predicates. No barrier inside; the caller separates phases.

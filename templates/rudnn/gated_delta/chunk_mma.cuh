@@ -85,7 +85,7 @@ RUDNN_DEVICE void warp_state_blocks(Block16& ks, Block16& qs, const T* keys, con
   }
 }
 
-// σ for the split: the power of two that puts `max_abs` (the slice's largest |S|) into
+// σ for a split: the power of two that puts `max_abs` (the slice's largest |S|, or |W|) into
 // [2¹⁴, 2¹⁵), clamped to normal powers whose reciprocal is normal too; 1/σ in `inv`. Exact powers
 // of two, so S/σ and σ·acc add no rounding. Zero (or a subnormal max) gives σ = 2⁻¹²⁶.
 RUDNN_DEVICE float split_scale(float max_abs, float& inv) {
@@ -103,7 +103,7 @@ RUDNN_DEVICE float block_max(const float* warp_max, int warps) {
   return m;
 }
 
-// Publishes a thread's max |S| over the state entries it wrote: the warp's maximum goes to
+// Publishes a thread's max |S| (or |W|) over the entries it wrote: the warp's maximum goes to
 // warp_max[warp]. All 32 lanes of every warp call it (no barrier inside).
 RUDNN_DEVICE void publish_warp_max(float m, float* warp_max, int tid) {
   RUDNN_UNROLL
@@ -111,28 +111,36 @@ RUDNN_DEVICE void publish_warp_max(float m, float* warp_max, int tid) {
   if ((tid & 31) == 0) warp_max[tid >> 5] = m;
 }
 
+// x as kStateTerms terms in T, hi first, each the residual of those before rounded to T (the
+// state's and W's split; the header has the accuracy argument).
+template <class T>
+RUDNN_DEVICE void split_terms(float x, T (&terms)[kStateTerms]) {
+  RUDNN_UNROLL
+  for (int t = 0; t < kStateTerms; ++t) {
+    terms[t] = from_float<T>(x);
+    x -= to_float(terms[t]);
+  }
+}
+
 // The B fragments of the n8 tiles col0.., col0 + 8.. at k16 step k0 of W/σ, W = diag(row_scale)·X
-// with X FP32 [k][ld_x] in shared memory, split in registers like the state (b[t] is term t, hi
-// first; each term the residual of those before, rounded to T). Lane l reads X at rows k0 + 2(l%4)
-// + {0, 1} (+ 8), column l/4 of each tile: the B layout of tile/mma_fragment.cuh.
+// with X FP32 [k][ld_x] in shared memory, split in registers (split_terms; b[t] holds term t).
+// Lane l reads X at rows k0 + 2(l%4) + {0, 1} (+ 8), column l/4 of each tile: the B layout of
+// tile/mma_fragment.cuh, the lower row in the low half.
 template <class T>
 RUDNN_DEVICE void split_b_pair(u32 (&b)[kStateTerms][2][2], const float* x, int ld_x, const float* row_scale,
                                float inv_sigma, int k0, int col0, int lane) {
   const int n = col0 + (lane >> 2), k = k0 + 2 * (lane & 3);
   RUDNN_UNROLL
-  for (int h = 0; h < 2; ++h) {
+  for (int tile = 0; tile < 2; ++tile) {
     RUDNN_UNROLL
-    for (int half = 0; half < 2; ++half) {
-      const int r = k + 8 * half;
-      float lo = x[r * ld_x + n + 8 * h] * (row_scale[r] * inv_sigma);
-      float hi = x[(r + 1) * ld_x + n + 8 * h] * (row_scale[r + 1] * inv_sigma);
+    for (int row_half = 0; row_half < 2; ++row_half) {
+      const int r = k + 8 * row_half, c = n + 8 * tile;
+      T first[kStateTerms], second[kStateTerms];  // rows r and r + 1
+      split_terms(x[r * ld_x + c] * (row_scale[r] * inv_sigma), first);
+      split_terms(x[(r + 1) * ld_x + c] * (row_scale[r + 1] * inv_sigma), second);
       RUDNN_UNROLL
-      for (int t = 0; t < kStateTerms; ++t) {
-        const float lo_t = to_float(from_float<T>(lo)), hi_t = to_float(from_float<T>(hi));
-        b[t][h][half] = pack2_from_float<T>(lo_t, hi_t);
-        lo -= lo_t;
-        hi -= hi_t;
-      }
+      for (int t = 0; t < kStateTerms; ++t)
+        b[t][tile][row_half] = pack2_from_float<T>(to_float(first[t]), to_float(second[t]));
     }
   }
 }
@@ -163,13 +171,10 @@ RUDNN_DEVICE void split_state(const float* state, int rows, int bv, float inv_si
   RUDNN_ROLLED
   for (int idx = tid; idx < rows_padded * bv; idx += nthreads) {
     const int r = idx / bv, j = idx - (idx / bv) * bv;
-    float x = r < rows ? state[idx] * inv_sigma : 0.0f;
+    T terms[kStateTerms];
+    split_terms(r < rows ? state[idx] * inv_sigma : 0.0f, terms);
     RUDNN_UNROLL
-    for (int t = 0; t < kStateTerms; ++t) {
-      const T h = from_float<T>(x);
-      split[t * plane + r * ld_s + j] = h;
-      x -= to_float(h);
-    }
+    for (int t = 0; t < kStateTerms; ++t) split[t * plane + r * ld_s + j] = terms[t];
   }
 }
 

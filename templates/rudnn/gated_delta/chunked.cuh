@@ -30,19 +30,20 @@
 // Two paths, chosen by the policy:
 //   plain (ChunkPolicy<threads, columns>, any T): every product in FP32 on the plain cores
 //     (block_gemm.cuh). The only path for f32 inputs.
-//   tensor cores (ChunkPolicy<threads, columns, true>, T = f16 or bf16 only): A's K·Kᵀ, Q̂·Kᵀ, K·S₀,
-//     Q̂·S₀ and the state update's Kᵀ·W by mma.sync m16n8k16 with FP32 accumulation, one 16×16
-//     output block per warp job (chunk_mma.cuh). Keys and queries are kept on chip as stored (exact; query_scale is
-//     applied to the FP32 results), the state stays FP32 and enters the MMAs as a power-of-two-scaled three-term split
-//     hi + mid + lo in T (exact for bf16, ≤ 2⁻³⁹·max|S| per element for f16; Q̂·S₀, which only feeds the rounded output,
-//     uses hi + mid): the final state keeps the plain path's FP32 accuracy (chunk_mma.cuh has the argument; rounding S₀
-//     to bf16 instead measured ~1e-4 relative state error against the FP32 path's ~1e-7). The state update's W =
-//     diag(e^{γ_last−γ}) U carries the state too, so it enters as the same kind of split, made in
-//     registers from the FP32 U (split_b_pair; σ from max |W|, published with U). The triangular
-//     solve, the decay scan, U = T·R and P·U stay FP32 on the plain cores (T and P are not 16-bit
-//     values, and U is not rounded). The chunk's rows are padded to Cp = 16⌈C/16⌉ on chip (the
-//     extra steps are zero, exact no-ops), the key dim to Kr = 16⌈K/16⌉ (zero columns), so any C
-//     and K work.
+//   tensor cores (ChunkPolicy<threads, columns, true>, T = f16 or bf16 only): A's K·Kᵀ, Q̂·Kᵀ,
+//     K·S₀, Q̂·S₀ and the state update's Kᵀ·W by mma.sync m16n8k16 with FP32 accumulation, one
+//     16×16 output block per warp job (chunk_mma.cuh). Keys and queries are kept on chip as stored
+//     (exact; query_scale is applied to the FP32 results), the state stays FP32 and enters the MMAs
+//     as a power-of-two-scaled three-term split hi + mid + lo in T (exact for bf16, ≤ 2⁻³⁹·max|S|
+//     per element for f16; Q̂·S₀, which only feeds the rounded output, uses hi + mid): the final
+//     state keeps the plain path's FP32 accuracy (chunk_mma.cuh has the argument; rounding S₀ to
+//     bf16 instead measured ~1e-4 relative state error against the FP32 path's ~1e-7). The state
+//     update's W = diag(e^{γ_last−γ}) U carries the state too, so it enters as the same kind of
+//     split, made in registers from the FP32 U (split_b_pair; σ from max |W|, published with U).
+//     The triangular solve, the decay scan, U = T·R and P·U stay FP32 on the plain cores (T and P
+//     are not 16-bit values, and U is not rounded). The chunk's rows are padded to Cp = 16⌈C/16⌉ on
+//     chip (the extra steps are zero, exact no-ops), the key dim to Kr = 16⌈K/16⌉ (zero columns),
+//     so any C and K work.
 //
 // Per chunk: 5 barriers, phases (1) stage k, q̂, v slice, β; decay scan; [tensor cores: split
 // S₀] (2) A; R = β(V − e^γ K S₀); Q̂S₀ e^γ (3) T (4) U = T R; P = Q̂Kᵀ ⊙ M (5) O = Q̂S₀e^γ + P U
@@ -110,7 +111,8 @@ struct ChunkPolicy {
   // Register tile of the triangular products U = T·R and P·U (C × BV outputs, depth up to C): 2×2,
   // so that a C = 64 chunk has 512 tiles for 256 threads (4×4: 128, and 64 at BV = 16), dealt in
   // mirrored row pairs where tiles outnumber threads (block_gemm). The slowest warp's
-  // instructions per product at C = 64 (a helper's model): 256 threads, BV = 32: 1536 → 544;
+  // instructions per product at C = 64, estimated as Σ over its tiles of the deepest lane's depth ×
+  // instructions per step (4×4: 16 FFMA + 8 LDS; 2×2: 4 + 4): 256 threads, BV = 32: 1536 → 544;
   // BV = 16: 1536 → 512; 128 threads, BV = 16: 1536 → 576. Each output's sum keeps its order.
   static constexpr int kTriTM = 2;
   static constexpr int kTriTN = 2;
@@ -180,12 +182,11 @@ RUDNN_DEVICE void run_plain(const T* RUDNN_RESTRICT query, const T* RUDNN_RESTRI
   float* const su = sq + C * K;                                           // [C][BV] values, the solve's scratch, U
   float* const sr = su + shared_memory::gated_delta_chunk_values(C, BV);  // [C][BV] R = β(V − e^γ K S₀)
   float* const so = sr + C * BV;                                          // [C][BV] e^γ Q̂ S₀
-  float* const sa =
-      so + C * BV;               // [C][C] A below the diagonal and T above it, then P on and below (unit_lower_inverse)
-  float* const ss = sa + C * C;  // [K][BV] state slice
-  float* const sbeta = ss + K * BV;  // [C]
-  float* const sexp = sbeta + C;     // [C]     e^γ
-  float* const send = sexp + C;      // [C]     e^{γ_last − γ}
+  float* const sa = so + C * BV;                                          // [C][C]  A | T, then P | T (T above)
+  float* const ss = sa + C * C;                                           // [K][BV] state slice
+  float* const sbeta = ss + K * BV;                                       // [C]
+  float* const sexp = sbeta + C;                                          // [C]     e^γ
+  float* const send = sexp + C;                                           // [C]     e^{γ_last − γ}
 
   const i64 slices = (value_dim + BV - 1) / BV;
   const i64 items = batch * heads * slices;
