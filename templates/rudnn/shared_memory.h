@@ -109,6 +109,12 @@ RUDNN_SHARED_MEMORY_FN long long gated_delta_inverse_scratch(long long c) {
   return c > 16 ? (c + 15) / 16 * 16 * 16 - 256 : 0;
 }
 
+// The row stride (floats) of gated_delta_chunked's values buffer: BV, and BV + 4 on tensor cores
+// (split_b_pair reads its rows 2(l%4) apart by column l/4: + 4 puts the 32 lanes on 32 banks).
+RUDNN_SHARED_MEMORY_FN long long gated_delta_values_ld(long long bv, bool tensor_core) {
+  return tensor_core ? bv + 4 : bv;
+}
+
 // gated_delta_chunked's values buffer of C rows of `ld` floats (values, then the inverse's scratch,
 // then U): max(C·ld, gated_delta_inverse_scratch(C)) floats (C·ld unless ld < 16).
 RUDNN_SHARED_MEMORY_FN long long gated_delta_chunk_values(long long c, long long ld) {
@@ -119,12 +125,15 @@ RUDNN_SHARED_MEMORY_FN long long gated_delta_chunk_values(long long c, long long
 //   plain:        8·C + 4·(2·C·K + V + 2·C·BV + C² + K·BV + 3·C),  V = gated_delta_chunk_values(C, BV)
 //   tensor cores: 8·Cp + 4·Cp·(Kr + 8) + 6·Kr·(BV + 8) + 4·(V + 2·Cp·BV + Cp² + K·BV + 3·Cp + 64),
 //                 Cp = 16⌈C/16⌉, Kr = 16⌈K/16⌉, V = gated_delta_chunk_values(Cp, BV + 4)
+//   (the values' row stride is gated_delta_values_ld)
 RUDNN_SHARED_MEMORY_FN long long gated_delta_chunk(long long c, long long k, long long bv, bool tensor_core) {
   if (!tensor_core)
-    return 8 * c + 4 * (2 * c * k + gated_delta_chunk_values(c, bv) + 2 * c * bv + c * c + k * bv + 3 * c);
+    return 8 * c + 4 * (2 * c * k + gated_delta_chunk_values(c, gated_delta_values_ld(bv, false)) + 2 * c * bv + c * c +
+                        k * bv + 3 * c);
   const long long cp = (c + 15) / 16 * 16, kr = (k + 15) / 16 * 16;
   return 8 * cp + 4 * cp * (kr + 8) + 6 * kr * (bv + 8) +
-         4 * (gated_delta_chunk_values(cp, bv + 4) + 2 * cp * bv + cp * cp + k * bv + 3 * cp + 64);
+         4 * (gated_delta_chunk_values(cp, gated_delta_values_ld(bv, true)) + 2 * cp * bv + cp * cp + k * bv + 3 * cp +
+              64);
 }
 
 }  // namespace rudnn::shared_memory

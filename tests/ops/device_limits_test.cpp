@@ -46,6 +46,12 @@ void expect_same_on_a_smaller_gpu(const char* what, const std::function<std::vec
     EXPECT_EQ(testing::host_bytes(large[i]), testing::host_bytes(small[i])) << "output " << i;
 }
 
+// Whether a plan in the cache ran a kernel of `op` whose entry name contains `part`.
+bool ran(const char* op, std::string_view part) {
+  const auto entries = ops::PlanCache::instance().kernel_entries(op);
+  return std::any_of(entries.begin(), entries.end(), [&](const std::string& e) { return e.find(part) != e.npos; });
+}
+
 // Unwraps a result, failing the test (and returning an empty list) on an error.
 template <class R>
 bool ok(const R& r) {
@@ -112,10 +118,6 @@ TEST_F(SmallestSharedMemory, MoeExpertsForwardAndBackwardOnTensorCores) {
   // The kernels the comparison was about (the plan cache was cleared when the smaller GPU's scope
   // ended; this run fills it again).
   run();
-  auto ran = [](const char* op, std::string_view part) {
-    const auto entries = ops::PlanCache::instance().kernel_entries(op);
-    return std::any_of(entries.begin(), entries.end(), [&](const std::string& e) { return e.find(part) != e.npos; });
-  };
   EXPECT_TRUE(ran("rudnn.swiglu_experts", "gate_up_mma_bf16_128x128x32"));
   EXPECT_TRUE(ran("rudnn.swiglu_experts_backward", "weight_grad_bf16_bf16_64x64x32_w2x2_s3"));
 }
@@ -143,10 +145,8 @@ TEST_F(SmallestSharedMemory, ChunkedGatedDeltaRule) {
     });
   testing::ScopedSharedMemory sm86(testing::kSm86SharedBytes);  // clears the plan cache: only this call's kernel
   ASSERT_TRUE(ok(gated_delta::chunk_gated_delta_rule(in, 64)));
-  const auto entries = ops::PlanCache::instance().kernel_entries("rudnn.gated_delta");
-  EXPECT_TRUE(std::any_of(entries.begin(), entries.end(), [](const std::string& e) {
-    return e.find("_t256_c16_tc") != e.npos;
-  })) << "chunk 64 on sm_86 did not run the 16-column tensor-core tile";
+  EXPECT_TRUE(ran("rudnn.gated_delta", "_t256_c16_tc"))
+      << "chunk 64 on sm_86 did not run the 16-column tensor-core tile";
   auto refused = gated_delta::chunk_gated_delta_rule(in, 128);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().kind(), ErrorKind::Unsupported) << refused.error().message();

@@ -286,10 +286,10 @@ RUDNN_DEVICE void run_tensor_core(const T* RUDNN_RESTRICT query, const T* RUDNN_
   constexpr int NT = P::kThreadsV;
   constexpr int kWarps = NT / 32;
   constexpr int kColBlocks = BV / 16;
-  constexpr int ld_s = BV + 8;               // split row stride (elements)
-  constexpr int ld_u = BV + 4;               // values/U row stride: split_b_pair's reads on distinct banks
-  const int step = static_cast<int>(chunk);  // real steps per chunk
-  const int C = round_up_16(step);           // rows on chip
+  constexpr int ld_s = BV + 8;                                          // split row stride (elements)
+  constexpr int ld_u = shared_memory::gated_delta_values_ld(BV, true);  // values/U row stride
+  const int step = static_cast<int>(chunk);                             // real steps per chunk
+  const int C = round_up_16(step);                                      // rows on chip
   const int K = static_cast<int>(key_dim);
   const int Kr = round_up_16(K);  // key dim in whole k16 steps
   const int ld_k = Kr + 8;        // key/query row stride (elements)

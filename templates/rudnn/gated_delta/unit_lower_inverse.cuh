@@ -32,7 +32,7 @@ RUDNN_DEVICE void unit_lower_inverse(float* a, float* scratch, int c, int tid, i
   constexpr int kB = 16;
   // (1) Diagonal blocks: column m of T is row m of a's upper part, [m + 1, end of its block).
   for (int m = tid; m < c; m += nthreads) {
-    const int end = m / kB * kB + kB < c ? m / kB * kB + kB : c;
+    const int first = m / kB * kB, end = first + kB < c ? first + kB : c;
     float* tm = a + m * c;  // tm[j] = T[j][m]
     for (int i = m + 1; i < end; ++i) {
       const float* ai = a + i * c;
