@@ -12,10 +12,13 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <exception>
+#include <limits>
 #include <mutex>
 #include <new>
 #include <string>
@@ -46,7 +49,7 @@ std::string where(Site s) { return fmt::format("{}:{}", s.file ? s.file : "?", s
 std::string dim(const rudnn_emu_dim3& d) { return fmt::format("({},{},{})", d.x, d.y, d.z); }
 
 enum class Wait : std::uint8_t { None, Barrier, Warp };
-enum class Collective : std::uint8_t { SyncWarp, Shfl, Vote, Reduce, Mma, Ldmatrix };
+enum class Collective : std::uint8_t { SyncWarp, Shfl, Vote, Reduce, Mma, Ldmatrix, Wgmma, WgmmaWait };
 
 struct AsyncCopy {
   void* dst;
@@ -73,7 +76,7 @@ struct Thread {
   Collective kind{};
   int mode = 0;
   unsigned mask = 0;
-  std::uint64_t value = 0;
+  std::uint64_t value = 0, value2 = 0;
   int arg = 0, width = 32, predicate = 0;
   const void* in0 = nullptr;
   const void* in1 = nullptr;
@@ -83,6 +86,32 @@ struct Thread {
   // cp.async: copies not yet retired, in issue order; `committed` = groups closed so far.
   std::vector<AsyncCopy> copies;
   std::uint64_t committed = 0;
+  // wgmma: groups closed so far, and whether a wgmma.fence came after the last wait_group.
+  std::uint64_t wgmma_committed = 0;
+  bool wgmma_fenced = false;
+};
+
+// A wgmma issued by a warp and not yet retired: its operands are read when a wait_group retires it,
+// as late as hardware may read them, so a kernel that overwrites them early gets wrong results.
+struct PendingWgmma {
+  int type, n, flags;
+  std::uint64_t a_desc, b_desc, group;
+  bool a_in_registers;
+  const void* a_regs[32];
+  void* d[32];
+  Site site;
+};
+
+// What the four warps of a warpgroup must agree on, one wgmma after another.
+struct WgmmaIssue {
+  int mode;
+  std::uint64_t a_desc, b_desc;
+  Site site;
+};
+struct Warpgroup {
+  std::deque<WgmmaIssue> log;  // issues not yet made by every warp, from index `base`
+  std::uint64_t base = 0;
+  std::uint64_t issued[4] = {0, 0, 0, 0};
 };
 
 struct WarpOp {
@@ -93,6 +122,7 @@ struct WarpOp {
 struct Warp {
   unsigned exists = 0, exited = 0;
   std::vector<WarpOp> ops;  // pending collectives; several only when lanes diverged
+  std::vector<PendingWgmma> wgmma;
 };
 
 std::string collective_name(Collective kind, int mode, unsigned mask) {
@@ -113,6 +143,10 @@ std::string collective_name(Collective kind, int mode, unsigned mask) {
     }
     case Collective::Mma: return "mma.sync.m16n8k16";
     case Collective::Ldmatrix: return fmt::format("ldmatrix.x{}{}", mode & 15, (mode >> 4) ? ".trans" : "");
+    case Collective::Wgmma:
+      return fmt::format("wgmma.mma_async.m64n{}k16.{}{}", mode >> 8, (mode & 1) ? "bf16" : "f16",
+                         (mode >> 1 & 1) ? " (A in registers)" : "");
+    case Collective::WgmmaWait: return fmt::format("wgmma.wait_group {}", mode);
   }
   return "?";
 }
@@ -161,8 +195,12 @@ class Worker {
   int syncthreads(Thread& t, int op, int predicate, Site s);
   // Joins the collective described by t's operand fields; returns once it completed.
   void collective(Thread& t, Collective kind, int mode, unsigned mask, Site s);
+  // Checks a wgmma's warpgroup and fence, then joins the warp's collective that issues it.
+  void wgmma(Thread& t, int mode, Site s);
   void check_shared(Thread& t, const void* p, std::size_t bytes, std::size_t align, const char* what, Site s);
   void retire_copies(Thread& t, std::uint64_t below_group);
+  // Runs the warp's pending wgmma of groups below `below_group`, in issue order; false on a fault.
+  bool retire_wgmma(Thread& t, std::uint64_t below_group);
   void set_fault(const Thread& t, Site s, std::string what, std::string expected, std::string actual);
   [[noreturn]] void abandon(Thread& t) { t.fiber.leave(false); }
   static void thread_main(void* arg);
@@ -171,12 +209,15 @@ class Worker {
   bool run_block(std::uint64_t b);
   void on_exit(Thread& t);
   void complete(Warp& w, const WarpOp& op, unsigned base);
+  void issue_wgmma(Warp& w, const WarpOp& op, unsigned base);
+  bool warpgroups_agree();
   void report_deadlock();
 
   LaunchState& launch_;
   std::vector<Thread> threads_;
   std::vector<FiberStack*> stacks_;
   std::vector<Warp> warps_;
+  std::vector<Warpgroup> warpgroups_;
   std::vector<unsigned> order_;
   unsigned char* arena_ = nullptr;
   FiberScheduler scheduler_;
@@ -199,6 +240,7 @@ bool Worker::prepare() {
     stacks_.push_back(s);
   }
   warps_ = std::vector<Warp>((n + 31) / 32);
+  warpgroups_ = std::vector<Warpgroup>((warps_.size() + 3) / 4);
   for (unsigned w = 0; w < warps_.size(); ++w) {
     const unsigned lanes = std::min(32u, n - 32 * w);
     warps_[w].exists = lanes == 32 ? ~0u : ((1u << lanes) - 1);
@@ -233,7 +275,9 @@ bool Worker::run_block(std::uint64_t b) {
   for (Warp& w : warps_) {
     w.exited = 0;
     w.ops.clear();
+    w.wgmma.clear();
   }
+  for (Warpgroup& g : warpgroups_) g = Warpgroup{};
   const unsigned n = launch_.threads_per_block;
   for (unsigned i = 0; i < n; ++i) {
     Thread& t = threads_[i];
@@ -249,6 +293,8 @@ bool Worker::run_block(std::uint64_t b) {
     t.wait = Wait::None;
     t.copies.clear();
     t.committed = 0;
+    t.wgmma_committed = 0;
+    t.wgmma_fenced = false;
     t.fiber.start(stacks_[i], &Worker::thread_main, &t);
   }
   // Per block, so that results do not depend on which worker runs which block.
@@ -276,7 +322,7 @@ bool Worker::run_block(std::uint64_t b) {
     }
     if (fault_) break;
   }
-  if (!fault_) return true;
+  if (!fault_ && warpgroups_agree()) return true;
   // Abandoned fibers: their stacks keep whatever state they had; reuse them from scratch.
   for (unsigned i = 0; i < n; ++i)
     if (!threads_[i].done) stacks_[i]->dirty = true;
@@ -317,6 +363,13 @@ void Worker::on_exit(Thread& t) {
     abandon(t);
   }
   Warp& w = warps_[t.linear / 32];
+  if (!w.wgmma.empty()) {
+    set_fault(t, w.wgmma.front().site, "thread exited with a wgmma in flight",
+              "a wgmma.wait_group retiring every wgmma.mma_async before the warp's threads exit",
+              fmt::format("{} wgmma of the warp not retired (the first issued at {})", w.wgmma.size(),
+                          where(w.wgmma.front().site)));
+    abandon(t);
+  }
   const unsigned bit = 1u << (t.linear % 32);
   w.exited |= bit;
   for (const WarpOp& op : w.ops) {
@@ -427,6 +480,7 @@ void Worker::collective(Thread& t, Collective kind, int mode, unsigned mask, Sit
     const WarpOp op = w.ops[k];
     w.ops.erase(w.ops.begin() + static_cast<std::ptrdiff_t>(k));
     complete(w, op, t.linear & ~31u);
+    if (fault_) abandon(t);
   }
   t.fiber.yield();
 }
@@ -507,12 +561,149 @@ void Worker::complete(Warp& w, const WarpOp& op, unsigned base) {
       warp_math::ldmatrix(op.mode & 15, (op.mode >> 4) != 0, rows, regs);
       break;
     }
+    case Collective::Wgmma: issue_wgmma(w, op, base); break;
+    case Collective::WgmmaWait: {
+      // .sync.aligned: the warp's lanes wait together, so none of them sees a retirement early.
+      const std::uint64_t committed = lanes[0].wgmma_committed, n = static_cast<std::uint64_t>(op.mode);
+      for (unsigned l = 1; l < 32; ++l) {
+        if (lanes[l].wgmma_committed != committed) {
+          set_fault(lanes[l], lanes[l].site, "lanes of a warp closed different numbers of wgmma groups",
+                    fmt::format("{} wgmma.commit_group, as lane 0", committed),
+                    fmt::format("lane {}: {}", l, lanes[l].wgmma_committed));
+          return;
+        }
+      }
+      if (!retire_wgmma(lanes[0], committed > n ? committed - n : 0)) return;
+      for (unsigned l = 0; l < 32; ++l) lanes[l].wgmma_fenced = false;
+      break;
+    }
   }
   for (unsigned l = 0; l < 32; ++l) {
     if ((op.mask >> l & 1) == 0) continue;
     lanes[l].wait = Wait::None;
     lanes[l].ready = true;
   }
+}
+
+void Worker::wgmma(Thread& t, int mode, Site s) {
+  const unsigned warp = t.linear / 32, first = warp / 4 * 128;
+  if (first + 128 > launch_.threads_per_block) {
+    set_fault(t, s, "wgmma in an incomplete warpgroup",
+              fmt::format("four full warps (threads {} to {}) in the warpgroup of warp {}", first, first + 127, warp),
+              fmt::format("a block of {} threads", launch_.threads_per_block));
+    abandon(t);
+  }
+  if (!t.wgmma_fenced) {
+    set_fault(t, s, "wgmma.mma_async without a wgmma.fence",
+              "a wgmma.fence before the thread's first wgmma.mma_async and after each wgmma.wait_group "
+              "(the registers it reads may have been touched since)",
+              fmt::format("{} with no fence since {}", collective_name(Collective::Wgmma, mode, ~0u),
+                          t.wgmma_committed == 0 ? "the thread started" : "its last wait_group"));
+    abandon(t);
+  }
+  collective(t, Collective::Wgmma, mode, ~0u, s);
+}
+
+void Worker::issue_wgmma(Warp& w, const WarpOp& op, unsigned base) {
+  Thread* lanes = &threads_[base];
+  const bool a_in_registers = (op.mode >> 1 & 1) != 0;
+  const auto descriptors = [&](const Thread& x) {
+    return a_in_registers ? fmt::format("b 0x{:016x}", x.value2)
+                          : fmt::format("a 0x{:016x}, b 0x{:016x}", x.value, x.value2);
+  };
+  for (unsigned l = 1; l < 32; ++l) {
+    if ((!a_in_registers && lanes[l].value != lanes[0].value) || lanes[l].value2 != lanes[0].value2) {
+      set_fault(lanes[l], lanes[l].site, "wgmma descriptors differ between lanes",
+                fmt::format("every lane's descriptors as lane 0's ({})", descriptors(lanes[0])),
+                fmt::format("lane {}: {}", l, descriptors(lanes[l])));
+      return;
+    }
+    if (lanes[l].wgmma_committed != lanes[0].wgmma_committed) {
+      set_fault(lanes[l], lanes[l].site, "lanes of a warp closed different numbers of wgmma groups",
+                fmt::format("{} wgmma.commit_group, as lane 0", lanes[0].wgmma_committed),
+                fmt::format("lane {}: {}", l, lanes[l].wgmma_committed));
+      return;
+    }
+  }
+  // The four warps of the warpgroup issue the same sequence of wgmma.
+  const unsigned warp = base / 32, rank = warp % 4;
+  Warpgroup& g = warpgroups_[warp / 4];
+  const std::uint64_t index = g.issued[rank]++;
+  const WgmmaIssue issue{op.mode, a_in_registers ? 0 : lanes[0].value, lanes[0].value2, lanes[0].site};
+  if (index - g.base < g.log.size()) {
+    const WgmmaIssue& other = g.log[index - g.base];
+    if (other.mode != issue.mode || other.a_desc != issue.a_desc || other.b_desc != issue.b_desc) {
+      set_fault(lanes[0], lanes[0].site, "warps of one warpgroup issue different wgmma",
+                fmt::format("wgmma #{} of every warp of warpgroup {} as the first warp's to issue it: {} ({}) at {}",
+                            index, warp / 4, collective_name(Collective::Wgmma, other.mode, ~0u),
+                            a_in_registers ? fmt::format("b 0x{:016x}", other.b_desc)
+                                           : fmt::format("a 0x{:016x}, b 0x{:016x}", other.a_desc, other.b_desc),
+                            where(other.site)),
+                fmt::format("warp {}: {} ({})", warp, collective_name(Collective::Wgmma, op.mode, ~0u),
+                            descriptors(lanes[0])));
+      return;
+    }
+  } else {
+    g.log.push_back(issue);
+  }
+  while (!g.log.empty() && *std::min_element(g.issued, g.issued + 4) > g.base) {
+    g.log.pop_front();
+    ++g.base;
+  }
+  PendingWgmma p{};
+  p.type = op.mode & 1;
+  p.n = op.mode >> 8;
+  p.flags = (op.mode >> 2) & 31;
+  p.a_desc = lanes[0].value;
+  p.b_desc = lanes[0].value2;
+  p.group = lanes[0].wgmma_committed;
+  p.a_in_registers = a_in_registers;
+  p.site = lanes[0].site;
+  for (unsigned l = 0; l < 32; ++l) {
+    p.a_regs[l] = lanes[l].in0;
+    p.d[l] = lanes[l].out;
+    // D = A·B ignores D's old value: poison it, so a read before the wait_group shows as NaN.
+    if ((p.flags & RUDNN_EMU_WGMMA_ACCUMULATE) == 0)
+      std::fill_n(static_cast<float*>(p.d[l]), p.n / 2, std::numeric_limits<float>::quiet_NaN());
+  }
+  w.wgmma.push_back(p);
+}
+
+bool Worker::retire_wgmma(Thread& t, std::uint64_t below_group) {
+  Warp& w = warps_[t.linear / 32];
+  std::size_t retired = 0;
+  for (; retired < w.wgmma.size() && w.wgmma[retired].group < below_group; ++retired) {
+    const PendingWgmma& p = w.wgmma[retired];
+    std::uint32_t bad = 0;
+    if (!warp_math::wgmma(p.type, p.n, p.flags, static_cast<int>(t.linear / 32 % 4), p.a_desc,
+                          p.a_in_registers ? p.a_regs : nullptr, p.b_desc, arena_, launch_.shared_bytes, p.d, &bad)) {
+      set_fault(t, p.site, "wgmma operand outside shared memory",
+                fmt::format("every element of A and B inside the block's {} bytes of dynamic shared memory",
+                            launch_.shared_bytes),
+                fmt::format("an element at shared address {} (descriptors a 0x{:016x}, b 0x{:016x})", bad, p.a_desc,
+                            p.b_desc));
+      return false;
+    }
+  }
+  w.wgmma.erase(w.wgmma.begin(), w.wgmma.begin() + static_cast<std::ptrdiff_t>(retired));
+  return true;
+}
+
+bool Worker::warpgroups_agree() {
+  for (std::size_t gi = 0; gi < warpgroups_.size(); ++gi) {
+    const Warpgroup& g = warpgroups_[gi];
+    const auto [lo, hi] = std::minmax_element(g.issued, g.issued + 4);
+    if (*lo == *hi) continue;
+    const WgmmaIssue& skipped = g.log[*lo - g.base];
+    const auto behind = static_cast<unsigned>(lo - g.issued), ahead = static_cast<unsigned>(hi - g.issued);
+    set_fault(
+        threads_[(gi * 4 + behind) * 32], skipped.site, "a warp of a warpgroup skipped a wgmma",
+        fmt::format("every warp of warpgroup {} issuing the same wgmma", gi),
+        fmt::format("warp {} issued {} wgmma, warp {} {}; the first it skipped: {} at {}", gi * 4 + ahead, *hi,
+                    gi * 4 + behind, *lo, collective_name(Collective::Wgmma, skipped.mode, ~0u), where(skipped.site)));
+    return false;
+  }
+  return true;
 }
 
 void Worker::report_deadlock() {
@@ -716,6 +907,46 @@ void api_cp_async_wait(int pending, const char* file, int line) {
   tl_worker->retire_copies(*t, t->committed > n ? t->committed - n : 0);
 }
 
+void api_wgmma(int type, int n, float* d, const std::uint32_t* a_regs, std::uint64_t a_desc, std::uint64_t b_desc,
+               int flags, const char* file, int line) {
+  Thread* t = current_thread();
+  if (t == nullptr) return;
+  const Site s{file, line};
+  const bool valid_shape =
+      n >= 8 && n <= 256 && n % 8 == 0 && (type == RUDNN_EMU_MMA_F16 || type == RUDNN_EMU_MMA_BF16);
+  if (!valid_shape || (flags & ~31) != 0 || (a_regs != nullptr && (flags & RUDNN_EMU_WGMMA_TRANS_A) != 0)) {
+    tl_worker->set_fault(*t, s, "invalid wgmma",
+                         "m64nNk16, N a multiple of 8 in [8, 256], f16 or bf16 inputs, flags in 0..31, "
+                         "imm-trans-a only with A in shared memory",
+                         fmt::format("N {}, type {}, flags {}, A {}", n, type, flags,
+                                     a_regs != nullptr ? "in registers" : "in shared memory"));
+    tl_worker->abandon(*t);
+  }
+  t->in0 = a_regs;
+  t->out = d;
+  t->value = a_desc;
+  t->value2 = b_desc;
+  tl_worker->wgmma(*t, type | (a_regs != nullptr ? 2 : 0) | flags << 2 | n << 8, s);
+}
+
+void api_wgmma_fence(const char*, int) {
+  if (Thread* t = current_thread()) t->wgmma_fenced = true;
+}
+
+void api_wgmma_commit(const char*, int) {
+  if (Thread* t = current_thread()) ++t->wgmma_committed;
+}
+
+void api_wgmma_wait(int pending, const char* file, int line) {
+  Thread* t = current_thread();
+  if (t == nullptr) return;
+  if (pending < 0) {
+    tl_worker->set_fault(*t, {file, line}, "invalid wgmma.wait_group", "N >= 0", fmt::format("{}", pending));
+    tl_worker->abandon(*t);
+  }
+  tl_worker->collective(*t, Collective::WgmmaWait, pending, ~0u, {file, line});
+}
+
 const rudnn_emu_api kApi = {
     RUDNN_EMU_ABI_VERSION,
     sizeof(rudnn_emu_api),
@@ -732,6 +963,10 @@ const rudnn_emu_api kApi = {
     api_cp_async_commit,
     api_cp_async_wait,
     api_reduce,
+    api_wgmma,
+    api_wgmma_fence,
+    api_wgmma_commit,
+    api_wgmma_wait,
 };
 
 // --------------------------------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace nv = rudnn::compiler::nvrtc;
@@ -90,6 +92,67 @@ TEST(NvrtcBackend, PreludeWrappersCompile) {
           "cp.async.commit_group"})
       EXPECT_NE(k->ptx.find(insn), std::string::npos) << arch << ": " << insn;
     EXPECT_EQ(k->report.spill_stores_bytes, 0);
+  }
+}
+
+// Every wgmma wrapper (each N, both input types, SS with and without transposes, RS) and the tile
+// header's swizzled panel, so that ptxas checks the generated inline PTX (prelude/wgmma_cuda.cuh).
+const char* const kWgmmaKernel = R"(
+#include "rudnn/tile/wgmma.cuh"
+template <int N>
+__device__ void every_form(const rudnn::u64* descs, float* out) {
+  using namespace rudnn;
+  float d[N / 2];
+  u32 a[4] = {static_cast<u32>(descs[2]), static_cast<u32>(descs[3]), 0u, 1u};
+  wgmma_fence();
+  wgmma_bf16_ss<N>(d, descs[0], descs[1], false);
+  wgmma_f16_ss<N, true, true>(d, descs[0], descs[1], true);
+  wgmma_bf16_rs<N>(d, a, descs[1], true);
+  wgmma_f16_rs<N, true>(d, a, descs[1], true);
+  wgmma_commit();
+  wgmma_wait<0>();
+  wgmma_fence_operand(d);
+  for (int i = 0; i < N / 2; ++i) out[threadIdx.x * (N / 2) + i] = d[i];
+}
+RUDNN_KERNEL void RUDNN_LAUNCH_BOUNDS(128) wgmma_wrappers(const rudnn::u64* descs, float* out) {
+  using Tile = rudnn::tile::SwizzledKMajor<64, 64>;
+  rudnn::bf16* s = rudnn::dynamic_shared<rudnn::bf16>();
+  *reinterpret_cast<uint4*>(Tile::chunk(s, threadIdx.x / 8, threadIdx.x % 8)) = make_uint4(0, 0, 0, 0);
+  rudnn::fence_proxy_async_shared();
+  __syncthreads();
+  float p[32];
+  rudnn::wgmma_fence();
+  rudnn::tile::wgmma_panel<rudnn::bf16, 64, Tile, Tile>(p, s, 0, s, 0, 0, false);
+  rudnn::wgmma_commit();
+  rudnn::wgmma_wait<0>();
+  rudnn::wgmma_fence_operand(p);
+  for (int i = 0; i < 32; ++i) out[threadIdx.x * 32 + i] = p[i];
+  every_form<64>(descs, out + 4096);
+  every_form<128>(descs, out + 8192);
+  every_form<256>(descs, out + 16384);
+}
+)";
+
+TEST(NvrtcBackend, WgmmaWrappersCompileForSm90a) {
+  REQUIRE_NVRTC();
+  auto k = nv::compile(kWgmmaKernel, "wgmma_wrappers", "sm_90a");
+  ASSERT_TRUE(k.ok()) << k.error().message();
+  for (const char* insn :
+       {"wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "wgmma.fence.sync.aligned",
+        "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned 0", "fence.proxy.async.shared::cta"})
+    EXPECT_NE(k->ptx.find(insn), std::string::npos) << insn;
+  EXPECT_TRUE(k->report.found) << k->log;
+  if (std::getenv("RUDNN_SHOW_PTXAS") != nullptr) std::printf("%s\n", k->log.c_str());
+}
+
+// Elsewhere the wrappers are a compile error that names the target they need.
+TEST(NvrtcBackend, WgmmaNeedsSm90a) {
+  REQUIRE_NVRTC();
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    auto k = nv::compile(kWgmmaKernel, "wgmma_wrappers", arch);
+    ASSERT_FALSE(k.ok()) << arch;
+    EXPECT_NE(k.error().message().find("wgmma needs the sm_90a target"), std::string::npos) << k.error().message();
   }
 }
 

@@ -20,6 +20,19 @@
 //   template <int N> void cp_async_wait();    // cp.async.wait_group N
 //   void cp_async_wait_all();                 // cp.async.wait_all (= commit_group + wait_group 0)
 //   void trap(const char* message);           // abandons the kernel (the message is for the host)
+//   u32 shared_address(const void* p);        // the shared-window address of a shared pointer
+// Hopper warpgroup MMA (sm_90a only here; the emulator runs it everywhere). A warpgroup is 4
+// consecutive warps, the first's index a multiple of 4; all 128 threads issue each call alike.
+//   template <int N, bool TransA = false, bool TransB = false>
+//   void wgmma_{f16,bf16}_ss(float (&d)[N/2], u64 a_desc, u64 b_desc, bool accumulate);
+//   template <int N, bool TransB = false>
+//   void wgmma_{f16,bf16}_rs(float (&d)[N/2], const u32 (&a)[4], u64 b_desc, bool accumulate);
+//        D (64 x N) = A (64 x 16) · B (16 x N) (+ D when accumulate); N ∈ {64, 128, 256}; d as the
+//        PTX ISA's m64nNk16 D fragment (tile/wgmma.cuh); A, B by shared-memory descriptors
+//        (K-major, or MN-major with Trans), or A in registers as mma.m16n8k16's A fragment.
+//   void wgmma_fence(); void wgmma_commit(); template <int N> void wgmma_wait();
+//   template <int K> void wgmma_fence_operand(float (&d)[K]);   // compiler ordering only
+//   void fence_proxy_async_shared();   // after shared-memory writes that a wgmma will read
 // Other vocabulary: RUDNN_DEVICE, RUDNN_KERNEL, RUDNN_LAUNCH_BOUNDS(n),
 // RUDNN_LAUNCH_BOUNDS_MIN(n, min_blocks), RUDNN_RESTRICT, RUDNN_UNROLL, RUDNN_ROLLED,
 // rudnn::i32/u32/i64/u64, rudnn::dynamic_shared<T>(), rudnn::is_nan/is_inf (float, double).
@@ -149,5 +162,92 @@ RUDNN_DEVICE void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 RUDNN_DEVICE void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+// The shared-window address of a pointer into shared memory (what wgmma descriptors hold).
+RUDNN_DEVICE u32 shared_address(const void* p) { return cuda_detail::shared_address(p); }
+
+}  // namespace rudnn
+
+// ---------------------------------------------------------------------------------------------------
+// Hopper warpgroup MMA: wgmma.mma_async m64nNk16, f32 accumulators (sm_90a only: the PTX target must
+// carry the 'a' features, which NVRTC announces with __CUDA_ARCH_FEAT_SM90_ALL). Using one of these
+// in a kernel compiled for another target is a compile error naming sm_90a.
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define RUDNN_HAS_WGMMA 1
+#include "rudnn/prelude/wgmma_cuda.cuh"
+#else
+#define RUDNN_HAS_WGMMA 0
+#endif
+
+namespace rudnn {
+namespace cuda_detail {
+template <int N>
+inline constexpr bool wgmma_n = N == 64 || N == 128 || N == 256;
+
+template <bool BF16, int N, bool TransA, bool TransB>
+RUDNN_DEVICE void wgmma_ss(float (&d)[N / 2], u64 a_desc, u64 b_desc, bool accumulate) {
+  static_assert(wgmma_n<N>, "rudnn: wgmma N is 64, 128 or 256");
+#if RUDNN_HAS_WGMMA
+  if constexpr (N == 64) {
+    wgmma_ss_64<BF16, TransA, TransB>(d, a_desc, b_desc, accumulate);
+  } else if constexpr (N == 128) {
+    wgmma_ss_128<BF16, TransA, TransB>(d, a_desc, b_desc, accumulate);
+  } else {
+    wgmma_ss_256<BF16, TransA, TransB>(d, a_desc, b_desc, accumulate);
+  }
+#else
+  static_assert(N < 0, "rudnn: wgmma needs the sm_90a target");
+#endif
+}
+template <bool BF16, int N, bool TransB>
+RUDNN_DEVICE void wgmma_rs(float (&d)[N / 2], const u32 (&a)[4], u64 b_desc, bool accumulate) {
+  static_assert(wgmma_n<N>, "rudnn: wgmma N is 64, 128 or 256");
+#if RUDNN_HAS_WGMMA
+  if constexpr (N == 64) {
+    wgmma_rs_64<BF16, TransB>(d, a, b_desc, accumulate);
+  } else if constexpr (N == 128) {
+    wgmma_rs_128<BF16, TransB>(d, a, b_desc, accumulate);
+  } else {
+    wgmma_rs_256<BF16, TransB>(d, a, b_desc, accumulate);
+  }
+#else
+  static_assert(N < 0, "rudnn: wgmma needs the sm_90a target");
+#endif
+}
+}  // namespace cuda_detail
+
+template <int N, bool TransA = false, bool TransB = false>
+RUDNN_DEVICE void wgmma_f16_ss(float (&d)[N / 2], u64 a_desc, u64 b_desc, bool accumulate) {
+  cuda_detail::wgmma_ss<false, N, TransA, TransB>(d, a_desc, b_desc, accumulate);
+}
+template <int N, bool TransA = false, bool TransB = false>
+RUDNN_DEVICE void wgmma_bf16_ss(float (&d)[N / 2], u64 a_desc, u64 b_desc, bool accumulate) {
+  cuda_detail::wgmma_ss<true, N, TransA, TransB>(d, a_desc, b_desc, accumulate);
+}
+template <int N, bool TransB = false>
+RUDNN_DEVICE void wgmma_f16_rs(float (&d)[N / 2], const u32 (&a)[4], u64 b_desc, bool accumulate) {
+  cuda_detail::wgmma_rs<false, N, TransB>(d, a, b_desc, accumulate);
+}
+template <int N, bool TransB = false>
+RUDNN_DEVICE void wgmma_bf16_rs(float (&d)[N / 2], const u32 (&a)[4], u64 b_desc, bool accumulate) {
+  cuda_detail::wgmma_rs<true, N, TransB>(d, a, b_desc, accumulate);
+}
+RUDNN_DEVICE void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+RUDNN_DEVICE void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+RUDNN_DEVICE void wgmma_wait() {
+  static_assert(N >= 0 && N <= 7, "rudnn: wgmma.wait_group takes 0..7");
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Emits nothing: a new definition of each accumulator here keeps the compiler from moving their
+// uses across the wgmma instructions it cannot see into (after a wait, before a fence).
+template <int K>
+RUDNN_DEVICE void wgmma_fence_operand(float (&d)[K]) {
+  RUDNN_UNROLL
+  for (int i = 0; i < K; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+// Orders this thread's generic-proxy shared-memory writes (st.shared, cp.async) before the async
+// proxy's reads (wgmma); a block barrier must follow before another warp's wgmma reads them.
+RUDNN_DEVICE void fence_proxy_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 }  // namespace rudnn

@@ -76,6 +76,16 @@ enum rudnn_emu_mma_type {
   RUDNN_EMU_MMA_BF16 = 1 /* A/B are bfloat16 */
 };
 
+/* wgmma flags: scale-d (D = A·B + D rather than A·B), imm-scale-a/b = -1, imm-trans-a/b
+ * (the operand is MN-major in shared memory rather than K-major). */
+enum rudnn_emu_wgmma_flags {
+  RUDNN_EMU_WGMMA_ACCUMULATE = 1,
+  RUDNN_EMU_WGMMA_NEGATE_A = 2,
+  RUDNN_EMU_WGMMA_NEGATE_B = 4,
+  RUDNN_EMU_WGMMA_TRANS_A = 8,
+  RUDNN_EMU_WGMMA_TRANS_B = 16
+};
+
 typedef struct rudnn_emu_api {
   unsigned int abi_version; /* RUDNN_EMU_ABI_VERSION of the runtime */
   unsigned int struct_size; /* sizeof(rudnn_emu_api) of the runtime */
@@ -124,6 +134,22 @@ typedef struct rudnn_emu_api {
   /* Warp reduction over the lanes in `mask` (`op` is a rudnn_emu_reduce_op; `is_signed` selects
    * int rather than unsigned comparison for MIN/MAX). Every lane of the mask gets the result. */
   uint32_t (*reduce)(int op, int is_signed, unsigned int mask, uint32_t value, const char* file, int line);
+
+  /* Hopper warpgroup MMA (wgmma, sm_90a). A warpgroup is four consecutive warps whose first warp's
+   * index is a multiple of 4; all 128 threads issue the same wgmma. The emulator runs each warp's
+   * share (its 16 rows of the 64) when the warp's 32 lanes have joined, and defers the arithmetic to
+   * the wgmma_wait that retires its group, reading shared memory and the A registers then.
+   *
+   * wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16,bf16}.{f16,bf16}: `type` is a
+   * rudnn_emu_mma_type, n a multiple of 8 in [8, 256]; `d` this lane's n/2 accumulators; `a_regs`
+   * null for A in shared memory (`a_desc`), else this lane's 4 b32 A registers; `flags` are
+   * rudnn_emu_wgmma_flags. */
+  void (*wgmma)(int type, int n, float* d, const uint32_t* a_regs, uint64_t a_desc, uint64_t b_desc, int flags,
+                const char* file, int line);
+  /* wgmma.fence.sync.aligned, wgmma.commit_group.sync.aligned, wgmma.wait_group.sync.aligned N. */
+  void (*wgmma_fence)(const char* file, int line);
+  void (*wgmma_commit)(const char* file, int line);
+  void (*wgmma_wait)(int pending, const char* file, int line);
 } rudnn_emu_api;
 
 /* Exported by every kernel module (RUDNN_EMU_MODULE() in prelude/host.h). */

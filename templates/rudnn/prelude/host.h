@@ -167,6 +167,74 @@ inline void cp_async_wait_all(const char* file = __builtin_FILE(), int line = __
   emu_detail::api->cp_async_wait(0, file, line);
 }
 
+// ---------------------------------------------------------------------------------------------------
+// Hopper warpgroup MMA (sm_90a on a GPU; prelude/cuda.cuh states the contract). The emulator runs
+// each warp's 16 rows when its lanes have joined and defers the arithmetic to the wait_group that
+// retires the group, reading the operands then.
+
+// The shared-window address of a pointer into the block's dynamic shared memory: the emulator's
+// window starts at the arena, as a GPU's dynamic shared memory starts at the window's base when a
+// kernel has no static __shared__ variables (rudnn's never do).
+inline u32 shared_address(const void* p) {
+  return static_cast<u32>(static_cast<const unsigned char*>(p) -
+                          static_cast<const unsigned char*>(emu_detail::thread_info().dynamic_shared));
+}
+
+#define RUDNN_HAS_WGMMA 1
+
+namespace emu_detail {
+template <int N>
+inline constexpr bool wgmma_n = N == 64 || N == 128 || N == 256;
+constexpr int wgmma_flags(bool accumulate, bool trans_a, bool trans_b) {
+  return (accumulate ? RUDNN_EMU_WGMMA_ACCUMULATE : 0) | (trans_a ? RUDNN_EMU_WGMMA_TRANS_A : 0) |
+         (trans_b ? RUDNN_EMU_WGMMA_TRANS_B : 0);
+}
+}  // namespace emu_detail
+
+template <int N, bool TransA = false, bool TransB = false>
+inline void wgmma_f16_ss(float (&d)[N / 2], u64 a_desc, u64 b_desc, bool accumulate,
+                         const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  static_assert(emu_detail::wgmma_n<N>, "rudnn: wgmma N is 64, 128 or 256");
+  emu_detail::api->wgmma(RUDNN_EMU_MMA_F16, N, d, nullptr, a_desc, b_desc,
+                         emu_detail::wgmma_flags(accumulate, TransA, TransB), file, line);
+}
+template <int N, bool TransA = false, bool TransB = false>
+inline void wgmma_bf16_ss(float (&d)[N / 2], u64 a_desc, u64 b_desc, bool accumulate,
+                          const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  static_assert(emu_detail::wgmma_n<N>, "rudnn: wgmma N is 64, 128 or 256");
+  emu_detail::api->wgmma(RUDNN_EMU_MMA_BF16, N, d, nullptr, a_desc, b_desc,
+                         emu_detail::wgmma_flags(accumulate, TransA, TransB), file, line);
+}
+template <int N, bool TransB = false>
+inline void wgmma_f16_rs(float (&d)[N / 2], const u32 (&a)[4], u64 b_desc, bool accumulate,
+                         const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  static_assert(emu_detail::wgmma_n<N>, "rudnn: wgmma N is 64, 128 or 256");
+  emu_detail::api->wgmma(RUDNN_EMU_MMA_F16, N, d, a, 0, b_desc, emu_detail::wgmma_flags(accumulate, false, TransB),
+                         file, line);
+}
+template <int N, bool TransB = false>
+inline void wgmma_bf16_rs(float (&d)[N / 2], const u32 (&a)[4], u64 b_desc, bool accumulate,
+                          const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  static_assert(emu_detail::wgmma_n<N>, "rudnn: wgmma N is 64, 128 or 256");
+  emu_detail::api->wgmma(RUDNN_EMU_MMA_BF16, N, d, a, 0, b_desc, emu_detail::wgmma_flags(accumulate, false, TransB),
+                         file, line);
+}
+inline void wgmma_fence(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  emu_detail::api->wgmma_fence(file, line);
+}
+inline void wgmma_commit(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  emu_detail::api->wgmma_commit(file, line);
+}
+template <int N>
+inline void wgmma_wait(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  static_assert(N >= 0 && N <= 7, "rudnn: wgmma.wait_group takes 0..7");
+  emu_detail::api->wgmma_wait(N, file, line);
+}
+// Compiler-only orderings on a GPU; nothing to do here (the emulator reads operands at the wait).
+template <int K>
+inline void wgmma_fence_operand(float (&)[K]) {}
+inline void fence_proxy_async_shared() {}
+
 }  // namespace rudnn
 
 // ---------------------------------------------------------------------------------------------------
