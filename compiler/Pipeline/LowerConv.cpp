@@ -113,12 +113,12 @@ Result<LoweredOp, RuntimeError> lower_conv(const ConvRequest& request, const Tar
 }
 
 std::vector<KernelConfig> conv_variants(const contracts::ConvSignature& sig, bool tensor_cores,
-                                        std::int64_t max_shared_bytes) {
+                                        std::int64_t max_shared_bytes, bool wgmma) {
   std::vector<KernelConfig> out;
   const DType dtype =
       sig.direction == contracts::ConvDirection::DataBackward ? sig.grad_output->dtype : sig.input.dtype;
   for (const auto& c : dialect::conv_config::candidates(sig.direction, contracts::conv_geometry(sig), dtype,
-                                                        tensor_cores, max_shared_bytes))
+                                                        tensor_cores, max_shared_bytes, wgmma))
     out.push_back(KernelConfig{dialect::conv_config::valuesOf(c)});
   return out;
 }

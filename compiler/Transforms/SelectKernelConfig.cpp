@@ -22,10 +22,15 @@ namespace {
 // tensor-core kernel the target cannot run: an error naming the requirement, rather than a compile
 // failure in NVRTC. Every tensor-core config of every family is checked here, against one rule;
 // the family's model says which of its configs use tensor cores.
+// A config with "wgmma" = 1 (any family: contracts::kWgmmaConfigKey) needs Hopper's warpgroup MMA.
 LogicalResult checkTensorCoreConfig(dialect::KernelOpInterface kernel, const std::string& arch) {
-  if (contracts::has_mma_m16n8k16(arch)) return success();
   auto config = kernel->getAttrOfType<DictionaryAttr>(dialect::kKernelConfigAttrName);
-  if (!config || !kernel.configUsesTensorCores(config)) return success();
+  if (!config) return success();
+  if (auto wgmma = config.getAs<IntegerAttr>(contracts::kWgmmaConfigKey);
+      wgmma && wgmma.getInt() != 0 && !contracts::has_wgmma(arch))
+    return kernel->emitOpError() << "kernel_config: expected " << contracts::kWgmmaRequirement << " for " << config
+                                 << ", got target " << arch;
+  if (contracts::has_mma_m16n8k16(arch) || !kernel.configUsesTensorCores(config)) return success();
   return kernel->emitOpError() << "kernel_config: expected " << contracts::kMmaRequirement << " for " << config
                                << ", got target " << arch;
 }

@@ -13,4 +13,6 @@ bool has_mma_m16n8k16(const std::string& arch) {
   return digits > 0 && number >= 80;
 }
 
+bool has_wgmma(const std::string& arch) { return arch.empty() || arch.rfind("host", 0) == 0 || arch == "sm_90a"; }
+
 }  // namespace rudnn::contracts

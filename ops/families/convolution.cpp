@@ -85,7 +85,8 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
   const bool tensor_cores = contracts::has_mma_m16n8k16(target.arch);
   const auto max_shared = static_cast<std::int64_t>(target.limits.shared_memory_per_block_optin);
   std::vector<compiler::KernelConfig> configs;
-  if (with_candidates) configs = compiler::conv_variants(one, tensor_cores, max_shared);
+  if (with_candidates)
+    configs = compiler::conv_variants(one, tensor_cores, max_shared, contracts::has_wgmma(target.arch));
   if (!contracts::known(contracts::conv_geometry(*sig).batch)) {
     const DType dtype =
         sig->direction == contracts::ConvDirection::DataBackward ? sig->grad_output->dtype : sig->input.dtype;

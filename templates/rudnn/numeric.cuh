@@ -62,6 +62,16 @@ struct IsVoid<void> {
   static constexpr bool value = true;
 };
 
+// Select<B, X, Y>::type is X when B, else Y (std::conditional, which NVRTC's headers do not give us).
+template <bool B, class X, class Y>
+struct Select {
+  using type = X;
+};
+template <class X, class Y>
+struct Select<false, X, Y> {
+  using type = Y;
+};
+
 namespace numeric_detail {
 
 // float -> binary16, round to nearest even; NaN stays a (quiet) NaN, overflow gives ±inf.

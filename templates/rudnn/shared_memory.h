@@ -52,6 +52,15 @@ RUDNN_SHARED_MEMORY_FN long long block_gemm(long long stages, long long block_m,
   return stages * (a + b) * element_bytes;
 }
 
+// ---- warpgroup-MMA block GEMM (gemm/wgmma_engine.cuh; WgmmaPolicy<BM, BN, BK, Stages>, sm_90a)
+// `stages` stages of an A and a B tile of 16-bit elements in the 128-byte-swizzled layouts (no
+// padding: the swizzle spreads the banks), plus 1024 bytes to align the first stage to a 1024-byte
+// boundary wherever the dynamic shared memory starts.
+RUDNN_SHARED_MEMORY_FN long long block_gemm_wgmma(long long stages, long long block_m, long long block_n,
+                                                  long long block_k, long long element_bytes) {
+  return stages * (block_m + block_n) * block_k * element_bytes + 1024;
+}
+
 // ---- MoE (templates/rudnn/moe/)
 
 // Grouped GEMM of the experts, `operands` B matrices (gate_up: 2, down: 1).

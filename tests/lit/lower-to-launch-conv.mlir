@@ -173,3 +173,19 @@ func.func @depthwise_data_backward(%dy: tensor<?x9x8x64xf32>, %w: tensor<64x3x3x
         : tensor<?x9x8x64xf32>, tensor<64x3x3x1xf32> -> tensor<?x17x16x32xf32>
   return %dx : tensor<?x17x16x32xf32>
 }
+
+// Hopper's warpgroup MMA (kernel_config wgmma = 1; sm_90a, the default target here):
+// gemm::WgmmaPolicy<128, 128, 64, 4> — two warpgroups (256 threads), 4 stages of (128 + 128) x 64
+// bf16 in the swizzled layouts plus 1024 bytes to align them: 4 · 32768 + 1024 = 132096 bytes.
+// CHECK-LABEL: func.func @wgmma_forward
+// CHECK: rudnn.launch @rudnn_conv_fprop_igemm_nobias_bf16_igemm_wgmma_128x128x64_s4_g{{[0-9a-f]+}}(%arg0, %arg1)
+// CHECK-SAME: "rudnn::gemm::WgmmaPolicy<128, 128, 64, 4>"]
+// CHECK-SAME: block [256, 1, 1] shared 132096
+func.func @wgmma_forward(%x: tensor<?x14x14x256xbf16>, %w: tensor<256x3x3x256xbf16>) -> tensor<?x14x14x256xbf16> {
+  %y = rudnn.conv_forward %x, %w {stride = array<i64: 1, 1>, padding = array<i64: 1, 1>, dilation = array<i64: 1, 1>,
+         groups = 1, channels_last = true, strategy = "implicit_gemm",
+         kernel_config = {algorithm = 2, bm = 128, bn = 128, bk = 64, warps_m = 8, warps_n = 1, stages = 4,
+                          tensor_core = 1, splits = 1, wgmma = 1}}
+       : tensor<?x14x14x256xbf16>, tensor<256x3x3x256xbf16> -> tensor<?x14x14x256xbf16>
+  return %y : tensor<?x14x14x256xbf16>
+}

@@ -17,6 +17,7 @@
 #include "variant_check.h"
 
 #if RUDNN_TEST_USE_COMPILER
+#include "contracts/arch.h"
 #include "rudnn/compiler/conv.h"
 
 namespace nv = rudnn::compiler::nvrtc;
@@ -28,6 +29,13 @@ using rudnn::Shape;
 namespace {
 
 using Variant = rudnn::testing::KernelVariant;
+
+// A config naming Hopper's warpgroup MMA (the key every family uses: contracts::kWgmmaConfigKey).
+bool dialect_config_uses_wgmma(const compiler::KernelConfig& config) {
+  for (const auto& [key, value] : config.values)
+    if (key == contracts::kWgmmaConfigKey && value != 0) return true;
+  return false;
+}
 
 // A channels-last call of `direction` over x [N, spatial..., C] and w [O, k..., C/groups].
 contracts::ConvSignature signature(contracts::ConvDirection direction, const Shape& x, const Shape& w, DType t,
@@ -56,8 +64,10 @@ std::vector<Variant> conv_variants() {
       auto lowered = compiler::lower_conv(request, compiler::Target{});
       EXPECT_TRUE(lowered.ok()) << (lowered.ok() ? "" : lowered.error().message());
       if (!lowered.ok()) continue;
+      const bool wgmma = config && dialect_config_uses_wgmma(*config);
       for (const auto& l : lowered->launches)
-        if (seen.insert(l.entry).second) out.push_back({l.entry, l.source});
+        if (seen.insert(l.entry).second)
+          out.push_back({l.entry, l.source, wgmma && l.entry.find("igemm") != std::string::npos});
     }
   };
   using D = contracts::ConvDirection;
@@ -86,6 +96,13 @@ TEST(ConvVariants, EveryRegisteredConfigLowers) {
   const auto variants = conv_variants();
   EXPECT_GE(variants.size(), 30u);
   for (const auto& v : variants) EXPECT_NE(v.source.find(v.entry + "("), std::string::npos);
+}
+
+// The warpgroup-MMA tiles are candidates of the sampled 16-bit implicit GEMMs in every direction.
+TEST(ConvVariants, WarpgroupMmaTilesAreCandidates) {
+  std::size_t wgmma = 0;
+  for (const auto& v : conv_variants()) wgmma += v.sm90a_only;
+  EXPECT_GE(wgmma, 12u);
 }
 
 TEST(ConvVariants, CompileForSm80AndSm90aWithoutSpills) {

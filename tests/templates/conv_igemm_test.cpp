@@ -41,6 +41,10 @@ using TcWarp64 = gemm::BlockPolicy<128, 128, 32, 2, 2, 4, true>;  // 4 warps of 
 using TcTall = gemm::BlockPolicy<128, 64, 32, 2, 2, 4, true>;     // 4 warps of 64×32
 using Plain = gemm::BlockPolicy<64, 64, 16, 2, 4, 3, false>;
 using PlainSmall = gemm::BlockPolicy<32, 32, 16, 2, 2, 2, false>;
+// Hopper's warpgroup MMA (emulated): one warpgroup of 64 x 64, two of 64 x 128, two of 64 x 256.
+using Wg64 = gemm::WgmmaPolicy<64, 64, 64, 4>;
+using Wg128 = gemm::WgmmaPolicy<128, 128, 64, 4>;
+using Wg128x256 = gemm::WgmmaPolicy<128, 256, 64, 3>;
 
 // Geometry<C, O, G, D, H, W, KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW>
 using Conv1d = conv::Geometry<5, 7, 1, 1, 1, 11, 1, 1, 4, 1, 1, 1, 0, 0, 2, 1, 1, 1>;       // C, O odd
@@ -216,9 +220,13 @@ const char* type_name() {
 
 template <class P>
 std::string policy_name() {
-  return std::to_string(P::kBM) + "x" + std::to_string(P::kBN) + "x" + std::to_string(P::kBK) + "/" +
-         std::to_string(P::kWarpsM) + "x" + std::to_string(P::kWarpsN) + "/" + std::to_string(P::kStages) +
-         (P::kTensorCore ? "/tc" : "/plain");
+  if constexpr (P::kWgmma)
+    return std::to_string(P::kBM) + "x" + std::to_string(P::kBN) + "x" + std::to_string(P::kBK) + "/" +
+           std::to_string(P::kStages) + "/wgmma";
+  else
+    return std::to_string(P::kBM) + "x" + std::to_string(P::kBN) + "x" + std::to_string(P::kBK) + "/" +
+           std::to_string(P::kWarpsM) + "x" + std::to_string(P::kWarpsN) + "/" + std::to_string(P::kStages) +
+           (P::kTensorCore ? "/tc" : "/plain");
 }
 
 enum class Bias { None, Float, Same };
@@ -483,6 +491,18 @@ TEST(ConvIgemmTemplate, WideWarpTiles) {
   CONV_ALL(rudnn::f16, TcWarp64, Conv7x7S2, 2, Bias::Same, 1);
   CONV_ALL(rudnn::bf16, TcTall, Block3x3, 2, Bias::None, 3);
   CONV_ALL(rudnn::f16, TcTall, Conv1d, 2, Bias::Same, 2);
+}
+
+// The warpgroup-MMA engine in every direction: the forward's K-major operands, the data backward's
+// MN-major (transposed) B, the weight backward's two MN-major operands; 16-byte and element gathers
+// (Conv1d's odd C and O) into the swizzled tiles, partial M / N tiles, a K ending mid-block, split
+// sums, every accumulator width (N = 64, 128, 256) and one and two warpgroups.
+TEST(ConvIgemmTemplate, WarpgroupMma) {
+  CONV_ALL(rudnn::bf16, Wg64, Conv3x3S2, 2, Bias::Same, 3);
+  CONV_ALL(rudnn::f16, Wg64, Conv1d, 2, Bias::Float, 2);
+  CONV_ALL(rudnn::bf16, Wg128, Wide3x3, 1, Bias::None, 3);
+  CONV_ALL(rudnn::f16, Wg128, Block3x3, 2, Bias::Same, 1);
+  CONV_ALL(rudnn::bf16, Wg128x256, Conv7x7S2, 1, Bias::Float, 2);
 }
 
 TEST(ConvIgemmTemplate, PlainSmallPolicies) {

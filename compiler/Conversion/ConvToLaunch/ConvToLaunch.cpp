@@ -61,6 +61,7 @@ std::string policyArg(const Choice& c) {
     case Algorithm::ImplicitGemm: break;
   }
   const auto& t = c.gemm;
+  if (t.wgmma) return fmt::format("rudnn::gemm::WgmmaPolicy<{}, {}, {}, {}>", t.bm, t.bn, t.bk, t.stages);
   return fmt::format("rudnn::gemm::BlockPolicy<{}, {}, {}, {}, {}, {}, {}>", t.bm, t.bn, t.bk, t.warpsM, t.warpsN,
                      t.stages, t.tensorCore ? "true" : "false");
 }
@@ -73,6 +74,7 @@ std::string tileName(const Choice& c) {
     case Algorithm::ImplicitGemm: break;
   }
   const auto& t = c.gemm;
+  if (t.wgmma) return fmt::format("igemm_wgmma_{}x{}x{}_s{}", t.bm, t.bn, t.bk, t.stages);
   return fmt::format("igemm{}_{}x{}x{}_w{}x{}_s{}", t.tensorCore ? "_tc" : "", t.bm, t.bn, t.bk, t.warpsM, t.warpsN,
                      t.stages);
 }

@@ -41,6 +41,14 @@ const std::vector<GemmTile>& gemmTiles() {
       // 64-channel stage). Autotune candidates until a GPU run says which the heuristic should take.
       {128, 128, 32, 2, 2, 4, true},
       {128, 64, 32, 2, 2, 4, true},
+      // Hopper's warpgroup MMA (sm_90a; gemm::WgmmaPolicy<bm, bn, bk, stages>, a warpgroup per 64
+      // rows): wgmma reads both operands from shared memory, where mma.sync needs an ldmatrix per
+      // fragment — the bottleneck named above. Autotune candidates only, on sm_90a, until a GPU run has
+      // verified them (emulator-verified so far): the heuristic never picks one.
+      {128, 128, 64, 8, 1, 4, true, true},
+      {128, 256, 64, 8, 1, 3, true, true},
+      {64, 128, 64, 4, 1, 4, true, true},
+      {128, 64, 64, 8, 1, 4, true, true},
   };
   return tiles;
 }
@@ -62,8 +70,9 @@ std::optional<Choice> choiceOf(const std::vector<std::pair<std::string, std::int
       keys = {kAlgorithm, kTileH, kTileW, kChannels};
       if (get(kSplits)) keys.push_back(kSplits);
       break;
-    case Algorithm::ImplicitGemm:
+    case Algorithm::ImplicitGemm:  // wgmma: only when 1
       keys = {kAlgorithm, kBm, kBn, kBk, kWarpsM, kWarpsN, kStages, kTensorCore, kSplits};
+      if (get(kWgmma)) keys.push_back(kWgmma);
       break;
   }
   if (values.size() != keys.size()) return std::nullopt;
@@ -75,7 +84,14 @@ std::optional<Choice> choiceOf(const std::vector<std::pair<std::string, std::int
     c.splits = get(kSplits).value_or(1);
   }
   if (c.algorithm == Algorithm::ImplicitGemm) {
-    c.gemm = {*get(kBm), *get(kBn), *get(kBk), *get(kWarpsM), *get(kWarpsN), *get(kStages), *get(kTensorCore) != 0};
+    c.gemm = {*get(kBm),
+              *get(kBn),
+              *get(kBk),
+              *get(kWarpsM),
+              *get(kWarpsN),
+              *get(kStages),
+              *get(kTensorCore) != 0,
+              get(kWgmma).value_or(0) != 0};
     c.splits = *get(kSplits);
   }
   return c;
@@ -93,9 +109,12 @@ std::vector<std::pair<std::string, std::int64_t>> valuesOf(const Choice& c) {
     case Algorithm::ImplicitGemm: break;
   }
   const GemmTile& t = c.gemm;
-  return {{kAlgorithm, 2},     {kBm, t.bm},         {kBn, t.bn},         {kBk, t.bk},
-          {kWarpsM, t.warpsM}, {kWarpsN, t.warpsN}, {kStages, t.stages}, {kTensorCore, t.tensorCore ? 1 : 0},
-          {kSplits, c.splits}};
+  std::vector<std::pair<std::string, std::int64_t>> v = {
+      {kAlgorithm, 2},     {kBm, t.bm},         {kBn, t.bn},         {kBk, t.bk},
+      {kWarpsM, t.warpsM}, {kWarpsN, t.warpsN}, {kStages, t.stages}, {kTensorCore, t.tensorCore ? 1 : 0},
+      {kSplits, c.splits}};
+  if (t.wgmma) v.push_back({kWgmma, 1});
+  return v;
 }
 
 namespace {
@@ -195,9 +214,10 @@ std::optional<std::string> checkChoice(const Choice& c, ConvDirection direction,
   const auto& t = gemmTiles();
   if (std::find(t.begin(), t.end(), c.gemm) == t.end())
     return fmt::format(
-        "{{bm = {}, bn = {}, bk = {}, warps {}x{}, stages = {}, tensor_core = {}}} is not a registered "
+        "{{bm = {}, bn = {}, bk = {}, warps {}x{}, stages = {}, tensor_core = {}, wgmma = {}}} is not a registered "
         "implicit GEMM tile",
-        c.gemm.bm, c.gemm.bn, c.gemm.bk, c.gemm.warpsM, c.gemm.warpsN, c.gemm.stages, c.gemm.tensorCore ? 1 : 0);
+        c.gemm.bm, c.gemm.bn, c.gemm.bk, c.gemm.warpsM, c.gemm.warpsN, c.gemm.stages, c.gemm.tensorCore ? 1 : 0,
+        c.gemm.wgmma ? 1 : 0);
   if (c.gemm.tensorCore && dtype == DType::F32) return std::string("tensor_core = 1 needs f16 or bf16");
   if (auto why = gemmServes(g, dtype)) return why;
   if (auto why = checkSplits(c, direction, g, dtype)) return why;
@@ -298,9 +318,9 @@ std::int64_t sharedBytes(const Choice& c, ConvDirection direction, const ConvGeo
     }
     case Algorithm::ImplicitGemm: {
       const GemmTile& t = c.gemm;
-      return forward   ? smem::igemm_fprop(t.stages, t.bm, t.bn, t.bk, eb)
-             : weights ? smem::igemm_wgrad(t.stages, t.bm, t.bn, t.bk, eb)
-                       : smem::igemm_dgrad(t.stages, t.bm, t.bn, t.bk, eb);
+      return forward   ? smem::igemm_fprop(t.stages, t.bm, t.bn, t.bk, eb, t.wgmma)
+             : weights ? smem::igemm_wgrad(t.stages, t.bm, t.bn, t.bk, eb, t.wgmma)
+                       : smem::igemm_dgrad(t.stages, t.bm, t.bn, t.bk, eb, t.wgmma);
     }
   }
   return 0;
@@ -356,7 +376,7 @@ Heuristic heuristicChoice(ConvDirection direction, const ConvGeometry& g, DType 
 }
 
 std::vector<Choice> candidates(ConvDirection direction, const ConvGeometry& g, DType dtype, bool tensorCores,
-                               std::int64_t maxSharedBytes) {
+                               std::int64_t maxSharedBytes, bool wgmma) {
   std::vector<Choice> out;
   for (std::int64_t t : directThreads()) {
     Choice c;
@@ -373,7 +393,7 @@ std::vector<Choice> candidates(ConvDirection direction, const ConvGeometry& g, D
     if (!checkChoice(c, direction, g, dtype) && sharedBytes(c, direction, g, dtype) <= maxSharedBytes) out.push_back(c);
   }
   for (const GemmTile& t : gemmTiles()) {
-    if (t.tensorCore && !tensorCores) continue;
+    if ((t.tensorCore && !tensorCores) || (t.wgmma && !wgmma)) continue;
     Choice c = gemmChoice(t, direction, g, dtype);
     if (checkChoice(c, direction, g, dtype) || sharedBytes(c, direction, g, dtype) > maxSharedBytes) continue;
     out.push_back(c);

@@ -59,6 +59,7 @@
 #include "rudnn/conv/dgrad_phase.cuh"
 #include "rudnn/conv/geometry.cuh"
 #include "rudnn/gemm/block_engine.cuh"
+#include "rudnn/gemm/wgmma_engine.cuh"
 #include "rudnn/conv/igemm_gather.cuh"
 #include "rudnn/conv/shared_memory.h"
 #include "rudnn/grid.cuh"
@@ -67,14 +68,14 @@
 namespace rudnn::conv {
 
 template <class T, class P>
-inline constexpr int kIgemmSharedBytesFprop = static_cast<int>(shared_memory::igemm_fprop(P::kStages, P::kBM, P::kBN,
-                                                                                          P::kBK, sizeof(T)));
+inline constexpr int kIgemmSharedBytesFprop =
+    static_cast<int>(shared_memory::igemm_fprop(P::kStages, P::kBM, P::kBN, P::kBK, sizeof(T), P::kWgmma));
 template <class T, class P>
-inline constexpr int kIgemmSharedBytesDgrad = static_cast<int>(shared_memory::igemm_dgrad(P::kStages, P::kBM, P::kBN,
-                                                                                          P::kBK, sizeof(T)));
+inline constexpr int kIgemmSharedBytesDgrad =
+    static_cast<int>(shared_memory::igemm_dgrad(P::kStages, P::kBM, P::kBN, P::kBK, sizeof(T), P::kWgmma));
 template <class T, class P>
-inline constexpr int kIgemmSharedBytesWgrad = static_cast<int>(shared_memory::igemm_wgrad(P::kStages, P::kBM, P::kBN,
-                                                                                          P::kBK, sizeof(T)));
+inline constexpr int kIgemmSharedBytesWgrad =
+    static_cast<int>(shared_memory::igemm_wgrad(P::kStages, P::kBM, P::kBN, P::kBK, sizeof(T), P::kWgmma));
 
 namespace igemm_detail {
 
@@ -147,10 +148,11 @@ template <class T, class G, class P, class Out>
 RUDNN_DEVICE void fprop_tiles(const T* x, const T* w, i64 n, i64 splits, const Out& out) {
   check_shape<T, G, P>();
   check_block<P>();
-  using E = gemm::BlockEngine<T, P, false, false>;
+  using E = gemm::EngineFor<T, P, false, false>;
   static_assert(E::kSharedBytes == kIgemmSharedBytesFprop<T, P>, "engine and shared_memory.h disagree");
-  using ALoad = igemm::GatherTile<T, P::kBM, P::kBK, P::kThreads, igemm::kChunkWidth<T, G::kC>>;
-  using BLoad = igemm::GatherTile<T, P::kBN, P::kBK, P::kThreads, igemm::kChunkWidth<T, G::kFilter>>;
+  using ALoad = igemm::GatherTile<T, P::kBM, P::kBK, P::kThreads, igemm::kChunkWidth<T, G::kC>, typename E::ALayout>;
+  using BLoad =
+      igemm::GatherTile<T, P::kBN, P::kBK, P::kThreads, igemm::kChunkWidth<T, G::kFilter>, typename E::BLayout>;
   constexpr i64 K = G::kFilter, N = G::kO;
   const i64 M = n * G::kOutPixels;
   const i64 m_tiles = (M + P::kBM - 1) / P::kBM, n_tiles = (N + P::kBN - 1) / P::kBN;
@@ -231,9 +233,9 @@ namespace igemm_detail {
 template <class T, class G, class P, class Gt, class Out>
 RUDNN_DEVICE void dgrad_tile(const T* dy, const T* w, i64 n, i64 m0, i64 n0, i64 splits, i64 s, T* smem,
                              const Out& out) {
-  using E = gemm::BlockEngine<T, P, false, true>;
-  using ALoad = igemm::GatherTile<T, P::kBM, P::kBK, P::kThreads, igemm::kChunkWidth<T, G::kO>>;
-  using BLoad = igemm::GatherTile<T, P::kBK, P::kBN, P::kThreads, igemm::kChunkWidth<T, G::kC>>;
+  using E = gemm::EngineFor<T, P, false, true>;
+  using ALoad = igemm::GatherTile<T, P::kBM, P::kBK, P::kThreads, igemm::kChunkWidth<T, G::kO>, typename E::ALayout>;
+  using BLoad = igemm::GatherTile<T, P::kBK, P::kBN, P::kThreads, igemm::kChunkWidth<T, G::kC>, typename E::BLayout>;
   constexpr i64 K = Gt::kK, N = G::kC;
   const i64 M = n * Gt::kPixels;
   if (m0 >= M) return;
@@ -310,7 +312,7 @@ template <class T, class G, class P, class Out>
 RUDNN_DEVICE void dgrad_tiles(const T* dy, const T* w, i64 n, i64 splits, const Out& out) {
   check_shape<T, G, P>();
   check_block<P>();
-  static_assert(gemm::BlockEngine<T, P, false, true>::kSharedBytes == kIgemmSharedBytesDgrad<T, P>,
+  static_assert(gemm::EngineFor<T, P, false, true>::kSharedBytes == kIgemmSharedBytesDgrad<T, P>,
                 "engine and shared_memory.h disagree");
   constexpr i64 kPhases = kDgradPhases<G>;
   const i64 m_tiles = (n * kDgradPhasePixels<G> + P::kBM - 1) / P::kBM, n_tiles = (G::kC + P::kBN - 1) / P::kBN;
@@ -341,10 +343,10 @@ template <class T, class G, class P>
 RUDNN_DEVICE void conv_wgrad_igemm(const T* x, const T* dy, float* partial, i64 n, i64 splits) {
   igemm_detail::check_shape<T, G, P>();
   igemm_detail::check_block<P>();
-  using E = gemm::BlockEngine<T, P, true, true>;
+  using E = gemm::EngineFor<T, P, true, true>;
   static_assert(E::kSharedBytes == kIgemmSharedBytesWgrad<T, P>, "engine and shared_memory.h disagree");
-  using ALoad = igemm::GatherTile<T, P::kBK, P::kBM, P::kThreads, igemm::kChunkWidth<T, G::kO>>;
-  using BLoad = igemm::GatherTile<T, P::kBK, P::kBN, P::kThreads, igemm::kChunkWidth<T, G::kC>>;
+  using ALoad = igemm::GatherTile<T, P::kBK, P::kBM, P::kThreads, igemm::kChunkWidth<T, G::kO>, typename E::ALayout>;
+  using BLoad = igemm::GatherTile<T, P::kBK, P::kBN, P::kThreads, igemm::kChunkWidth<T, G::kC>, typename E::BLayout>;
   constexpr i64 M = G::kO, N = G::kFilter;
   if (splits < 1) return;
   const i64 K = n * G::kOutPixels;

@@ -101,25 +101,30 @@ RUDNN_CONV_SHARED_MEMORY_FN long long depthwise_wgrad_items(long long out_channe
   return (out_channels + channels - 1) / channels * splits;
 }
 
-// ---- implicit GEMM (conv/implicit_gemm.cuh; gemm::BlockPolicy<BM, BN, BK, WarpsM, WarpsN, Stages, TC>)
+// ---- implicit GEMM (conv/implicit_gemm.cuh; gemm::BlockPolicy<BM, BN, BK, WarpsM, WarpsN, Stages, TC>,
+// or gemm::WgmmaPolicy<BM, BN, BK, Stages> when `wgmma`)
 // Every pass is one gemm::BlockEngine (rudnn::shared_memory::block_gemm) over elements of
-// `element_bytes` (the tensor type T: 2 or 4; the same for the tensor-core and the plain path).
+// `element_bytes` (the tensor type T: 2 or 4; the same for the tensor-core and the plain path), or one
+// gemm::WgmmaEngine (rudnn::shared_memory::block_gemm_wgmma, its operand layouts unpadded).
 // fprop: A [BM][BK] (output pixels × taps·C), B [BN][BK] (output channels × taps·C).
 RUDNN_CONV_SHARED_MEMORY_FN long long igemm_fprop(long long stages, long long block_m, long long block_n,
-                                                  long long block_k, long long element_bytes) {
-  return rudnn::shared_memory::block_gemm(stages, block_m, block_n, block_k, element_bytes, false, false);
+                                                  long long block_k, long long element_bytes, bool wgmma = false) {
+  return wgmma ? rudnn::shared_memory::block_gemm_wgmma(stages, block_m, block_n, block_k, element_bytes)
+               : rudnn::shared_memory::block_gemm(stages, block_m, block_n, block_k, element_bytes, false, false);
 }
 
 // dgrad: A [BM][BK] (input pixels × taps·O), B [BK][BN] (taps·O × input channels).
 RUDNN_CONV_SHARED_MEMORY_FN long long igemm_dgrad(long long stages, long long block_m, long long block_n,
-                                                  long long block_k, long long element_bytes) {
-  return rudnn::shared_memory::block_gemm(stages, block_m, block_n, block_k, element_bytes, false, true);
+                                                  long long block_k, long long element_bytes, bool wgmma = false) {
+  return wgmma ? rudnn::shared_memory::block_gemm_wgmma(stages, block_m, block_n, block_k, element_bytes)
+               : rudnn::shared_memory::block_gemm(stages, block_m, block_n, block_k, element_bytes, false, true);
 }
 
 // wgrad: A [BK][BM] (output pixels × output channels), B [BK][BN] (output pixels × taps·C).
 RUDNN_CONV_SHARED_MEMORY_FN long long igemm_wgrad(long long stages, long long block_m, long long block_n,
-                                                  long long block_k, long long element_bytes) {
-  return rudnn::shared_memory::block_gemm(stages, block_m, block_n, block_k, element_bytes, true, true);
+                                                  long long block_k, long long element_bytes, bool wgmma = false) {
+  return wgmma ? rudnn::shared_memory::block_gemm_wgmma(stages, block_m, block_n, block_k, element_bytes)
+               : rudnn::shared_memory::block_gemm(stages, block_m, block_n, block_k, element_bytes, true, true);
 }
 
 // conv_split_reduce needs none.

@@ -17,11 +17,13 @@
 // Shared memory: Stages · (A tile + B tile) elements (shared_memory::block_gemm).
 // The sum over K runs in one fixed order (K blocks in sequence, k16 steps or single k in sequence
 // within a block), independent of the grid and of thread scheduling.
-// store_rows writes a tile through shared memory in 16-byte row chunks (the convolution passes).
+// store_rows writes a tile through shared memory in 16-byte row chunks (the convolution passes);
+// gemm/wgmma_engine.cuh is the same contract on Hopper's warpgroup MMA.
 // Users: the implicit-GEMM convolution (conv/implicit_gemm.cuh), the MoE experts backward
 // (moe/experts_backward_mma.cuh).
 #include "rudnn/gemm/gather_tile.cuh"
 #include "rudnn/gemm/pipeline.cuh"
+#include "rudnn/gemm/tile_store.cuh"
 #include "rudnn/shared_memory.h"
 #include "rudnn/tile/accumulator.cuh"
 #include "rudnn/tile/mma_fragment.cuh"
@@ -33,6 +35,7 @@ template <int BM, int BN, int BK, int WarpsM, int WarpsN, int Stages, bool Tenso
 struct BlockPolicy {
   static constexpr int kBM = BM, kBN = BN, kBK = BK, kWarpsM = WarpsM, kWarpsN = WarpsN, kStages = Stages;
   static constexpr bool kTensorCore = TensorCore;
+  static constexpr bool kWgmma = false;
   static constexpr int kThreads = 32 * WarpsM * WarpsN;
   static_assert(Stages >= 2, "BlockPolicy: at least two pipeline stages");
   static_assert(WarpsM * WarpsN <= 32, "BlockPolicy: at most 1024 threads");
@@ -68,6 +71,8 @@ struct BlockEngine {
   static constexpr int kBM = P::kBM, kBN = P::kBN, kBK = P::kBK, kThreads = P::kThreads;
   using ATile = PaddedTile<T, kAKMajor ? kBK : kBM, kAKMajor ? kBM : kBK>;
   using BTile = PaddedTile<T, kBKMajor ? kBK : kBN, kBKMajor ? kBN : kBK>;
+  using ALayout = ATile;  // where the loaders put A's and B's chunks (GatherTile's Layout)
+  using BLayout = BTile;
   static constexpr int kStageElems = ATile::kElems + BTile::kElems;
   static constexpr int kSharedBytes = P::kStages * kStageElems * static_cast<int>(sizeof(T));
   static_assert(!P::kTensorCore || sizeof(T) == 2, "BlockPolicy: tensor cores take f16/bf16 only");
@@ -99,47 +104,10 @@ struct BlockEngine {
         [&](int stage) { compute(acc, smem + stage * kStageElems); });
   }
 
-  // The tile to global memory through shared memory, for outputs whose tile rows are runs of
-  // consecutive columns: each thread parks its accumulators as U in a [rows][BN + pad] stage, then the
-  // block copies each row in 16-byte chunks — consecutive threads take consecutive chunks of a row —
-  // where the accumulator layout would scatter 2- or 4-byte stores over eight rows per instruction.
-  //   value(c, v): the stored U of an element in column c < cols (a bias added, rounded);
-  //   row_at(r):   the destination of tile row r's column 0, or null for a row past the matrix;
-  //   cols:        the tile's columns that exist (≤ BN);
-  //   kVector:     every row_at(r) is 16-byte aligned (else element copies; a chunk past `cols` is
-  //                copied element by element either way).
-  // In passes of rows when BM rows of U exceed the pipeline's shared memory (FP32 from 16-bit
-  // operands: 128 × 128 tiles, and the plain 64 × 64 × 16 tile's split sums).
-  // Call after run() (smem free); ends with a barrier.
+  // The tile to global memory through shared memory in 16-byte row chunks (gemm/tile_store.cuh).
   template <class U, bool kVector, class Value, class RowAt>
   RUDNN_DEVICE static void store_rows(const Acc& acc, T* smem, int cols, const Value& value, const RowAt& row_at) {
-    constexpr int kChunk = 16 / static_cast<int>(sizeof(U));
-    constexpr int kLd = kBN + kChunk;  // a chunk of padding: rows stay 16-byte aligned, banks rotate
-    constexpr int kFit = kSharedBytes / (kLd * static_cast<int>(sizeof(U)));
-    constexpr int kPassRows = kFit < kBM ? kFit : kBM;
-    static_assert(kPassRows >= 1 && kBN % kChunk == 0, "store_rows: a staged row must fit the pipeline's smem");
-    constexpr int kChunksPerRow = kBN / kChunk;
-    U* stage = reinterpret_cast<U*>(smem);
-    const int tid = static_cast<int>(threadIdx.x);
-    for (int r0 = 0; r0 < kBM; r0 += kPassRows) {
-      each(acc, [&](int r, int c, float v) {
-        if (r >= r0 && r < r0 + kPassRows && c < cols) stage[(r - r0) * kLd + c] = value(c, v);
-      });
-      __syncthreads();
-      for (int i = tid; i < kPassRows * kChunksPerRow; i += kThreads) {
-        const int rr = i / kChunksPerRow, c = i % kChunksPerRow * kChunk;
-        if (r0 + rr >= kBM || c >= cols) continue;
-        U* dst = row_at(r0 + rr);
-        if (dst == nullptr) continue;
-        const U* src = stage + rr * kLd + c;
-        if (kVector && c + kChunk <= cols) {
-          store_vec<U, kChunk>(dst + c, load_vec<U, kChunk>(src));
-        } else {
-          for (int j = 0; j < kChunk && c + j < cols; ++j) dst[c + j] = src[j];
-        }
-      }
-      __syncthreads();
-    }
+    gemm::store_rows<BlockEngine, U, kVector>(acc, smem, cols, value, row_at);
   }
 
   // f(row, col, value) for each accumulator element of this thread, (row, col) in the block tile.

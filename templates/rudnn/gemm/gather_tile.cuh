@@ -4,10 +4,11 @@
 // gathers in conv/igemm_gather.cuh, the MoE experts backward's expert rows in token order in
 // moe/experts_backward_mma.cuh).
 //
-// GatherTile<T, kRows, kCols, kThreads, kVec> moves one kRows × kCols shared tile (PaddedTile layout)
-// in chunks of kVec consecutive columns: addr(r, c) gives the global address of tile element (r, c),
-// c a multiple of kVec, or null when the whole chunk is outside the operand (zero padding, tails):
-// the chunk is then zero-filled. Chunk copies:
+// GatherTile<T, kRows, kCols, kThreads, kVec, Layout> moves one kRows × kCols shared tile in chunks of
+// kVec consecutive columns, placed by Layout::at(tile, r, c) (PaddedTile for the mma.sync engines; the
+// swizzled wgmma layouts of tile/wgmma.cuh for gemm/wgmma_engine.cuh): addr(r, c) gives the global address of tile
+// element (r, c), c a multiple of kVec, or null when the whole chunk is outside the operand (zero padding, tails): the
+// chunk is then zero-filled. Chunk copies:
 //   kVec·sizeof(T) == 16   cp.async.cg 16 bytes, zero-filled through src-size 0 (the fast path; the
 //                          caller picks it only when the gathered rows are 16-byte runs and the
 //                          operands 16-byte aligned)
@@ -30,6 +31,11 @@ struct PaddedTile {
   static constexpr int kLd = kCols + kPad;
   static constexpr int kElems = kRows * kLd;
   static_assert(kCols % kPad == 0, "PaddedTile: rows must stay 16-byte aligned");
+  // Element (r, c) of the tile at `tile`.
+  template <class U>
+  RUDNN_DEVICE static U* at(U* tile, int r, int c) {
+    return tile + r * kLd + c;
+  }
 };
 
 // One chunk from `src` (null: zeros) to `dst`.
@@ -45,10 +51,10 @@ RUDNN_DEVICE void copy_chunk(T* dst, const T* src, const T* fallback) {
   }
 }
 
-template <class T, int kRows, int kCols, int kThreads, int kVec>
+template <class T, int kRows, int kCols, int kThreads, int kVec, class TileLayout = PaddedTile<T, kRows, kCols>>
 struct GatherTile {
   static_assert(kCols % kVec == 0, "GatherTile: whole chunks per row");
-  using Layout = PaddedTile<T, kRows, kCols>;
+  using Layout = TileLayout;
   static constexpr int kChunksPerRow = kCols / kVec;
   static constexpr int kChunks = kRows * kChunksPerRow;
   static constexpr int kPerThread = (kChunks + kThreads - 1) / kThreads;
@@ -68,11 +74,10 @@ struct GatherTile {
   template <class Src>
   RUDNN_DEVICE static void load_rows(T* tile, const T* fallback, const Src& src) {
     static_assert(kFixedColumn, "GatherTile::load_rows: fixed-column gathers only");
-    T* dst = tile + row(0) * Layout::kLd + column();
     RUDNN_UNROLL
     for (int i = 0; i < kPerThread; ++i) {
       if (kChunks % kThreads != 0 && row(i) >= kRows) continue;
-      copy_chunk<T, kVec>(dst + i * kRowStep * Layout::kLd, src(i), fallback);
+      copy_chunk<T, kVec>(Layout::at(tile, row(i), column()), src(i), fallback);
     }
   }
 
@@ -97,7 +102,7 @@ struct GatherTile {
   RUDNN_DEVICE static void chunk(T* tile, const T* fallback, const Addr& addr, int c) {
     if (kChunks % kThreads != 0 && c >= kChunks) return;
     const int r = c / kChunksPerRow, col = (c % kChunksPerRow) * kVec;
-    copy_chunk<T, kVec>(tile + r * Layout::kLd + col, addr(r, col), fallback);
+    copy_chunk<T, kVec>(Layout::at(tile, r, col), addr(r, col), fallback);
   }
 };
 

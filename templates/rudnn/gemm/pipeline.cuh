@@ -13,13 +13,16 @@
 // later step, so plain stores are ordered exactly like the copies.
 //
 // load(stage, kb) issues this thread's copies of K block kb into stage `stage` (no commit);
-// compute(stage) runs the products on stage `stage`. Used by gemm/nt_mainloop.cuh (MoE experts) and
-// gemm/block_engine.cuh (implicit-GEMM convolution, MoE experts backward).
+// compute(stage) runs the products on stage `stage`. Used by gemm/nt_mainloop.cuh (MoE experts),
+// gemm/block_engine.cuh (implicit-GEMM convolution, MoE experts backward) and gemm/wgmma_engine.cuh.
+// kAsyncProxyReads: the stages are read by wgmma (the async proxy), so each thread fences its copies
+// and stores into the async proxy (fence.proxy.async) between its wait and the barrier; compute must
+// then have retired its wgmma before it returns (the next step refills the stage it read).
 #include "rudnn/prelude.cuh"
 
 namespace rudnn::gemm {
 
-template <int kStages>
+template <int kStages, bool kAsyncProxyReads = false>
 struct CpAsyncPipeline {
   static_assert(kStages >= 2, "CpAsyncPipeline: at least two stages");
 
@@ -38,6 +41,7 @@ struct CpAsyncPipeline {
     int read_stage = 0, write_stage = kStages - 1;
     for (int kb = 0; kb < blocks; ++kb) {
       cp_async_wait<kStages - 2>();
+      if constexpr (kAsyncProxyReads) fence_proxy_async_shared();
       __syncthreads();
       if (kb + kStages - 1 < blocks) load(write_stage, kb + kStages - 1);
       cp_async_commit();

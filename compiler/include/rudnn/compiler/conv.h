@@ -27,10 +27,12 @@ struct ConvRequest {
 Result<LoweredOp, RuntimeError> lower_conv(const ConvRequest& request, const Target& target);
 
 // Every registered config that serves the call (autotune's candidates, rudnn-precompile
-// --with-autotune-candidates); tensor-core ones only when `tensor_cores`, and only those within
-// `max_shared_bytes` of dynamic shared memory (the target's opt-in limit; autotune, which has no
-// target here, lists them all and prunes by the device).
+// --with-autotune-candidates); tensor-core ones only when `tensor_cores`, warpgroup-MMA ones only
+// when `wgmma` (contracts::has_wgmma), and only those within `max_shared_bytes` of dynamic shared
+// memory (the target's opt-in limit; autotune, which has no target here, lists them all and
+// prunes by the device: a target without mma.sync or wgmma refuses those configs at lowering).
 std::vector<KernelConfig> conv_variants(const contracts::ConvSignature& sig, bool tensor_cores,
-                                        std::int64_t max_shared_bytes = contracts::kLargestSharedBytes);
+                                        std::int64_t max_shared_bytes = contracts::kLargestSharedBytes,
+                                        bool wgmma = true);
 
 }  // namespace rudnn::compiler

@@ -6,11 +6,15 @@
 //   {algorithm = 1 (depthwise), tile_h, tile_w, channels[, splits]}
 //                                                                  DepthwisePolicy<tile_h, tile_w, channels>;
 //                                                                  splits: weight backward, omitted when 1
-//   {algorithm = 2 (implicit GEMM), bm, bn, bk, warps_m, warps_n, stages, tensor_core, splits}
+//   {algorithm = 2 (implicit GEMM), bm, bn, bk, warps_m, warps_n, stages, tensor_core, splits[, wgmma]}
 //                                                                  gemm::BlockPolicy<...>; splits: the GEMM's
 //                                                                  reduction cut into ordered FP32 split sums
 //                                                                  (weight backward: over N·outputs; forward and
-//                                                                  data backward: split-K over taps·channels)
+//                                                                  data backward: split-K over taps·channels);
+//                                                                  wgmma = 1 (omitted when 0): Hopper's warpgroup
+//                                                                  MMA, gemm::WgmmaPolicy<bm, bn, bk, stages>
+//                                                                  (warps_m = bm / 16: a warp per 16 rows,
+//                                                                  warps_n = 1), sm_90a only
 // Which algorithm serves which call (and the substitutions): docs/convolution.md.
 #include <cstdint>
 #include <optional>
@@ -34,6 +38,7 @@ inline constexpr const char* kWarpsN = "warps_n";
 inline constexpr const char* kStages = "stages";
 inline constexpr const char* kTensorCore = "tensor_core";
 inline constexpr const char* kSplits = "splits";
+inline constexpr const char* kWgmma = "wgmma";  // contracts::kWgmmaConfigKey
 
 enum class Algorithm : std::int64_t { Direct = 0, Depthwise = 1, ImplicitGemm = 2 };
 
@@ -44,6 +49,7 @@ struct DepthwiseTile {
 struct GemmTile {
   std::int64_t bm = 64, bn = 64, bk = 32, warpsM = 2, warpsN = 2, stages = 3;
   bool tensorCore = false;
+  bool wgmma = false;  // gemm::WgmmaPolicy (tensorCore too)
   std::int64_t threads() const { return 32 * warpsM * warpsN; }
   bool operator==(const GemmTile&) const = default;
 };
@@ -113,9 +119,9 @@ Heuristic heuristicChoice(contracts::ConvDirection direction, const contracts::C
                           bool preferImplicitGemm, bool tensorCores, std::int64_t maxSharedBytes);
 
 // Every registered choice that serves the call within `maxSharedBytes` (autotune's candidates),
-// tensor-core ones only when the target has them.
+// tensor-core ones only when the target has them, warpgroup-MMA ones only when it has wgmma.
 std::vector<Choice> candidates(contracts::ConvDirection direction, const contracts::ConvGeometry& g, DType dtype,
-                               bool tensorCores, std::int64_t maxSharedBytes);
+                               bool tensorCores, std::int64_t maxSharedBytes, bool wgmma);
 
 // Bytes of dynamic shared memory of the choice's main kernel (the direct or depthwise kernel, or
 // the implicit GEMM; the weight backward's reduce needs none): the launch's and the heuristics'.

@@ -1,0 +1,124 @@
+#pragma once
+// One BM × BN block tile of C = A·B over a run of K blocks on Hopper's warpgroup MMA (sm_90a): the
+// block-engine contract of gemm/block_engine.cuh (run, store_rows, each, kSharedBytes, the loaders'
+// tile layouts) with wgmma.mma_async instead of mma.sync, so a kernel written against one engine
+// runs on the other by its policy (EngineFor).
+//
+// WgmmaPolicy<BM, BN, BK, Stages>: BM / 64 warpgroups (128 threads each) stacked along M; warpgroup g
+// owns rows [64g, 64g + 64) and all BN columns, one m64nBNk16 wgmma per k16 step (BN ∈ {64, 128, 256}
+// accumulators: BN / 2 floats per thread). BK is a multiple of 64 (whole swizzle lines).
+// Operands (tile/wgmma.cuh): an operand stored with its rows along M (or N), K contiguous, is
+// SwizzledKMajor; one stored with its rows along K ("K-major" in block_engine's words) is
+// SwizzledMNMajor, read with wgmma's transpose flag. The loaders place chunks through
+// ALayout::at / BLayout::at (gemm::GatherTile's Layout).
+// Pipeline: gemm::CpAsyncPipeline with the async-proxy fence; each step's wgmma are committed as one
+// group and retired before the step returns (the next step refills that stage), so the overlap is
+// the copies of the next Stages − 1 K blocks with this block's products.
+// Shared memory: shared_memory::block_gemm_wgmma (1024 bytes of it align the first stage).
+// Sums: each accumulator adds its K blocks in order, each block's k16 steps in order; within a k16
+// step the tensor core's order is its own (the PTX ISA leaves it unspecified), the same on every run,
+// so results are deterministic and independent of the grid.
+#include "rudnn/gemm/block_engine.cuh"
+#include "rudnn/gemm/pipeline.cuh"
+#include "rudnn/gemm/tile_store.cuh"
+#include "rudnn/shared_memory.h"
+#include "rudnn/tile/wgmma.cuh"
+
+namespace rudnn::gemm {
+
+template <int BM, int BN, int BK, int Stages>
+struct WgmmaPolicy {
+  static constexpr int kBM = BM, kBN = BN, kBK = BK, kStages = Stages;
+  static constexpr int kWarpgroups = BM / 64;
+  static constexpr int kThreads = 128 * kWarpgroups;
+  static constexpr bool kTensorCore = true;
+  static constexpr bool kWgmma = true;
+  static_assert(BM % 64 == 0 && BM >= 64 && BM <= 256, "WgmmaPolicy: BM is 1 to 4 warpgroups of 64 rows");
+  static_assert(BN == 64 || BN == 128 || BN == 256, "WgmmaPolicy: BN is one wgmma's N (64, 128 or 256)");
+  static_assert(BK % 64 == 0, "WgmmaPolicy: BK is whole 64-element swizzle lines");
+  static_assert(Stages >= 2, "WgmmaPolicy: at least two pipeline stages");
+};
+
+// kAKMajor: A is stored [BK][BM]; kBKMajor: B is stored [BK][BN] (as in BlockEngine).
+template <class T, class P, bool kAKMajor, bool kBKMajor>
+struct WgmmaEngine {
+  static_assert(sizeof(T) == 2, "WgmmaEngine: f16/bf16 operands");
+  static constexpr int kBM = P::kBM, kBN = P::kBN, kBK = P::kBK, kThreads = P::kThreads;
+  using ALayout = typename Select<kAKMajor, tile::SwizzledMNMajor<kBK, kBM>, tile::SwizzledKMajor<kBM, kBK>>::type;
+  using BLayout = typename Select<kBKMajor, tile::SwizzledMNMajor<kBK, kBN>, tile::SwizzledKMajor<kBN, kBK>>::type;
+  static constexpr int kStageElems = ALayout::kElems + BLayout::kElems;
+  static constexpr int kSharedBytes =
+      static_cast<int>(shared_memory::block_gemm_wgmma(P::kStages, kBM, kBN, kBK, static_cast<long long>(sizeof(T))));
+  static_assert(kSharedBytes == P::kStages * kStageElems * 2 + 1024, "WgmmaEngine and shared_memory disagree");
+
+  using Smem = T;
+  struct Acc {
+    float d[kBN / 2];
+    RUDNN_DEVICE void zero() {
+      RUDNN_UNROLL
+      for (int i = 0; i < kBN / 2; ++i) d[i] = 0.0f;
+    }
+  };
+
+  // The first stage: `smem` rounded up to a 1024-byte boundary of the shared window.
+  RUDNN_DEVICE static T* stages(T* smem) {
+    const u32 at = shared_address(smem);
+    return smem + ((1024u - at % 1024u) % 1024u) / 2;
+  }
+
+  // acc = the product over k_blocks K blocks; load_a(tile, kb) / load_b(tile, kb) issue the copies of
+  // K block kb into an A / B tile (through ALayout / BLayout). Ends with a barrier (smem free again).
+  template <class LoadA, class LoadB>
+  RUDNN_DEVICE static void run(Acc& acc, T* smem, i64 k_blocks, const LoadA& load_a, const LoadB& load_b) {
+    acc.zero();
+    T* base = stages(smem);
+    CpAsyncPipeline<P::kStages, true>::run(
+        k_blocks,
+        [&](int stage, int kb) {
+          T* s = base + stage * kStageElems;
+          load_a(s, kb);
+          load_b(s + ALayout::kElems, kb);
+        },
+        [&](int stage) { compute(acc, base + stage * kStageElems); });
+  }
+
+  template <class U, bool kVector, class Value, class RowAt>
+  RUDNN_DEVICE static void store_rows(const Acc& acc, T* smem, int cols, const Value& value, const RowAt& row_at) {
+    gemm::store_rows<WgmmaEngine, U, kVector>(acc, smem, cols, value, row_at);
+  }
+
+  // f(row, col, value) for each accumulator element of this thread, (row, col) in the block tile.
+  template <class F>
+  RUDNN_DEVICE static void each(const Acc& acc, const F& f) {
+    const int tid = static_cast<int>(threadIdx.x);
+    const int row0 = 64 * (tid / 128);
+    const auto map = tile::WgmmaAccumulatorMap::of(tid / 32, tid % 32);
+    RUDNN_UNROLL
+    for (int i = 0; i < kBN / 2; ++i) f(row0 + map.row(i), map.col(i), acc.d[i]);
+  }
+
+ private:
+  RUDNN_DEVICE static void compute(Acc& acc, T* stage) {
+    const T* a = stage;
+    const T* b = stage + ALayout::kElems;
+    const int row0 = 64 * (static_cast<int>(threadIdx.x) / 128);
+    wgmma_fence_operand(acc.d);
+    wgmma_fence();
+    RUDNN_UNROLL
+    for (int kk = 0; kk < kBK; kk += 16) {
+      const u64 da = kAKMajor ? ALayout::descriptor(a, kk, row0) : ALayout::descriptor(a, row0, kk);
+      const u64 db = kBKMajor ? BLayout::descriptor(b, kk, 0) : BLayout::descriptor(b, 0, kk);
+      tile::wgmma_ss<kBN, kAKMajor, kBKMajor>(a, acc.d, da, db, true);
+    }
+    wgmma_commit();
+    wgmma_wait<0>();
+    wgmma_fence_operand(acc.d);
+  }
+};
+
+// The engine a policy names: WgmmaEngine for a WgmmaPolicy, else BlockEngine.
+template <class T, class P, bool kAKMajor, bool kBKMajor>
+using EngineFor =
+    typename Select<P::kWgmma, WgmmaEngine<T, P, kAKMajor, kBKMajor>, BlockEngine<T, P, kAKMajor, kBKMajor>>::type;
+
+}  // namespace rudnn::gemm
