@@ -81,7 +81,8 @@ std::vector<std::string> split(const std::string& v) {
 
 // "tensor<?x56x56x64xbf16>" (batch dynamic) / "tensor<64x3x3x64xbf16>".
 // The algorithm column: ConvInfo's algorithm; an implicit GEMM's tile " BMxBNxBK wMxN" (so a GPU run
-// shows which tile Autotune took); " split S" when the tile's config has splits > 1.
+// shows which tile Autotune took), " wgmma" after a warpgroup-MMA tile's; " split S" when the tile's
+// config has splits > 1.
 std::string algorithm_label(const convolution::ConvInfo& info) {
   auto value = [&](const char* key) -> std::string {
     const std::string k = std::string(key) + "=";
@@ -93,6 +94,7 @@ std::string algorithm_label(const convolution::ConvInfo& info) {
   if (!value("bm").empty())
     label +=
         " " + value("bm") + "x" + value("bn") + "x" + value("bk") + " w" + value("warps_m") + "x" + value("warps_n");
+  if (value("wgmma") == "1") label += " wgmma";
   const std::string splits = value("splits");
   if (!splits.empty() && splits != "1") label += " split " + splits;
   return label;
