@@ -156,7 +156,7 @@ Result<LoweredOp, RuntimeError> lowerModule(ModuleOp module, const std::string& 
   PassManager pm(ctx);
   if (strategy) pm.addPass(std::move(strategy));
   dialect::SelectKernelConfigPassOptions selectOptions;
-  selectOptions.arch = target.arch;
+  selectOptions.arch = selection_arch(target);
   selectOptions.maxThreadsPerBlock = target.limits.max_threads_per_block;
   selectOptions.maxSharedBytes = static_cast<std::int64_t>(target.limits.shared_memory_per_block_optin);
   pm.addPass(dialect::createSelectKernelConfigPass(selectOptions));

@@ -1,5 +1,7 @@
 #include "contracts/arch.h"
 
+#include <cstdlib>
+
 namespace rudnn::contracts {
 
 bool has_mma_m16n8k16(const std::string& arch) {
@@ -13,6 +15,10 @@ bool has_mma_m16n8k16(const std::string& arch) {
   return digits > 0 && number >= 80;
 }
 
-bool has_wgmma(const std::string& arch) { return arch.empty() || arch.rfind("host", 0) == 0 || arch == "sm_90a"; }
+bool has_wgmma(const std::string& arch) {
+  if (arch.empty() || arch.rfind("host", 0) == 0) return true;
+  const char* opt_in = std::getenv("RUDNN_WGMMA");
+  return arch == "sm_90a" && opt_in != nullptr && std::string(opt_in) == "1";
+}
 
 }  // namespace rudnn::contracts

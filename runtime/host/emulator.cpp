@@ -23,6 +23,7 @@
 #include <new>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "host/fiber.h"
@@ -91,14 +92,17 @@ struct Thread {
   bool wgmma_fenced = false;
 };
 
-// A wgmma issued by a warp and not yet retired: its operands are read when a wait_group retires it,
-// as late as hardware may read them, so a kernel that overwrites them early gets wrong results.
+// A wgmma issued by a warp and not yet retired. Its operands are read at issue, as early as hardware
+// may read them, and again when a wait_group retires it, as late as hardware may: they must be the
+// same (a kernel that issues before its copies have landed, or overwrites an operand in flight, is
+// told so), and the product is computed then.
 struct PendingWgmma {
   int type, n, flags;
   std::uint64_t a_desc, b_desc, group;
   bool a_in_registers;
   const void* a_regs[32];
   void* d[32];
+  std::vector<std::uint16_t> operands;  // as read at issue
   Site site;
 };
 
@@ -650,7 +654,7 @@ void Worker::issue_wgmma(Warp& w, const WarpOp& op, unsigned base) {
     g.log.pop_front();
     ++g.base;
   }
-  PendingWgmma p{};
+  PendingWgmma p;
   p.type = op.mode & 1;
   p.n = op.mode >> 8;
   p.flags = (op.mode >> 2) & 31;
@@ -662,11 +666,22 @@ void Worker::issue_wgmma(Warp& w, const WarpOp& op, unsigned base) {
   for (unsigned l = 0; l < 32; ++l) {
     p.a_regs[l] = lanes[l].in0;
     p.d[l] = lanes[l].out;
+  }
+  std::uint32_t bad = 0;
+  if (!warp_math::wgmma_operands(p.n, p.flags, static_cast<int>(rank), p.a_desc, a_in_registers ? p.a_regs : nullptr,
+                                 p.b_desc, arena_, launch_.shared_bytes, p.operands, &bad)) {
+    set_fault(lanes[0], p.site, "wgmma operand outside shared memory",
+              fmt::format("every element of A and B inside the block's {} bytes of dynamic shared memory",
+                          launch_.shared_bytes),
+              fmt::format("an element at shared address {} ({})", bad, descriptors(lanes[0])));
+    return;
+  }
+  for (unsigned l = 0; l < 32; ++l) {
     // D = A·B ignores D's old value: poison it, so a read before the wait_group shows as NaN.
     if ((p.flags & RUDNN_EMU_WGMMA_ACCUMULATE) == 0)
       std::fill_n(static_cast<float*>(p.d[l]), p.n / 2, std::numeric_limits<float>::quiet_NaN());
   }
-  w.wgmma.push_back(p);
+  w.wgmma.push_back(std::move(p));
 }
 
 bool Worker::retire_wgmma(Thread& t, std::uint64_t below_group) {
@@ -674,16 +689,26 @@ bool Worker::retire_wgmma(Thread& t, std::uint64_t below_group) {
   std::size_t retired = 0;
   for (; retired < w.wgmma.size() && w.wgmma[retired].group < below_group; ++retired) {
     const PendingWgmma& p = w.wgmma[retired];
+    const int rank = static_cast<int>(t.linear / 32 % 4);
     std::uint32_t bad = 0;
-    if (!warp_math::wgmma(p.type, p.n, p.flags, static_cast<int>(t.linear / 32 % 4), p.a_desc,
-                          p.a_in_registers ? p.a_regs : nullptr, p.b_desc, arena_, launch_.shared_bytes, p.d, &bad)) {
-      set_fault(t, p.site, "wgmma operand outside shared memory",
-                fmt::format("every element of A and B inside the block's {} bytes of dynamic shared memory",
-                            launch_.shared_bytes),
-                fmt::format("an element at shared address {} (descriptors a 0x{:016x}, b 0x{:016x})", bad, p.a_desc,
-                            p.b_desc));
+    std::vector<std::uint16_t> now;
+    const bool inside = warp_math::wgmma_operands(p.n, p.flags, rank, p.a_desc, p.a_in_registers ? p.a_regs : nullptr,
+                                                  p.b_desc, arena_, launch_.shared_bytes, now, &bad);
+    if (!inside || now != p.operands) {
+      std::size_t at = 0;
+      while (at < now.size() && now[at] == p.operands[at]) ++at;
+      const bool in_a = at < 16 * 16;
+      const std::size_t row = in_a ? at / 16 : at / 16 - 16, k = at % 16;
+      set_fault(t, p.site, "wgmma operand changed while the wgmma was in flight",
+                "A and B (shared memory, or A's registers) unchanged from the wgmma's issue until the "
+                "wgmma.wait_group that retires it (copies landed, and nothing written, before the issue)",
+                fmt::format("{} element ({}, k {}) of warp {}'s share was 0x{:04x} at issue, 0x{:04x} at the wait "
+                            "(descriptors a 0x{:016x}, b 0x{:016x})",
+                            in_a ? "A" : "B", in_a ? 16 * rank + static_cast<int>(row) : static_cast<int>(row), k,
+                            t.linear / 32, p.operands[at], at < now.size() ? now[at] : 0, p.a_desc, p.b_desc));
       return false;
     }
+    warp_math::wgmma(p.type, p.n, p.flags, rank, p.operands, p.d);
   }
   w.wgmma.erase(w.wgmma.begin(), w.wgmma.begin() + static_cast<std::ptrdiff_t>(retired));
   return true;

@@ -90,56 +90,60 @@ void ldmatrix(int count, bool trans, const void* const rows[32], void* const reg
   }
 }
 
-bool wgmma(int type, int n, int flags, int rank, std::uint64_t a_desc, const void* const a_regs[32],
-           std::uint64_t b_desc, const unsigned char* shared, std::size_t shared_bytes, void* const d[32],
-           std::uint32_t* bad_address) {
-  const auto cvt = type == RUDNN_EMU_MMA_BF16 ? bf16_to_float : f16_to_float;
-  // Reads one 2-byte element of an operand in shared memory; false when it is outside the arena.
-  const auto load = [&](const wgmma::Descriptor& desc, bool mn_major, int row, int k, float* out) {
+bool wgmma_operands(int n, int flags, int rank, std::uint64_t a_desc, const void* const a_regs[32],
+                    std::uint64_t b_desc, const unsigned char* shared, std::size_t shared_bytes,
+                    std::vector<std::uint16_t>& out, std::uint32_t* bad_address) {
+  out.assign(static_cast<std::size_t>(16 + n) * 16, 0);
+  // One 2-byte element of an operand in shared memory; false when it is outside the arena.
+  const auto load = [&](const wgmma::Descriptor& desc, bool mn_major, int row, int k, std::uint16_t* h) {
     const std::uint32_t addr =
         wgmma::element_address(desc, mn_major, static_cast<std::uint32_t>(row), static_cast<std::uint32_t>(k));
     if (std::size_t{addr} + 2 > shared_bytes) {
       *bad_address = addr;
       return false;
     }
-    std::uint16_t h;
-    std::memcpy(&h, shared + addr, 2);
-    *out = cvt(h);
+    std::memcpy(h, shared + addr, 2);
     return true;
   };
-  const float sign_a = (flags & RUDNN_EMU_WGMMA_NEGATE_A) ? -1.0f : 1.0f;
-  const float sign_b = (flags & RUDNN_EMU_WGMMA_NEGATE_B) ? -1.0f : 1.0f;
-  float A[16][16];  // this warp's rows of A
   if (a_regs == nullptr) {
     const wgmma::Descriptor da = wgmma::decode(a_desc);
     for (int r = 0; r < 16; ++r)
       for (int k = 0; k < 16; ++k)
-        if (!load(da, (flags & RUDNN_EMU_WGMMA_TRANS_A) != 0, 16 * rank + r, k, &A[r][k])) return false;
+        if (!load(da, (flags & RUDNN_EMU_WGMMA_TRANS_A) != 0, 16 * rank + r, k, &out[r * 16 + k])) return false;
   } else {
     for (int l = 0; l < 32; ++l) {
       for (int i = 0; i < 8; ++i) {
         const lanes::RowCol rc = lanes::mma_a(l, i);
-        A[rc.row][rc.col] = cvt(half_of(a_regs[l], i));
+        out[rc.row * 16 + rc.col] = half_of(a_regs[l], i);
       }
     }
   }
-  std::vector<float> B(static_cast<std::size_t>(n) * 16);  // [col][k]
   const wgmma::Descriptor db = wgmma::decode(b_desc);
   for (int c = 0; c < n; ++c)
     for (int k = 0; k < 16; ++k)
-      if (!load(db, (flags & RUDNN_EMU_WGMMA_TRANS_B) != 0, c, k, &B[static_cast<std::size_t>(c) * 16 + k]))
+      if (!load(db, (flags & RUDNN_EMU_WGMMA_TRANS_B) != 0, c, k, &out[static_cast<std::size_t>(16 + c) * 16 + k]))
         return false;
+  return true;
+}
+
+void wgmma(int type, int n, int flags, int rank, const std::vector<std::uint16_t>& operands, void* const d[32]) {
+  const auto cvt = type == RUDNN_EMU_MMA_BF16 ? bf16_to_float : f16_to_float;
+  const float sign_a = (flags & RUDNN_EMU_WGMMA_NEGATE_A) ? -1.0f : 1.0f;
+  const float sign_b = (flags & RUDNN_EMU_WGMMA_NEGATE_B) ? -1.0f : 1.0f;
+  std::vector<float> v(operands.size());
+  for (std::size_t i = 0; i < operands.size(); ++i) v[i] = cvt(operands[i]);
+  const float* A = v.data();            // this warp's 16 rows of A, [row][k]
+  const float* B = v.data() + 16 * 16;  // [col][k]
   for (int l = 0; l < 32; ++l) {
     auto* acc = static_cast<float*>(d[l]);
     for (int i = 0; i < n / 2; ++i) {
       const lanes::RowCol rc = wgmma::d_element(rank, l, i);
       float sum = (flags & RUDNN_EMU_WGMMA_ACCUMULATE) ? acc[i] : 0.0f;
       for (int k = 0; k < 16; ++k)
-        sum += (sign_a * A[rc.row - 16 * rank][k]) * (sign_b * B[static_cast<std::size_t>(rc.col) * 16 + k]);
+        sum += (sign_a * A[(rc.row - 16 * rank) * 16 + k]) * (sign_b * B[static_cast<std::size_t>(rc.col) * 16 + k]);
       acc[i] = sum;
     }
   }
-  return true;
 }
 
 }  // namespace rudnn::runtime::host::warp_math

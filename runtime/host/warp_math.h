@@ -3,6 +3,7 @@
 // emulator's rendezvous. Separate from the scheduler so it can be read next to the PTX ISA tables.
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace rudnn::runtime::host::warp_math {
 
@@ -21,14 +22,17 @@ void mma_m16n8k16(int type, const void* const a[32], const void* const b[32], co
 void ldmatrix(int count, bool trans, const void* const rows[32], void* const regs[32]);
 
 // wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{f16|bf16} for the warp `rank` (0..3) of its
-// warpgroup: rows 16·rank .. 16·rank+15 of D = A·B (+ D with RUDNN_EMU_WGMMA_ACCUMULATE), A 64 x 16
-// and B n x 16 as the PTX ISA's descriptors lay them out in shared memory (host/wgmma_layout.h), or
-// A from a_regs[l] (4 b32 per lane) when a_regs is non-null. `flags` are rudnn_emu_wgmma_flags;
-// d[l] -> n/2 floats. `shared` is the block's arena, shared-window address 0 at its first byte.
-// Sums in FP32, k in increasing order. Returns false, writing nothing, when an operand element lies
-// outside the arena (*bad_address: its shared-window address).
-bool wgmma(int type, int n, int flags, int rank, std::uint64_t a_desc, const void* const a_regs[32],
-           std::uint64_t b_desc, const unsigned char* shared, std::size_t shared_bytes, void* const d[32],
-           std::uint32_t* bad_address);
+// warpgroup, in two steps so the emulator can read the operands twice (at issue and at retirement).
+// wgmma_operands: the raw 16-bit operands the warp reads — its 16 rows of A ([row][k]) then B
+// ([col][k], n columns) — as the PTX ISA's descriptors lay them out in shared memory
+// (host/wgmma_layout.h), or A from a_regs[l] (4 b32 per lane) when a_regs is non-null. `shared` is the
+// block's arena, shared-window address 0 at its first byte. False when an element lies outside it
+// (*bad_address: its shared-window address). `flags` are rudnn_emu_wgmma_flags.
+bool wgmma_operands(int n, int flags, int rank, std::uint64_t a_desc, const void* const a_regs[32],
+                    std::uint64_t b_desc, const unsigned char* shared, std::size_t shared_bytes,
+                    std::vector<std::uint16_t>& out, std::uint32_t* bad_address);
+// wgmma: rows 16·rank .. 16·rank+15 of D = A·B (+ D with RUDNN_EMU_WGMMA_ACCUMULATE) from those
+// operands; d[l] -> n/2 floats. Sums in FP32, k in increasing order.
+void wgmma(int type, int n, int flags, int rank, const std::vector<std::uint16_t>& operands, void* const d[32]);
 
 }  // namespace rudnn::runtime::host::warp_math

@@ -272,14 +272,13 @@ TEST_F(EmulatorTest, WgmmaInterleavedTransposedAndRegisterOperands) {
 
 // ---- The asynchronous semantics: operands are read, and D written, when the group is retired.
 
-// Two groups into two accumulators; after wait<1> only the first is done, the second still poisoned.
-// Then the operands of an in-flight group are overwritten before its wait: the product sees the
-// new values (the latest moment hardware could have read them).
+// Two groups into two accumulators; after wait<1> only the first is done, the second still poisoned;
+// after wait<0> both are.
 void groups_kernel(void** args) {
   float* out = ptr<float>(args, 0);
   auto* s = rudnn::dynamic_shared<std::uint16_t>();
   const int tid = static_cast<int>(threadIdx.x);
-  const std::uint16_t one = 0x3C00, two = 0x4000;  // f16
+  const std::uint16_t one = 0x3C00;  // f16
   for (int e = tid; e < (64 + 64) * 16; e += 128) s[e] = one;
   __syncthreads();
   // A 64 x 16 interleaved at 0 (row groups 256 B, k halves 128 B); B 64 x 16 likewise at 2048.
@@ -296,9 +295,6 @@ void groups_kernel(void** args) {
   out[tid * 4 + 0] = before;
   out[tid * 4 + 1] = d0[0];
   out[tid * 4 + 2] = d1[0];
-  __syncthreads();
-  for (int e = tid; e < 64 * 16; e += 128) s[2048 / 2 + e] = two;  // B := 2 while group 2 is in flight
-  __syncthreads();
   rudnn::wgmma_wait<0>();
   out[tid * 4 + 3] = d1[0];
 }
@@ -310,13 +306,14 @@ TEST_F(EmulatorTest, WgmmaRetiresGroupsAtTheWait) {
     EXPECT_TRUE(std::isnan(out[t * 4 + 0])) << "D read before its wait_group is poisoned, thread " << t;
     EXPECT_EQ(out[t * 4 + 1], 16.0f) << t;
     EXPECT_TRUE(std::isnan(out[t * 4 + 2])) << "the second group is still in flight after wait<1>, thread " << t;
-    EXPECT_EQ(out[t * 4 + 3], 32.0f) << "the second group read B at its wait, thread " << t;
+    EXPECT_EQ(out[t * 4 + 3], 16.0f) << t;
   }
 }
 
 // ---- Misuse. Each kernel takes a `fault` selector; 0 is the correct use.
 void misuse_kernel(void** args) {
   const int fault = arg<int>(args, 0);
+  const auto* global = ptr<const std::uint16_t>(args, 1);  // fault 8: B's source
   auto* s = rudnn::dynamic_shared<std::uint16_t>();
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32;
   for (int e = tid; e < 128 * 16; e += static_cast<int>(blockDim.x)) s[e] = 0x3C00;
@@ -326,10 +323,16 @@ void misuse_kernel(void** args) {
   if (fault == 1 && tid == 37) db = tile::wgmma_descriptor(2064, 128, 256, tile::WgmmaSwizzle::None);
   if (fault == 2 && warp == 2) db = tile::wgmma_descriptor(2064, 128, 256, tile::WgmmaSwizzle::None);
   if (fault == 3) db = tile::wgmma_descriptor(8192, 128, 256, tile::WgmmaSwizzle::None);
+  if (fault == 8) {  // B copied in, but the wgmma issued before the copies have landed
+    rudnn::cp_async_ca<16>(s + 1024 + 8 * tid, global + 8 * tid);
+    rudnn::cp_async_commit();
+  }
   float d[32];
   if (fault != 4) rudnn::wgmma_fence();
   if (fault != 5 || warp != 3) rudnn::wgmma_f16_ss<64>(d, da, db, false);
   rudnn::wgmma_commit();
+  if (fault == 7 && tid == 5) s[1024 + 3] = 0x4000;  // B written while the wgmma is in flight
+  if (fault == 8) rudnn::cp_async_wait<0>();
   if (fault != 6) rudnn::wgmma_wait<0>();
 }
 
@@ -372,6 +375,20 @@ TEST_F(EmulatorTest, WgmmaMustBeRetiredBeforeExit) {
   const int f = 6;
   expect_fault(run(misuse_kernel, {1, 1, 1}, {128, 1, 1}, 4096, kForward, &f),
                {"thread exited with a wgmma in flight", "wait_group"});
+}
+
+TEST_F(EmulatorTest, WgmmaOperandsMustNotChangeInFlight) {
+  const int f = 7;
+  expect_fault(run(misuse_kernel, {1, 1, 1}, {128, 1, 1}, 4096, kForward, &f),
+               {"wgmma operand changed while the wgmma was in flight", "B element (0, k 3)", "0x3c00 at issue",
+                "0x4000 at the wait"});
+}
+
+TEST_F(EmulatorTest, WgmmaReadsCopiesThatHaveLanded) {
+  const int f = 8;
+  std::vector<std::uint16_t> b(128 * 8, 0x3C00);
+  expect_fault(run(misuse_kernel, {1, 1, 1}, {128, 1, 1}, 4096, kForward, &f, b.data()),
+               {"wgmma operand changed while the wgmma was in flight", "0xffff at issue"});
 }
 
 TEST_F(EmulatorTest, WgmmaNeedsAWholeWarpgroup) {

@@ -3,7 +3,7 @@
 // `n` from dim 0 of the op's first operand; channels-first ops swap their inputs to channels-last
 // temporaries (flat, `result_elements`) and swap the result back; the implicit-GEMM weight backward
 // writes FP32 split sums that conv_split_reduce adds in order; bias_grad adds conv_bias_grad.
-// RUN: rudnn-opt %s --rudnn-lower-to-launch | FileCheck %s
+// RUN: env RUDNN_WGMMA=1 rudnn-opt %s --rudnn-lower-to-launch | FileCheck %s
 
 // Channels-last forward on tensor cores: one launch; grid n·3136 output pixels / BM 64 (one 64-wide
 // column tile), 128 threads, 4 stages × (64 + 64) rows × (32 + 8) bf16 = 40960 bytes.
@@ -174,7 +174,8 @@ func.func @depthwise_data_backward(%dy: tensor<?x9x8x64xf32>, %w: tensor<64x3x3x
   return %dx : tensor<?x17x16x32xf32>
 }
 
-// Hopper's warpgroup MMA (kernel_config wgmma = 1; sm_90a, the default target here):
+// Hopper's warpgroup MMA (kernel_config wgmma = 1; sm_90a, the default target here, with the
+// RUDNN_WGMMA=1 opt-in of the RUN line):
 // gemm::WgmmaPolicy<128, 128, 64, 4> — two warpgroups (256 threads), 4 stages of (128 + 128) x 64
 // bf16 in the swizzled layouts plus 1024 bytes to align them: 4 · 32768 + 1024 = 132096 bytes.
 // CHECK-LABEL: func.func @wgmma_forward

@@ -9,6 +9,7 @@
 // channels) and the data backward of a stride-2 3×3 (bf16, every tile: four stride phases).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
@@ -52,6 +53,7 @@ contracts::ConvSignature signature(contracts::ConvDirection direction, const Sha
 }
 
 std::vector<Variant> conv_variants() {
+  setenv("RUDNN_WGMMA", "1", 1);  // the wgmma tiles lower for sm_90a only when opted in
   std::vector<Variant> out;
   std::set<std::string> seen;
   auto add = [&](const contracts::ConvSignature& sig, bool every_tile) {
