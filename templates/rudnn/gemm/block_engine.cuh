@@ -56,15 +56,6 @@ struct PlainAccumulator {
   }
 };
 
-template <bool kFirst, class A, class B>
-struct IfTensorCore {
-  using type = A;
-};
-template <class A, class B>
-struct IfTensorCore<false, A, B> {
-  using type = B;
-};
-
 // kAKMajor: A is stored [BK][BM]; kBKMajor: B is stored [BK][BN].
 template <class T, class P, bool kAKMajor, bool kBKMajor>
 struct BlockEngine {
@@ -87,7 +78,7 @@ struct BlockEngine {
   static constexpr int kTM = kBM / kThreadsM, kTN = kBN / kThreadsN;
 
   using Smem = T;
-  using Acc = typename IfTensorCore<P::kTensorCore, tile::Accumulator<kMI, kNI>, PlainAccumulator<kTM, kTN>>::type;
+  using Acc = typename Select<P::kTensorCore, tile::Accumulator<kMI, kNI>, PlainAccumulator<kTM, kTN>>::type;
 
   // acc = the product over k_blocks K blocks; load_a(tile, kb) / load_b(tile, kb) issue the copies of
   // K block kb into an A / B tile (GatherTile::load, gemm/gather_tile.cuh). Ends with a barrier (smem free again).
