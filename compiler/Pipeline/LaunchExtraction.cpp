@@ -156,7 +156,8 @@ Result<LoweredOp, RuntimeError> lowerModule(ModuleOp module, const std::string& 
   PassManager pm(ctx);
   if (strategy) pm.addPass(std::move(strategy));
   dialect::SelectKernelConfigPassOptions selectOptions;
-  selectOptions.arch = selection_arch(target);
+  selectOptions.arch = target.arch;
+  selectOptions.hostEmulation = target.host_emulation;
   selectOptions.maxThreadsPerBlock = target.limits.max_threads_per_block;
   selectOptions.maxSharedBytes = static_cast<std::int64_t>(target.limits.shared_memory_per_block_optin);
   pm.addPass(dialect::createSelectKernelConfigPass(selectOptions));

@@ -23,11 +23,11 @@ namespace {
 // failure in NVRTC. Every tensor-core config of every family is checked here, against one rule;
 // the family's model says which of its configs use tensor cores.
 // A config with "wgmma" = 1 (any family: contracts::kWgmmaConfigKey) needs Hopper's warpgroup MMA.
-LogicalResult checkTensorCoreConfig(dialect::KernelOpInterface kernel, const std::string& arch) {
+LogicalResult checkTensorCoreConfig(dialect::KernelOpInterface kernel, const std::string& arch, bool hostEmulation) {
   auto config = kernel->getAttrOfType<DictionaryAttr>(dialect::kKernelConfigAttrName);
   if (!config) return success();
   if (auto wgmma = config.getAs<IntegerAttr>(contracts::kWgmmaConfigKey);
-      wgmma && wgmma.getInt() != 0 && !contracts::has_wgmma(arch))
+      wgmma && wgmma.getInt() != 0 && !contracts::has_wgmma(arch, hostEmulation))
     return kernel->emitOpError() << "kernel_config: expected " << contracts::kWgmmaRequirement << " for " << config
                                  << ", got target " << arch;
   if (contracts::has_mma_m16n8k16(arch) || !kernel.configUsesTensorCores(config)) return success();
@@ -43,7 +43,7 @@ struct SelectKernelConfig : dialect::impl::SelectKernelConfigPassBase<SelectKern
     WalkResult walk = getOperation()->walk([&](Operation* op) -> WalkResult {
       if (!dialect::isOperatorOp(op)) return WalkResult::advance();
       FailureOr<dialect::KernelOpInterface> kernel = dialect::getKernelOpInterface(op);
-      if (failed(kernel) || failed(checkTensorCoreConfig(*kernel, arch))) return WalkResult::interrupt();
+      if (failed(kernel) || failed(checkTensorCoreConfig(*kernel, arch, hostEmulation))) return WalkResult::interrupt();
       if (op->hasAttr(dialect::kKernelConfigAttrName)) return WalkResult::advance();
       FailureOr<DictionaryAttr> config = kernel->selectHeuristicConfig(target);
       if (failed(config)) return WalkResult::interrupt();

@@ -15,10 +15,11 @@ bool has_mma_m16n8k16(const std::string& arch) {
   return digits > 0 && number >= 80;
 }
 
-bool has_wgmma(const std::string& arch) {
+bool has_wgmma(const std::string& arch, bool host_emulation) {
   if (arch.empty() || arch.rfind("host", 0) == 0) return true;
+  if (arch != "sm_90a") return false;
   const char* opt_in = std::getenv("RUDNN_WGMMA");
-  return arch == "sm_90a" && opt_in != nullptr && std::string(opt_in) == "1";
+  return host_emulation || (opt_in != nullptr && std::string(opt_in) == "1");
 }
 
 }  // namespace rudnn::contracts

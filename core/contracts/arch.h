@@ -23,12 +23,13 @@ inline constexpr std::int64_t kSmallestSharedBytes = 99 * 1024;
 inline constexpr const char* kMmaRequirement = "a GPU with mma.sync m16n8k16 f16/bf16 (sm_80 or newer)";
 
 // Whether rudnn may run its warpgroup-MMA kernels (wgmma.mma_async, the templates' wgmma_* wrappers)
-// on `arch`: the host emulation device, which emulates it, and empty (not known here); the
-// arch-specific target sm_90a (H100, H200; wgmma is neither in sm_90 nor in later architectures' PTX)
-// only when RUDNN_WGMMA=1, since no GPU has run these kernels yet (docs/wgmma.md): until one has,
-// Autotune must not pick an unchecked kernel by its speed. A kernel_config that uses wgmma carries the
-// key "wgmma" = 1 (every family alike), and rudnn-select-kernel-config refuses it where this is false.
-bool has_wgmma(const std::string& arch);
+// on `arch`: only the arch-specific target sm_90a has wgmma (H100, H200; it is neither in sm_90 nor in
+// later architectures' PTX). The host emulation device reporting sm_90a (`host_emulation`) emulates
+// it; "host..." and empty (not known here) answer true. A GPU needs RUDNN_WGMMA=1 besides, since no
+// GPU has run these kernels yet (docs/wgmma.md): until one has, Autotune must not pick an unchecked
+// kernel by its speed. A kernel_config that uses wgmma carries the key "wgmma" = 1 (every family
+// alike), and rudnn-select-kernel-config refuses it where this is false.
+bool has_wgmma(const std::string& arch, bool host_emulation = false);
 inline constexpr const char* kWgmmaRequirement =
     "a GPU with wgmma (sm_90a: H100, H200) and RUDNN_WGMMA=1 (opt-in until a GPU run verifies the wgmma kernels)";
 inline constexpr const char* kWgmmaConfigKey = "wgmma";

@@ -86,8 +86,8 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
   const auto max_shared = static_cast<std::int64_t>(target.limits.shared_memory_per_block_optin);
   std::vector<compiler::KernelConfig> configs;
   if (with_candidates)
-    configs =
-        compiler::conv_variants(one, tensor_cores, max_shared, contracts::has_wgmma(compiler::selection_arch(target)));
+    configs = compiler::conv_variants(one, tensor_cores, max_shared,
+                                      contracts::has_wgmma(target.arch, target.host_emulation));
   if (!contracts::known(contracts::conv_geometry(*sig).batch)) {
     const DType dtype =
         sig->direction == contracts::ConvDirection::DataBackward ? sig->grad_output->dtype : sig->input.dtype;

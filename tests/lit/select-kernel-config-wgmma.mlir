@@ -1,8 +1,11 @@
 // A kernel_config that names Hopper's warpgroup MMA (wgmma = 1, any family; here the convolution's
 // implicit GEMM) is kept on sm_90a with RUDNN_WGMMA=1 (opt-in until a GPU run verifies the wgmma
-// kernels) and refused otherwise with an error naming the requirement (sm_90 without the 'a' features
-// has no wgmma either), not an NVRTC compile failure. The heuristic never picks one.
+// kernels) or on the host emulation device reporting sm_90a, and refused otherwise with an error
+// naming the requirement (sm_90 without the 'a' features has no wgmma either), not an NVRTC compile
+// failure. The heuristic never picks one.
 // RUN: env RUDNN_WGMMA=1 rudnn-opt %s --rudnn-select-kernel-config="arch=sm_90a" | FileCheck %s
+// RUN: rudnn-opt %s --rudnn-select-kernel-config="arch=sm_90a host-emulation=1" | FileCheck %s
+// RUN: not rudnn-opt %s --rudnn-select-kernel-config="arch=sm_80 host-emulation=1" 2>&1 | FileCheck %s --check-prefix=SM80
 // RUN: not rudnn-opt %s --rudnn-select-kernel-config="arch=sm_90a" 2>&1 | FileCheck %s --check-prefix=OPTIN
 // RUN: env RUDNN_WGMMA=1 not rudnn-opt %s --rudnn-select-kernel-config="arch=sm_90" 2>&1 | FileCheck %s --check-prefix=SM90
 // RUN: env RUDNN_WGMMA=1 not rudnn-opt %s --rudnn-select-kernel-config="arch=sm_80" 2>&1 | FileCheck %s --check-prefix=SM80

@@ -25,11 +25,6 @@ struct Target {
   DeviceInfo limits;
 };
 
-// The arch the kernel heuristics and the config checks see (contracts/arch.h): "host-<arch>" on the
-// host emulation device, which runs every instruction the templates use (wgmma without the GPU
-// opt-in), else the target's arch.
-inline std::string selection_arch(const Target& t) { return t.host_emulation ? "host-" + t.arch : t.arch; }
-
 // The target of a GPU that need not be present (rudnn-precompile): its arch and the limits of the
 // arch's flagship part, equal to what the device reports in every field lowering reads. Known:
 // sm_80, sm_86, sm_89, sm_90, sm_90a; anything else is InvalidValue naming the known ones.

@@ -10,7 +10,8 @@ def SelectKernelConfigPass : Pass<"rudnn-select-kernel-config", "mlir::ModuleOp"
   let description = [{
     Each family's heuristic is its KernelOpInterface model's (KernelOpInterface.td; the models live
     in compiler/Conversion/<Family>ToLaunch). An attached kernel_config that names a tensor-core
-    kernel on a target without mma.sync m16n8k16 is an error; an operator op without a model is an
+    kernel on a target without mma.sync m16n8k16, or a warpgroup-MMA one (wgmma = 1) on a target
+    without wgmma (contracts::has_wgmma), is an error; an operator op without a model is an
     error. Normalization ops: vector_width = the largest of 16-, 8- and 4-byte vectors (in elements)
     that divides the static last dim H, else 1 (also 1 when H is dynamic or the op carries
     `rudnn.unaligned`); threads_per_row = min(max-threads-per-block, max(32,
@@ -23,6 +24,8 @@ def SelectKernelConfigPass : Pass<"rudnn-select-kernel-config", "mlir::ModuleOp"
            "Largest block the target allows">,
     Option<"maxSharedBytes", "max-shared-bytes", "int64_t", /*default=*/"::rudnn::contracts::kLargestSharedBytes",
            "Largest dynamic shared memory a block of the target may opt into (default: sm_90's 227 KiB)">,
+    Option<"hostEmulation", "host-emulation", "bool", /*default=*/"false",
+           "The target is the host emulation device reporting `arch` (wgmma needs no opt-in there)">,
   ];
 }
 
