@@ -240,13 +240,13 @@ void layouts_kernel(void** args) {
   }
   __syncthreads();
   float d[kN / 2];
+  u32 regs[4] = {0, 0, 0, 0};  // A for the RS form: live until the wait that retires the wgmma
   rudnn::wgmma_fence();
   if (mode == 0) {
     rudnn::wgmma_f16_ss<kN, false, true>(d, tile::wgmma_descriptor(0, kALbo, kASbo, tile::WgmmaSwizzle::None),
                                          tile::wgmma_descriptor(kBBase, kBNoneLbo, kBNoneSbo, tile::WgmmaSwizzle::None),
                                          false);
   } else {
-    u32 regs[4] = {0, 0, 0, 0};
     for (int v = 0; v < 8; ++v) {
       const lanes::RowCol rc = wg::a_register_element(tid / 32, tid % 32, v);
       regs[v / 2] |= static_cast<u32>(a[rc.row * 16 + rc.col]) << (16 * (v % 2));
