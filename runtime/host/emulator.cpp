@@ -154,6 +154,11 @@ std::string collective_name(Collective kind, int mode, unsigned mask) {
   return "?";
 }
 
+// A wgmma's descriptors for a fault message (A's only when A is in shared memory).
+std::string describe_descriptors(bool a_in_registers, std::uint64_t a_desc, std::uint64_t b_desc) {
+  return a_in_registers ? fmt::format("b 0x{:016x}", b_desc) : fmt::format("a 0x{:016x}, b 0x{:016x}", a_desc, b_desc);
+}
+
 struct LaunchState {
   ThreadEntry entry = nullptr;
   void** args = nullptr;
@@ -213,6 +218,8 @@ class Worker {
   void on_exit(Thread& t);
   void complete(Warp& w, const WarpOp& op, unsigned base);
   void issue_wgmma(Warp& w, const WarpOp& op, unsigned base);
+  // The 32 lanes from `lanes` closed as many wgmma groups; else a fault naming the first that did not.
+  bool lanes_agree_on_groups(Thread* lanes);
   bool warpgroups_agree();
   void report_deadlock();
 
@@ -568,14 +575,7 @@ void Worker::complete(Warp& w, const WarpOp& op, unsigned base) {
     case Collective::WgmmaWait: {
       // .sync.aligned: the warp's lanes wait together, so none of them sees a retirement early.
       const std::uint64_t committed = lanes[0].wgmma_committed, n = static_cast<std::uint64_t>(op.mode);
-      for (unsigned l = 1; l < 32; ++l) {
-        if (lanes[l].wgmma_committed != committed) {
-          set_fault(lanes[l], lanes[l].site, "lanes of a warp closed different numbers of wgmma groups",
-                    fmt::format("{} wgmma.commit_group, as lane 0", committed),
-                    fmt::format("lane {}: {}", l, lanes[l].wgmma_committed));
-          return;
-        }
-      }
+      if (!lanes_agree_on_groups(lanes)) return;
       if (!retire_wgmma(lanes[0], committed > n ? committed - n : 0)) return;
       for (unsigned l = 0; l < 32; ++l) lanes[l].wgmma_fenced = false;
       break;
@@ -607,13 +607,21 @@ void Worker::wgmma(Thread& t, int mode, Site s) {
   collective(t, Collective::Wgmma, mode, ~0u, s);
 }
 
+bool Worker::lanes_agree_on_groups(Thread* lanes) {
+  for (unsigned l = 1; l < 32; ++l) {
+    if (lanes[l].wgmma_committed == lanes[0].wgmma_committed) continue;
+    set_fault(lanes[l], lanes[l].site, "lanes of a warp closed different numbers of wgmma groups",
+              fmt::format("{} wgmma.commit_group, as lane 0", lanes[0].wgmma_committed),
+              fmt::format("lane {}: {}", l, lanes[l].wgmma_committed));
+    return false;
+  }
+  return true;
+}
+
 void Worker::issue_wgmma(Warp& w, const WarpOp& op, unsigned base) {
   Thread* lanes = &threads_[base];
   const bool a_in_registers = (op.mode >> 1 & 1) != 0;
-  const auto descriptors = [&](const Thread& x) {
-    return a_in_registers ? fmt::format("b 0x{:016x}", x.value2)
-                          : fmt::format("a 0x{:016x}, b 0x{:016x}", x.value, x.value2);
-  };
+  const auto descriptors = [&](const Thread& x) { return describe_descriptors(a_in_registers, x.value, x.value2); };
   for (unsigned l = 1; l < 32; ++l) {
     if ((!a_in_registers && lanes[l].value != lanes[0].value) || lanes[l].value2 != lanes[0].value2) {
       set_fault(lanes[l], lanes[l].site, "wgmma descriptors differ between lanes",
@@ -621,13 +629,8 @@ void Worker::issue_wgmma(Warp& w, const WarpOp& op, unsigned base) {
                 fmt::format("lane {}: {}", l, descriptors(lanes[l])));
       return;
     }
-    if (lanes[l].wgmma_committed != lanes[0].wgmma_committed) {
-      set_fault(lanes[l], lanes[l].site, "lanes of a warp closed different numbers of wgmma groups",
-                fmt::format("{} wgmma.commit_group, as lane 0", lanes[0].wgmma_committed),
-                fmt::format("lane {}: {}", l, lanes[l].wgmma_committed));
-      return;
-    }
   }
+  if (!lanes_agree_on_groups(lanes)) return;
   // The four warps of the warpgroup issue the same sequence of wgmma.
   const unsigned warp = base / 32, rank = warp % 4;
   Warpgroup& g = warpgroups_[warp / 4];
@@ -639,9 +642,7 @@ void Worker::issue_wgmma(Warp& w, const WarpOp& op, unsigned base) {
       set_fault(lanes[0], lanes[0].site, "warps of one warpgroup issue different wgmma",
                 fmt::format("wgmma #{} of every warp of warpgroup {} as the first warp's to issue it: {} ({}) at {}",
                             index, warp / 4, collective_name(Collective::Wgmma, other.mode, ~0u),
-                            a_in_registers ? fmt::format("b 0x{:016x}", other.b_desc)
-                                           : fmt::format("a 0x{:016x}, b 0x{:016x}", other.a_desc, other.b_desc),
-                            where(other.site)),
+                            describe_descriptors(a_in_registers, other.a_desc, other.b_desc), where(other.site)),
                 fmt::format("warp {}: {} ({})", warp, collective_name(Collective::Wgmma, op.mode, ~0u),
                             descriptors(lanes[0])));
       return;
