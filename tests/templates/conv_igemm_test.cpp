@@ -45,6 +45,7 @@ using PlainSmall = gemm::BlockPolicy<32, 32, 16, 2, 2, 2, false>;
 using Wg64 = gemm::WgmmaPolicy<64, 64, 64, 4>;
 using Wg128 = gemm::WgmmaPolicy<128, 128, 64, 4>;
 using Wg128x256 = gemm::WgmmaPolicy<128, 256, 64, 3>;
+using Wg64TwoStages = gemm::WgmmaPolicy<64, 64, 64, 2>;  // no wgmma group left in flight (as Wg128x256)
 
 // Geometry<C, O, G, D, H, W, KD, KH, KW, SD, SH, SW, PD, PH, PW, DD, DH, DW>
 using Conv1d = conv::Geometry<5, 7, 1, 1, 1, 11, 1, 1, 4, 1, 1, 1, 0, 0, 2, 1, 1, 1>;       // C, O odd
@@ -496,9 +497,16 @@ TEST(ConvIgemmTemplate, WideWarpTiles) {
 // The warpgroup-MMA engine in every direction: the forward's K-major operands, the data backward's
 // MN-major (transposed) B, the weight backward's two MN-major operands; 16-byte and element gathers
 // (Conv1d's odd C and O) into the swizzled tiles, partial M / N tiles, a K ending mid-block, split
-// sums, every accumulator width (N = 64, 128, 256) and one and two warpgroups.
+// sums, every accumulator width (N = 64, 128, 256) and one and two warpgroups; one wgmma group in
+// flight across K steps (three stages or more, BN < 256) and none (two stages; BN = 256), over runs of 1, 2, 3 and more
+// K blocks (the split sums' short runs).
 TEST(ConvIgemmTemplate, WarpgroupMma) {
   CONV_ALL(rudnn::bf16, Wg64, Conv3x3S2, 2, Bias::Same, 3);
+  CONV_ALL(rudnn::bf16, Wg64TwoStages, Block3x3, 2, Bias::Float, 2);
+  for (bool forward : {true, false}) {
+    check_split<rudnn::bf16, Wg64, Block3x3>(forward, 2, 3, forward);
+    check_split<rudnn::f16, Wg128x256, Wide3x3>(forward, 1, 5, forward);
+  }
   CONV_ALL(rudnn::f16, Wg64, Conv1d, 2, Bias::Float, 2);
   CONV_ALL(rudnn::bf16, Wg128, Wide3x3, 1, Bias::None, 3);
   CONV_ALL(rudnn::f16, Wg128, Block3x3, 2, Bias::Same, 1);

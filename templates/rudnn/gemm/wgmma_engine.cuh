@@ -11,9 +11,11 @@
 // SwizzledKMajor; one stored with its rows along K ("K-major" in block_engine's words) is
 // SwizzledMNMajor, read with wgmma's transpose flag. The loaders place chunks through
 // ALayout::at / BLayout::at (gemm::GatherTile's Layout).
-// Pipeline: gemm::CpAsyncPipeline with the async-proxy fence; each step's wgmma are committed as one
-// group and retired before the step returns (the next step refills that stage), so the overlap is
-// the copies of the next Stages − 1 K blocks with this block's products.
+// Pipeline: gemm::CpAsyncPipeline with the async-proxy fence. Each step's wgmma are committed as one
+// group; with three stages or more (and BN < 256) one group stays in flight (wait_group<1>, the pipeline's lag of
+// one: the tensor cores run block kb's products while the warps issue block kb + 1's, and the stage
+// refilled is the one two blocks back), so the copies of the next Stages − 2 K blocks overlap the
+// products; otherwise each group is retired before its step returns.
 // Shared memory: shared_memory::block_gemm_wgmma (1024 bytes of it align the first stage).
 // Sums: each accumulator adds its K blocks in order, each block's k16 steps in order; within a k16
 // step the tensor core's order is its own (the PTX ISA leaves it unspecified), the same on every run,
@@ -33,6 +35,10 @@ struct WgmmaPolicy {
   static constexpr int kThreads = 128 * kWarpgroups;
   static constexpr bool kTensorCore = true;
   static constexpr bool kWgmma = true;
+  // wgmma groups a K step leaves running. Not with a 256-wide accumulator: its 128 registers per
+  // thread leave ptxas too few to keep a group in flight beside the gathers' state (it serializes
+  // the data backward's wgmma at 128 × 256), so that tile retires each group in its own step.
+  static constexpr int kGroupsInFlight = Stages >= 3 && BN < 256 ? 1 : 0;
   static_assert(BM % 64 == 0 && BM >= 64 && BM <= 256, "WgmmaPolicy: BM is 1 to 4 warpgroups of 64 rows");
   static_assert(BN == 64 || BN == 128 || BN == 256, "WgmmaPolicy: BN is one wgmma's N (64, 128 or 256)");
   static_assert(BK % 64 == 0, "WgmmaPolicy: BK is whole 64-element swizzle lines");
@@ -72,14 +78,18 @@ struct WgmmaEngine {
   RUDNN_DEVICE static void run(Acc& acc, T* smem, i64 k_blocks, const LoadA& load_a, const LoadB& load_b) {
     acc.zero();
     T* base = stages(smem);
-    CpAsyncPipeline<P::kStages, true>::run(
+    CpAsyncPipeline<P::kStages, true, P::kGroupsInFlight>::run(
         k_blocks,
         [&](int stage, int kb) {
           T* s = base + stage * kStageElems;
           load_a(s, kb);
           load_b(s + ALayout::kElems, kb);
         },
-        [&](int stage) { compute(acc, base + stage * kStageElems); });
+        [&](int stage) { compute(acc, base + stage * kStageElems); },
+        [&] {
+          wgmma_wait<0>();
+          wgmma_fence_operand(acc.d);
+        });
   }
 
   template <class U, bool kVector, class Value, class RowAt>
@@ -111,7 +121,7 @@ struct WgmmaEngine {
       tile::wgmma_ss<kBN, kAKMajor, kBKMajor>(a, acc.d, da, db, true);
     }
     wgmma_commit();
-    wgmma_wait<0>();
+    wgmma_wait<P::kGroupsInFlight>();
     wgmma_fence_operand(acc.d);
   }
 };
