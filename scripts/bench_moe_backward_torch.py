@@ -194,11 +194,14 @@ def main():
     ap.add_argument("--strategies", default="scalar,tensorcore")
     ap.add_argument("--timeout", type=int, default=240, help="seconds for rudnn-bench")
     ap.add_argument("--dense-size", type=int, default=8192, help="N of the dense N×N×N bf16 GEMM rate")
+    ap.add_argument("--tag", default="", help="names this run in the title and the CSV (e.g. wgmma, for a run "
+                    "under RUDNN_WGMMA=1, whose tensor-core backward is the warpgroup-MMA tile)")
     args = ap.parse_args()
     tokens = args.tokens or [512, 4096]
     E, H, I, K = args.experts, args.hidden, args.inter, args.top_k
 
-    print("### MoE backward (issue 14): rudnn vs PyTorch autograd, bf16\n")
+    tag = f" ({args.tag})" if args.tag else ""
+    print(f"### MoE backward (issue 14): rudnn vs PyTorch autograd, bf16{tag}\n")
     torch = require_torch_cuda(NAME)
     if torch is None:
         return 0
@@ -210,7 +213,8 @@ def main():
                str(args.runs), "--budget-ms", str(args.budget_ms), "--strategies", args.strategies]
         for t in tokens:
             cmd += ["--tokens", str(t)]
-        rows, error = run_rudnn_bench(cmd, os.path.join(args.log, "rudnn-bench-moe-backward.csv"), args.timeout)
+        csv_name = "rudnn-bench-moe-backward" + (f"-{args.tag}" if args.tag else "") + ".csv"
+        rows, error = run_rudnn_bench(cmd, os.path.join(args.log, csv_name), args.timeout)
     elif args.rudnn_csv:
         with open(args.rudnn_csv) as f:
             rows = [r for r in csv.DictReader(f) if r.get("step")]

@@ -22,12 +22,11 @@ namespace {
 // tensor-core kernel the target cannot run: an error naming the requirement, rather than a compile
 // failure in NVRTC. Every tensor-core config of every family is checked here, against one rule;
 // the family's model says which of its configs use tensor cores.
-// A config with "wgmma" = 1 (any family: contracts::kWgmmaConfigKey) needs Hopper's warpgroup MMA.
+// A config on Hopper's warpgroup MMA (the model's configUsesWgmma) needs has_wgmma.
 LogicalResult checkTensorCoreConfig(dialect::KernelOpInterface kernel, const std::string& arch, bool hostEmulation) {
   auto config = kernel->getAttrOfType<DictionaryAttr>(dialect::kKernelConfigAttrName);
   if (!config) return success();
-  if (auto wgmma = config.getAs<IntegerAttr>(contracts::kWgmmaConfigKey);
-      wgmma && wgmma.getInt() != 0 && !contracts::has_wgmma(arch, hostEmulation))
+  if (kernel.configUsesWgmma(config) && !contracts::has_wgmma(arch, hostEmulation))
     return kernel->emitOpError() << "kernel_config: expected " << contracts::kWgmmaRequirement << " for " << config
                                  << ", got target " << arch;
   if (contracts::has_mma_m16n8k16(arch) || !kernel.configUsesTensorCores(config)) return success();

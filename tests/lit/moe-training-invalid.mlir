@@ -195,8 +195,8 @@ func.func @dgate_result(%r: tensor<4x32xbf16>, %o: tensor<9xui32>, %sl: tensor<2
 // -----
 
 func.func @experts_tile(%r: tensor<4x32xbf16>, %o: tensor<9xui32>, %sl: tensor<2x2xui32>, %g: tensor<8x16x32xbf16>, %u: tensor<8x16x32xbf16>, %d: tensor<8x32x16xbf16>, %dy: tensor<4x32xbf16>) {
-  // expected-error @+1 {{kernel_config: expected {tile = 0..4} (0-2 scalar, 3-4 tensor_core), got {tile = 5 : i64}}}
-  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %sl, %g, %u, %d, %dy {strategy = "scalar", kernel_config = {tile = 5}} : tensor<4x32xbf16>, tensor<9xui32>, tensor<2x2xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<4x32xbf16> -> tensor<4x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
+  // expected-error @+1 {{kernel_config: expected {tile = 0..5} (0-2 scalar, 3-5 tensor_core, 5 on wgmma), got {tile = 6 : i64}}}
+  %dx, %dg, %du, %dd = rudnn.swiglu_experts_backward %r, %o, %sl, %g, %u, %d, %dy {strategy = "scalar", kernel_config = {tile = 6}} : tensor<4x32xbf16>, tensor<9xui32>, tensor<2x2xui32>, tensor<8x16x32xbf16>, tensor<8x16x32xbf16>, tensor<8x32x16xbf16>, tensor<4x32xbf16> -> tensor<4x32xbf16>, tensor<8x16x32xf32>, tensor<8x16x32xf32>, tensor<8x32x16xf32>
   return
 }
 

@@ -1,10 +1,11 @@
 // The MoE training kernels (router weights and backward for each index dtype, combine backward
 // Serial and Plane, dispatch backward, the experts' backward on every scalar and tensor-core tile and
-// its row order) lowered by the compiler and compiled with NVRTC for sm_80 and sm_90a: no spills, no
-// stack, no static shared memory. Every extent is a runtime size of these kernels, so one signature per dtype
-// combination stands for all shapes.
+// its row order; the wgmma tile for sm_90a alone) lowered by the compiler and compiled with NVRTC for sm_80 and sm_90a:
+// no spills, no stack, no static shared memory. Every extent is a runtime size of these kernels, so one signature per
+// dtype combination stands for all shapes.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,13 +27,17 @@ namespace {
 using Variant = rudnn::testing::KernelVariant;
 
 std::vector<Variant> moe_training_variants() {
+  // The experts backward's wgmma tile lowers for sm_90a only when opted in (compiled for sm_90a alone).
+  const char* opt_in = std::getenv("RUDNN_WGMMA");
+  const std::string saved = opt_in != nullptr ? opt_in : "";
+  setenv("RUDNN_WGMMA", "1", 1);
   std::vector<Variant> out;
   std::set<std::string> seen;
   auto add = [&](auto lowered) {
     EXPECT_TRUE(lowered.ok()) << (lowered.ok() ? "" : lowered.error().message());
     if (!lowered.ok()) return;
     for (const auto& l : lowered->launches)
-      if (seen.insert(l.entry).second) out.push_back({l.entry, l.source});
+      if (seen.insert(l.entry).second) out.push_back({l.entry, l.source, l.entry.find("_wgmma_") != std::string::npos});
   };
   const std::int64_t T = 64, E = 64, K = 8, H = 256, I = 128;
   for (DType t : {DType::F32, DType::F16, DType::BF16}) {
@@ -65,12 +70,19 @@ std::vector<Variant> moe_training_variants() {
           {sig, strategy, compiler::KernelConfig{{{"tile", static_cast<std::int64_t>(tile)}}}}, compiler::Target{}));
     }
   }
+  if (opt_in != nullptr)
+    setenv("RUDNN_WGMMA", saved.c_str(), 1);
+  else
+    unsetenv("RUDNN_WGMMA");
   return out;
 }
 
 TEST(MoeTrainingVariants, EveryConfigLowers) {
   const auto variants = moe_training_variants();
   EXPECT_GE(variants.size(), 40u);
+  std::size_t wgmma = 0;
+  for (const auto& v : variants) wgmma += v.sm90a_only;
+  EXPECT_EQ(wgmma, 6u) << "the wgmma tile's hidden, input and weight-gradient kernels for f16 and bf16";
   for (const auto& v : variants) EXPECT_NE(v.source.find(v.entry + "("), std::string::npos);
 }
 

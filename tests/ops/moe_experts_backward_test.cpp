@@ -13,17 +13,21 @@
 
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "contract_fixture.h"
+#include "contracts/arch.h"
 #include "host/emulator.h"
 #include "jit.h"
 #include "op_test_util.h"
+#include "plan_cache.h"
 #include "reference/moe.h"
 #include "reference/moe_experts_backward.h"
+#include "rudnn/compiler/moe_training.h"
 #include "rudnn/moe.h"
 #include "rudnn/stats.h"
 
@@ -57,10 +61,10 @@ struct ExpertWeights {
     up = testing::random_values(at(e * i * h), dtype, rng, -a, a);
     down = testing::random_values(at(e * h * i), dtype, rng, -b, b);
   }
-  moe::SwiGluExperts upload(DType dtype) const {
-    auto experts = moe::SwiGluExperts::create(testing::upload({e, i, h}, dtype, gate, Device::host()),
-                                              testing::upload({e, i, h}, dtype, up, Device::host()),
-                                              testing::upload({e, h, i}, dtype, down, Device::host()));
+  moe::SwiGluExperts upload(DType dtype, const Device& device = Device::host()) const {
+    auto experts = moe::SwiGluExperts::create(testing::upload({e, i, h}, dtype, gate, device),
+                                              testing::upload({e, i, h}, dtype, up, device),
+                                              testing::upload({e, h, i}, dtype, down, device));
     EXPECT_TRUE(experts.ok()) << experts.error().message();
     return std::move(experts.value());
   }
@@ -75,19 +79,19 @@ std::string describe(const Case& c) {
   return fmt::format("T={} E={} k={} H={} I={} skew={}", c.t, c.e, c.k, c.h, c.i, c.skew);
 }
 
-// One routed and dispatched problem on the host device (the library's own row layout).
+// One routed and dispatched problem on `device` (the host by default; the library's own row layout).
 struct Problem {
-  Problem(DType dtype, const Case& c, std::mt19937_64& rng)
+  Problem(DType dtype, const Case& c, std::mt19937_64& rng, const Device& device = Device::host())
       : dtype(dtype),
         c(c),
         w(c.e, c.i, c.h, dtype, rng),
-        experts(w.upload(dtype)),
+        experts(w.upload(dtype, device)),
         x(testing::random_values(at(c.t * c.h), dtype, rng)),
         logits(testing::random_values(at(c.t * c.e), dtype, rng)) {
     for (std::int64_t r = 0; r < c.t; ++r) logits[at(r * c.e)] += c.skew;
     logits = rounded(logits, dtype);
-    tx = testing::upload({c.t, c.h}, dtype, x, Device::host());
-    tl = testing::upload({c.t, c.e}, dtype, logits, Device::host());
+    tx = testing::upload({c.t, c.h}, dtype, x, device);
+    tl = testing::upload({c.t, c.e}, dtype, logits, device);
   }
   // route → dispatch; the rows and offsets read back.
   void dispatch() {
@@ -692,6 +696,121 @@ TEST_P(MoeExpertsBackwardTensorCore, BitwiseAcrossRunsAndThreadOrders) {
 
 INSTANTIATE_TEST_SUITE_P(MoeExpertsBackward, MoeExpertsBackwardTensorCore, ::testing::Values(DType::F16, DType::BF16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// ---- Hopper's warpgroup MMA ({tile = 5}, gemm::WgmmaPolicy<128, 64, 64, 4>): the heuristic's
+// tensor-core tile where the target has wgmma, i.e. with the RUDNN_WGMMA=1 opt-in on sm_90a (the
+// experts backward has no Autotune). Here the host emulation device, which reports sm_90a and
+// emulates wgmma; on a GPU the same test runs as *OnGpu (scripts/gpu-check).
+
+// Sets RUDNN_WGMMA for the scope and puts back what was there. The plan cache is emptied on the way
+// in and out: a plan's key holds no shapes and not the opt-in (a process sets it before its first
+// call), so plans made on either side must not serve the other.
+class WgmmaOptIn {
+ public:
+  WgmmaOptIn() : had_(std::getenv("RUDNN_WGMMA") != nullptr), saved_(had_ ? std::getenv("RUDNN_WGMMA") : "") {
+    setenv("RUDNN_WGMMA", "1", 1);
+    ops::PlanCache::instance().clear();
+  }
+  ~WgmmaOptIn() {
+    if (had_)
+      setenv("RUDNN_WGMMA", saved_.c_str(), 1);
+    else
+      unsetenv("RUDNN_WGMMA");
+    ops::PlanCache::instance().clear();
+  }
+  WgmmaOptIn(const WgmmaOptIn&) = delete;
+  WgmmaOptIn& operator=(const WgmmaOptIn&) = delete;
+
+ private:
+  bool had_;
+  std::string saved_;
+};
+
+// The heuristic's tile for a tensor-core backward of `c` on `device` (what the public call lowers).
+std::string heuristic_entries(const Case& c, DType dtype, const Device& device) {
+  const std::int64_t n = c.t * c.k;
+  contracts::ExpertsBackwardSignature sig{
+      {{{{c.e, c.i, c.h}, dtype, 0}, {{c.e, c.i, c.h}, dtype, 0}, {{c.e, c.h, c.i}, dtype, 0}},
+       {{n, c.h}, dtype, 0},
+       {{c.e + 1}, DType::U32, 0}},
+      {{c.t, c.k}, DType::U32, 0},
+      {{n, c.h}, dtype, 0}};
+  auto lowered = compiler::lower_experts_backward({sig, contracts::ExpertsStrategy::TensorCore, std::nullopt},
+                                                  ops::target_for(device));
+  if (!lowered.ok()) return lowered.error().message();
+  std::string entries;
+  for (const auto& l : lowered->launches) entries += l.entry + " ";
+  return entries;
+}
+
+// The public call under the opt-in runs the wgmma tile (the cached plan's kernels say so), against
+// the oracle and against Scalar.
+void check_wgmma_backward(const Device& device, DType dtype) {
+  const WgmmaOptIn opt_in;
+  for (Case c : {Case{37, 5, 2, 88, 72, 0},         // every expert with rows; H, I not multiples of 64
+                 Case{150, 3, 1, 200, 136, 40}}) {  // one expert with most rows: several row, column, K tiles
+    const std::uint64_t seed = fresh_seed();
+    SCOPED_TRACE(describe(c) + fmt::format(" seed={}", seed));
+    std::mt19937_64 rng(seed);
+    Problem p(dtype, c, rng, device);
+    p.dispatch();
+    ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    const std::int64_t n = c.t * c.k;
+    const auto dy = testing::random_values(at(n * c.h), dtype, rng);
+    const Tensor tdy = testing::upload({n, c.h}, dtype, dy, device);
+    auto cache = p.experts.training_cache(*p.d);
+    ASSERT_TRUE(cache.ok()) << cache.error().message();
+    auto tc = cache->backward_with_strategy(tdy, moe::GroupedStrategy::TensorCore);
+    ASSERT_TRUE(tc.ok()) << tc.error().message();
+    // The launches: the row order, then the hidden and input passes and three weight gradients, each
+    // on the wgmma tile.
+    std::size_t wgmma_launches = 0;
+    std::string entries;
+    for (const std::string& entry : ops::PlanCache::instance().kernel_entries("rudnn.swiglu_experts_backward")) {
+      wgmma_launches += entry.find("wgmma_128x64x64_s4") != std::string::npos;
+      entries += entry + " ";
+    }
+    EXPECT_EQ(wgmma_launches, 5u) << entries;
+    auto scalar = cache->backward_with_strategy(tdy, moe::GroupedStrategy::Scalar);
+    ASSERT_TRUE(scalar.ok()) << scalar.error().message();
+    const HostGrads got = read_back(*tc, n, c, dtype), plain = read_back(*scalar, n, c, dtype);
+    const auto want = reference::swiglu_experts_backward(p.rows, dy, p.offsets, p.w.gate, p.w.up, p.w.down, c.h, c.i);
+    const double bound = backward_bound(dtype);
+    EXPECT_LE(testing::relative_l2(got.dinput, want.dinput), bound) << "dinput";
+    EXPECT_LE(testing::relative_l2(got.dgate, want.dgate), bound) << "dgate";
+    EXPECT_LE(testing::relative_l2(got.dup, want.dup), bound) << "dup";
+    EXPECT_LE(testing::relative_l2(got.ddown, want.ddown), bound) << "ddown";
+    EXPECT_LE(testing::relative_l2(got.dinput, plain.dinput), bound) << "dinput vs Scalar";
+    EXPECT_LE(testing::relative_l2(got.ddown, plain.ddown), bound) << "ddown vs Scalar";
+    expect_empty_experts_zero(got, p.offsets, c);
+  }
+}
+
+TEST(MoeExpertsBackwardWgmma, OptInRunsTheWgmmaTileOnHost) {
+  ops::set_poison_outputs(true);
+  check_wgmma_backward(Device::host(), DType::BF16);
+}
+
+TEST(MoeExpertsBackwardWgmma, OptInRunsTheWgmmaTileOnGpu) {
+  if (Device::cuda_device_count() == 0) GTEST_SKIP() << "SKIP: no CUDA device";
+  auto device = Device::cuda(0);
+  ASSERT_TRUE(device.ok()) << device.error().message();
+  {
+    const WgmmaOptIn opt_in;
+    const std::string arch = ops::target_for(*device).arch;
+    if (!contracts::has_wgmma(arch)) GTEST_SKIP() << "SKIP: " << arch << " has no wgmma (sm_90a only)";
+  }
+  check_wgmma_backward(*device, DType::BF16);
+}
+
+// Without the opt-in the heuristic keeps the mma.sync tile, on the host emulation device too.
+TEST(MoeExpertsBackwardWgmma, WithoutTheOptInTheMmaTile) {
+  const char* saved = std::getenv("RUDNN_WGMMA");
+  if (saved != nullptr && std::string(saved) == "1") GTEST_SKIP() << "SKIP: RUDNN_WGMMA=1 in the environment";
+  const std::string entries = heuristic_entries(Case{37, 5, 2, 88, 72, 0}, DType::BF16, Device::host());
+  EXPECT_EQ(entries.find("wgmma"), std::string::npos) << entries;
+  EXPECT_NE(entries.find("64x64x32_w2x2_s3"), std::string::npos) << entries;
+}
 
 // forward_dispatched_training(TensorCore) is the tensor-core forward, bit for bit; its cache's
 // backward does not depend on the forward's strategy.

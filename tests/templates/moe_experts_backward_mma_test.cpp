@@ -8,6 +8,7 @@
 // tile through the public API; this one reaches every registered tile.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -29,9 +30,24 @@ using row_norm_test::to_storage;
 using rudnn::i64;
 using rudnn::u32;
 
-// The registered tensor-core backward tiles (MoEConfig.cpp backwardTiles(), indices 3 and 4).
+// The registered tensor-core backward tiles (MoEConfig.cpp backwardTiles(), indices 3, 4 and 5).
 using Square = rudnn::gemm::BlockPolicy<64, 64, 32, 2, 2, 3, true>;
 using Tall = rudnn::gemm::BlockPolicy<128, 64, 32, 4, 2, 3, true>;
+using Warpgroups = rudnn::gemm::WgmmaPolicy<128, 64, 64, 4>;   // sm_90a: two warpgroups
+using OneWarpgroup = rudnn::gemm::WgmmaPolicy<64, 64, 64, 2>;  // not registered: no wgmma group in flight
+
+// Dynamic shared memory of the three passes (hidden, input, weight gradients) for policy P.
+template <class P>
+std::array<long long, 3> pass_shared_bytes() {
+  if constexpr (P::kWgmma) {
+    const long long bytes = shared_memory::block_gemm_wgmma(P::kStages, P::kBM, P::kBN, P::kBK, 2);
+    return {shared_memory::experts_backward_hidden_wgmma(P::kStages, P::kBM, P::kBN, P::kBK), bytes, bytes};
+  } else {
+    return {shared_memory::experts_backward_hidden_mma(P::kStages, P::kBM, P::kBN, P::kBK),
+            shared_memory::block_gemm(P::kStages, P::kBM, P::kBN, P::kBK, 2, false, true),
+            shared_memory::block_gemm(P::kStages, P::kBM, P::kBN, P::kBK, 2, true, true)};
+  }
+}
 
 template <class T>
 const T* in(void** a, int i) {
@@ -151,7 +167,7 @@ void run_case(const Case& c, const char* type, const char* policy) {
     i64 a9 = n, a10 = experts, a11 = h, a12 = im;
     void* args[] = {&a0, &a1, &a2, &a3, &a4, &a5, &a6, &a7, &a8, &a9, &a10, &a11, &a12};
     auto st = host::launch(&hidden_entry<T, P>, args, grid((im + P::kBN - 1) / P::kBN, row_tiles), {block, 1, 1},
-                           shared_memory::experts_backward_hidden_mma(P::kStages, P::kBM, P::kBN, P::kBK), schedule);
+                           pass_shared_bytes<P>()[0], schedule);
     ASSERT_TRUE(st.ok()) << st.error().message();
   }
   for (auto [v, what] : {std::pair{&da, "dA"}, {&db, "dB"}, {&hh, "Hh"}}) written(*v, sz(n * im), what);
@@ -165,7 +181,7 @@ void run_case(const Case& c, const char* type, const char* policy) {
     i64 a6 = n, a7 = experts, a8 = h, a9 = im;
     void* args[] = {&a0, &a1, &a2, &a3, &a4, &a5, &a6, &a7, &a8, &a9};
     auto st = host::launch(&input_entry<T, P>, args, grid((h + P::kBN - 1) / P::kBN, row_tiles), {block, 1, 1},
-                           shared_memory::block_gemm(P::kStages, P::kBM, P::kBN, P::kBK, 2, false, true), schedule);
+                           pass_shared_bytes<P>()[1], schedule);
     ASSERT_TRUE(st.ok()) << st.error().message();
   }
   // ---- the weight gradients: (dA, X) → dgate, (dB, X) → dup, (dY, Hh) → ddown
@@ -178,7 +194,7 @@ void run_case(const Case& c, const char* type, const char* policy) {
     void* args[] = {&a0, &a1, &a2, &a3, &a4, &a5, &a6, &a7, &a8};
     const i64 tiles = ((m + P::kBM - 1) / P::kBM) * ((k2 + P::kBN - 1) / P::kBN);
     auto st = host::launch(&weight_grad_entry<T, P>, args, grid(tiles, experts), {block, 1, 1},
-                           shared_memory::block_gemm(P::kStages, P::kBM, P::kBN, P::kBK, 2, true, true), schedule);
+                           pass_shared_bytes<P>()[2], schedule);
     EXPECT_TRUE(st.ok()) << st.error().message();
     return written(w, sz(experts * m * k2), what);
   };
@@ -216,6 +232,7 @@ std::vector<Case> cases() {
       {"one block", {5, 33, 0, 12}, 48, 40, true},
       {"reverse", {7, 20, 4}, 24, 56, false, host::Schedule::Reverse},
       {"no rows", {0, 0, 0}, 16, 8},
+      {"deep", {70, 140}, 264, 136},  // K loops longer than the pipeline (5 blocks of 64, 9 of 32)
   };
 }
 
@@ -230,6 +247,16 @@ TEST(MoeExpertsBackwardMmaTemplate, TallTileBF16) {
 }
 TEST(MoeExpertsBackwardMmaTemplate, TallTileF16) {
   for (const Case& c : cases()) run_case<rudnn::f16, Tall>(c, "f16", "128x64x32/4x2/3");
+}
+
+// Hopper's warpgroup MMA (the emulator emulates it): the registered two-warpgroup tile with a wgmma
+// group in flight, and one warpgroup retiring each group in its step.
+TEST(MoeExpertsBackwardMmaTemplate, WarpgroupMmaBF16) {
+  for (const Case& c : cases()) run_case<rudnn::bf16, Warpgroups>(c, "bf16", "128x64x64/4/wgmma");
+}
+TEST(MoeExpertsBackwardMmaTemplate, WarpgroupMmaF16) {
+  for (const Case& c : cases()) run_case<rudnn::f16, Warpgroups>(c, "f16", "128x64x64/4/wgmma");
+  for (const Case& c : cases()) run_case<rudnn::f16, OneWarpgroup>(c, "f16", "64x64x64/2/wgmma");
 }
 
 TEST(MoeExpertsBackwardMmaTemplate, WrongBlockTraps) {

@@ -75,7 +75,15 @@ struct ExpertsBackwardKernels {
   DType temporary;
 
   ExpertsBackwardKernels(const dialect::moe_config::ExpertTile& t, DType dtype) : threads(t.threads()) {
-    if (t.tensorCore) {
+    if (t.wgmma) {
+      policy = fmt::format("rudnn::gemm::WgmmaPolicy<{}, {}, {}, {}>", t.blockM, t.blockN, t.blockK, t.stages);
+      tileName = fmt::format("wgmma_{}x{}x{}_s{}", t.blockM, t.blockN, t.blockK, t.stages);
+      header = "rudnn/moe/experts_backward_mma.cuh";
+      suffix = "mma";
+      hiddenShared = shared_memory::experts_backward_hidden_wgmma(t.stages, t.blockM, t.blockN, t.blockK);
+      inputShared = weightShared = shared_memory::block_gemm_wgmma(t.stages, t.blockM, t.blockN, t.blockK, 2);
+      temporary = dtype;
+    } else if (t.tensorCore) {
       policy = fmt::format("rudnn::gemm::BlockPolicy<{}, {}, {}, {}, {}, {}, true>", t.blockM, t.blockN, t.blockK, t.a,
                            t.b, t.stages);
       tileName = fmt::format("{}x{}x{}_w{}x{}_s{}", t.blockM, t.blockN, t.blockK, t.a, t.b, t.stages);

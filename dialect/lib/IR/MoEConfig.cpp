@@ -48,8 +48,9 @@ const std::vector<ExpertTile>& tensorCoreTiles() {
 const std::vector<ExpertTile>& backwardTiles() {
   static const std::vector<ExpertTile> tiles = [] {
     std::vector<ExpertTile> t = scalarTiles();
-    t.push_back({true, 64, 64, 32, 2, 2, 3});   // 4 warps of 32x32
-    t.push_back({true, 128, 64, 32, 4, 2, 3});  // 8 warps of 32x32
+    t.push_back({true, 64, 64, 32, 2, 2, 3});         // 4 warps of 32x32
+    t.push_back({true, 128, 64, 32, 4, 2, 3});        // 8 warps of 32x32
+    t.push_back({true, 128, 64, 64, 8, 1, 4, true});  // wgmma: 2 warpgroups of 64x64, one group in flight
     return t;
   }();
   return tiles;
@@ -75,6 +76,7 @@ std::optional<std::string> checkExpertTile(const ExpertTile& t) {
 }
 
 std::string describe(const ExpertTile& t) {
+  if (t.wgmma) return fmt::format("wgmma {}x{}x{} s{}", t.blockM, t.blockN, t.blockK, t.stages);
   if (t.tensorCore)
     return fmt::format("tensor_core {}x{}x{} w{}x{} s{}", t.blockM, t.blockN, t.blockK, t.a, t.b, t.stages);
   return fmt::format("scalar {}x{}x{} t{}x{}", t.blockM, t.blockN, t.blockK, t.a, t.b);

@@ -2,6 +2,7 @@
 // public API; then the result types and the one-key kernel_config.
 #include "rudnn/Dialect/Rudnn/IR/MoETrainingOps.h"
 
+#include "contracts/arch.h"
 #include "llvm/Support/raw_ostream.h"
 #include "mlir/IR/Builders.h"
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
@@ -114,10 +115,14 @@ bool expertsTensorCore(SwiGluExpertsBackwardOp op, const std::string& arch) {
 
 }  // namespace
 
-// The experts backward: the backward tile of its strategy (MoEConfig.h).
+// The experts backward: the backward tile of its strategy (MoEConfig.h); on tensor cores the wgmma
+// tile where the target has wgmma (sm_90a with the RUDNN_WGMMA=1 opt-in: the experts backward has
+// no Autotune, so the opt-in is how a GPU run compares the two).
 std::int64_t heuristicValue(Operation* op, const std::string& arch) {
-  if (auto eb = dyn_cast<SwiGluExpertsBackwardOp>(op))
-    return expertsTensorCore(eb, arch) ? moe_config::kBackwardTensorCoreTile : moe_config::kBackwardScalarTile;
+  if (auto eb = dyn_cast<SwiGluExpertsBackwardOp>(op)) {
+    if (!expertsTensorCore(eb, arch)) return moe_config::kBackwardScalarTile;
+    return contracts::has_wgmma(arch) ? moe_config::kBackwardWgmmaTile : moe_config::kBackwardTensorCoreTile;
+  }
   return router(op) ? 4 : 128;
 }
 
@@ -130,7 +135,7 @@ std::optional<std::string> check(Operation* op, DictionaryAttr config) {
     const auto& tiles = moe_config::backwardTiles();
     const StringRef strategy = eb.getStrategy();
     if (!value || config.size() != 1 || v < 0 || v >= static_cast<std::int64_t>(tiles.size())) {
-      os << "expected {tile = 0.." << tiles.size() - 1 << "} (0-2 scalar, 3-4 tensor_core), got " << config;
+      os << "expected {tile = 0.." << tiles.size() - 1 << "} (0-2 scalar, 3-5 tensor_core, 5 on wgmma), got " << config;
       return why;
     }
     const bool tensorCore = tiles[static_cast<std::size_t>(v)].tensorCore;

@@ -97,14 +97,21 @@ struct WgmmaEngine {
     gemm::store_rows<WgmmaEngine, U, kVector>(acc, smem, cols, value, row_at);
   }
 
-  // f(row, col, value) for each accumulator element of this thread, (row, col) in the block tile.
+  // f(row, col, i) for each accumulator register i of this thread, (row, col) in the block tile: the
+  // same place in every Acc of this engine, so several accumulators combine element by element.
   template <class F>
-  RUDNN_DEVICE static void each(const Acc& acc, const F& f) {
+  RUDNN_DEVICE static void each_register(const F& f) {
     const int tid = static_cast<int>(threadIdx.x);
     const int row0 = 64 * (tid / 128);
     const auto map = tile::WgmmaAccumulatorMap::of(tid / 32, tid % 32);
     RUDNN_UNROLL
-    for (int i = 0; i < kBN / 2; ++i) f(row0 + map.row(i), map.col(i), acc.d[i]);
+    for (int i = 0; i < kBN / 2; ++i) f(row0 + map.row(i), map.col(i), i);
+  }
+
+  // f(row, col, value) for each accumulator element of this thread, (row, col) in the block tile.
+  template <class F>
+  RUDNN_DEVICE static void each(const Acc& acc, const F& f) {
+    each_register([&](int row, int col, int i) { f(row, col, acc.d[i]); });
   }
 
  private:

@@ -16,20 +16,25 @@
 // strategies agree to T's rounding, not bit for bit. Each is deterministic on its own: every output
 // is one block tile's fixed-order sum (K blocks in sequence), no atomics, any grid.
 //
-// Policy: gemm::BlockPolicy<BM, BN, BK, WarpsM, WarpsN, Stages, true> (registered tiles:
-// moe_config::backwardTiles(), MoEConfig.h). Launch: block = P::kThreads threads (another block size
+// Policy: gemm::BlockPolicy<BM, BN, BK, WarpsM, WarpsN, Stages, true>, or on sm_90a
+// gemm::WgmmaPolicy<BM, BN, BK, Stages> (Hopper's warpgroup MMA, gemm/wgmma_engine.cuh; registered
+// tiles: moe_config::backwardTiles(), MoEConfig.h). The input and weight passes take the engine their
+// policy names (gemm::EngineFor). On wgmma the hidden pass runs its three products as three K loops
+// of one engine (the fused gate/up mainloop is mma.sync's), whose accumulators line up register by
+// register for the epilogue. Launch: block = P::kThreads threads (another block size
 // traps); hidden: grid.x = ⌈I/BN⌉, grid.y = ⌈N/BM⌉; input: grid.x = ⌈H/BN⌉, grid.y = ⌈N/BM⌉ (both
 // stride over the expert tiles as the forward does, gemm/expert_tiles.cuh); weight_grad: grid.x = the
 // M × K2 tiles, grid.y = E (both strided). Any grid is correct.
 // Dynamic shared memory (bytes): hidden shared_memory::experts_backward_hidden_mma, input
-// block_gemm(.., 2, false, true), weight_grad block_gemm(.., 2, true, true).
+// block_gemm(.., 2, false, true), weight_grad block_gemm(.., 2, true, true); on wgmma all three
+// block_gemm_wgmma(Stages, BM, BN, BK, 2).
 // Requirements (contracts::check_tensor_core_experts): H % 8 == 0 and I % 8 == 0 (16-byte chunks of
 // every operand row), 16-byte aligned tensors. Tails of M, N and K are zero-filled in shared memory
 // and masked at the stores; experts without rows get zero weight gradients.
-#include "rudnn/gemm/block_engine.cuh"
 #include "rudnn/gemm/expert_tiles.cuh"
 #include "rudnn/gemm/gather_tile.cuh"
 #include "rudnn/gemm/nt_mainloop.cuh"
+#include "rudnn/gemm/wgmma_engine.cuh"
 #include "rudnn/moe/experts_mma.cuh"  // experts_detail::store_tile
 #include "rudnn/shared_memory.h"
 
@@ -44,11 +49,122 @@ RUDNN_DEVICE void check_block() {
     trap("rudnn::moe experts_backward_mma: blockDim must be (P::kThreads, 1, 1)");
 }
 
-// A kRows × kCols tile moved in 16-byte chunks (8 elements of T).
-template <class T, class P, int kRows, int kCols>
-using Chunked = gemm::GatherTile<T, kRows, kCols, P::kThreads, 8>;
+// A kRows × kCols tile moved in 16-byte chunks (8 elements of T), placed as the engine's Layout.
+template <class T, class P, int kRows, int kCols, class Layout>
+using Chunked = gemm::GatherTile<T, kRows, kCols, P::kThreads, 8, Layout>;
 
 RUDNN_DEVICE i64 blocks_of(i64 k, int bk) { return (k + bk - 1) / bk; }
+
+// dA, dB and Hh from the recomputed pre-activations a = x·gateᵀ, b = x·upᵀ and g = dHh.
+struct HiddenGrads {
+  float da, db, hh;
+  RUDNN_DEVICE static HiddenGrads of(float a, float b, float g) {
+    const float s = 1.0f / (1.0f + expf(-a));
+    return {g * b * (s * (1.0f + a * (1.0f - s))), g * a * s, a * s * b};
+  }
+};
+
+// The K loop of dHh = dY·down_e over a block tile: rows k = h of down_e [H, I], columns n0..
+// (K = hidden), dY's rows K-contiguous.
+template <class T, class P, class E>
+RUDNN_DEVICE void down_product(typename E::Acc& dh, T* smem, const T* dy, const T* down, const gemm::ExpertTile& tile,
+                               i64 n0, i64 hidden, i64 inter) {
+  using DyLoad = Chunked<T, P, P::kBM, P::kBK, typename E::ALayout>;
+  using DownLoad = Chunked<T, P, P::kBK, P::kBN, typename E::BLayout>;
+  const i64 m_rows = tile.end - tile.begin;
+  const T* dy_tile = dy + tile.begin * hidden;
+  const T* down_tile = down + tile.expert * hidden * inter + n0;
+  E::run(
+      dh, smem, blocks_of(hidden, P::kBK),
+      [&](T* s, i64 kb) {
+        DyLoad::load(s, dy, [&](int r, int c) -> const T* {
+          const i64 k = kb * P::kBK + c;
+          return r < m_rows && k < hidden ? dy_tile + r * hidden + k : nullptr;
+        });
+      },
+      [&](T* s, i64 kb) {
+        DownLoad::load(s, down, [&](int r, int c) -> const T* {
+          const i64 k = kb * P::kBK + r;
+          return k < hidden && n0 + c < inter ? down_tile + k * inter + c : nullptr;
+        });
+      });
+}
+
+// One block tile of the hidden pass on mma.sync: the forward's fused gate/up mainloop, then dHh.
+template <class T, class P>
+RUDNN_DEVICE void hidden_tile_mma(T* smem, const T* rows, const T* dy, const T* gate, const T* up, const T* down, T* da,
+                                  T* db, T* hh, const gemm::ExpertTile& tile, i64 n0, i64 hidden, i64 inter) {
+  using GateUp = gemm::NtMainloop<T, P::kBM, P::kBN, P::kBK, P::kWarpsM, P::kWarpsN, P::kStages, 2>;
+  using Down = gemm::BlockEngine<T, P, false, true>;
+  static_assert(GateUp::kMI == Down::kMI && GateUp::kNI == Down::kNI, "one accumulator layout for both engines");
+  static_assert(shared_memory::experts_backward_hidden_mma(P::kStages, P::kBM, P::kBN, P::kBK) ==
+                    (GateUp::kSharedBytes > Down::kSharedBytes ? GateUp::kSharedBytes : Down::kSharedBytes),
+                "the hidden pass and shared_memory disagree");
+  const i64 m_rows = tile.end - tile.begin;
+  // A and B recomputed (K = hidden).
+  const i64 weights = (tile.expert * inter + n0) * hidden;
+  const T* const b[2] = {gate + weights, up + weights};
+  typename GateUp::Acc ab[2];
+  GateUp::run(ab, smem, rows + tile.begin * hidden, m_rows, b, inter - n0, hidden);
+  typename Down::Acc dh;
+  down_product<T, P, Down>(dh, smem, dy, down, tile, n0, hidden, inter);
+  const i64 at = tile.begin * inter + n0;
+  auto grads = [&](int i, int j, int v) { return HiddenGrads::of(ab[0].c[i][j][v], ab[1].c[i][j][v], dh.c[i][j][v]); };
+  experts_detail::store_tile<T, GateUp>(da + at, inter, m_rows, inter - n0,
+                                        [&](int i, int j, int v) { return grads(i, j, v).da; });
+  experts_detail::store_tile<T, GateUp>(db + at, inter, m_rows, inter - n0,
+                                        [&](int i, int j, int v) { return grads(i, j, v).db; });
+  experts_detail::store_tile<T, GateUp>(hh + at, inter, m_rows, inter - n0,
+                                        [&](int i, int j, int v) { return grads(i, j, v).hh; });
+}
+
+// One block tile of the hidden pass on wgmma: x·gateᵀ, x·upᵀ and dHh as three K loops of one engine
+// (both operands of the first two K-contiguous, down_e's rows along K), then the three gradients
+// register by register.
+template <class T, class P>
+RUDNN_DEVICE void hidden_tile_wgmma(T* smem, const T* rows, const T* dy, const T* gate, const T* up, const T* down,
+                                    T* da, T* db, T* hh, const gemm::ExpertTile& tile, i64 n0, i64 hidden, i64 inter) {
+  using Nt = gemm::WgmmaEngine<T, P, false, false>;
+  using Down = gemm::WgmmaEngine<T, P, false, true>;
+  using XLoad = Chunked<T, P, P::kBM, P::kBK, typename Nt::ALayout>;
+  using WLoad = Chunked<T, P, P::kBN, P::kBK, typename Nt::BLayout>;
+  static_assert(shared_memory::experts_backward_hidden_wgmma(P::kStages, P::kBM, P::kBN, P::kBK) == Nt::kSharedBytes &&
+                    Nt::kSharedBytes == Down::kSharedBytes,
+                "the hidden pass and shared_memory disagree");
+  const i64 m_rows = tile.end - tile.begin;
+  const T* x_tile = rows + tile.begin * hidden;
+  const i64 k_blocks = blocks_of(hidden, P::kBK);
+  auto load_x = [&](T* s, i64 kb) {
+    XLoad::load(s, rows, [&](int r, int c) -> const T* {
+      const i64 k = kb * P::kBK + c;
+      return r < m_rows && k < hidden ? x_tile + r * hidden + k : nullptr;
+    });
+  };
+  // Rows n0.. of gate_e or up_e [I, H] (K = hidden contiguous).
+  auto pre_activation = [&](typename Nt::Acc& acc, const T* w) {
+    const T* w_tile = w + (tile.expert * inter + n0) * hidden;
+    Nt::run(acc, smem, k_blocks, load_x, [&](T* s, i64 kb) {
+      WLoad::load(s, w, [&](int r, int c) -> const T* {
+        const i64 k = kb * P::kBK + c;
+        return n0 + r < inter && k < hidden ? w_tile + r * hidden + k : nullptr;
+      });
+    });
+  };
+  typename Nt::Acc a, b;
+  pre_activation(a, gate);
+  pre_activation(b, up);
+  typename Down::Acc dh;
+  down_product<T, P, Down>(dh, smem, dy, down, tile, n0, hidden, inter);
+  const i64 at = tile.begin * inter + n0;
+  Nt::each_register([&](int r, int c, int i) {
+    if (r >= m_rows || n0 + c >= inter) return;
+    const HiddenGrads g = HiddenGrads::of(a.d[i], b.d[i], dh.d[i]);
+    const i64 to = at + r * inter + c;
+    da[to] = from_float<T>(g.da);
+    db[to] = from_float<T>(g.db);
+    hh[to] = from_float<T>(g.hh);
+  });
+}
 
 }  // namespace mma_backward_detail
 
@@ -57,60 +173,17 @@ RUDNN_DEVICE void swiglu_backward_hidden_mma(const T* rows, const T* dy, const u
                                              const T* down, T* da, T* db, T* hh, i64 n_rows, i64 experts, i64 hidden,
                                              i64 inter) {
   using namespace mma_backward_detail;
-  using GateUp = gemm::NtMainloop<T, P::kBM, P::kBN, P::kBK, P::kWarpsM, P::kWarpsN, P::kStages, 2>;
-  using Down = gemm::BlockEngine<T, P, false, true>;
-  using DyLoad = Chunked<T, P, P::kBM, P::kBK>;
-  using DownLoad = Chunked<T, P, P::kBK, P::kBN>;
-  static_assert(GateUp::kMI == Down::kMI && GateUp::kNI == Down::kNI, "one accumulator layout for both engines");
-  static_assert(shared_memory::experts_backward_hidden_mma(P::kStages, P::kBM, P::kBN, P::kBK) ==
-                    (GateUp::kSharedBytes > Down::kSharedBytes ? GateUp::kSharedBytes : Down::kSharedBytes),
-                "the hidden pass and shared_memory disagree");
   check_block<P>();
   T* smem = dynamic_shared<T>();
   const i64 n_blocks = blocks_of(inter, P::kBN);
   gemm::ExpertTileCursor cursor(offsets, experts, n_rows, P::kBM);
   gemm::ExpertTile tile;
   for (i64 t = blockIdx.y; cursor.seek(t, tile); t += gridDim.y) {
-    const i64 m_rows = tile.end - tile.begin;
     for (i64 nb = blockIdx.x; nb < n_blocks; nb += gridDim.x) {
-      const i64 n0 = nb * P::kBN;
-      // A and B recomputed (K = hidden).
-      const i64 weights = (tile.expert * inter + n0) * hidden;
-      const T* const b[2] = {gate + weights, up + weights};
-      typename GateUp::Acc ab[2];
-      GateUp::run(ab, smem, rows + tile.begin * hidden, m_rows, b, inter - n0, hidden);
-      // dHh = dY·down_e: rows k = h of down_e [H, I], columns n0.. (K = hidden).
-      const T* dy_tile = dy + tile.begin * hidden;
-      const T* down_tile = down + tile.expert * hidden * inter + n0;
-      typename Down::Acc dh;
-      Down::run(
-          dh, smem, blocks_of(hidden, P::kBK),
-          [&](T* s, i64 kb) {
-            DyLoad::load(s, dy, [&](int r, int c) -> const T* {
-              const i64 k = kb * P::kBK + c;
-              return r < m_rows && k < hidden ? dy_tile + r * hidden + k : nullptr;
-            });
-          },
-          [&](T* s, i64 kb) {
-            DownLoad::load(s, down, [&](int r, int c) -> const T* {
-              const i64 k = kb * P::kBK + r;
-              return k < hidden && n0 + c < inter ? down_tile + k * inter + c : nullptr;
-            });
-          });
-      const i64 at = tile.begin * inter + n0;
-      auto value = [&](int which, int i, int j, int v) {
-        const float a = ab[0].c[i][j][v], bv = ab[1].c[i][j][v], g = dh.c[i][j][v];
-        const float s = 1.0f / (1.0f + expf(-a));
-        if (which == 0) return g * bv * (s * (1.0f + a * (1.0f - s)));  // dA
-        if (which == 1) return g * a * s;                               // dB
-        return a * s * bv;                                              // Hh
-      };
-      experts_detail::store_tile<T, GateUp>(da + at, inter, m_rows, inter - n0,
-                                            [&](int i, int j, int v) { return value(0, i, j, v); });
-      experts_detail::store_tile<T, GateUp>(db + at, inter, m_rows, inter - n0,
-                                            [&](int i, int j, int v) { return value(1, i, j, v); });
-      experts_detail::store_tile<T, GateUp>(hh + at, inter, m_rows, inter - n0,
-                                            [&](int i, int j, int v) { return value(2, i, j, v); });
+      if constexpr (P::kWgmma)
+        hidden_tile_wgmma<T, P>(smem, rows, dy, gate, up, down, da, db, hh, tile, nb * P::kBN, hidden, inter);
+      else
+        hidden_tile_mma<T, P>(smem, rows, dy, gate, up, down, da, db, hh, tile, nb * P::kBN, hidden, inter);
     }
   }
 }
@@ -119,9 +192,9 @@ template <class T, class P>
 RUDNN_DEVICE void swiglu_backward_input_mma(const T* da, const T* db, const u32* offsets, const T* gate, const T* up,
                                             T* dx, i64 n_rows, i64 experts, i64 hidden, i64 inter) {
   using namespace mma_backward_detail;
-  using E = gemm::BlockEngine<T, P, false, true>;
-  using ALoad = Chunked<T, P, P::kBM, P::kBK>;
-  using BLoad = Chunked<T, P, P::kBK, P::kBN>;
+  using E = gemm::EngineFor<T, P, false, true>;
+  using ALoad = Chunked<T, P, P::kBM, P::kBK, typename E::ALayout>;
+  using BLoad = Chunked<T, P, P::kBK, P::kBN, typename E::BLayout>;
   check_block<P>();
   T* smem = dynamic_shared<T>();
   const i64 n_blocks = blocks_of(hidden, P::kBN);
@@ -168,9 +241,9 @@ template <class T, class P>
 RUDNN_DEVICE void experts_weight_grad_mma(const T* p, const T* q, const u32* offsets, const u32* order, float* out,
                                           i64 n_rows, i64 experts, i64 M, i64 K2) {
   using namespace mma_backward_detail;
-  using E = gemm::BlockEngine<T, P, true, true>;
-  using ALoad = Chunked<T, P, P::kBK, P::kBM>;
-  using BLoad = Chunked<T, P, P::kBK, P::kBN>;
+  using E = gemm::EngineFor<T, P, true, true>;
+  using ALoad = Chunked<T, P, P::kBK, P::kBM, typename E::ALayout>;
+  using BLoad = Chunked<T, P, P::kBK, P::kBN, typename E::BLayout>;
   check_block<P>();
   T* smem = dynamic_shared<T>();
   const i64 m_tiles = blocks_of(M, P::kBM), n_tiles = blocks_of(K2, P::kBN);

@@ -30,6 +30,16 @@ def Rudnn_KernelOpInterface : OpInterface<"KernelOpInterface"> {
       }],
       "bool", "configUsesTensorCores", (ins "::mlir::DictionaryAttr":$config)>,
     InterfaceMethod<[{
+        Whether `config` names a kernel built on Hopper's warpgroup MMA (wgmma, sm_90a alone:
+        contracts::has_wgmma). By default a config whose "wgmma" key
+        (contracts::kWgmmaConfigKey) is nonzero; a family whose configs name tiles by index says so
+        itself.
+      }],
+      "bool", "configUsesWgmma", (ins "::mlir::DictionaryAttr":$config), [{}], [{
+        auto wgmma = config.getAs<::mlir::IntegerAttr>(::rudnn::contracts::kWgmmaConfigKey);
+        return wgmma && wgmma.getInt() != 0;
+      }]>,
+    InterfaceMethod<[{
         Why `config` cannot serve this op (the same rules as the op's verifier), or nothing when it
         can. Used on a config from outside the compiler (the autotuner's answer).
       }],

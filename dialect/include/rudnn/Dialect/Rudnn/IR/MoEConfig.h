@@ -55,6 +55,7 @@ struct ExpertTile {
   std::int64_t blockM = 0, blockN = 0, blockK = 0;
   std::int64_t a = 0, b = 0;  // thread_m, thread_n (scalar) or warps_m, warps_n (tensor core)
   std::int64_t stages = 0;    // tensor core only
+  bool wgmma = false;         // gemm::WgmmaPolicy<block_m, block_n, block_k, stages> (warps_m = block_m / 16)
 
   std::int64_t threads() const { return tensorCore ? 32 * a * b : (blockM / a) * (blockN / b); }
   bool operator==(const ExpertTile&) const = default;
@@ -67,10 +68,12 @@ const std::vector<ExpertTile>& tensorCoreTiles();
 // (ScalarGemmPolicy, moe/experts_backward_scalar.cuh), 3-4 tensor-core tiles
 // (gemm::BlockPolicy<block_m, block_n, block_k, warps_m, warps_n, stages, true>,
 // moe/experts_backward_mma.cuh; warp tiles of 32 × 32 because the hidden pass holds three
-// accumulators).
+// accumulators), 5 Hopper's warpgroup MMA (gemm::WgmmaPolicy<128, 64, 64, 4>: two warpgroups, the
+// hidden pass's three accumulators 32 registers each; sm_90a only, contracts::has_wgmma).
 const std::vector<ExpertTile>& backwardTiles();
 inline constexpr std::int64_t kBackwardScalarTile = 1;      // 32 x 64 x 16, 128 threads
 inline constexpr std::int64_t kBackwardTensorCoreTile = 3;  // 64 x 64 x 32, 4 warps
+inline constexpr std::int64_t kBackwardWgmmaTile = 5;       // 128 x 64 x 64, 2 warpgroups
 
 // Dynamic shared memory of the two expert kernels (gate+up fused, then down).
 std::int64_t gateUpSharedBytes(const ExpertTile& t);
@@ -79,7 +82,7 @@ std::int64_t downSharedBytes(const ExpertTile& t);
 // Why `t` is not a registered tile, or nothing.
 std::optional<std::string> checkExpertTile(const ExpertTile& t);
 
-// "scalar 32x64x16 t4x4" / "tensor_core 64x64x32 w2x2 s3"
+// "scalar 32x64x16 t4x4" / "tensor_core 64x64x32 w2x2 s3" / "wgmma 128x64x64 s4"
 std::string describe(const ExpertTile& t);
 
 }  // namespace rudnn::dialect::moe_config
