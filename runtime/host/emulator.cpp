@@ -28,6 +28,7 @@
 #include "host/fiber.h"
 #include "host/lane_maps.h"
 #include "host/warp_math.h"
+#include "host/wgmma_layout.h"
 
 namespace rudnn::runtime::host {
 namespace {
@@ -654,6 +655,17 @@ void Worker::issue_wgmma(Warp& w, const WarpOp& op, unsigned base) {
     g.log.pop_front();
     ++g.base;
   }
+  for (const auto& [name, desc] : {std::pair{"a", lanes[0].value}, std::pair{"b", lanes[0].value2}}) {
+    if (a_in_registers && name[0] == 'a') continue;
+    if (const char* why = wgmma::unmodelled(wgmma::decode(desc))) {
+      set_fault(
+          lanes[0], lanes[0].site, "wgmma descriptor the emulator does not model",
+          "base offset 0 and a swizzled operand starting at its pattern's first row (start address "
+          "bits 7.. within the pattern zero)",
+          fmt::format("{} in descriptor {} 0x{:016x} (start address {})", why, name, desc, wgmma::decode(desc).start));
+      return;
+    }
+  }
   PendingWgmma p;
   p.type = op.mode & 1;
   p.n = op.mode >> 8;
@@ -669,10 +681,13 @@ void Worker::issue_wgmma(Warp& w, const WarpOp& op, unsigned base) {
   }
   std::uint32_t bad = 0;
   if (!warp_math::wgmma_operands(p.n, p.flags, static_cast<int>(rank), p.a_desc, a_in_registers ? p.a_regs : nullptr,
-                                 p.b_desc, arena_, launch_.shared_bytes, p.operands, &bad)) {
+                                 p.b_desc, arena_, RUDNN_EMU_SHARED_WINDOW_BASE, launch_.shared_bytes, p.operands,
+                                 &bad)) {
     set_fault(lanes[0], p.site, "wgmma operand outside shared memory",
-              fmt::format("every element of A and B inside the block's {} bytes of dynamic shared memory",
-                          launch_.shared_bytes),
+              fmt::format("every element of A and B inside the block's {} bytes of dynamic shared memory "
+                          "(shared addresses {} to {})",
+                          launch_.shared_bytes, RUDNN_EMU_SHARED_WINDOW_BASE,
+                          RUDNN_EMU_SHARED_WINDOW_BASE + launch_.shared_bytes),
               fmt::format("an element at shared address {} ({})", bad, descriptors(lanes[0])));
     return;
   }
@@ -692,8 +707,9 @@ bool Worker::retire_wgmma(Thread& t, std::uint64_t below_group) {
     const int rank = static_cast<int>(t.linear / 32 % 4);
     std::uint32_t bad = 0;
     std::vector<std::uint16_t> now;
-    const bool inside = warp_math::wgmma_operands(p.n, p.flags, rank, p.a_desc, p.a_in_registers ? p.a_regs : nullptr,
-                                                  p.b_desc, arena_, launch_.shared_bytes, now, &bad);
+    const bool inside =
+        warp_math::wgmma_operands(p.n, p.flags, rank, p.a_desc, p.a_in_registers ? p.a_regs : nullptr, p.b_desc, arena_,
+                                  RUDNN_EMU_SHARED_WINDOW_BASE, launch_.shared_bytes, now, &bad);
     if (!inside || now != p.operands) {
       std::size_t at = 0;
       while (at < now.size() && now[at] == p.operands[at]) ++at;

@@ -91,18 +91,18 @@ void ldmatrix(int count, bool trans, const void* const rows[32], void* const reg
 }
 
 bool wgmma_operands(int n, int flags, int rank, std::uint64_t a_desc, const void* const a_regs[32],
-                    std::uint64_t b_desc, const unsigned char* shared, std::size_t shared_bytes,
-                    std::vector<std::uint16_t>& out, std::uint32_t* bad_address) {
+                    std::uint64_t b_desc, const unsigned char* shared, std::uint32_t window_base,
+                    std::size_t shared_bytes, std::vector<std::uint16_t>& out, std::uint32_t* bad_address) {
   out.assign(static_cast<std::size_t>(16 + n) * 16, 0);
   // One 2-byte element of an operand in shared memory; false when it is outside the arena.
   const auto load = [&](const wgmma::Descriptor& desc, bool mn_major, int row, int k, std::uint16_t* h) {
     const std::uint32_t addr =
         wgmma::element_address(desc, mn_major, static_cast<std::uint32_t>(row), static_cast<std::uint32_t>(k));
-    if (std::size_t{addr} + 2 > shared_bytes) {
+    if (addr < window_base || std::size_t{addr - window_base} + 2 > shared_bytes) {
       *bad_address = addr;
       return false;
     }
-    std::memcpy(h, shared + addr, 2);
+    std::memcpy(h, shared + (addr - window_base), 2);
     return true;
   };
   if (a_regs == nullptr) {

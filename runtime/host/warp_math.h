@@ -26,11 +26,11 @@ void ldmatrix(int count, bool trans, const void* const rows[32], void* const reg
 // wgmma_operands: the raw 16-bit operands the warp reads — its 16 rows of A ([row][k]) then B
 // ([col][k], n columns) — as the PTX ISA's descriptors lay them out in shared memory
 // (host/wgmma_layout.h), or A from a_regs[l] (4 b32 per lane) when a_regs is non-null. `shared` is the
-// block's arena, shared-window address 0 at its first byte. False when an element lies outside it
-// (*bad_address: its shared-window address). `flags` are rudnn_emu_wgmma_flags.
+// block's arena, whose first byte is shared-window address `window_base`. False when an element lies
+// outside it (*bad_address: its shared-window address). `flags` are rudnn_emu_wgmma_flags.
 bool wgmma_operands(int n, int flags, int rank, std::uint64_t a_desc, const void* const a_regs[32],
-                    std::uint64_t b_desc, const unsigned char* shared, std::size_t shared_bytes,
-                    std::vector<std::uint16_t>& out, std::uint32_t* bad_address);
+                    std::uint64_t b_desc, const unsigned char* shared, std::uint32_t window_base,
+                    std::size_t shared_bytes, std::vector<std::uint16_t>& out, std::uint32_t* bad_address);
 // wgmma: rows 16·rank .. 16·rank+15 of D = A·B (+ D with RUDNN_EMU_WGMMA_ACCUMULATE) from those
 // operands; d[l] -> n/2 floats. Sums in FP32, k in increasing order.
 void wgmma(int type, int n, int flags, int rank, const std::vector<std::uint16_t>& operands, void* const d[32]);

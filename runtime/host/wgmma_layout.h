@@ -55,6 +55,21 @@ constexpr std::uint32_t swizzle_address(std::uint32_t addr, Swizzle s) {
   return addr ^ (((addr >> 7) & bits) << 4);
 }
 
+// Why the emulator cannot read descriptor `d` as the hardware would, or nullptr. It models base
+// offset 0 only, the case where a swizzled operand starts at its pattern's first row (address bits
+// 7.. within the 8-row pattern zero: 1024-, 512- or 256-byte phase for 128-, 64- or 32-byte swizzle);
+// the PTX ISA's base offset for other starts is not modelled, so such a descriptor is a fault rather
+// than a guess at the hardware's XOR.
+constexpr const char* unmodelled(const Descriptor& d) {
+  if (d.base_offset != 0) return "a nonzero base offset";
+  const std::uint32_t phase_bits = d.swizzle == Swizzle::B128  ? 7u
+                                   : d.swizzle == Swizzle::B64 ? 3u
+                                   : d.swizzle == Swizzle::B32 ? 1u
+                                                               : 0u;
+  if (((d.start >> 7) & phase_bits) != 0) return "a swizzled start address off its pattern's first row";
+  return nullptr;
+}
+
 // Byte address of element (row, k) of an operand (row: M for A, N for B; k: 0..15 of this
 // instruction's K slice) of 2-byte elements.
 //   K-major (no transpose): 8 x 16-byte core matrices. Without swizzle a core matrix's 8 rows are

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "emu_test.h"
@@ -162,6 +163,17 @@ Operands random_operands(int n, int k, bool bf16, std::uint32_t seed) {
   return o;
 }
 
+// The first 1024-byte boundary of the shared window at or after `smem` (the block's dynamic shared
+// memory), and in *window its shared-window address. The emulator's window starts at
+// RUDNN_EMU_SHARED_WINDOW_BASE, which is no swizzle pattern's boundary (as a GPU's need not be), so a
+// swizzled tile is placed as gemm::WgmmaEngine places its stages; launches give 1024 bytes more.
+template <class T>
+T* pattern_aligned(T* smem, u32* window) {
+  const u32 at = rudnn::shared_address(smem), pad = (1024u - at % 1024u) % 1024u;
+  *window = at + pad;
+  return reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(smem) + pad);
+}
+
 // Writes the accumulators through the tile's map into a 64 x N row-major output.
 template <int N>
 void store_accumulators(const float (&d)[N / 2], float* out) {
@@ -179,7 +191,8 @@ void swizzled_kernel(void** args) {
   const auto* a = ptr<const T>(args, 0);
   const auto* b = ptr<const T>(args, 1);
   float* out = ptr<float>(args, 2);
-  T* sa = rudnn::dynamic_shared<T>();
+  u32 window = 0;
+  T* sa = pattern_aligned(rudnn::dynamic_shared<T>(), &window);
   T* sb = sa + TileA::kBytes / 2;
   const int tid = static_cast<int>(threadIdx.x);
   for (int c = tid; c < 64 * K / 8; c += 128) std::memcpy(TileA::chunk(sa, c / (K / 8), c % (K / 8)), a + 8 * c, 16);
@@ -200,7 +213,7 @@ template <class T, int N>
 void check_swizzled(bool bf16, std::uint32_t seed) {
   const Operands o = random_operands(N, 128, bf16, seed);
   const std::vector<float> want = o.reference();
-  const std::size_t shared = (64 + N) * 128 * 2;
+  const std::size_t shared = (64 + N) * 128 * 2 + 1024;
   for (const auto& s : kAllSchedules) {
     std::vector<float> d(static_cast<std::size_t>(64 * N), -1.0f);
     EMU_EXPECT_OK(run(swizzled_kernel<T, N>, {1, 1, 1}, {128, 1, 1}, shared, s, o.ah.data(), o.bh.data(), d.data()));
@@ -229,7 +242,8 @@ void layouts_kernel(void** args) {
   const auto* b = ptr<const std::uint16_t>(args, 1);  // 128 x 16
   float* out = ptr<float>(args, 2);
   const int mode = arg<int>(args, 3);  // 0: SS, B interleaved; 1: RS, B swizzled
-  auto* smem = rudnn::dynamic_shared<unsigned char>();
+  u32 w = 0;
+  auto* smem = pattern_aligned(rudnn::dynamic_shared<unsigned char>(), &w);
   const int tid = static_cast<int>(threadIdx.x);
   for (int e = tid; e < 64 * 16; e += 128)
     std::memcpy(smem + canonical_address(0, kALbo, kASbo, 0, false, e / 16, e % 16), a + e, 2);
@@ -243,16 +257,16 @@ void layouts_kernel(void** args) {
   u32 regs[4] = {0, 0, 0, 0};  // A for the RS form: live until the wait that retires the wgmma
   rudnn::wgmma_fence();
   if (mode == 0) {
-    rudnn::wgmma_f16_ss<kN, false, true>(d, tile::wgmma_descriptor(0, kALbo, kASbo, tile::WgmmaSwizzle::None),
-                                         tile::wgmma_descriptor(kBBase, kBNoneLbo, kBNoneSbo, tile::WgmmaSwizzle::None),
-                                         false);
+    rudnn::wgmma_f16_ss<kN, false, true>(
+        d, tile::wgmma_descriptor(w, kALbo, kASbo, tile::WgmmaSwizzle::None),
+        tile::wgmma_descriptor(w + kBBase, kBNoneLbo, kBNoneSbo, tile::WgmmaSwizzle::None), false);
   } else {
     for (int v = 0; v < 8; ++v) {
       const lanes::RowCol rc = wg::a_register_element(tid / 32, tid % 32, v);
       regs[v / 2] |= static_cast<u32>(a[rc.row * 16 + rc.col]) << (16 * (v % 2));
     }
-    rudnn::wgmma_f16_rs<kN, true>(d, regs, tile::wgmma_descriptor(kBBase, kBSwLbo, kBSwSbo, tile::WgmmaSwizzle::B128),
-                                  false);
+    rudnn::wgmma_f16_rs<kN, true>(
+        d, regs, tile::wgmma_descriptor(w + kBBase, kBSwLbo, kBSwSbo, tile::WgmmaSwizzle::B128), false);
   }
   rudnn::wgmma_commit();
   rudnn::wgmma_wait<0>();
@@ -264,8 +278,8 @@ TEST_F(EmulatorTest, WgmmaInterleavedTransposedAndRegisterOperands) {
   const std::vector<float> want = o.reference();
   for (int mode : {0, 1}) {
     std::vector<float> d(64 * kN, -1.0f);
-    EMU_EXPECT_OK(
-        run(layouts_kernel, {1, 1, 1}, {128, 1, 1}, kBBase + 8192, kRandom, o.ah.data(), o.bh.data(), d.data(), &mode));
+    EMU_EXPECT_OK(run(layouts_kernel, {1, 1, 1}, {128, 1, 1}, kBBase + 8192 + 1024, kRandom, o.ah.data(), o.bh.data(),
+                      d.data(), &mode));
     for (std::size_t i = 0; i < want.size(); ++i) ASSERT_EQ(d[i], want[i]) << "mode " << mode << " element " << i;
   }
 }
@@ -281,9 +295,11 @@ void groups_kernel(void** args) {
   const std::uint16_t one = 0x3C00;  // f16
   for (int e = tid; e < (64 + 64) * 16; e += 128) s[e] = one;
   __syncthreads();
-  // A 64 x 16 interleaved at 0 (row groups 256 B, k halves 128 B); B 64 x 16 likewise at 2048.
-  const u64 da = tile::wgmma_descriptor(0, 128, 256, tile::WgmmaSwizzle::None);
-  const u64 db = tile::wgmma_descriptor(2048, 128, 256, tile::WgmmaSwizzle::None);
+  // A 64 x 16 interleaved at 0 (row groups 256 B, k halves 128 B); B 64 x 16 likewise at 2048; the
+  // descriptors hold shared-window addresses.
+  const u32 w = rudnn::shared_address(s);
+  const u64 da = tile::wgmma_descriptor(w, 128, 256, tile::WgmmaSwizzle::None);
+  const u64 db = tile::wgmma_descriptor(w + 2048, 128, 256, tile::WgmmaSwizzle::None);
   float d0[32], d1[32];
   rudnn::wgmma_fence();
   rudnn::wgmma_f16_ss<64>(d0, da, db, false);
@@ -318,11 +334,17 @@ void misuse_kernel(void** args) {
   const int tid = static_cast<int>(threadIdx.x), warp = tid / 32;
   for (int e = tid; e < 128 * 16; e += static_cast<int>(blockDim.x)) s[e] = 0x3C00;
   __syncthreads();
-  u64 da = tile::wgmma_descriptor(0, 128, 256, tile::WgmmaSwizzle::None);
-  u64 db = tile::wgmma_descriptor(2048, 128, 256, tile::WgmmaSwizzle::None);
-  if (fault == 1 && tid == 37) db = tile::wgmma_descriptor(2064, 128, 256, tile::WgmmaSwizzle::None);
-  if (fault == 2 && warp == 2) db = tile::wgmma_descriptor(2064, 128, 256, tile::WgmmaSwizzle::None);
-  if (fault == 3) db = tile::wgmma_descriptor(8192, 128, 256, tile::WgmmaSwizzle::None);
+  const u32 w = rudnn::shared_address(s);
+  u64 da = tile::wgmma_descriptor(w, 128, 256, tile::WgmmaSwizzle::None);
+  u64 db = tile::wgmma_descriptor(w + 2048, 128, 256, tile::WgmmaSwizzle::None);
+  if (fault == 1 && tid == 37) db = tile::wgmma_descriptor(w + 2064, 128, 256, tile::WgmmaSwizzle::None);
+  if (fault == 2 && warp == 2) db = tile::wgmma_descriptor(w + 2064, 128, 256, tile::WgmmaSwizzle::None);
+  if (fault == 3) db = tile::wgmma_descriptor(w + 8192, 128, 256, tile::WgmmaSwizzle::None);
+  if (fault == 9) db |= u64{2} << 49;  // a base offset
+  if (fault == 10) {                   // 128B-swizzled, starting at the pattern's second row
+    const u32 row1 = (w + 1023u) / 1024u * 1024u + 128u;
+    db = tile::wgmma_descriptor(row1, 16, 1024, tile::WgmmaSwizzle::B128);
+  }
   if (fault == 8) {  // B copied in, but the wgmma issued before the copies have landed
     rudnn::cp_async_ca<16>(s + 1024 + 8 * tid, global + 8 * tid);
     rudnn::cp_async_commit();
@@ -355,8 +377,19 @@ TEST_F(EmulatorTest, WgmmaWarpsOfAWarpgroupMustAgree) {
 
 TEST_F(EmulatorTest, WgmmaOperandsMustBeInSharedMemory) {
   const int f = 3;
+  const std::string address = "shared address " + std::to_string(RUDNN_EMU_SHARED_WINDOW_BASE + 8192);
   expect_fault(run(misuse_kernel, {1, 1, 1}, {128, 1, 1}, 4096, kForward, &f),
-               {"wgmma operand outside shared memory", "shared address 8192", "4096 bytes"});
+               {"wgmma operand outside shared memory", address.c_str(), "4096 bytes"});
+}
+
+// The PTX ISA's base offset (for swizzled operands that start off their pattern's first row) is not
+// emulated: a descriptor that would need it is a fault, not a guess at the hardware's XOR.
+TEST_F(EmulatorTest, WgmmaDescriptorsTheEmulatorDoesNotModelAreFaults) {
+  const int base_offset = 9, off_phase = 10;
+  expect_fault(run(misuse_kernel, {1, 1, 1}, {128, 1, 1}, 4096, kForward, &base_offset),
+               {"wgmma descriptor the emulator does not model", "a nonzero base offset", "descriptor b"});
+  expect_fault(run(misuse_kernel, {1, 1, 1}, {128, 1, 1}, 4096, kForward, &off_phase),
+               {"wgmma descriptor the emulator does not model", "off its pattern's first row"});
 }
 
 TEST_F(EmulatorTest, WgmmaNeedsAFence) {

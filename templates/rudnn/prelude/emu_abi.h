@@ -76,6 +76,12 @@ enum rudnn_emu_mma_type {
   RUDNN_EMU_MMA_BF16 = 1 /* A/B are bfloat16 */
 };
 
+/* The shared-window address of the first byte of a block's dynamic shared memory on the emulator
+ * (prelude shared_address(), and the addresses in wgmma descriptors). Not a swizzle pattern's
+ * 1024-byte boundary, as a GPU's window need not give one: kernels align their swizzled tiles
+ * themselves (gemm/wgmma_engine.cuh), and the emulator runs that code. */
+#define RUDNN_EMU_SHARED_WINDOW_BASE 1040u
+
 /* wgmma flags: scale-d (D = A·B + D rather than A·B), imm-scale-a/b = -1, imm-trans-a/b
  * (the operand is MN-major in shared memory rather than K-major). */
 enum rudnn_emu_wgmma_flags {

@@ -172,11 +172,12 @@ inline void cp_async_wait_all(const char* file = __builtin_FILE(), int line = __
 // each warp's 16 rows when its lanes have joined and defers the arithmetic to the wait_group that
 // retires the group, reading the operands then.
 
-// The shared-window address of a pointer into the block's dynamic shared memory: the emulator's
-// window starts at the arena, as a GPU's dynamic shared memory starts at the window's base when a
-// kernel has no static __shared__ variables (rudnn's never do).
+// The shared-window address of a pointer into the block's dynamic shared memory: the arena's first
+// byte is window address RUDNN_EMU_SHARED_WINDOW_BASE (emu_abi.h), deliberately not 1024-aligned,
+// so the code that aligns swizzled tiles runs here as it must wherever a GPU's window is not aligned.
 inline u32 shared_address(const void* p) {
-  return static_cast<u32>(static_cast<const unsigned char*>(p) -
+  return RUDNN_EMU_SHARED_WINDOW_BASE +
+         static_cast<u32>(static_cast<const unsigned char*>(p) -
                           static_cast<const unsigned char*>(emu_detail::thread_info().dynamic_shared));
 }
 
