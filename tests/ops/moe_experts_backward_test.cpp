@@ -623,14 +623,31 @@ TEST_F(MoeExpertsBackwardStrategies, TensorCoreWhereUnsupportedIsAnError) {
 // ---- the tensor-core backward (moe/experts_backward_mma.cuh; every registered tile is also run by
 // tests/templates/moe_experts_backward_mma_test.cpp)
 
+// TensorCore's gradients (got) against the oracle and against Scalar's (plain). TensorCore rounds dA,
+// dB and Hh to the dtype between its passes, so every gradient's bound is the dtype's (Scalar's
+// weight gradients are FP32-accurate).
+void expect_tensor_core_grads(const HostGrads& got, const HostGrads& plain, const Problem& p,
+                              const std::vector<double>& dy) {
+  const auto want = reference::swiglu_experts_backward(p.rows, dy, p.offsets, p.w.gate, p.w.up, p.w.down, p.c.h, p.c.i);
+  const double bound = backward_bound(p.dtype);
+  EXPECT_LE(testing::relative_l2(got.dinput, want.dinput), bound) << "dinput";
+  EXPECT_LE(testing::relative_l2(got.dgate, want.dgate), bound) << "dgate";
+  EXPECT_LE(testing::relative_l2(got.dup, want.dup), bound) << "dup";
+  EXPECT_LE(testing::relative_l2(got.ddown, want.ddown), bound) << "ddown";
+  EXPECT_LE(testing::relative_l2(got.dinput, plain.dinput), bound) << "dinput vs Scalar";
+  EXPECT_LE(testing::relative_l2(got.dgate, plain.dgate), bound) << "dgate vs Scalar";
+  EXPECT_LE(testing::relative_l2(got.dup, plain.dup), bound) << "dup vs Scalar";
+  EXPECT_LE(testing::relative_l2(got.ddown, plain.ddown), bound) << "ddown vs Scalar";
+  expect_empty_experts_zero(got, p.offsets, p.c);
+}
+
 class MoeExpertsBackwardTensorCore : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override { ops::set_poison_outputs(true); }
   void TearDown() override { runtime::host::set_default_schedule({}); }
 };
 
-// Against the oracle and against Scalar. TensorCore rounds dA, dB and Hh to the dtype between its
-// passes, so every gradient's bound is the dtype's (Scalar's weight gradients are FP32-accurate).
+// Against the oracle and against Scalar (expect_tensor_core_grads).
 TEST_P(MoeExpertsBackwardTensorCore, MatchesReferenceAndScalar) {
   const DType dtype = GetParam();
   for (Case c : {Case{13, 8, 2, 24, 40, 0},      // a few rows per expert
@@ -654,19 +671,7 @@ TEST_P(MoeExpertsBackwardTensorCore, MatchesReferenceAndScalar) {
     ASSERT_TRUE(tc.ok()) << tc.error().message();
     auto scalar = training->cache.backward_with_strategy(tdy, moe::GroupedStrategy::Scalar);
     ASSERT_TRUE(scalar.ok()) << scalar.error().message();
-    const HostGrads got = read_back(*tc, n, c, dtype), plain = read_back(*scalar, n, c, dtype);
-    const auto want = reference::swiglu_experts_backward(p.rows, dy, p.offsets, p.w.gate, p.w.up, p.w.down, c.h, c.i);
-    const double bound = backward_bound(dtype);
-    EXPECT_LE(testing::relative_l2(got.dinput, want.dinput), bound) << "dinput";
-    EXPECT_LE(testing::relative_l2(got.dgate, want.dgate), bound) << "dgate";
-    EXPECT_LE(testing::relative_l2(got.dup, want.dup), bound) << "dup";
-    EXPECT_LE(testing::relative_l2(got.ddown, want.ddown), bound) << "ddown";
-    // Scalar = TensorCore, to the dtype's rounding.
-    EXPECT_LE(testing::relative_l2(got.dinput, plain.dinput), bound) << "dinput vs Scalar";
-    EXPECT_LE(testing::relative_l2(got.dgate, plain.dgate), bound) << "dgate vs Scalar";
-    EXPECT_LE(testing::relative_l2(got.dup, plain.dup), bound) << "dup vs Scalar";
-    EXPECT_LE(testing::relative_l2(got.ddown, plain.ddown), bound) << "ddown vs Scalar";
-    expect_empty_experts_zero(got, p.offsets, c);
+    expect_tensor_core_grads(read_back(*tc, n, c, dtype), read_back(*scalar, n, c, dtype), p, dy);
   }
 }
 
@@ -773,16 +778,7 @@ void check_wgmma_backward(const Device& device, DType dtype) {
     EXPECT_EQ(wgmma_launches, 5u) << entries;
     auto scalar = cache->backward_with_strategy(tdy, moe::GroupedStrategy::Scalar);
     ASSERT_TRUE(scalar.ok()) << scalar.error().message();
-    const HostGrads got = read_back(*tc, n, c, dtype), plain = read_back(*scalar, n, c, dtype);
-    const auto want = reference::swiglu_experts_backward(p.rows, dy, p.offsets, p.w.gate, p.w.up, p.w.down, c.h, c.i);
-    const double bound = backward_bound(dtype);
-    EXPECT_LE(testing::relative_l2(got.dinput, want.dinput), bound) << "dinput";
-    EXPECT_LE(testing::relative_l2(got.dgate, want.dgate), bound) << "dgate";
-    EXPECT_LE(testing::relative_l2(got.dup, want.dup), bound) << "dup";
-    EXPECT_LE(testing::relative_l2(got.ddown, want.ddown), bound) << "ddown";
-    EXPECT_LE(testing::relative_l2(got.dinput, plain.dinput), bound) << "dinput vs Scalar";
-    EXPECT_LE(testing::relative_l2(got.ddown, plain.ddown), bound) << "ddown vs Scalar";
-    expect_empty_experts_zero(got, p.offsets, c);
+    expect_tensor_core_grads(read_back(*tc, n, c, dtype), read_back(*scalar, n, c, dtype), p, dy);
   }
 }
 
