@@ -84,10 +84,11 @@ RUDNN_SHARED_MEMORY_FN long long experts_backward_hidden_mma(long long stages, l
   return gate_up > down ? gate_up : down;
 }
 
-// The same pass on wgmma: three K loops of one WgmmaEngine, each block_gemm_wgmma.
+// The same pass on wgmma: gate and up in one two-B WgmmaEngine (A and both B per stage), then dY·down
+// in fewer bytes.
 RUDNN_SHARED_MEMORY_FN long long experts_backward_hidden_wgmma(long long stages, long long block_m, long long block_n,
                                                                long long block_k) {
-  return block_gemm_wgmma(stages, block_m, block_n, block_k, 2);
+  return block_gemm_wgmma(stages, block_m, 2 * block_n, block_k, 2);
 }
 
 // expert_row_order (moe/experts_backward_scalar.cuh): one hit count per warp, rounded up to 16 bytes.

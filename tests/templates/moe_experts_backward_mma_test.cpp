@@ -1,11 +1,11 @@
 // rudnn::moe::swiglu_backward_hidden_mma / swiglu_backward_input_mma / experts_weight_grad_mma (the
 // tensor-core SwiGLU experts backward) on the host emulation device against the FP64 oracle
-// rudnn::reference::swiglu_experts_backward, for both registered tiles (moe_config::backwardTiles())
-// and f16/bf16: mixed, skewed (one expert holds every row, several row tiles), mostly-empty (more than
-// 32 experts) and empty loads; H and I not multiples of the tiles; grids of one block (the grid stride);
-// forward and reverse schedules; outputs poisoned before the run, guards past the end, exact zeros for
-// experts without rows. The op-level tests (tests/ops/moe_experts_backward_test.cpp) run the heuristic
-// tile through the public API; this one reaches every registered tile.
+// rudnn::reference::swiglu_experts_backward, for the registered tiles (moe_config::backwardTiles(): two
+// on mma.sync, one on Hopper's wgmma) and f16/bf16: mixed, skewed (one expert holds every row, several row tiles),
+// mostly-empty (more than 32 experts) and empty loads; H and I not multiples of the tiles; grids of one block (the grid
+// stride); forward and reverse schedules; outputs poisoned before the run, guards past the end, exact zeros for experts
+// without rows. The op-level tests (tests/ops/moe_experts_backward_test.cpp) run the heuristic tile through the public
+// API; this one reaches every registered tile.
 #include <gtest/gtest.h>
 
 #include <array>

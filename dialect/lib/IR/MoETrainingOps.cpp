@@ -121,7 +121,9 @@ bool expertsTensorCore(SwiGluExpertsBackwardOp op, const std::string& arch) {
 std::int64_t heuristicValue(Operation* op, const std::string& arch) {
   if (auto eb = dyn_cast<SwiGluExpertsBackwardOp>(op)) {
     if (!expertsTensorCore(eb, arch)) return moe_config::kBackwardScalarTile;
-    return contracts::has_wgmma(arch) ? moe_config::kBackwardWgmmaTile : moe_config::kBackwardTensorCoreTile;
+    // An empty arch (valueOf without a config) is no target: the portable tile, never the sm_90a one.
+    return !arch.empty() && contracts::has_wgmma(arch) ? moe_config::kBackwardWgmmaTile
+                                                       : moe_config::kBackwardTensorCoreTile;
   }
   return router(op) ? 4 : 128;
 }

@@ -46,15 +46,19 @@ struct WgmmaPolicy {
 };
 
 // kAKMajor: A is stored [BK][BM]; kBKMajor: B is stored [BK][BN] (as in BlockEngine).
-template <class T, class P, bool kAKMajor, bool kBKMajor>
+// kBOperands: 1, or 2 B matrices that share A (C_o = A·B_o, as gemm::NtMainloop's gate/up product):
+// a stage holds A and both B tiles, each k16 step issues one wgmma per B with A's descriptor, and
+// the A tile is loaded once for both.
+template <class T, class P, bool kAKMajor, bool kBKMajor, int kBOperands = 1>
 struct WgmmaEngine {
   static_assert(sizeof(T) == 2, "WgmmaEngine: f16/bf16 operands");
+  static_assert(kBOperands == 1 || kBOperands == 2, "WgmmaEngine: one or two B operands");
   static constexpr int kBM = P::kBM, kBN = P::kBN, kBK = P::kBK, kThreads = P::kThreads;
   using ALayout = typename Select<kAKMajor, tile::SwizzledMNMajor<kBK, kBM>, tile::SwizzledKMajor<kBM, kBK>>::type;
   using BLayout = typename Select<kBKMajor, tile::SwizzledMNMajor<kBK, kBN>, tile::SwizzledKMajor<kBN, kBK>>::type;
-  static constexpr int kStageElems = ALayout::kElems + BLayout::kElems;
-  static constexpr int kSharedBytes =
-      static_cast<int>(shared_memory::block_gemm_wgmma(P::kStages, kBM, kBN, kBK, static_cast<long long>(sizeof(T))));
+  static constexpr int kStageElems = ALayout::kElems + kBOperands * BLayout::kElems;
+  static constexpr int kSharedBytes = static_cast<int>(
+      shared_memory::block_gemm_wgmma(P::kStages, kBM, kBOperands* kBN, kBK, static_cast<long long>(sizeof(T))));
   static_assert(kSharedBytes == P::kStages * kStageElems * 2 + 1024, "WgmmaEngine and shared_memory disagree");
 
   using Smem = T;
@@ -76,20 +80,23 @@ struct WgmmaEngine {
   // K block kb into an A / B tile (through ALayout / BLayout). Ends with a barrier (smem free again).
   template <class LoadA, class LoadB>
   RUDNN_DEVICE static void run(Acc& acc, T* smem, i64 k_blocks, const LoadA& load_a, const LoadB& load_b) {
-    acc.zero();
-    T* base = stages(smem);
-    CpAsyncPipeline<P::kStages, true, P::kGroupsInFlight>::run(
-        k_blocks,
-        [&](int stage, int kb) {
-          T* s = base + stage * kStageElems;
-          load_a(s, kb);
-          load_b(s + ALayout::kElems, kb);
-        },
-        [&](int stage) { compute(acc, base + stage * kStageElems); },
-        [&] {
-          wgmma_wait<0>();
-          wgmma_fence_operand(acc.d);
-        });
+    static_assert(kBOperands == 1, "WgmmaEngine::run: one B operand (run2 for two)");
+    pipeline([&](int) -> Acc& { return acc; }, smem, k_blocks, load_a, [&](T* tile, int kb, int) { load_b(tile, kb); });
+  }
+
+  // acc0 = A·B_0 and acc1 = A·B_1 over k_blocks K blocks, A loaded once: load_b0 / load_b1 fill the
+  // two B tiles of K block kb.
+  template <class LoadA, class LoadB0, class LoadB1>
+  RUDNN_DEVICE static void run2(Acc& acc0, Acc& acc1, T* smem, i64 k_blocks, const LoadA& load_a, const LoadB0& load_b0,
+                                const LoadB1& load_b1) {
+    static_assert(kBOperands == 2, "WgmmaEngine::run2: two B operands");
+    pipeline([&](int o) -> Acc& { return o == 0 ? acc0 : acc1; }, smem, k_blocks, load_a,
+             [&](T* tile, int kb, int o) {
+               if (o == 0)
+                 load_b0(tile, kb);
+               else
+                 load_b1(tile, kb);
+             });
   }
 
   template <class U, bool kVector, class Value, class RowAt>
@@ -99,6 +106,7 @@ struct WgmmaEngine {
 
   // f(row, col, i) for each accumulator register i of this thread, (row, col) in the block tile: the
   // same place in every Acc of this engine, so several accumulators combine element by element.
+  // Registers i and i + 1 (i even) are columns col and col + 1 of one row.
   template <class F>
   RUDNN_DEVICE static void each_register(const F& f) {
     const int tid = static_cast<int>(threadIdx.x);
@@ -115,21 +123,53 @@ struct WgmmaEngine {
   }
 
  private:
-  RUDNN_DEVICE static void compute(Acc& acc, T* stage) {
+  // The K loop; acc_of(o) is B_o's accumulator, load_b(tile, kb, o) fills B_o's tile (o a constant
+  // after unrolling, so the accumulators stay in registers).
+  template <class AccOf, class LoadA, class LoadB>
+  RUDNN_DEVICE static void pipeline(const AccOf& acc_of, T* smem, i64 k_blocks, const LoadA& load_a,
+                                    const LoadB& load_b) {
+    RUDNN_UNROLL
+    for (int o = 0; o < kBOperands; ++o) acc_of(o).zero();
+    T* base = stages(smem);
+    CpAsyncPipeline<P::kStages, true, P::kGroupsInFlight>::run(
+        k_blocks,
+        [&](int stage, int kb) {
+          T* s = base + stage * kStageElems;
+          load_a(s, kb);
+          RUDNN_UNROLL
+          for (int o = 0; o < kBOperands; ++o) load_b(s + ALayout::kElems + o * BLayout::kElems, kb, o);
+        },
+        [&](int stage) { compute(acc_of, base + stage * kStageElems); },
+        [&] {
+          if constexpr (P::kGroupsInFlight > 0) {
+            wgmma_wait<0>();
+            RUDNN_UNROLL
+            for (int o = 0; o < kBOperands; ++o) wgmma_fence_operand(acc_of(o).d);
+          }
+        });
+  }
+
+  template <class AccOf>
+  RUDNN_DEVICE static void compute(const AccOf& acc_of, T* stage) {
     const T* a = stage;
-    const T* b = stage + ALayout::kElems;
     const int row0 = 64 * (static_cast<int>(threadIdx.x) / 128);
-    wgmma_fence_operand(acc.d);
+    RUDNN_UNROLL
+    for (int o = 0; o < kBOperands; ++o) wgmma_fence_operand(acc_of(o).d);
     wgmma_fence();
     RUDNN_UNROLL
     for (int kk = 0; kk < kBK; kk += 16) {
       const u64 da = kAKMajor ? ALayout::descriptor(a, kk, row0) : ALayout::descriptor(a, row0, kk);
-      const u64 db = kBKMajor ? BLayout::descriptor(b, kk, 0) : BLayout::descriptor(b, 0, kk);
-      tile::wgmma_ss<kBN, kAKMajor, kBKMajor>(a, acc.d, da, db, true);
+      RUDNN_UNROLL
+      for (int o = 0; o < kBOperands; ++o) {
+        const T* b = stage + ALayout::kElems + o * BLayout::kElems;
+        const u64 db = kBKMajor ? BLayout::descriptor(b, kk, 0) : BLayout::descriptor(b, 0, kk);
+        tile::wgmma_ss<kBN, kAKMajor, kBKMajor>(a, acc_of(o).d, da, db, true);
+      }
     }
     wgmma_commit();
     wgmma_wait<P::kGroupsInFlight>();
-    wgmma_fence_operand(acc.d);
+    RUDNN_UNROLL
+    for (int o = 0; o < kBOperands; ++o) wgmma_fence_operand(acc_of(o).d);
   }
 };
 

@@ -1,7 +1,8 @@
 #pragma once
 // The SwiGLU experts' backward on tensor cores (SPEC §10 "TensorCore"), f16/bf16 operands, FP32
 // accumulation: the same three passes as the plain-core backward (moe/experts_backward_scalar.cuh,
-// whose header gives the algebra) with mma.sync products. For expert e's compact rows X:
+// whose header gives the algebra) with mma.sync products (below), or wgmma (Policy). For expert e's
+// compact rows X:
 //   swiglu_backward_hidden_mma  A = X·gateᵀ, B = X·upᵀ (gemm::NtMainloop, the forward's fused
 //                               gate/up product) and dHh = dY·down_e (gemm::BlockEngine, down_e
 //                               [H, I] staged K-major); then dA = dHh ⊙ B ⊙ silu'(A),
@@ -19,8 +20,8 @@
 // Policy: gemm::BlockPolicy<BM, BN, BK, WarpsM, WarpsN, Stages, true>, or on sm_90a
 // gemm::WgmmaPolicy<BM, BN, BK, Stages> (Hopper's warpgroup MMA, gemm/wgmma_engine.cuh; registered
 // tiles: moe_config::backwardTiles(), MoEConfig.h). The input and weight passes take the engine their
-// policy names (gemm::EngineFor). On wgmma the hidden pass runs its three products as three K loops
-// of one engine (the fused gate/up mainloop is mma.sync's), whose accumulators line up register by
+// policy names (gemm::EngineFor). On wgmma the hidden pass runs x·gateᵀ and x·upᵀ in one K loop of a
+// two-B WgmmaEngine (x loaded once) and dHh in another; their accumulators line up register by
 // register for the epilogue. Launch: block = P::kThreads threads (another block size
 // traps); hidden: grid.x = ⌈I/BN⌉, grid.y = ⌈N/BM⌉; input: grid.x = ⌈H/BN⌉, grid.y = ⌈N/BM⌉ (both
 // stride over the expert tiles as the forward does, gemm/expert_tiles.cuh); weight_grad: grid.x = the
@@ -44,7 +45,7 @@ namespace mma_backward_detail {
 
 template <class P>
 RUDNN_DEVICE void check_block() {
-  static_assert(P::kTensorCore, "the tensor-core experts backward takes a tensor-core BlockPolicy");
+  static_assert(P::kTensorCore, "the tensor-core experts backward takes a tensor-core BlockPolicy or a WgmmaPolicy");
   if (blockDim.x != static_cast<unsigned>(P::kThreads) || blockDim.y != 1u || blockDim.z != 1u)
     trap("rudnn::moe experts_backward_mma: blockDim must be (P::kThreads, 1, 1)");
 }
@@ -118,22 +119,22 @@ RUDNN_DEVICE void hidden_tile_mma(T* smem, const T* rows, const T* dy, const T* 
                                         [&](int i, int j, int v) { return grads(i, j, v).hh; });
 }
 
-// One block tile of the hidden pass on wgmma: x·gateᵀ, x·upᵀ and dHh as three K loops of one engine
-// (both operands of the first two K-contiguous, down_e's rows along K), then the three gradients
-// register by register.
+// One block tile of the hidden pass on wgmma: x·gateᵀ and x·upᵀ in one K loop of a two-B engine
+// (x loaded once; every operand K-contiguous), dHh in a second (down_e's rows along K), then the
+// three gradients register by register.
 template <class T, class P>
 RUDNN_DEVICE void hidden_tile_wgmma(T* smem, const T* rows, const T* dy, const T* gate, const T* up, const T* down,
                                     T* da, T* db, T* hh, const gemm::ExpertTile& tile, i64 n0, i64 hidden, i64 inter) {
-  using Nt = gemm::WgmmaEngine<T, P, false, false>;
+  using GateUp = gemm::WgmmaEngine<T, P, false, false, 2>;
   using Down = gemm::WgmmaEngine<T, P, false, true>;
-  using XLoad = Chunked<T, P, P::kBM, P::kBK, typename Nt::ALayout>;
-  using WLoad = Chunked<T, P, P::kBN, P::kBK, typename Nt::BLayout>;
-  static_assert(shared_memory::experts_backward_hidden_wgmma(P::kStages, P::kBM, P::kBN, P::kBK) == Nt::kSharedBytes &&
-                    Nt::kSharedBytes == Down::kSharedBytes,
-                "the hidden pass and shared_memory disagree");
+  using XLoad = Chunked<T, P, P::kBM, P::kBK, typename GateUp::ALayout>;
+  using WLoad = Chunked<T, P, P::kBN, P::kBK, typename GateUp::BLayout>;
+  static_assert(
+      shared_memory::experts_backward_hidden_wgmma(P::kStages, P::kBM, P::kBN, P::kBK) == GateUp::kSharedBytes &&
+          GateUp::kSharedBytes >= Down::kSharedBytes,
+      "the hidden pass and shared_memory disagree");
   const i64 m_rows = tile.end - tile.begin;
   const T* x_tile = rows + tile.begin * hidden;
-  const i64 k_blocks = blocks_of(hidden, P::kBK);
   auto load_x = [&](T* s, i64 kb) {
     XLoad::load(s, rows, [&](int r, int c) -> const T* {
       const i64 k = kb * P::kBK + c;
@@ -141,28 +142,30 @@ RUDNN_DEVICE void hidden_tile_wgmma(T* smem, const T* rows, const T* dy, const T
     });
   };
   // Rows n0.. of gate_e or up_e [I, H] (K = hidden contiguous).
-  auto pre_activation = [&](typename Nt::Acc& acc, const T* w) {
+  auto load_weight = [&](const T* w) {
     const T* w_tile = w + (tile.expert * inter + n0) * hidden;
-    Nt::run(acc, smem, k_blocks, load_x, [&](T* s, i64 kb) {
+    return [&, w, w_tile](T* s, i64 kb) {
       WLoad::load(s, w, [&](int r, int c) -> const T* {
         const i64 k = kb * P::kBK + c;
         return n0 + r < inter && k < hidden ? w_tile + r * hidden + k : nullptr;
       });
-    });
+    };
   };
-  typename Nt::Acc a, b;
-  pre_activation(a, gate);
-  pre_activation(b, up);
+  typename GateUp::Acc a, b;
+  GateUp::run2(a, b, smem, blocks_of(hidden, P::kBK), load_x, load_weight(gate), load_weight(up));
   typename Down::Acc dh;
   down_product<T, P, Down>(dh, smem, dy, down, tile, n0, hidden, inter);
+  // Registers i, i + 1 (i even) are adjacent columns; inter and n0 are even, so a pair is all in or
+  // all out and its 4 bytes are aligned.
   const i64 at = tile.begin * inter + n0;
-  Nt::each_register([&](int r, int c, int i) {
-    if (r >= m_rows || n0 + c >= inter) return;
-    const HiddenGrads g = HiddenGrads::of(a.d[i], b.d[i], dh.d[i]);
+  GateUp::each_register([&](int r, int c, int i) {
+    if (i % 2 != 0 || r >= m_rows || n0 + c >= inter) return;
+    const HiddenGrads lo = HiddenGrads::of(a.d[i], b.d[i], dh.d[i]);
+    const HiddenGrads hi = HiddenGrads::of(a.d[i + 1], b.d[i + 1], dh.d[i + 1]);
     const i64 to = at + r * inter + c;
-    da[to] = from_float<T>(g.da);
-    db[to] = from_float<T>(g.db);
-    hh[to] = from_float<T>(g.hh);
+    experts_detail::store_pair(da + to, lo.da, hi.da);
+    experts_detail::store_pair(db + to, lo.db, hi.db);
+    experts_detail::store_pair(hh + to, lo.hh, hi.hh);
   });
 }
 
