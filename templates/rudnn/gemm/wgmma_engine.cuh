@@ -12,10 +12,10 @@
 // SwizzledMNMajor, read with wgmma's transpose flag. The loaders place chunks through
 // ALayout::at / BLayout::at (gemm::GatherTile's Layout).
 // Pipeline: gemm::CpAsyncPipeline with the async-proxy fence. Each step's wgmma are committed as one
-// group; with three stages or more (and BN < 256) one group stays in flight (wait_group<1>, the pipeline's lag of
-// one: the tensor cores run block kb's products while the warps issue block kb + 1's, and the stage
-// refilled is the one two blocks back), so the copies of the next Stages − 2 K blocks overlap the
-// products; otherwise each group is retired before its step returns.
+// group; with three stages or more (and BN < 256) one group stays in flight (wait_group<1>, the
+// pipeline's lag of one: the tensor cores run block kb's products while the warps issue block
+// kb + 1's, and the stage refilled is the one two blocks back), so the copies of the next
+// Stages − 2 K blocks overlap the products; otherwise each group is retired in its own step.
 // Shared memory: shared_memory::block_gemm_wgmma (1024 bytes of it align the first stage).
 // Sums: each accumulator adds its K blocks in order, each block's k16 steps in order; within a k16
 // step the tensor core's order is its own (the PTX ISA leaves it unspecified), the same on every run,
@@ -57,8 +57,9 @@ struct WgmmaEngine {
   using ALayout = typename Select<kAKMajor, tile::SwizzledMNMajor<kBK, kBM>, tile::SwizzledKMajor<kBM, kBK>>::type;
   using BLayout = typename Select<kBKMajor, tile::SwizzledMNMajor<kBK, kBN>, tile::SwizzledKMajor<kBN, kBK>>::type;
   static constexpr int kStageElems = ALayout::kElems + kBOperands * BLayout::kElems;
+  static constexpr int kStageBColumns = kBOperands * kBN;  // a stage's B tiles together
   static constexpr int kSharedBytes = static_cast<int>(
-      shared_memory::block_gemm_wgmma(P::kStages, kBM, kBOperands* kBN, kBK, static_cast<long long>(sizeof(T))));
+      shared_memory::block_gemm_wgmma(P::kStages, kBM, kStageBColumns, kBK, static_cast<long long>(sizeof(T))));
   static_assert(kSharedBytes == P::kStages * kStageElems * 2 + 1024, "WgmmaEngine and shared_memory disagree");
 
   using Smem = T;
