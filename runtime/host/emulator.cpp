@@ -210,6 +210,12 @@ class Worker {
   void retire_copies(Thread& t, std::uint64_t below_group);
   // Runs the warp's pending wgmma of groups below `below_group`, in issue order; false on a fault.
   bool retire_wgmma(Thread& t, std::uint64_t below_group);
+  // Warp `rank`'s operands of `p` as shared memory (or A's registers) hold them now, into `out`; false
+  // with *bad set when an element is outside the block's shared memory. Read at issue and at retirement.
+  bool read_wgmma_operands(const PendingWgmma& p, int rank, std::vector<std::uint16_t>& out, std::uint32_t* bad) const {
+    return warp_math::wgmma_operands(p.n, p.flags, rank, p.a_desc, p.a_in_registers ? p.a_regs : nullptr, p.b_desc,
+                                     arena_, RUDNN_EMU_SHARED_WINDOW_BASE, launch_.shared_bytes, out, bad);
+  }
   void set_fault(const Thread& t, Site s, std::string what, std::string expected, std::string actual);
   [[noreturn]] void abandon(Thread& t) { t.fiber.leave(false); }
   static void thread_main(void* arg);
@@ -655,17 +661,18 @@ void Worker::issue_wgmma(Warp& w, const WarpOp& op, unsigned base) {
     g.log.pop_front();
     ++g.base;
   }
-  for (const auto& [name, desc] : {std::pair{"a", lanes[0].value}, std::pair{"b", lanes[0].value2}}) {
-    if (a_in_registers && name[0] == 'a') continue;
-    if (const char* why = wgmma::unmodelled(wgmma::decode(desc))) {
-      set_fault(
-          lanes[0], lanes[0].site, "wgmma descriptor the emulator does not model",
-          "base offset 0 and a swizzled operand starting at its pattern's first row (start address "
-          "bits 7.. within the pattern zero)",
-          fmt::format("{} in descriptor {} 0x{:016x} (start address {})", why, name, desc, wgmma::decode(desc).start));
-      return;
-    }
-  }
+  // False, with a fault, for a descriptor the emulator would have to guess at.
+  const auto modelled = [&](const char* name, std::uint64_t desc) {
+    const char* why = wgmma::unmodelled(wgmma::decode(desc));
+    if (why == nullptr) return true;
+    set_fault(
+        lanes[0], lanes[0].site, "wgmma descriptor the emulator does not model",
+        "base offset 0 and a swizzled operand starting at its pattern's first row (start address "
+        "bits 7.. within the pattern zero)",
+        fmt::format("{} in descriptor {} 0x{:016x} (start address {})", why, name, desc, wgmma::decode(desc).start));
+    return false;
+  };
+  if ((!a_in_registers && !modelled("a", lanes[0].value)) || !modelled("b", lanes[0].value2)) return;
   PendingWgmma p;
   p.type = op.mode & 1;
   p.n = op.mode >> 8;
@@ -680,9 +687,7 @@ void Worker::issue_wgmma(Warp& w, const WarpOp& op, unsigned base) {
     p.d[l] = lanes[l].out;
   }
   std::uint32_t bad = 0;
-  if (!warp_math::wgmma_operands(p.n, p.flags, static_cast<int>(rank), p.a_desc, a_in_registers ? p.a_regs : nullptr,
-                                 p.b_desc, arena_, RUDNN_EMU_SHARED_WINDOW_BASE, launch_.shared_bytes, p.operands,
-                                 &bad)) {
+  if (!read_wgmma_operands(p, static_cast<int>(rank), p.operands, &bad)) {
     set_fault(lanes[0], p.site, "wgmma operand outside shared memory",
               fmt::format("every element of A and B inside the block's {} bytes of dynamic shared memory "
                           "(shared addresses {} to {})",
@@ -707,9 +712,7 @@ bool Worker::retire_wgmma(Thread& t, std::uint64_t below_group) {
     const int rank = static_cast<int>(t.linear / 32 % 4);
     std::uint32_t bad = 0;
     std::vector<std::uint16_t> now;
-    const bool inside =
-        warp_math::wgmma_operands(p.n, p.flags, rank, p.a_desc, p.a_in_registers ? p.a_regs : nullptr, p.b_desc, arena_,
-                                  RUDNN_EMU_SHARED_WINDOW_BASE, launch_.shared_bytes, now, &bad);
+    const bool inside = read_wgmma_operands(p, rank, now, &bad);
     if (!inside || now != p.operands) {
       std::size_t at = 0;
       while (at < now.size() && now[at] == p.operands[at]) ++at;

@@ -27,8 +27,8 @@
 // stride over the expert tiles as the forward does, gemm/expert_tiles.cuh); weight_grad: grid.x = the
 // M × K2 tiles, grid.y = E (both strided). Any grid is correct.
 // Dynamic shared memory (bytes): hidden shared_memory::experts_backward_hidden_mma, input
-// block_gemm(.., 2, false, true), weight_grad block_gemm(.., 2, true, true); on wgmma all three
-// block_gemm_wgmma(Stages, BM, BN, BK, 2).
+// block_gemm(.., 2, false, true), weight_grad block_gemm(.., 2, true, true); on wgmma hidden
+// experts_backward_hidden_wgmma, input and weight_grad block_gemm_wgmma(Stages, BM, BN, BK, 2).
 // Requirements (contracts::check_tensor_core_experts): H % 8 == 0 and I % 8 == 0 (16-byte chunks of
 // every operand row), 16-byte aligned tensors. Tails of M, N and K are zero-filled in shared memory
 // and masked at the stores; experts without rows get zero weight gradients.
