@@ -122,12 +122,15 @@ def main():
     ap.add_argument("--strategies", default="scalar,tensorcore")
     ap.add_argument("--timeout", type=int, default=300, help="seconds for rudnn-bench")
     ap.add_argument("--dense-size", type=int, default=8192, help="N of the dense N×N×N bf16 GEMM rate")
+    ap.add_argument("--tag", default="", help="names this run in the title and the CSV (e.g. wgmma, for a run "
+                    "under RUDNN_WGMMA=1, whose tensor-core experts take the warpgroup-MMA tiles)")
     args = ap.parse_args()
     tokens = args.tokens or [16, 512, 4096]
     experts = args.experts or [64, 256]
     H, I, K = args.hidden, args.inter, args.top_k
 
-    print("### MoE forward (issue 4): rudnn vs PyTorch, bf16\n")
+    tag = f" ({args.tag})" if args.tag else ""
+    print(f"### MoE forward (issue 4): rudnn vs PyTorch, bf16{tag}\n")
     torch = require_torch_cuda(NAME)
     if torch is None:
         return 0
@@ -139,7 +142,8 @@ def main():
         cmd += ["--tokens", str(t)]
     for e in experts:
         cmd += ["--experts", str(e)]
-    rows, error = run_rudnn_bench(cmd, os.path.join(args.log, "rudnn-bench-moe.csv"), args.timeout)
+    csv_name = "rudnn-bench-moe" + (f"-{args.tag}" if args.tag else "") + ".csv"
+    rows, error = run_rudnn_bench(cmd, os.path.join(args.log, csv_name), args.timeout)
     rudnn = {(r["step"], int(r["tokens"]), int(r["experts"]), r["strategy"]): r for r in rows}
 
     dense = dense_bf16_tflops(torch, args.dense_size)

@@ -148,11 +148,12 @@ std::vector<KernelConfig> combine_variants(DType dtype, std::int64_t hidden) {
   return rowCopyVariants(dtype, hidden, false);
 }
 
-std::vector<KernelConfig> expert_variants(bool tensor_core) {
+std::vector<KernelConfig> expert_variants(bool tensor_core, bool wgmma) {
   MLIRContext& ctx = threadContext();
   std::vector<KernelConfig> out;
   const auto& tiles = tensor_core ? dialect::moe_config::tensorCoreTiles() : dialect::moe_config::scalarTiles();
-  for (const auto& t : tiles) out.push_back(toKernelConfig(dialect::expertTileConfig(&ctx, t)));
+  for (const auto& t : tiles)
+    if (wgmma || !t.wgmma) out.push_back(toKernelConfig(dialect::expertTileConfig(&ctx, t)));
   return out;
 }
 

@@ -5,6 +5,7 @@
 // dispatch's rows and slots values).
 #include <fmt/format.h>
 
+#include "contracts/arch.h"
 #include "family.h"
 #include "moe_strategy.h"
 #include "rudnn/Dialect/Rudnn/IR/MoEConfig.h"
@@ -146,7 +147,7 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> experts_kernels(mlir::Ope
   for (std::int64_t bucket = 1; bucket <= 2 * largest; bucket *= 2)
     if (auto s = lower(std::nullopt, bucket); !s.ok()) return s.error();
   if (with_candidates)
-    for (auto& c : compiler::expert_variants(tensor_core))
+    for (auto& c : compiler::expert_variants(tensor_core, contracts::has_wgmma(target.arch, target.host_emulation)))
       if (auto s = lower(c, -1); !s.ok()) return s.error();
   return out;
 }

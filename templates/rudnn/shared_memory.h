@@ -74,6 +74,11 @@ RUDNN_SHARED_MEMORY_FN long long experts_mma(long long stages, long long block_m
                                              long long operands) {
   return stages * (block_m + operands * block_n) * (block_k + 8) * 2;
 }
+//   wgmma:        `stages` stages of A and each B in the swizzled layouts (block_gemm_wgmma)
+RUDNN_SHARED_MEMORY_FN long long experts_wgmma(long long stages, long long block_m, long long block_n,
+                                               long long block_k, long long operands) {
+  return block_gemm_wgmma(stages, block_m, operands * block_n, block_k, 2);
+}
 
 // swiglu_backward_hidden_mma (moe/experts_backward_mma.cuh): the fused gate/up product, then dY·down
 // (A [BM][BK], B K-major [BK][BN]) in the same stages.
@@ -84,11 +89,11 @@ RUDNN_SHARED_MEMORY_FN long long experts_backward_hidden_mma(long long stages, l
   return gate_up > down ? gate_up : down;
 }
 
-// The same pass on wgmma: gate and up in one two-B WgmmaEngine (A and both B per stage), then dY·down
-// in fewer bytes.
+// The same pass on wgmma: the forward's gate/up product (A and both B per stage), then dY·down in
+// fewer bytes.
 RUDNN_SHARED_MEMORY_FN long long experts_backward_hidden_wgmma(long long stages, long long block_m, long long block_n,
                                                                long long block_k) {
-  return block_gemm_wgmma(stages, block_m, 2 * block_n, block_k, 2);
+  return experts_wgmma(stages, block_m, block_n, block_k, 2);
 }
 
 // expert_row_order (moe/experts_backward_scalar.cuh): one hit count per warp, rounded up to 16 bytes.

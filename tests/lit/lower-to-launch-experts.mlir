@@ -41,3 +41,23 @@ func.func @scalar(%rows: tensor<?x64xf32>, %off: tensor<9xui32>, %g: tensor<8x32
       : tensor<?x64xf32>, tensor<9xui32>, tensor<8x32x64xf32>, tensor<8x32x64xf32>, tensor<8x64x32xf32> -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }
+
+// Hopper's warpgroup MMA (wgmma = 1): WgmmaExpertsPolicy, one warpgroup of 128 threads per 64 rows;
+// shared memory shared_memory::experts_wgmma = stages × (block_m + operands × block_n) × block_k × 2
+// + 1024: 4 × (64 + 256) × 64 × 2 + 1024 = 164864 for gate/up, 4 × (64 + 128) × 64 × 2 + 1024 = 99328
+// for down.
+// CHECK-LABEL: func.func @wgmma
+// CHECK: rudnn.launch @rudnn_swiglu_gate_up_mma_bf16_wgmma_64x128x64_s4(
+// CHECK-SAME: header "rudnn/moe/experts_mma.cuh" function "rudnn::moe::swiglu_gate_up_mma"
+// CHECK-SAME: args ["rudnn::bf16", "rudnn::moe::WgmmaExpertsPolicy<64, 128, 64, 4>"]
+// CHECK-SAME: grid [#rudnn.size<32 ceildiv 128>, #rudnn.size<rows(0) ceildiv 64>, #rudnn.size<1>] block [128, 1, 1] shared 164864
+// CHECK: rudnn.launch @rudnn_expert_down_mma_bf16_wgmma_64x128x64_s4(
+// CHECK-SAME: function "rudnn::moe::expert_down_mma" args ["rudnn::bf16", "rudnn::moe::WgmmaExpertsPolicy<64, 128, 64, 4>"]
+// CHECK-SAME: grid [#rudnn.size<64 ceildiv 128>, #rudnn.size<rows(0) ceildiv 64>, #rudnn.size<1>] block [128, 1, 1] shared 99328
+func.func @wgmma(%rows: tensor<?x64xbf16>, %off: tensor<9xui32>, %g: tensor<8x32x64xbf16>, %u: tensor<8x32x64xbf16>,
+                 %d: tensor<8x64x32xbf16>) -> tensor<?x64xbf16> {
+  %y = rudnn.swiglu_experts %rows, %off, %g, %u, %d {strategy = "tensor_core",
+         kernel_config = {tensor_core = 1, block_m = 64, block_n = 128, block_k = 64, warps_m = 4, warps_n = 1, stages = 4, wgmma = 1}}
+      : tensor<?x64xbf16>, tensor<9xui32>, tensor<8x32x64xbf16>, tensor<8x32x64xbf16>, tensor<8x64x32xbf16> -> tensor<?x64xbf16>
+  return %y : tensor<?x64xbf16>
+}

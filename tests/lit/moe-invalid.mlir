@@ -205,6 +205,22 @@ func.func @experts_tile(%r: tensor<?x16xbf16>, %o: tensor<5xui32>, %g: tensor<4x
 
 // -----
 
+func.func @experts_tile_wgmma(%r: tensor<?x16xbf16>, %o: tensor<5xui32>, %g: tensor<4x8x16xbf16>, %u: tensor<4x8x16xbf16>, %d: tensor<4x16x8xbf16>) {
+  // expected-error @+1 {{kernel_config: wgmma 64x64x64 s2 is not a registered tile}}
+  %y = rudnn.swiglu_experts %r, %o, %g, %u, %d {strategy = "tensor_core", kernel_config = {tensor_core = 1, block_m = 64, block_n = 64, block_k = 64, warps_m = 4, warps_n = 1, stages = 2, wgmma = 1}} : tensor<?x16xbf16>, tensor<5xui32>, tensor<4x8x16xbf16>, tensor<4x8x16xbf16>, tensor<4x16x8xbf16> -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
+func.func @experts_tile_wgmma_scalar(%r: tensor<?x16xbf16>, %o: tensor<5xui32>, %g: tensor<4x8x16xbf16>, %u: tensor<4x8x16xbf16>, %d: tensor<4x16x8xbf16>) {
+  // expected-error @+1 {{kernel_config: expected integers tensor_core, block_m, block_n, block_k and thread_m, thread_n (scalar) or warps_m, warps_n, stages[, wgmma = 1] (tensor core), got}}
+  %y = rudnn.swiglu_experts %r, %o, %g, %u, %d {strategy = "scalar", kernel_config = {tensor_core = 0, block_m = 32, block_n = 64, block_k = 16, thread_m = 4, thread_n = 4, wgmma = 1}} : tensor<?x16xbf16>, tensor<5xui32>, tensor<4x8x16xbf16>, tensor<4x8x16xbf16>, tensor<4x16x8xbf16> -> tensor<?x16xbf16>
+  return
+}
+
+// -----
+
 func.func @experts_tile_strategy(%r: tensor<?x16xbf16>, %o: tensor<5xui32>, %g: tensor<4x8x16xbf16>, %u: tensor<4x8x16xbf16>, %d: tensor<4x16x8xbf16>) {
   // expected-error @+1 {{kernel_config: a tensor_core tile for strategy "scalar"}}
   %y = rudnn.swiglu_experts %r, %o, %g, %u, %d {strategy = "scalar", kernel_config = {tensor_core = 1, block_m = 64, block_n = 64, block_k = 32, warps_m = 2, warps_n = 2, stages = 4}} : tensor<?x16xbf16>, tensor<5xui32>, tensor<4x8x16xbf16>, tensor<4x8x16xbf16>, tensor<4x16x8xbf16> -> tensor<?x16xbf16>

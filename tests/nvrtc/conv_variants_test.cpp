@@ -53,7 +53,7 @@ contracts::ConvSignature signature(contracts::ConvDirection direction, const Sha
 }
 
 std::vector<Variant> conv_variants() {
-  setenv("RUDNN_WGMMA", "1", 1);  // the wgmma tiles lower for sm_90a only when opted in
+  const rudnn::testing::ScopedEnv opt_in("RUDNN_WGMMA", "1");  // the wgmma tiles lower for sm_90a only when opted in
   std::vector<Variant> out;
   std::set<std::string> seen;
   auto add = [&](const contracts::ConvSignature& sig, bool every_tile) {

@@ -28,9 +28,7 @@ using Variant = rudnn::testing::KernelVariant;
 
 std::vector<Variant> moe_training_variants() {
   // The experts backward's wgmma tile lowers for sm_90a only when opted in (compiled for sm_90a alone).
-  const char* opt_in = std::getenv("RUDNN_WGMMA");
-  const std::string saved = opt_in != nullptr ? opt_in : "";
-  setenv("RUDNN_WGMMA", "1", 1);
+  const rudnn::testing::ScopedEnv opt_in("RUDNN_WGMMA", "1");
   std::vector<Variant> out;
   std::set<std::string> seen;
   auto add = [&](auto lowered) {
@@ -70,10 +68,6 @@ std::vector<Variant> moe_training_variants() {
           {sig, strategy, compiler::KernelConfig{{{"tile", static_cast<std::int64_t>(tile)}}}}, compiler::Target{}));
     }
   }
-  if (opt_in != nullptr)
-    setenv("RUDNN_WGMMA", saved.c_str(), 1);
-  else
-    unsetenv("RUDNN_WGMMA");
   return out;
 }
 

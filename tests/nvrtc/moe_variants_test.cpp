@@ -1,7 +1,8 @@
 // Every MoE dispatch, combine and expert variant (the compiler's registries dispatch_variants,
 // combine_variants, expert_variants) lowered by the compiler and compiled with NVRTC for sm_80 and
-// sm_90a: no spills, no stack, no static shared memory. Launch sources shared between variants (the
-// rank kernel does not depend on the row dtype) are compiled once. Needs the compiler in the build.
+// sm_90a (the experts' wgmma tiles for sm_90a alone): no spills, no stack, no static shared memory.
+// Launch sources shared between variants (the rank kernel does not depend on the row dtype) are
+// compiled once. Needs the compiler in the build.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -28,13 +29,14 @@ void collect(const rudnn::Result<compiler::LoweredOp, rudnn::RuntimeError>& lowe
   EXPECT_TRUE(lowered.ok()) << (lowered.ok() ? "" : lowered.error().message());
   if (!lowered.ok()) return;
   for (const auto& l : lowered->launches)
-    if (seen.insert(l.source).second) out.push_back({l.entry, l.source});
+    if (seen.insert(l.source).second) out.push_back({l.entry, l.source, l.entry.find("_wgmma_") != std::string::npos});
 }
 
 std::vector<Variant> moe_variants() {
+  const rudnn::testing::ScopedEnv opt_in("RUDNN_WGMMA", "1");  // the experts' wgmma tiles lower on sm_90a
   std::vector<Variant> out;
   std::set<std::string> seen;
-  const compiler::Target target;  // sm_90a; the arch only matters to strategy resolution
+  const compiler::Target target;  // sm_90a: strategy resolution, and the wgmma tiles
   const std::int64_t hidden = 4096, inter = 1408, experts = 64;
   for (DType dtype : {DType::F32, DType::F16, DType::BF16}) {
     for (const auto& config : compiler::dispatch_variants(dtype, hidden)) {
@@ -68,6 +70,9 @@ std::vector<Variant> moe_variants() {
 TEST(MoeVariants, EveryRegisteredConfigLowers) {
   const auto variants = moe_variants();
   EXPECT_GT(variants.size(), 40u);
+  std::size_t wgmma = 0;
+  for (const auto& v : variants) wgmma += v.sm90a_only;
+  EXPECT_EQ(wgmma, 8u) << "the two wgmma tiles' gate/up and down kernels for f16 and bf16";
   for (const auto& v : variants) EXPECT_NE(v.source.find(v.entry + "("), std::string::npos);
 }
 

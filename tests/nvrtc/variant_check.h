@@ -18,6 +18,29 @@
 
 namespace rudnn::testing {
 
+// Sets an environment variable for a scope and puts back what was there: RUDNN_WGMMA=1 while the
+// variant lists are lowered (the wgmma tiles lower for sm_90a only when opted in).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name), had_(std::getenv(name) != nullptr) {
+    if (had_) saved_ = std::getenv(name);
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (had_)
+      setenv(name_, saved_.c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  bool had_;
+  std::string saved_;
+};
+
 struct KernelVariant {
   std::string entry, source;
   bool sm90a_only = false;  // uses wgmma: compiled for sm_90a alone (elsewhere it is a compile error)

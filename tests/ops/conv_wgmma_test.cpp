@@ -17,6 +17,7 @@
 #include "op_test_util.h"
 #include "reference/conv.h"
 #include "rudnn/compiler/conv.h"
+#include "wgmma_opt_in.h"
 
 namespace rudnn {
 namespace {
@@ -156,12 +157,10 @@ TEST(ConvWgmmaTiles, F16MatchesTheOracleOnHost) {
 }
 
 TEST(ConvWgmmaTiles, MatchTheOracleOnGpu) {
-  if (Device::cuda_device_count() == 0) GTEST_SKIP() << "SKIP: no CUDA device";
-  setenv("RUDNN_WGMMA", "1", 1);  // this test is the check the opt-in waits for
-  auto device = Device::cuda(0);
-  ASSERT_TRUE(device.ok()) << device.error().message();
-  const std::string arch = ops::target_for(*device).arch;
-  if (!contracts::has_wgmma(arch)) GTEST_SKIP() << "SKIP: " << arch << " has no wgmma (sm_90a only)";
+  std::string why;
+  const auto device = testing::wgmma_gpu(why);
+  if (!device) GTEST_SKIP() << "SKIP: " << why;
+  const testing::WgmmaOptIn opt_in;  // this test is the check the opt-in waits for
   check_every_tile(*device, DType::BF16);
 }
 

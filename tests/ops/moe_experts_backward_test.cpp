@@ -27,6 +27,7 @@
 #include "plan_cache.h"
 #include "reference/moe.h"
 #include "reference/moe_experts_backward.h"
+#include "wgmma_opt_in.h"
 #include "rudnn/compiler/moe_training.h"
 #include "rudnn/moe.h"
 #include "rudnn/stats.h"
@@ -707,30 +708,6 @@ INSTANTIATE_TEST_SUITE_P(MoeExpertsBackward, MoeExpertsBackwardTensorCore, ::tes
 // experts backward has no Autotune). Here the host emulation device, which reports sm_90a and
 // emulates wgmma; on a GPU the same test runs as *OnGpu (scripts/gpu-check).
 
-// Sets RUDNN_WGMMA for the scope and puts back what was there. The plan cache is emptied on the way
-// in and out: a plan's key holds no shapes and not the opt-in (a process sets it before its first
-// call), so plans made on either side must not serve the other.
-class WgmmaOptIn {
- public:
-  WgmmaOptIn() : had_(std::getenv("RUDNN_WGMMA") != nullptr), saved_(had_ ? std::getenv("RUDNN_WGMMA") : "") {
-    setenv("RUDNN_WGMMA", "1", 1);
-    ops::PlanCache::instance().clear();
-  }
-  ~WgmmaOptIn() {
-    if (had_)
-      setenv("RUDNN_WGMMA", saved_.c_str(), 1);
-    else
-      unsetenv("RUDNN_WGMMA");
-    ops::PlanCache::instance().clear();
-  }
-  WgmmaOptIn(const WgmmaOptIn&) = delete;
-  WgmmaOptIn& operator=(const WgmmaOptIn&) = delete;
-
- private:
-  bool had_;
-  std::string saved_;
-};
-
 // The heuristic's tile for a tensor-core backward of `c` on `device` (what the public call lowers).
 std::string heuristic_entries(const Case& c, DType dtype, const Device& device) {
   const std::int64_t n = c.t * c.k;
@@ -751,7 +728,7 @@ std::string heuristic_entries(const Case& c, DType dtype, const Device& device) 
 // The public call under the opt-in runs the wgmma tile (the cached plan's kernels say so), against
 // the oracle and against Scalar.
 void check_wgmma_backward(const Device& device, DType dtype) {
-  const WgmmaOptIn opt_in;
+  const testing::WgmmaOptIn opt_in;
   for (Case c : {Case{37, 5, 2, 88, 72, 0},         // every expert with rows; H, I not multiples of 64
                  Case{150, 3, 1, 200, 136, 40}}) {  // one expert with most rows: several row, column, K tiles
     const std::uint64_t seed = fresh_seed();
@@ -788,21 +765,15 @@ TEST(MoeExpertsBackwardWgmma, OptInRunsTheWgmmaTileOnHost) {
 }
 
 TEST(MoeExpertsBackwardWgmma, OptInRunsTheWgmmaTileOnGpu) {
-  if (Device::cuda_device_count() == 0) GTEST_SKIP() << "SKIP: no CUDA device";
-  auto device = Device::cuda(0);
-  ASSERT_TRUE(device.ok()) << device.error().message();
-  {
-    const WgmmaOptIn opt_in;
-    const std::string arch = ops::target_for(*device).arch;
-    if (!contracts::has_wgmma(arch)) GTEST_SKIP() << "SKIP: " << arch << " has no wgmma (sm_90a only)";
-  }
+  std::string why;
+  const auto device = testing::wgmma_gpu(why);
+  if (!device) GTEST_SKIP() << "SKIP: " << why;
   check_wgmma_backward(*device, DType::BF16);
 }
 
 // Without the opt-in the heuristic keeps the mma.sync tile, on the host emulation device too.
 TEST(MoeExpertsBackwardWgmma, WithoutTheOptInTheMmaTile) {
-  const char* saved = std::getenv("RUDNN_WGMMA");
-  if (saved != nullptr && std::string(saved) == "1") GTEST_SKIP() << "SKIP: RUDNN_WGMMA=1 in the environment";
+  if (testing::wgmma_opted_in()) GTEST_SKIP() << "SKIP: RUDNN_WGMMA=1 in the environment";
   const std::string entries = heuristic_entries(Case{37, 5, 2, 88, 72, 0}, DType::BF16, Device::host());
   EXPECT_EQ(entries.find("wgmma"), std::string::npos) << entries;
   EXPECT_NE(entries.find("64x64x32_w2x2_s3"), std::string::npos) << entries;

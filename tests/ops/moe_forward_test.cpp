@@ -2,8 +2,8 @@
 // forward, forward_sigmoid_grouped) on the host emulation device: dispatch invariants (each
 // (token, k) exactly once, offsets = the histogram's prefix sum, rows equal their token's input),
 // skewed and empty expert loads, T = 1, E = 1, top_k = E; outputs within DESIGN §5 bounds of the FP64
-// oracle (tests/reference/moe.h); Scalar ≡ TensorCore ≡ Auto; both thread orders, poisoned outputs;
-// every contract line of SPEC §3–§4 rejected with nothing compiled or launched.
+// oracle (tests/reference/moe.h); Scalar ≡ TensorCore ≡ Auto; the wgmma tiles under the opt-in;
+// both thread orders, poisoned outputs; every contract line of SPEC §3–§4 rejected with nothing compiled or launched.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -14,11 +14,14 @@
 #include "host/emulator.h"
 #include "jit.h"
 #include "contract_fixture.h"
+#include "contracts/arch.h"
 #include "device_limits.h"
 #include "op_test_util.h"
 #include "reference/moe.h"
+#include "rudnn/compiler/pipeline.h"
 #include "rudnn/moe.h"
 #include "rudnn/stats.h"
+#include "wgmma_opt_in.h"
 
 namespace rudnn {
 namespace {
@@ -38,10 +41,10 @@ struct Weights {
     up = testing::random_values(static_cast<std::size_t>(e * i * h), dtype, rng, -a, a);
     down = testing::random_values(static_cast<std::size_t>(e * h * i), dtype, rng, -b, b);
   }
-  moe::SwiGluExperts upload(DType dtype) const {
-    auto experts = moe::SwiGluExperts::create(testing::upload({e, i, h}, dtype, gate, Device::host()),
-                                              testing::upload({e, i, h}, dtype, up, Device::host()),
-                                              testing::upload({e, h, i}, dtype, down, Device::host()));
+  moe::SwiGluExperts upload(DType dtype, const Device& device = Device::host()) const {
+    auto experts = moe::SwiGluExperts::create(testing::upload({e, i, h}, dtype, gate, device),
+                                              testing::upload({e, i, h}, dtype, up, device),
+                                              testing::upload({e, h, i}, dtype, down, device));
     EXPECT_TRUE(experts.ok()) << experts.error().message();
     return std::move(experts.value());
   }
@@ -239,6 +242,83 @@ TEST(MoeStrategyFallback, AutoTakesScalarOnlyWhereTensorCoreCannot) {
     auto autos = experts.forward_dispatched_with_strategy(*d, moe::GroupedStrategy::Auto);
     ASSERT_TRUE(scalar.ok() && autos.ok());
     EXPECT_EQ(host_values(*scalar), host_values(*autos));
+  }
+}
+
+// ---- Hopper's warpgroup MMA (MoEConfig.cpp tensorCoreTiles(): 64 x 128 x 64 and 128 x 128 x 64): the
+// heuristic's tensor-core tiles where the target has wgmma (sm_90a with the RUDNN_WGMMA=1 opt-in) and
+// the load is over 16 rows per expert, and Autotune candidates there. The host emulation device
+// reports sm_90a and emulates wgmma; on a GPU the same check runs as *OnGpu (scripts/gpu-check).
+
+// The public call under the opt-in runs the wgmma tile of its load (the cached plan's kernels say so),
+// against the oracle and against Scalar.
+void check_wgmma_experts(const Device& device, DType dtype) {
+  const testing::WgmmaOptIn opt_in;
+  struct WgmmaCase {
+    Case c;
+    const char* tile;  // the heuristic's tile for the load
+  };
+  for (auto [c, tile] : {WgmmaCase{{40, 4, 2, 72, 40, 0}, "wgmma_64x128x64_s4"},      // 20 rows per expert
+                         WgmmaCase{{300, 2, 1, 136, 264, 0}, "wgmma_128x128x64_s4"},  // 150: row, column, K tiles
+                         WgmmaCase{{8, 4, 2, 72, 40, 0}, "16x64x64_w1x4_s3"}}) {      // 4: decode keeps mma.sync
+    const std::uint64_t seed = fresh_seed();
+    SCOPED_TRACE(fmt::format("T={} E={} k={} H={} I={} seed={}", c.t, c.e, c.k, c.h, c.i, seed));
+    std::mt19937_64 rng(seed);
+    Weights w(c.e, c.i, c.h, dtype, rng);
+    auto experts = w.upload(dtype, device);
+    auto x = testing::random_values(static_cast<std::size_t>(c.t * c.h), dtype, rng);
+    auto logits = testing::random_values(static_cast<std::size_t>(c.t * c.e), dtype, rng);
+    auto routing = moe::route(testing::upload({c.t, c.e}, dtype, logits, device), {c.k, true});
+    ASSERT_TRUE(routing.ok()) << routing.error().message();
+    auto d = routing->dispatch(testing::upload({c.t, c.h}, dtype, x, device));
+    ASSERT_TRUE(d.ok()) << d.error().message();
+    const auto rows = host_values(d->rows()), offsets_f = host_values(d->expert_offsets());
+    std::vector<std::uint32_t> offsets(offsets_f.begin(), offsets_f.end());
+    const auto want =
+        reference::expert_down(reference::swiglu_act(rows, offsets, w.gate, w.up, c.h, c.i), offsets, w.down, c.h, c.i);
+    auto tc = experts.forward_dispatched_with_strategy(*d, moe::GroupedStrategy::TensorCore);
+    ASSERT_TRUE(tc.ok()) << tc.error().message();
+    std::string entries;
+    for (const std::string& entry : ops::PlanCache::instance().kernel_entries("rudnn.swiglu_experts"))
+      entries += entry + " ";
+    for (const char* kernel : {"gate_up", "down"})
+      EXPECT_NE(entries.find(fmt::format("{}_mma_{}_{}", kernel, dtype_name(dtype), tile)), std::string::npos)
+          << entries;
+    auto scalar = experts.forward_dispatched_with_strategy(*d, moe::GroupedStrategy::Scalar);
+    ASSERT_TRUE(scalar.ok()) << scalar.error().message();
+    const auto got = host_values(*tc);
+    EXPECT_LE(testing::relative_l2(got, want), forward_bound(dtype));
+    EXPECT_LE(testing::relative_l2(got, host_values(*scalar)), forward_bound(dtype));
+  }
+}
+
+TEST(MoeExpertsWgmma, OptInRunsTheWgmmaTilesOnHost) {
+  ops::set_poison_outputs(true);
+  check_wgmma_experts(Device::host(), DType::BF16);
+  check_wgmma_experts(Device::host(), DType::F16);
+}
+
+TEST(MoeExpertsWgmma, OptInRunsTheWgmmaTilesOnGpu) {
+  std::string why;
+  const auto device = testing::wgmma_gpu(why);
+  if (!device) GTEST_SKIP() << "SKIP: " << why;
+  check_wgmma_experts(*device, DType::BF16);
+}
+
+// Without the opt-in the heuristic keeps the mma.sync tiles for every load, on the host emulation
+// device too.
+TEST(MoeExpertsWgmma, WithoutTheOptInTheMmaTiles) {
+  if (testing::wgmma_opted_in()) GTEST_SKIP() << "SKIP: RUDNN_WGMMA=1 in the environment";
+  const std::int64_t e = 4, h = 72, i = 40;
+  contracts::ExpertsSignature sig{
+      {{{e, i, h}, DType::BF16, 0}, {{e, i, h}, DType::BF16, 0}, {{e, h, i}, DType::BF16, 0}},
+      {{600, h}, DType::BF16, 0},
+      {{e + 1}, DType::U32, 0}};
+  for (std::int64_t bucket : {-1, 1, 32, 256}) {
+    auto lowered = compiler::lower_experts({sig, contracts::ExpertsStrategy::TensorCore, std::nullopt, bucket},
+                                           ops::target_for(Device::host()));
+    ASSERT_TRUE(lowered.ok()) << lowered.error().message();
+    for (const auto& l : lowered->launches) EXPECT_EQ(l.entry.find("wgmma"), std::string::npos) << l.entry;
   }
 }
 

@@ -498,8 +498,8 @@ TEST(ConvIgemmTemplate, WideWarpTiles) {
 // MN-major (transposed) B, the weight backward's two MN-major operands; 16-byte and element gathers
 // (Conv1d's odd C and O) into the swizzled tiles, partial M / N tiles, a K ending mid-block, split
 // sums, every accumulator width (N = 64, 128, 256) and one and two warpgroups; one wgmma group in
-// flight across K steps (three stages or more, BN < 256) and none (two stages; BN = 256), over runs of 1, 2, 3 and more
-// K blocks (the split sums' short runs).
+// flight across K steps (four stages or more, BN < 256) and none (two or three stages; BN = 256), over runs of 1, 2, 3
+// and more K blocks (the split sums' short runs).
 TEST(ConvIgemmTemplate, WarpgroupMma) {
   CONV_ALL(rudnn::bf16, Wg64, Conv3x3S2, 2, Bias::Same, 3);
   CONV_ALL(rudnn::bf16, Wg64TwoStages, Block3x3, 2, Bias::Float, 2);

@@ -1,9 +1,10 @@
 // rudnn::moe::swiglu_gate_up_mma / expert_down_mma (tensor-core SwiGLU experts) on the host
 // emulation device vs the FP64 oracles rudnn::reference::swiglu_act / expert_down: f16 and bf16;
-// mixed, skewed (one expert holds every row), mostly-empty (more than 32 experts: the tile cursor
-// walks several chunks) and empty loads; n_rows = 0 and 1, E = 1; H and I not multiples of the
-// tiles; K over many pipeline stages; grids smaller than the launch formula (grid stride); forward
-// and reverse schedules; outputs poisoned (NaN bytes) before the run and guards past the end.
+// the mma.sync and the wgmma (sm_90a) policies; mixed, skewed (one expert holds every row),
+// mostly-empty (more than 32 experts: the tile cursor walks several chunks) and empty loads;
+// n_rows = 0 and 1, E = 1; H and I not multiples of the tiles; K over many pipeline stages; grids
+// smaller than the launch formula (grid stride); forward and reverse schedules; outputs poisoned
+// (NaN bytes) before the run and guards past the end.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,6 +32,11 @@ using rudnn::u32;
 using Small = rudnn::moe::MmaGemmPolicy<16, 64, 64, 1, 4, 3>;
 using Mid = rudnn::moe::MmaGemmPolicy<64, 64, 32, 2, 2, 4>;
 using Large = rudnn::moe::MmaGemmPolicy<128, 128, 32, 2, 4, 3>;
+// Hopper's warpgroup MMA (sm_90a; MoEConfig.cpp tensorCoreTiles()): one and two warpgroups, each with
+// one wgmma group in flight, and an unregistered two-stage tile that retires each group in its step.
+using OneWarpgroup = rudnn::moe::WgmmaExpertsPolicy<64, 128, 64, 4>;
+using TwoWarpgroups = rudnn::moe::WgmmaExpertsPolicy<128, 128, 64, 4>;
+using TwoStageWgmma = rudnn::moe::WgmmaExpertsPolicy<64, 64, 64, 2>;
 
 template <class T, class P>
 void gate_up_entry(void** a) {
@@ -295,6 +301,21 @@ TEST(MoeExpertsMmaTemplate, LargeTile) {
   run_case<rudnn::bf16, Large>({"large", {130, 0, 6}, 72, 136, 0, 0, host::Schedule::Forward}, "bf16",
                                "128x128x32/2x4/3");
   run_case<rudnn::f16, Large>({"large", {3, 140}, 40, 72, 1, 1, host::Schedule::Reverse}, "f16", "128x128x32/2x4/3");
+}
+
+TEST(MoeExpertsMmaTemplate, WarpgroupMmaF16) { run_loads<rudnn::f16, OneWarpgroup>("f16", "wgmma 64x128x64/4"); }
+TEST(MoeExpertsMmaTemplate, WarpgroupMmaBF16) { run_loads<rudnn::bf16, TwoWarpgroups>("bf16", "wgmma 128x128x64/4"); }
+
+// wgmma over many K blocks (H = 328: 6 blocks of 64 through the pipeline with a group in flight, and
+// without one in the two-stage tile), several row tiles of one expert, a grid of one block.
+TEST(MoeExpertsMmaTemplate, WarpgroupMmaLongK) {
+  rudnn_emu_bind(host::emulator_api());
+  run_case<rudnn::bf16, OneWarpgroup>({"long-k", {3, 150}, 328, 264, 0, 0, host::Schedule::Forward}, "bf16",
+                                      "wgmma 64x128x64/4");
+  run_case<rudnn::f16, TwoWarpgroups>({"long-k", {131, 2}, 328, 264, 1, 1, host::Schedule::Reverse}, "f16",
+                                      "wgmma 128x128x64/4");
+  run_case<rudnn::bf16, TwoStageWgmma>({"long-k", {19, 70}, 328, 136, 0, 0, host::Schedule::Forward}, "bf16",
+                                       "wgmma 64x64x64/2");
 }
 
 // A block of the wrong size is refused (trap), not run with a wrong warp layout.

@@ -3,10 +3,16 @@
 //                 rejects it; auto = tensor core where allowed, else scalar), then the smallest
 //                 registered tile whose block_m covers rudnn.rows_per_expert (decode-like loads
 //                 waste no rows), the largest otherwise, a middle tile when the load is unknown.
+//                 The tiles on mma.sync, or the wgmma tiles where the target has wgmma (sm_90a with
+//                 the RUDNN_WGMMA=1 opt-in) and the load is over 16 rows per expert (a 64-row
+//                 warpgroup would idle most of its rows below that; the 16-row mma.sync tile serves).
 //   tuning query: operands {rows, offsets, gate, up, down}, options {tensor_core 0/1}; not asked
 //                 for strategy "auto" (the ops layer resolves it before lowering).
 //   config check: a registered tile (checkExpertTile) of the op's strategy; tensor_core = 1 tiles
-//                 use mma.sync m16n8k16.
+//                 use mma.sync m16n8k16, those with wgmma = 1 Hopper's warpgroup MMA (the
+//                 interface's default configUsesWgmma reads the key).
+#include <vector>
+
 #include "Conversion/MoEToLaunch/MoEToLaunch.h"
 #include "contracts/arch.h"
 #include "mlir/IR/Builders.h"
@@ -21,9 +27,14 @@ namespace {
 
 namespace moe_config = dialect::moe_config;
 
-moe_config::ExpertTile heuristicExpertTile(bool tensorCore, std::int64_t rowsPerExpert) {
-  const auto& tiles = tensorCore ? moe_config::tensorCoreTiles() : moe_config::scalarTiles();
-  if (rowsPerExpert < 0) return tiles[1];  // a middle tile when the load is unknown
+// The smallest decode-like load (rows per expert) the wgmma tiles take.
+constexpr std::int64_t kWgmmaMinRows = 17;
+
+moe_config::ExpertTile heuristicExpertTile(bool tensorCore, std::int64_t rowsPerExpert, bool wgmma) {
+  std::vector<moe_config::ExpertTile> tiles;
+  for (const auto& t : tensorCore ? moe_config::tensorCoreTiles() : moe_config::scalarTiles())
+    if (t.wgmma == (wgmma && (rowsPerExpert < 0 || rowsPerExpert >= kWgmmaMinRows))) tiles.push_back(t);
+  if (rowsPerExpert < 0) return tiles[(tiles.size() - 1) / 2];  // a middle tile when the load is unknown
   const moe_config::ExpertTile* largest = &tiles.front();
   for (const auto& t : tiles) {
     if (t.blockM >= rowsPerExpert) return t;
@@ -49,7 +60,8 @@ struct ExpertsKernelModel : dialect::KernelOpInterface::ExternalModel<ExpertsKer
     if (failed(tensorCore)) return failure();
     auto hint = op->getAttrOfType<IntegerAttr>(dialect::kRowsPerExpertAttrName);
     const std::int64_t rowsHint = hint ? hint.getInt() : -1;
-    return dialect::expertTileConfig(op->getContext(), heuristicExpertTile(*tensorCore, rowsHint));
+    const bool wgmma = *tensorCore && !target.arch.empty() && contracts::has_wgmma(target.arch);
+    return dialect::expertTileConfig(op->getContext(), heuristicExpertTile(*tensorCore, rowsHint, wgmma));
   }
 
   bool configUsesTensorCores(Operation*, DictionaryAttr config) const {

@@ -2,8 +2,9 @@
 //   1. swiglu_gate_up_{scalar,mma}<T, Policy>(rows, offsets, gate, up, act, n_rows, experts, hidden, inter)
 //      gate and up fused; act [n_rows, inter] (T) is a call-scoped temporary.
 //   2. expert_down_{scalar,mma}<T, Policy>(act, offsets, down, out, n_rows, experts, inter, hidden)
-// Policy: ScalarGemmPolicy<bm, bn, bk, tm, tn> or MmaGemmPolicy<bm, bn, bk, wm, wn, stages>, from the
-// kernel_config (templates/rudnn/moe/experts_scalar.cuh, experts_mma.cuh). The kernels stride over
+// Policy: ScalarGemmPolicy<bm, bn, bk, tm, tn>, MmaGemmPolicy<bm, bn, bk, wm, wn, stages> or
+// WgmmaExpertsPolicy<bm, bn, bk, stages> (entries named _mma_<dtype>_wgmma_...), from the kernel_config
+// (templates/rudnn/moe/experts_scalar.cuh, experts_mma.cuh). The kernels stride over
 // row tiles (there are up to ceil(n_rows / bm) + experts of them) so the grid's y = ceil(n_rows / bm).
 #include <fmt/format.h>
 
@@ -27,13 +28,18 @@ LogicalResult lowerExpertsOpToLaunch(RewriterBase& rewriter, dialect::SwiGluExpe
   const dialect::moe_config::ExpertTile& t = *tile;
   const char* header = t.tensorCore ? "rudnn/moe/experts_mma.cuh" : "rudnn/moe/experts_scalar.cuh";
   const char* kind = t.tensorCore ? "mma" : "scalar";
-  const std::string policy = t.tensorCore ? fmt::format("rudnn::moe::MmaGemmPolicy<{}, {}, {}, {}, {}, {}>", t.blockM,
-                                                        t.blockN, t.blockK, t.a, t.b, t.stages)
-                                          : fmt::format("rudnn::moe::ScalarGemmPolicy<{}, {}, {}, {}, {}>", t.blockM,
-                                                        t.blockN, t.blockK, t.a, t.b);
-  const std::string tileName =
-      t.tensorCore ? fmt::format("{}x{}x{}_w{}x{}_s{}", t.blockM, t.blockN, t.blockK, t.a, t.b, t.stages)
-                   : fmt::format("{}x{}x{}_t{}x{}", t.blockM, t.blockN, t.blockK, t.a, t.b);
+  std::string policy, tileName;
+  if (t.wgmma) {
+    policy = fmt::format("rudnn::moe::WgmmaExpertsPolicy<{}, {}, {}, {}>", t.blockM, t.blockN, t.blockK, t.stages);
+    tileName = fmt::format("wgmma_{}x{}x{}_s{}", t.blockM, t.blockN, t.blockK, t.stages);
+  } else if (t.tensorCore) {
+    policy = fmt::format("rudnn::moe::MmaGemmPolicy<{}, {}, {}, {}, {}, {}>", t.blockM, t.blockN, t.blockK, t.a, t.b,
+                         t.stages);
+    tileName = fmt::format("{}x{}x{}_w{}x{}_s{}", t.blockM, t.blockN, t.blockK, t.a, t.b, t.stages);
+  } else {
+    policy = fmt::format("rudnn::moe::ScalarGemmPolicy<{}, {}, {}, {}, {}>", t.blockM, t.blockN, t.blockK, t.a, t.b);
+    tileName = fmt::format("{}x{}x{}_t{}x{}", t.blockM, t.blockN, t.blockK, t.a, t.b);
+  }
 
   // 1. rows (0), offsets (1), gate (2), up (3) → act (4), a temporary of n_rows × inter elements.
   auto actType = RankedTensorType::get({ShapedType::kDynamic, inter}, gateType.getElementType());

@@ -41,6 +41,9 @@ const std::vector<ExpertTile>& tensorCoreTiles() {
       {true, 16, 64, 64, 1, 4, 3},    // decode-like loads: 4 warps side by side over N
       {true, 64, 64, 32, 2, 2, 4},    // 4 warps, 32x32 of C each
       {true, 128, 128, 32, 2, 4, 3},  // prefill: 8 warps, 64x32 of C each (≈244 registers in gate_up)
+      // Hopper's warpgroup MMA (sm_90a, contracts::has_wgmma; gate and up in one two-B engine):
+      {true, 64, 128, 64, 4, 1, 4, true},   // one warpgroup: mid-size loads
+      {true, 128, 128, 64, 8, 1, 4, true},  // two warpgroups: prefill (197632 B of shared memory)
   };
   return tiles;
 }
@@ -56,16 +59,20 @@ const std::vector<ExpertTile>& backwardTiles() {
   return tiles;
 }
 
-// ScalarGemmPolicy / MmaGemmPolicy::kSharedBytes{GateUp,Down}: the templates' own formulas.
-std::int64_t gateUpSharedBytes(const ExpertTile& t) {
-  if (!t.tensorCore) return shared_memory::experts_scalar(t.blockM, t.blockN, t.blockK, 2);
-  return shared_memory::experts_mma(t.stages, t.blockM, t.blockN, t.blockK, 2);
+// ScalarGemmPolicy / MmaGemmPolicy / WgmmaExpertsPolicy::kSharedBytes{GateUp,Down}: the templates'
+// own formulas.
+namespace {
+
+std::int64_t expertsSharedBytes(const ExpertTile& t, std::int64_t operands) {
+  if (t.wgmma) return shared_memory::experts_wgmma(t.stages, t.blockM, t.blockN, t.blockK, operands);
+  if (t.tensorCore) return shared_memory::experts_mma(t.stages, t.blockM, t.blockN, t.blockK, operands);
+  return shared_memory::experts_scalar(t.blockM, t.blockN, t.blockK, operands);
 }
 
-std::int64_t downSharedBytes(const ExpertTile& t) {
-  if (!t.tensorCore) return shared_memory::experts_scalar(t.blockM, t.blockN, t.blockK, 1);
-  return shared_memory::experts_mma(t.stages, t.blockM, t.blockN, t.blockK, 1);
-}
+}  // namespace
+
+std::int64_t gateUpSharedBytes(const ExpertTile& t) { return expertsSharedBytes(t, 2); }
+std::int64_t downSharedBytes(const ExpertTile& t) { return expertsSharedBytes(t, 1); }
 
 std::optional<std::string> checkExpertTile(const ExpertTile& t) {
   const auto& tiles = t.tensorCore ? tensorCoreTiles() : scalarTiles();

@@ -12,7 +12,7 @@
 // SwizzledMNMajor, read with wgmma's transpose flag. The loaders place chunks through
 // ALayout::at / BLayout::at (gemm::GatherTile's Layout).
 // Pipeline: gemm::CpAsyncPipeline with the async-proxy fence. Each step's wgmma are committed as one
-// group; with three stages or more (and BN < 256) one group stays in flight (wait_group<1>, the
+// group; with four stages or more (and BN < 256) one group stays in flight (wait_group<1>, the
 // pipeline's lag of one: the tensor cores run block kb's products while the warps issue block
 // kb + 1's, and the stage refilled is the one two blocks back), so the copies of the next
 // Stages − 2 K blocks overlap the products; otherwise each group is retired in its own step.
@@ -35,10 +35,13 @@ struct WgmmaPolicy {
   static constexpr int kThreads = 128 * kWarpgroups;
   static constexpr bool kTensorCore = true;
   static constexpr bool kWgmma = true;
-  // wgmma groups a K step leaves running. Not with a 256-wide accumulator: its 128 registers per
-  // thread leave ptxas too few to keep a group in flight beside the gathers' state (it serializes
-  // the data backward's wgmma at 128 × 256), so that tile retires each group in its own step.
-  static constexpr int kGroupsInFlight = Stages >= 3 && BN < 256 ? 1 : 0;
+  // wgmma groups a K step leaves running: one from four stages on (two blocks of copies still in
+  // flight beside it). Not with three: ptxas serialized the MoE experts' wgmma at 128 × 128 × 64 with
+  // three stages and a group in flight ("non wgmma instructions defining accumulator registers"),
+  // and clean with four or with none in flight. Not with a 256-wide accumulator: its 128 registers
+  // per thread leave ptxas too few to keep a group in flight beside the gathers' state (it
+  // serializes the data backward's wgmma at 128 × 256). Those tiles retire each group in its step.
+  static constexpr int kGroupsInFlight = Stages >= 4 && BN < 256 ? 1 : 0;
   static_assert(BM % 64 == 0 && BM >= 64 && BM <= 256, "WgmmaPolicy: BM is 1 to 4 warpgroups of 64 rows");
   static_assert(BN == 64 || BN == 128 || BN == 256, "WgmmaPolicy: BN is one wgmma's N (64, 128 or 256)");
   static_assert(BK % 64 == 0, "WgmmaPolicy: BK is whole 64-element swizzle lines");

@@ -36,7 +36,7 @@
 #include "rudnn/gemm/gather_tile.cuh"
 #include "rudnn/gemm/nt_mainloop.cuh"
 #include "rudnn/gemm/wgmma_engine.cuh"
-#include "rudnn/moe/experts_mma.cuh"  // experts_detail::store_tile
+#include "rudnn/moe/experts_mma.cuh"  // experts_detail::store_tile, gate_up_wgmma
 #include "rudnn/shared_memory.h"
 
 namespace rudnn::moe {
@@ -119,40 +119,21 @@ RUDNN_DEVICE void hidden_tile_mma(T* smem, const T* rows, const T* dy, const T* 
                                         [&](int i, int j, int v) { return grads(i, j, v).hh; });
 }
 
-// One block tile of the hidden pass on wgmma: x·gateᵀ and x·upᵀ in one K loop of a two-B engine
-// (x loaded once; every operand K-contiguous), dHh in a second (down_e's rows along K), then the
-// three gradients register by register.
+// One block tile of the hidden pass on wgmma: x·gateᵀ and x·upᵀ as the forward computes them
+// (experts_detail::gate_up_wgmma), dHh in a second engine (down_e's rows along K), then the three
+// gradients register by register.
 template <class T, class P>
 RUDNN_DEVICE void hidden_tile_wgmma(T* smem, const T* rows, const T* dy, const T* gate, const T* up, const T* down,
                                     T* da, T* db, T* hh, const gemm::ExpertTile& tile, i64 n0, i64 hidden, i64 inter) {
-  using GateUp = gemm::WgmmaEngine<T, P, false, false, 2>;
+  using GateUp = experts_detail::GateUpWgmma<T, P>;
   using Down = gemm::WgmmaEngine<T, P, false, true>;
-  using XLoad = Chunked<T, P, P::kBM, P::kBK, typename GateUp::ALayout>;
-  using WLoad = Chunked<T, P, P::kBN, P::kBK, typename GateUp::BLayout>;
   static_assert(
       shared_memory::experts_backward_hidden_wgmma(P::kStages, P::kBM, P::kBN, P::kBK) == GateUp::kSharedBytes &&
           GateUp::kSharedBytes >= Down::kSharedBytes,
       "the hidden pass and shared_memory disagree");
   const i64 m_rows = tile.end - tile.begin;
-  const T* x_tile = rows + tile.begin * hidden;
-  auto load_x = [&](T* s, i64 kb) {
-    XLoad::load(s, rows, [&](int r, int c) -> const T* {
-      const i64 k = kb * P::kBK + c;
-      return r < m_rows && k < hidden ? x_tile + r * hidden + k : nullptr;
-    });
-  };
-  // Rows n0.. of gate_e or up_e [I, H] (K = hidden contiguous).
-  auto load_weight = [&](const T* w) {
-    const T* w_tile = w + (tile.expert * inter + n0) * hidden;
-    return [&, w, w_tile](T* s, i64 kb) {
-      WLoad::load(s, w, [&](int r, int c) -> const T* {
-        const i64 k = kb * P::kBK + c;
-        return n0 + r < inter && k < hidden ? w_tile + r * hidden + k : nullptr;
-      });
-    };
-  };
   typename GateUp::Acc a, b;
-  GateUp::run2(a, b, smem, blocks_of(hidden, P::kBK), load_x, load_weight(gate), load_weight(up));
+  experts_detail::gate_up_wgmma<T, P>(a, b, smem, rows, gate, up, tile, n0, hidden, inter);
   typename Down::Acc dh;
   down_product<T, P, Down>(dh, smem, dy, down, tile, n0, hidden, inter);
   // Registers i, i + 1 (i even) are adjacent columns; inter and n0 are even, so a pair is all in or

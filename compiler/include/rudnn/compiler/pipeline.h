@@ -94,10 +94,12 @@ struct CombineRequest {
 };
 Result<LoweredOp, RuntimeError> lower_combine(const CombineRequest& request, const Target& target);
 
-// The registered configs: the NVRTC compile tests walk them, autotuning times them.
+// The registered configs: the NVRTC compile tests walk them, autotuning times them. The experts'
+// warpgroup-MMA tiles only when `wgmma` (contracts::has_wgmma; autotune, which has no target here,
+// lists them all and the target refuses them at lowering where it lacks wgmma).
 std::vector<KernelConfig> dispatch_variants(DType dtype, std::int64_t hidden);
 std::vector<KernelConfig> combine_variants(DType dtype, std::int64_t hidden);
-std::vector<KernelConfig> expert_variants(bool tensor_core);
+std::vector<KernelConfig> expert_variants(bool tensor_core, bool wgmma = true);
 
 // rudnn.gated_delta (signature.chunk_size 0: the recurrence, else chunked). B, H and T are dynamic
 // in the IR. Slots: query 0, key 1, value 2, beta 3, log_decay 4, initial_state 5 (kept when

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "contracts/arch.h"
 #include "rudnn/dtype.h"
 #include "rudnn/shared_memory.h"
 
@@ -39,7 +40,11 @@ inline std::int64_t dispatchRankSharedBytes(std::int64_t experts) { return share
 // --- rudnn.swiglu_experts: a tile of the grouped GEMMs.
 //   tensor_core = 0: ScalarGemmPolicy<block_m, block_n, block_k, thread_m, thread_n>
 //   tensor_core = 1: MmaGemmPolicy<block_m, block_n, block_k, warps_m, warps_n, stages>
-// Only the registered tiles below are legal (each verified spill-free for sm_80 and sm_90a).
+//   tensor_core = 1, wgmma = 1 (the key omitted when 0): WgmmaExpertsPolicy<block_m, block_n,
+//                    block_k, stages> on Hopper's warpgroup MMA (warps_m = block_m / 16, warps_n = 1;
+//                    sm_90a only, contracts::has_wgmma)
+// Only the registered tiles below are legal (each verified spill-free for sm_80 and sm_90a; the
+// wgmma tiles for sm_90a).
 inline constexpr const char* kTensorCore = "tensor_core";
 inline constexpr const char* kBlockM = "block_m";
 inline constexpr const char* kBlockN = "block_n";
@@ -49,6 +54,7 @@ inline constexpr const char* kThreadN = "thread_n";
 inline constexpr const char* kWarpsM = "warps_m";
 inline constexpr const char* kWarpsN = "warps_n";
 inline constexpr const char* kStages = "stages";
+inline constexpr const char* kWgmma = contracts::kWgmmaConfigKey;
 
 struct ExpertTile {
   bool tensorCore = false;
@@ -62,6 +68,7 @@ struct ExpertTile {
 };
 
 const std::vector<ExpertTile>& scalarTiles();
+// The forward's tensor-core tiles: 0-2 on mma.sync, then the wgmma tiles.
 const std::vector<ExpertTile>& tensorCoreTiles();
 
 // The tiles of rudnn.swiglu_experts_backward, its {tile} index: 0-2 the forward's scalar tiles
