@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cache/kernel_cache.h"
+#include "contracts/arch.h"
 #include "log.h"
 
 namespace rudnn::autotune {
@@ -219,6 +220,11 @@ std::optional<compiler::ProvidedConfig> AutotuneProvider::provide(const compiler
                         record->config.to_string());
       return std::nullopt;
     }
+    if (!config_runs_here(record->config, device_.info().arch, device_.kind() == DeviceKind::Host)) {
+      runtime::log_info("autotune cache entry for {} ({}) needs {}; ignored", key_->to_string(),
+                        record->config.to_string(), contracts::kWgmmaRequirement);
+      return std::nullopt;
+    }
     return compiler::ProvidedConfig{record->config, compiler::ConfigSource::Cache};
   };
   if ((answer_ = cached())) return answer_;
@@ -242,6 +248,10 @@ std::optional<compiler::ProvidedConfig> AutotuneProvider::provide(const compiler
   store.remember(r.record());
   answer_ = compiler::ProvidedConfig{r.winner, compiler::ConfigSource::Tuned};
   return answer_;
+}
+
+bool config_runs_here(const compiler::KernelConfig& config, const std::string& arch, bool host_emulation) {
+  return config.get(contracts::kWgmmaConfigKey) == 0 || contracts::has_wgmma(arch, host_emulation);
 }
 
 Source to_source(compiler::ConfigSource source) {

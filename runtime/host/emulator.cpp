@@ -90,6 +90,8 @@ struct Thread {
   // wgmma: groups closed so far, and whether a wgmma.fence came after the last wait_group.
   std::uint64_t wgmma_committed = 0;
   bool wgmma_fenced = false;
+  // Shared memory (offset, bytes) its copies wrote since its last fence.proxy.async.
+  std::vector<std::pair<std::size_t, std::size_t>> unfenced;
 };
 
 // A wgmma issued by a warp and not yet retired. Its operands are read at issue, as early as hardware
@@ -155,6 +157,14 @@ std::string collective_name(Collective kind, int mode, unsigned mask) {
   return "?";
 }
 
+// Operand element `at` of warp `rank`'s share (16 rows of A, then B's columns; 16 k each) for a
+// fault message: "A element (row, k 3)" or "B element (column, k 3)".
+std::string operand_element(std::size_t at, int rank) {
+  const bool in_a = at < 16 * 16;
+  const auto row = static_cast<int>(in_a ? at / 16 : at / 16 - 16), k = static_cast<int>(at % 16);
+  return fmt::format("{} element ({}, k {})", in_a ? "A" : "B", in_a ? 16 * rank + row : row, k);
+}
+
 // A wgmma's descriptors for a fault message (A's only when A is in shared memory).
 std::string describe_descriptors(bool a_in_registers, std::uint64_t a_desc, std::uint64_t b_desc) {
   return a_in_registers ? fmt::format("b 0x{:016x}", b_desc) : fmt::format("a 0x{:016x}, b 0x{:016x}", a_desc, b_desc);
@@ -208,6 +218,8 @@ class Worker {
   void wgmma(Thread& t, int mode, Site s);
   void check_shared(Thread& t, const void* p, std::size_t bytes, std::size_t align, const char* what, Site s);
   void retire_copies(Thread& t, std::uint64_t below_group);
+  // fence.proxy.async by t: the async proxy (wgmma) may read what t's copies wrote.
+  void fence_proxy_async(Thread& t);
   // Runs the warp's pending wgmma of groups below `below_group`, in issue order; false on a fault.
   bool retire_wgmma(Thread& t, std::uint64_t below_group);
   // Warp `rank`'s operands of `p` as shared memory (or A's registers) hold them now, into `out`; false
@@ -215,6 +227,18 @@ class Worker {
   bool read_wgmma_operands(const PendingWgmma& p, int rank, std::vector<std::uint16_t>& out, std::uint32_t* bad) const {
     return warp_math::wgmma_operands(p.n, p.flags, rank, p.a_desc, p.a_in_registers ? p.a_regs : nullptr, p.b_desc,
                                      arena_, RUDNN_EMU_SHARED_WINDOW_BASE, launch_.shared_bytes, out, bad);
+  }
+  // The first of warp `rank`'s operand elements of p in shared memory (an index as above) that a
+  // cp.async wrote without its thread's fence.proxy.async since, or -1.
+  long unfenced_operand(const PendingWgmma& p, int rank) const {
+    std::vector<std::uint16_t> marks;
+    std::uint32_t bad = 0;
+    if (!warp_math::wgmma_operands(p.n, p.flags, rank, p.a_desc, p.a_in_registers ? p.a_regs : nullptr, p.b_desc,
+                                   unfenced_.data(), RUDNN_EMU_SHARED_WINDOW_BASE, launch_.shared_bytes, marks, &bad))
+      return -1;
+    for (std::size_t i = p.a_in_registers ? 16 * 16 : 0; i < marks.size(); ++i)
+      if (marks[i] != 0) return static_cast<long>(i);
+    return -1;
   }
   void set_fault(const Thread& t, Site s, std::string what, std::string expected, std::string actual);
   [[noreturn]] void abandon(Thread& t) { t.fiber.leave(false); }
@@ -237,6 +261,10 @@ class Worker {
   std::vector<Warpgroup> warpgroups_;
   std::vector<unsigned> order_;
   unsigned char* arena_ = nullptr;
+  // Per byte of the arena: 1 while the cp.async that wrote it awaits its thread's fence.proxy.async
+  // (a wgmma must not read it then), and that thread's index + 1 (0: none).
+  std::vector<unsigned char> unfenced_;
+  std::vector<std::uint16_t> unfenced_by_;
   FiberScheduler scheduler_;
   Thread* current_ = nullptr;
   rudnn_emu_dim3 block_idx_{};
@@ -287,6 +315,8 @@ bool Worker::run_block(std::uint64_t b) {
   block_idx_ = {static_cast<unsigned>(b % g.x), static_cast<unsigned>((b / g.x) % g.y),
                 static_cast<unsigned>(b / (std::uint64_t{g.x} * g.y))};
   std::memset(arena_, kPoisonByte, launch_.shared_bytes);
+  unfenced_.assign(launch_.shared_bytes, 0);
+  unfenced_by_.assign(launch_.shared_bytes, 0);
   fault_.reset();
   done_ = bar_arrived_ = 0;
   for (Warp& w : warps_) {
@@ -312,6 +342,7 @@ bool Worker::run_block(std::uint64_t b) {
     t.committed = 0;
     t.wgmma_committed = 0;
     t.wgmma_fenced = false;
+    t.unfenced.clear();
     t.fiber.start(stacks_[i], &Worker::thread_main, &t);
   }
   // Per block, so that results do not depend on which worker runs which block.
@@ -696,6 +727,16 @@ void Worker::issue_wgmma(Warp& w, const WarpOp& op, unsigned base) {
               fmt::format("an element at shared address {} ({})", bad, descriptors(lanes[0])));
     return;
   }
+  if (const long at = unfenced_operand(p, static_cast<int>(rank)); at >= 0) {
+    set_fault(lanes[0], p.site, "wgmma reads shared memory that a cp.async wrote without fence.proxy.async",
+              "a fence.proxy.async (fence_proxy_async_shared) by every thread whose cp.async wrote an operand, "
+              "after its copies landed and before the barrier ahead of the wgmma: the generic proxy's writes "
+              "are not visible to the async proxy (wgmma) without it",
+              fmt::format("{} of warp {}'s share unfenced ({})",
+                          operand_element(static_cast<std::size_t>(at), static_cast<int>(rank)), lanes[0].linear / 32,
+                          descriptors(lanes[0])));
+    return;
+  }
   for (unsigned l = 0; l < 32; ++l) {
     // D = A·B ignores D's old value: poison it, so a read before the wait_group shows as NaN.
     if ((p.flags & RUDNN_EMU_WGMMA_ACCUMULATE) == 0)
@@ -716,15 +757,13 @@ bool Worker::retire_wgmma(Thread& t, std::uint64_t below_group) {
     if (!inside || now != p.operands) {
       std::size_t at = 0;
       while (at < now.size() && now[at] == p.operands[at]) ++at;
-      const bool in_a = at < 16 * 16;
-      const std::size_t row = in_a ? at / 16 : at / 16 - 16, k = at % 16;
       set_fault(t, p.site, "wgmma operand changed while the wgmma was in flight",
                 "A and B (shared memory, or A's registers) unchanged from the wgmma's issue until the "
                 "wgmma.wait_group that retires it (copies landed, and nothing written, before the issue)",
-                fmt::format("{} element ({}, k {}) of warp {}'s share was 0x{:04x} at issue, 0x{:04x} at the wait "
+                fmt::format("{} of warp {}'s share was 0x{:04x} at issue, 0x{:04x} at the wait "
                             "(descriptors a 0x{:016x}, b 0x{:016x})",
-                            in_a ? "A" : "B", in_a ? 16 * rank + static_cast<int>(row) : static_cast<int>(row), k,
-                            t.linear / 32, p.operands[at], at < now.size() ? now[at] : 0, p.a_desc, p.b_desc));
+                            operand_element(at, rank), t.linear / 32, p.operands[at], at < now.size() ? now[at] : 0,
+                            p.a_desc, p.b_desc));
       return false;
     }
     warp_math::wgmma(p.type, p.n, p.flags, rank, p.operands, p.d);
@@ -808,11 +847,25 @@ void Worker::retire_copies(Thread& t, std::uint64_t below_group) {
     if (c.group < below_group) {
       std::memcpy(c.dst, c.src, c.src_size);
       std::memset(static_cast<char*>(c.dst) + c.src_size, 0, c.cp_size - c.src_size);
+      // Written through the generic proxy: not yet visible to a wgmma (the async proxy).
+      const auto at = static_cast<std::size_t>(static_cast<unsigned char*>(c.dst) - arena_);
+      std::fill_n(unfenced_.begin() + static_cast<std::ptrdiff_t>(at), c.cp_size, 1);
+      std::fill_n(unfenced_by_.begin() + static_cast<std::ptrdiff_t>(at), c.cp_size,
+                  static_cast<std::uint16_t>(t.linear + 1));
+      t.unfenced.emplace_back(at, c.cp_size);
     } else {
       t.copies[kept++] = c;
     }
   }
   t.copies.resize(kept);
+}
+
+void Worker::fence_proxy_async(Thread& t) {
+  const auto self = static_cast<std::uint16_t>(t.linear + 1);
+  for (const auto& [at, bytes] : t.unfenced)
+    for (std::size_t i = at; i < at + bytes; ++i)
+      if (unfenced_by_[i] == self) unfenced_[i] = unfenced_by_[i] = 0;  // a later writer's mark stays
+  t.unfenced.clear();
 }
 
 // --------------------------------------------------------------------------------------------------
@@ -981,6 +1034,10 @@ void api_wgmma_commit(const char*, int) {
   if (Thread* t = current_thread()) ++t->wgmma_committed;
 }
 
+void api_fence_proxy_async(const char*, int) {
+  if (Thread* t = current_thread()) tl_worker->fence_proxy_async(*t);
+}
+
 void api_wgmma_wait(int pending, const char* file, int line) {
   Thread* t = current_thread();
   if (t == nullptr) return;
@@ -1011,6 +1068,7 @@ const rudnn_emu_api kApi = {
     api_wgmma_fence,
     api_wgmma_commit,
     api_wgmma_wait,
+    api_fence_proxy_async,
 };
 
 // --------------------------------------------------------------------------------------------------

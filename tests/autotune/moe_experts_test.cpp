@@ -16,6 +16,7 @@
 #include "rudnn/autotune/search_space.h"
 #include "rudnn/moe.h"
 #include "rudnn/stats.h"
+#include "wgmma_opt_in.h"
 
 namespace rudnn {
 namespace {
@@ -116,6 +117,25 @@ TEST_F(MoeExpertsAutotune, OffUsesTheHeuristic) {
   EXPECT_EQ(c.source, Source::Heuristic);
   EXPECT_TRUE(c.key.empty());
   EXPECT_EQ(stats().autotune_runs, before.autotune_runs);
+}
+
+// The experts' candidates include the wgmma tiles. A cache tuned under RUDNN_WGMMA=1 may hold one; a
+// GPU process without the opt-in must not take it from the cache (its lowering would refuse it; the
+// heuristic decides instead), while the host device, which emulates wgmma, always may.
+TEST(AutotuneWgmmaConfigs, RunOnlyWhereTheTargetHasWgmma) {
+  const compiler::KernelConfig wgmma{{{"tensor_core", 1}, {"block_m", 64}, {"wgmma", 1}}};
+  const compiler::KernelConfig mma{{{"tensor_core", 1}, {"block_m", 64}}};
+  const compiler::KernelConfig zero{{{"tensor_core", 1}, {"wgmma", 0}}};
+  EXPECT_TRUE(autotune::config_runs_here(mma, "sm_80", false));
+  EXPECT_TRUE(autotune::config_runs_here(zero, "sm_90a", false));
+  EXPECT_TRUE(autotune::config_runs_here(wgmma, "sm_90a", true)) << "the host device emulates wgmma";
+  EXPECT_FALSE(autotune::config_runs_here(wgmma, "sm_80", false));
+  {
+    const testing::WgmmaOptIn opt_in;
+    EXPECT_TRUE(autotune::config_runs_here(wgmma, "sm_90a", false));
+    EXPECT_FALSE(autotune::config_runs_here(wgmma, "sm_90", false)) << "the opt-in does not give sm_90 wgmma";
+  }
+  if (!testing::wgmma_opted_in()) EXPECT_FALSE(autotune::config_runs_here(wgmma, "sm_90a", false));
 }
 
 }  // namespace

@@ -349,6 +349,13 @@ void misuse_kernel(void** args) {
     rudnn::cp_async_ca<16>(s + 1024 + 8 * tid, global + 8 * tid);
     rudnn::cp_async_commit();
   }
+  if (fault == 11 || fault == 12) {  // B copied in and landed; 12 (correct) fences it for the async proxy
+    rudnn::cp_async_ca<16>(s + 1024 + 8 * tid, global + 8 * tid);
+    rudnn::cp_async_commit();
+    rudnn::cp_async_wait<0>();
+    if (fault == 12 || tid != 70) rudnn::fence_proxy_async_shared();
+    __syncthreads();
+  }
   float d[32];
   if (fault != 4) rudnn::wgmma_fence();
   if (fault != 5 || warp != 3) rudnn::wgmma_f16_ss<64>(d, da, db, false);
@@ -422,6 +429,19 @@ TEST_F(EmulatorTest, WgmmaReadsCopiesThatHaveLanded) {
   std::vector<std::uint16_t> b(128 * 8, 0x3C00);
   expect_fault(run(misuse_kernel, {1, 1, 1}, {128, 1, 1}, 4096, kForward, &f, b.data()),
                {"wgmma operand changed while the wgmma was in flight", "0xffff at issue"});
+}
+
+// cp.async writes through the generic proxy; a wgmma reads through the async proxy, which sees those
+// writes only after the writing thread's fence.proxy.async. Here thread 70 skips it: its 16 bytes,
+// 1120 bytes into B, are column 38's k 0..7 (B interleaved: 8-column cores 256 bytes apart, a
+// column's 16 bytes per k half, k halves 128 bytes apart), the first element named.
+TEST_F(EmulatorTest, WgmmaSeesCopiesOnlyAfterTheProxyFence) {
+  std::vector<std::uint16_t> b(128 * 8, 0x3C00);
+  const int fenced = 12, unfenced = 11;
+  EMU_EXPECT_OK(run(misuse_kernel, {1, 1, 1}, {128, 1, 1}, 4096, kRandom, &fenced, b.data()));
+  expect_fault(run(misuse_kernel, {1, 1, 1}, {128, 1, 1}, 4096, kForward, &unfenced, b.data()),
+               {"wgmma reads shared memory that a cp.async wrote without fence.proxy.async", "B element (38, k 0)",
+                "warp 0's share unfenced", "fence_proxy_async_shared"});
 }
 
 TEST_F(EmulatorTest, WgmmaNeedsAWholeWarpgroup) {

@@ -214,7 +214,7 @@ func.func @experts_tile_wgmma(%r: tensor<?x16xbf16>, %o: tensor<5xui32>, %g: ten
 // -----
 
 func.func @experts_tile_wgmma_scalar(%r: tensor<?x16xbf16>, %o: tensor<5xui32>, %g: tensor<4x8x16xbf16>, %u: tensor<4x8x16xbf16>, %d: tensor<4x16x8xbf16>) {
-  // expected-error @+1 {{kernel_config: expected integers tensor_core, block_m, block_n, block_k and thread_m, thread_n (scalar) or warps_m, warps_n, stages[, wgmma = 1] (tensor core), got}}
+  // expected-error @+1 {{kernel_config: expected integers tensor_core, block_m, block_n, block_k and thread_m, thread_n (scalar) or warps_m, warps_n, stages (tensor core), and wgmma = 1 on a wgmma tile (0 or absent elsewhere), got}}
   %y = rudnn.swiglu_experts %r, %o, %g, %u, %d {strategy = "scalar", kernel_config = {tensor_core = 0, block_m = 32, block_n = 64, block_k = 16, thread_m = 4, thread_n = 4, wgmma = 1}} : tensor<?x16xbf16>, tensor<5xui32>, tensor<4x8x16xbf16>, tensor<4x8x16xbf16>, tensor<4x16x8xbf16> -> tensor<?x16xbf16>
   return
 }

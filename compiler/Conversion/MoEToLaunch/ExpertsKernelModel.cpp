@@ -5,12 +5,14 @@
 //                 waste no rows), the largest otherwise, a middle tile when the load is unknown.
 //                 The tiles on mma.sync, or the wgmma tiles where the target has wgmma (sm_90a with
 //                 the RUDNN_WGMMA=1 opt-in) and the load is over 16 rows per expert (a 64-row
-//                 warpgroup would idle most of its rows below that; the 16-row mma.sync tile serves).
+//                 warpgroup would idle most of its rows below that; the 16-row mma.sync tile serves),
+//                 each within the target's shared memory.
 //   tuning query: operands {rows, offsets, gate, up, down}, options {tensor_core 0/1}; not asked
 //                 for strategy "auto" (the ops layer resolves it before lowering).
 //   config check: a registered tile (checkExpertTile) of the op's strategy; tensor_core = 1 tiles
 //                 use mma.sync m16n8k16, those with wgmma = 1 Hopper's warpgroup MMA (the
 //                 interface's default configUsesWgmma reads the key).
+#include <algorithm>
 #include <vector>
 
 #include "Conversion/MoEToLaunch/MoEToLaunch.h"
@@ -30,10 +32,20 @@ namespace moe_config = dialect::moe_config;
 // The smallest decode-like load (rows per expert) the wgmma tiles take.
 constexpr std::int64_t kWgmmaMinRows = 17;
 
-moe_config::ExpertTile heuristicExpertTile(bool tensorCore, std::int64_t rowsPerExpert, bool wgmma) {
+// `wgmma`: the target has it; `maxSharedBytes` its opt-in limit (0: none), which every mma.sync and
+// scalar tile fits (99 KiB, the smallest sm_80+ limit) and a wgmma tile may not.
+moe_config::ExpertTile heuristicExpertTile(bool tensorCore, std::int64_t rowsPerExpert, bool wgmma,
+                                           std::int64_t maxSharedBytes) {
+  auto fits = [&](const moe_config::ExpertTile& t) {
+    return maxSharedBytes <= 0 || moe_config::gateUpSharedBytes(t) <= maxSharedBytes;
+  };
+  bool useWgmma = tensorCore && wgmma && (rowsPerExpert < 0 || rowsPerExpert >= kWgmmaMinRows);
+  const auto& all = tensorCore ? moe_config::tensorCoreTiles() : moe_config::scalarTiles();
+  if (useWgmma && std::none_of(all.begin(), all.end(), [&](const auto& t) { return t.wgmma && fits(t); }))
+    useWgmma = false;
   std::vector<moe_config::ExpertTile> tiles;
-  for (const auto& t : tensorCore ? moe_config::tensorCoreTiles() : moe_config::scalarTiles())
-    if (t.wgmma == (wgmma && (rowsPerExpert < 0 || rowsPerExpert >= kWgmmaMinRows))) tiles.push_back(t);
+  for (const auto& t : all)
+    if (t.wgmma == useWgmma && fits(t)) tiles.push_back(t);
   if (rowsPerExpert < 0) return tiles[(tiles.size() - 1) / 2];  // a middle tile when the load is unknown
   const moe_config::ExpertTile* largest = &tiles.front();
   for (const auto& t : tiles) {
@@ -61,7 +73,8 @@ struct ExpertsKernelModel : dialect::KernelOpInterface::ExternalModel<ExpertsKer
     auto hint = op->getAttrOfType<IntegerAttr>(dialect::kRowsPerExpertAttrName);
     const std::int64_t rowsHint = hint ? hint.getInt() : -1;
     const bool wgmma = *tensorCore && !target.arch.empty() && contracts::has_wgmma(target.arch);
-    return dialect::expertTileConfig(op->getContext(), heuristicExpertTile(*tensorCore, rowsHint, wgmma));
+    return dialect::expertTileConfig(op->getContext(),
+                                     heuristicExpertTile(*tensorCore, rowsHint, wgmma, target.maxSharedBytes));
   }
 
   bool configUsesTensorCores(Operation*, DictionaryAttr config) const {

@@ -38,9 +38,9 @@ struct MoETrainingKernelModel : dialect::KernelOpInterface::ExternalModel<MoETra
         if (auto e = contracts::check_tensor_core_experts(sig->experts.weights, target.arch))
           return op->emitOpError() << e->message();
     Builder b(op->getContext());
-    return b.getDictionaryAttr(
-        {b.getNamedAttr(dialect::moe_training_config::keyOf(op),
-                        b.getI64IntegerAttr(dialect::moe_training_config::heuristicValue(op, target.arch)))});
+    return b.getDictionaryAttr({b.getNamedAttr(
+        dialect::moe_training_config::keyOf(op),
+        b.getI64IntegerAttr(dialect::moe_training_config::heuristicValue(op, target.arch, target.maxSharedBytes)))});
   }
   bool configUsesTensorCores(Operation* op, DictionaryAttr config) const {
     const dialect::moe_config::ExpertTile* t = tileOf(op, config);

@@ -218,11 +218,11 @@ std::optional<moe_config::ExpertTile> expertTileOf(DictionaryAttr config) {
   auto a = get(t.tensorCore ? moe_config::kWarpsM : moe_config::kThreadM);
   auto b = get(t.tensorCore ? moe_config::kWarpsN : moe_config::kThreadN);
   auto stages = t.tensorCore ? get(moe_config::kStages) : std::optional<std::int64_t>(0);
-  auto wgmma = get(moe_config::kWgmma);  // tensor-core tiles only; omitted when 0
-  if (wgmma && (!t.tensorCore || *wgmma != 1)) return std::nullopt;
+  auto wgmma = get(moe_config::kWgmma);  // 1 on wgmma tiles (tensor core only); 0, or omitted, elsewhere
+  if (wgmma && (*wgmma < 0 || *wgmma > 1 || (*wgmma == 1 && !t.tensorCore))) return std::nullopt;
   if (!m || !n || !k || !a || !b || !stages || config.size() != (t.tensorCore ? 7u : 6u) + (wgmma ? 1u : 0u))
     return std::nullopt;
-  t.blockM = *m, t.blockN = *n, t.blockK = *k, t.a = *a, t.b = *b, t.stages = *stages, t.wgmma = wgmma.has_value();
+  t.blockM = *m, t.blockN = *n, t.blockK = *k, t.a = *a, t.b = *b, t.stages = *stages, t.wgmma = wgmma == 1;
   return t;
 }
 
@@ -253,7 +253,8 @@ LogicalResult SwiGluExpertsOp::verify() {
     std::optional<moe_config::ExpertTile> tile = expertTileOf(config);
     if (!tile)
       return emitOpError() << "kernel_config: expected integers tensor_core, block_m, block_n, block_k and "
-                              "thread_m, thread_n (scalar) or warps_m, warps_n, stages[, wgmma = 1] (tensor core), got "
+                              "thread_m, thread_n (scalar) or warps_m, warps_n, stages (tensor core), and wgmma = 1 "
+                              "on a wgmma tile (0 or absent elsewhere), got "
                            << config;
     if (auto why = moe_config::checkExpertTile(*tile)) return emitOpError() << "kernel_config: " << *why;
     if (strategy != "auto" && tile->tensorCore != tensorCore)

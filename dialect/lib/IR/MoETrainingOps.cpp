@@ -117,13 +117,17 @@ bool expertsTensorCore(SwiGluExpertsBackwardOp op, const std::string& arch) {
 
 // The experts backward: the backward tile of its strategy (MoEConfig.h); on tensor cores the wgmma
 // tile where the target has wgmma (sm_90a with the RUDNN_WGMMA=1 opt-in: the experts backward has
-// no Autotune, so the opt-in is how a GPU run compares the two).
-std::int64_t heuristicValue(Operation* op, const std::string& arch) {
+// no Autotune, so the opt-in is how a GPU run compares the two) and its shared memory fits.
+std::int64_t heuristicValue(Operation* op, const std::string& arch, std::int64_t maxSharedBytes) {
   if (auto eb = dyn_cast<SwiGluExpertsBackwardOp>(op)) {
     if (!expertsTensorCore(eb, arch)) return moe_config::kBackwardScalarTile;
     // An empty arch (valueOf without a config) is no target: the portable tile, never the sm_90a one.
-    return !arch.empty() && contracts::has_wgmma(arch) ? moe_config::kBackwardWgmmaTile
-                                                       : moe_config::kBackwardTensorCoreTile;
+    const auto& wgmma = moe_config::backwardTiles()[static_cast<std::size_t>(moe_config::kBackwardWgmmaTile)];
+    const bool fits =
+        maxSharedBytes <= 0 || shared_memory::experts_backward_hidden_wgmma(wgmma.stages, wgmma.blockM, wgmma.blockN,
+                                                                            wgmma.blockK) <= maxSharedBytes;
+    return !arch.empty() && contracts::has_wgmma(arch) && fits ? moe_config::kBackwardWgmmaTile
+                                                               : moe_config::kBackwardTensorCoreTile;
   }
   return router(op) ? 4 : 128;
 }

@@ -156,6 +156,10 @@ typedef struct rudnn_emu_api {
   void (*wgmma_fence)(const char* file, int line);
   void (*wgmma_commit)(const char* file, int line);
   void (*wgmma_wait)(int pending, const char* file, int line);
+  /* fence.proxy.async.shared::cta: this thread's shared-memory writes so far (its landed cp.async
+   * copies) become visible to the async proxy (wgmma). A wgmma that reads a byte whose cp.async's
+   * thread has not fenced since the copy landed faults. */
+  void (*fence_proxy_async)(const char* file, int line);
 } rudnn_emu_api;
 
 /* Exported by every kernel module (RUDNN_EMU_MODULE() in prelude/host.h). */

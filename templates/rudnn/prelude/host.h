@@ -231,10 +231,12 @@ inline void wgmma_wait(const char* file = __builtin_FILE(), int line = __builtin
   static_assert(N >= 0 && N <= 7, "rudnn: wgmma.wait_group takes 0..7");
   emu_detail::api->wgmma_wait(N, file, line);
 }
-// Compiler-only orderings on a GPU; nothing to do here (the emulator reads operands at the wait).
+// A compiler-only ordering on a GPU; nothing to do here (the emulator reads operands at the wait).
 template <int K>
 inline void wgmma_fence_operand(float (&)[K]) {}
-inline void fence_proxy_async_shared() {}
+inline void fence_proxy_async_shared(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  emu_detail::api->fence_proxy_async(file, line);
+}
 
 }  // namespace rudnn
 

@@ -63,6 +63,12 @@ class AutotuneProvider final : public compiler::ConfigProvider {
 
 Source to_source(compiler::ConfigSource source);
 
+// Whether `config` may run on a device of `arch` (host_emulation: the host device) in this process:
+// a warpgroup-MMA config (the "wgmma" key, every family alike) only where contracts::has_wgmma
+// holds. A cache tuned under RUDNN_WGMMA=1 may hold one that a process without the opt-in must not
+// take (its lowering would refuse it): the provider then lets the heuristic decide.
+bool config_runs_here(const compiler::KernelConfig& config, const std::string& arch, bool host_emulation);
+
 // Tools: `observer` sees every key a provider computes, before it looks anything up, so that
 // rudnn-autotune learns the exact keys the runtime asks for by running a graph. Process-wide; an
 // empty function removes it.

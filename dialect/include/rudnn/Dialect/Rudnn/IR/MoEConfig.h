@@ -61,7 +61,8 @@ struct ExpertTile {
   std::int64_t blockM = 0, blockN = 0, blockK = 0;
   std::int64_t a = 0, b = 0;  // thread_m, thread_n (scalar) or warps_m, warps_n (tensor core)
   std::int64_t stages = 0;    // tensor core only
-  bool wgmma = false;         // gemm::WgmmaPolicy<block_m, block_n, block_k, stages> (warps_m = block_m / 16)
+  bool wgmma = false;         // forward moe::WgmmaExpertsPolicy, backward gemm::WgmmaPolicy<block_m, block_n,
+                              // block_k, stages> (warps_m = block_m / 16, warps_n = 1)
 
   std::int64_t threads() const { return tensorCore ? 32 * a * b : (blockM / a) * (blockN / b); }
   bool operator==(const ExpertTile&) const = default;

@@ -25,9 +25,10 @@ inline constexpr const char* kThreads = "threads";
 inline constexpr const char* kTile = "tile";
 // The config key of `op` ("warps" for the router ops, "tile" for the experts backward, else
 // "threads") and its heuristic value on `arch` ("" when unknown; only the experts backward's "auto"
-// depends on it: tensor cores where the contract allows them there).
+// depends on it: tensor cores where the contract allows them there) within `maxSharedBytes` of
+// dynamic shared memory (0: no bound; the wgmma tile needs 132096 bytes).
 const char* keyOf(mlir::Operation* op);
-std::int64_t heuristicValue(mlir::Operation* op, const std::string& arch);
+std::int64_t heuristicValue(mlir::Operation* op, const std::string& arch, std::int64_t maxSharedBytes = 0);
 // Why `config` cannot serve `op`, or nothing.
 std::optional<std::string> check(mlir::Operation* op, mlir::DictionaryAttr config);
 // The config's value (after check).
