@@ -22,6 +22,12 @@ RUDNN_SHARED_MEMORY_FN long long flash_mma(long long block_m, long long block_n,
   return (block_m + 4 * block_n) * (head_dim + 8) * 2;
 }
 
+// flash_attention_wgmma (flash_wgmma.cuh): Q [BM] + 2 stages × (K, V) [BN] rows of D 16-bit elements
+// in the swizzled layouts (no padding), plus 1024 bytes to align the first tile.
+RUDNN_SHARED_MEMORY_FN long long flash_wgmma(long long block_m, long long block_n, long long head_dim) {
+  return (block_m + 4 * block_n) * head_dim * 2 + 1024;
+}
+
 // flash_attention_unit: Q [BM] and K [BN] rows of stride_qk(D) floats, P [BM][BN + 4], V [BN][Dv].
 RUDNN_SHARED_MEMORY_FN long long flash_unit_stride_qk(long long head_dim) { return (head_dim + 3) / 4 * 4 + 4; }
 RUDNN_SHARED_MEMORY_FN long long flash_unit(long long block_m, long long block_n, long long head_dim,

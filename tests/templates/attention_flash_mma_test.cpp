@@ -1,6 +1,7 @@
-// rudnn::attention::flash_attention_mma (FlashBlackboxAccelerated: tensor-core flash attention) on
-// the host emulation device vs the FP64 oracle rudnn::reference::attention, for f16 and bf16 and
-// every supported head dim (64, 96, 128, 256, each with its default policy): decode (Tq = 1),
+// rudnn::attention::flash_attention_mma (FlashBlackboxAccelerated: tensor-core flash attention) and
+// flash_attention_wgmma (the same on Hopper's warpgroup MMA, sm_90a) on the host emulation device
+// vs the FP64 oracle rudnn::reference::attention, for f16 and bf16 and every supported head dim
+// (mma.sync: 64, 96, 128, 256, each with its default policy; wgmma: 64, 128): decode (Tq = 1),
 // Tq = Tk, Tq < Tk and Tq > Tk with causal (bottom-right), odd lengths (1, 17, 100–150), GQA
 // ratios 1/4/8, masks with fully masked rows, bias broadcast over batch / heads / none (float and
 // T), extreme logits (±1e4 before scale), grids smaller than the launch formula; forward and
@@ -20,6 +21,7 @@
 #include "reference/attention.h"
 #include "row_norm_harness.h"  // to_storage / from_storage / tolerance / fresh_seed
 #include "rudnn/attention/flash_mma.cuh"
+#include "rudnn/attention/flash_wgmma.cuh"
 
 namespace {
 
@@ -35,10 +37,29 @@ using DefaultPolicy = typename rudnn::attention::FlashMmaDefault<kD>::type;
 template <int kD, bool kHeadPanels>
 using PolicyOf = rudnn::attention::FlashMmaPolicy<kD, DefaultPolicy<kD>::kBM, DefaultPolicy<kD>::kBN, kHeadPanels>;
 
-template <class T, class MB, class BB, class P>
+// The wgmma tile: two warpgroups of 64 query rows, 128-key tiles (shared memory 82944 bytes at
+// D = 64, 164864 at D = 128).
+template <int kD, bool kHeadPanels>
+using WgmmaPolicyOf = rudnn::attention::FlashWgmmaPolicy<kD, 128, 128, kHeadPanels>;
+
+// The two kernels under test: one contract, the policy family of each, and its instantiation.
+struct MmaKernel {
+  template <int kD, bool kHeadPanels>
+  using Policy = PolicyOf<kD, kHeadPanels>;
+  template <class T, class MB, class BB, class P>
+  static constexpr auto fn = &rudnn::attention::flash_attention_mma<T, MB, BB, P>;
+};
+struct WgmmaKernel {
+  template <int kD, bool kHeadPanels>
+  using Policy = WgmmaPolicyOf<kD, kHeadPanels>;
+  template <class T, class MB, class BB, class P>
+  static constexpr auto fn = &rudnn::attention::flash_attention_wgmma<T, MB, BB, P>;
+};
+
+template <class T, class MB, class BB, class P, class K = MmaKernel>
 void entry(void** a) {
   auto i = [&](int n) { return *static_cast<const i64*>(a[n]); };
-  rudnn::attention::flash_attention_mma<T, MB, BB, P>(
+  K::template fn<T, MB, BB, P>(
       *static_cast<const T* const*>(a[0]), *static_cast<const T* const*>(a[1]), *static_cast<const T* const*>(a[2]),
       *static_cast<const MB* const*>(a[3]), *static_cast<const BB* const*>(a[4]), *static_cast<T* const*>(a[5]), i(6),
       i(7), i(8), i(9), i(10), i(11), i(12), i(13), i(14), i(15), i(16), i(17), *static_cast<const float*>(a[18]),
@@ -114,9 +135,9 @@ Tensor<T> random_rows(std::size_t rows, i64 d, bool extreme, std::mt19937_64& rn
   return t;
 }
 
-template <class T, int kD, class MB, class BB, bool kHeadPanels>
+template <class T, int kD, class MB, class BB, bool kHeadPanels, class K>
 void run_one(const Case& c, const char* type, host::Schedule order) {
-  using P = PolicyOf<kD, kHeadPanels>;
+  using P = typename K::template Policy<kD, kHeadPanels>;
   const std::uint64_t seed = row_norm_test::fresh_seed();
   SCOPED_TRACE(describe(c, type, kD, order, seed));
   std::mt19937_64 rng(seed);
@@ -203,7 +224,7 @@ void run_one(const Case& c, const char* type, host::Schedule order) {
   const i64 m_blocks = (panel_heads * c.q_len + P::kBM - 1) / P::kBM;
   const unsigned formula = static_cast<unsigned>(c.batch * c.q_heads / panel_heads * m_blocks);
   const host::Dim3 grid{c.grid ? c.grid : formula, 1, 1};
-  auto st = host::launch(&entry<T, MB, BB, P>, args, grid, {static_cast<unsigned>(P::kThreads), 1, 1},
+  auto st = host::launch(&entry<T, MB, BB, P, K>, args, grid, {static_cast<unsigned>(P::kThreads), 1, 1},
                          static_cast<std::size_t>(P::kSharedBytes), {order, 0});
   ASSERT_TRUE(st.ok()) << st.error().message();
   if (c.token_major) {
@@ -242,18 +263,18 @@ void run_one(const Case& c, const char* type, host::Schedule order) {
   if (c.mask != Extent::None || (c.causal && c.q_len > c.kv_len)) EXPECT_GT(zero_rows, 0) << "no fully excluded row";
 }
 
-template <class T, int kD>
+template <class T, int kD, class K>
 void run_case(const Case& c, const char* type, host::Schedule order) {
   const bool extras = c.extras_kernel || c.mask != Extent::None || c.bias != Extent::None;
   // Token-major heads with GQA and Tq > 1 are not Tq rows apart: one head per panel (as the
   // entry chooses, ops/attention.cpp).
   if (c.token_major && c.q_heads > c.kv_heads && c.q_len > 1) {
-    if (!extras) return run_one<T, kD, void, void, true>(c, type, order);
-    return run_one<T, kD, u8, float, true>(c, type, order);
+    if (!extras) return run_one<T, kD, void, void, true, K>(c, type, order);
+    return run_one<T, kD, u8, float, true, K>(c, type, order);
   }
-  if (!extras) return run_one<T, kD, void, void, false>(c, type, order);
-  if (c.bias_in_t) return run_one<T, kD, u8, T, false>(c, type, order);
-  run_one<T, kD, u8, float, false>(c, type, order);
+  if (!extras) return run_one<T, kD, void, void, false, K>(c, type, order);
+  if (c.bias_in_t) return run_one<T, kD, u8, T, false, K>(c, type, order);
+  run_one<T, kD, u8, float, false, K>(c, type, order);
 }
 
 // The shared list (small: the emulator runs every mma lane by lane).
@@ -307,12 +328,12 @@ std::vector<Case> shared_cases() {
 
 const host::Schedule kOrders[] = {host::Schedule::Forward, host::Schedule::Reverse};
 
-template <class T, int kD>
+template <class T, int kD, class K = MmaKernel>
 void run_shared(const char* type) {
   rudnn_emu_bind(host::emulator_api());
   for (const Case& c : shared_cases())
     for (auto order : kOrders) {
-      run_case<T, kD>(c, type, order);
+      run_case<T, kD, K>(c, type, order);
       if (::testing::Test::HasFatalFailure()) return;
     }
 }
@@ -325,6 +346,13 @@ TEST(AttentionFlashMmaTemplate, D128F16) { run_shared<rudnn::f16, 128>("f16"); }
 TEST(AttentionFlashMmaTemplate, D128BF16) { run_shared<rudnn::bf16, 128>("bf16"); }
 TEST(AttentionFlashMmaTemplate, D256F16) { run_shared<rudnn::f16, 256>("f16"); }
 TEST(AttentionFlashMmaTemplate, D256BF16) { run_shared<rudnn::bf16, 256>("bf16"); }
+
+// The wgmma kernel on every case of the mma.sync one (its tiles are larger: more of the cases fit
+// one tile, and the key tails fall elsewhere).
+TEST(AttentionFlashWgmmaTemplate, D64F16) { run_shared<rudnn::f16, 64, WgmmaKernel>("f16"); }
+TEST(AttentionFlashWgmmaTemplate, D64BF16) { run_shared<rudnn::bf16, 64, WgmmaKernel>("bf16"); }
+TEST(AttentionFlashWgmmaTemplate, D128F16) { run_shared<rudnn::f16, 128, WgmmaKernel>("f16"); }
+TEST(AttentionFlashWgmmaTemplate, D128BF16) { run_shared<rudnn::bf16, 128, WgmmaKernel>("bf16"); }
 
 // A policy mismatch is a trap (reported by the emulator), not a wrong answer.
 TEST(AttentionFlashMmaTemplate, HeadDimMismatchTraps) {

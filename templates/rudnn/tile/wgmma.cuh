@@ -123,6 +123,17 @@ RUDNN_DEVICE void wgmma_ss(const bf16*, float (&d)[N / 2], u64 a_desc, u64 b_des
   wgmma_bf16_ss<N, TransA, TransB>(d, a_desc, b_desc, accumulate);
 }
 
+// The RS wgmma (A from this thread's 4 registers: mma.sync's A fragment of the warp's 16 rows) of
+// T's flavour, chosen by the pointer's type as above.
+template <int N, bool TransB = false>
+RUDNN_DEVICE void wgmma_rs(const f16*, float (&d)[N / 2], const u32 (&a)[4], u64 b_desc, bool accumulate) {
+  wgmma_f16_rs<N, TransB>(d, a, b_desc, accumulate);
+}
+template <int N, bool TransB = false>
+RUDNN_DEVICE void wgmma_rs(const bf16*, float (&d)[N / 2], const u32 (&a)[4], u64 b_desc, bool accumulate) {
+  wgmma_bf16_rs<N, TransB>(d, a, b_desc, accumulate);
+}
+
 // D (+)= A·B over one 64-column K panel (four k16 steps) of SwizzledKMajor tiles: A 64 x K rows
 // a_row0.., B N x K rows b_row0.., T ∈ {f16, bf16}. The first step overwrites D unless `accumulate`.
 template <class T, int N, class TileA, class TileB>

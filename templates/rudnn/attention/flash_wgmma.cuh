@@ -1,0 +1,226 @@
+#pragma once
+// FlashBlackboxAccelerated (SPEC §5) on Hopper's warpgroup MMA (sm_90a): flash_attention_mma's
+// algorithm, contract and launch (attention/flash_mma.cuh: layouts, variants, panels, causal, the
+// work decomposition) with the two products on wgmma, for T ∈ {f16, bf16} and D = Dv ∈ {64, 128}
+// (whole 64-column swizzle panels; D = 96 stays on mma.sync, and so does D = 256, whose O alone is
+// 128 registers per thread: with S and P beside it ptxas spilled at 64-key tiles).
+//
+//   S = Q·Kᵀ   SS wgmma: Q a SwizzledKMajor<BM, D> tile (A: each warpgroup's 64 rows), K a
+//              SwizzledKMajor<BN, D> tile (B, N = BN); D / 16 wgmma per key tile
+//   O += P·V   RS wgmma: P from S's registers (tile::pack_a_from_accumulator: a warp's wgmma A
+//              registers are mma.sync's A fragment), V a SwizzledMNMajor<BN, D> tile read with the
+//              transpose flag (N = D); BN / 16 wgmma per key tile
+// One warpgroup per 64 query rows, warp w of it owning 16 of them: S and O are the m64nN
+// accumulators, whose register i is mma.sync's C fragment of n8 tile i / 4 (tile/wgmma.cuh), so
+// they are tile::Accumulator<1, ·> and the score variant, the online softmax and the row arithmetic
+// of flash_mma_*.cuh run on them unchanged. Each product's group is retired before the registers
+// are touched again (wait_group 0; no group in flight).
+// Key tiles stream through two cp.async stages as in flash_attention_mma, with
+// fence_proxy_async_shared() between the wait and the barrier (wgmma reads through the async
+// proxy). The epilogue stores O / ℓ as column pairs straight to global memory (the swizzled Q tile
+// cannot stage rows as flash_mma's padded one does).
+//
+// Launch: block (Policy::kThreads = 128·BM/64, 1, 1), anything else traps; grid as
+// flash_attention_mma; dynamic shared memory Policy::kSharedBytes = shared_memory::flash_wgmma
+// (Q + two stages of K and V, plus 1024 bytes to align the first tile). Requirements as
+// flash_attention_mma's.
+#include "rudnn/attention/flash_mma.cuh"
+#include "rudnn/gemm/gather_tile.cuh"
+#include "rudnn/tile/wgmma.cuh"
+#include "rudnn/vector.cuh"
+
+namespace rudnn::attention {
+
+template <int kHeadDim, int kBlockM, int kBlockN, bool kHeadPanels = false>
+struct FlashWgmmaPolicy {
+  static_assert(kHeadDim == 64 || kHeadDim == 128, "FlashWgmmaPolicy: D = 64 or 128 (see the header)");
+  static_assert(kBlockM == 64 || kBlockM == 128, "FlashWgmmaPolicy: one or two warpgroups of 64 query rows");
+  static_assert(kBlockN == 64 || kBlockN == 128, "FlashWgmmaPolicy: key tiles of 64 or 128");
+  static constexpr int kD = kHeadDim;
+  static constexpr bool kPerHeadPanels = kHeadPanels;
+  static constexpr int kBM = kBlockM;
+  static constexpr int kBN = kBlockN;
+  static constexpr int kThreads = 128 * (kBlockM / 64);
+  static constexpr int kNI = kBlockN / 8;   // n8 key tiles of S
+  static constexpr int kDI = kHeadDim / 8;  // n8 value tiles of O
+  using QTile = tile::SwizzledKMajor<kBlockM, kHeadDim>;
+  using KTile = tile::SwizzledKMajor<kBlockN, kHeadDim>;
+  using VTile = tile::SwizzledMNMajor<kBlockN, kHeadDim>;
+  static constexpr int kStageElems = KTile::kElems + VTile::kElems;
+  static constexpr int kSharedBytes = static_cast<int>(shared_memory::flash_wgmma(kBlockM, kBlockN, kHeadDim));
+  static_assert(kSharedBytes == (QTile::kElems + 2 * kStageElems) * 2 + 1024,
+                "FlashWgmmaPolicy: the layout disagrees with shared_memory::flash_wgmma");
+};
+
+namespace flash_wgmma {
+
+// The tile's first byte at a 1024-byte boundary of the shared window (the swizzle's atoms).
+template <class T>
+RUDNN_DEVICE T* aligned(T* smem) {
+  const u32 at = shared_address(smem);
+  return smem + ((1024u - at % 1024u) % 1024u) / 2;
+}
+
+// Issues this thread's 16-byte copies of rows [0, kRows) × kD of a tile placed by Layout: row r
+// from row(r) when r < valid_rows, else zeros.
+template <class T, int kRows, int kD, int kThreads, class Layout, class RowOf>
+RUDNN_DEVICE void copy_rows(T* tile, const RowOf& row, i64 valid_rows) {
+  const T* first = row(0);
+  gemm::GatherTile<T, kRows, kD, kThreads, 8, Layout>::load(
+      tile, first, [&](int r, int c) -> const T* { return r < valid_rows ? row(r) + c : nullptr; });
+}
+
+}  // namespace flash_wgmma
+
+template <class T, class MB, class BB, class Policy, template <class, class> class Variant = DefaultVariant>
+RUDNN_DEVICE void flash_attention_wgmma(const T* q, const T* k, const T* v, const MB* mask, const BB* bias, T* out,
+                                        i64 batch, i64 q_heads, i64 kv_heads, i64 q_len, i64 kv_len, i64 head_dim,
+                                        i64 value_dim, i64 mask_batch_stride, i64 mask_head_stride,
+                                        i64 bias_batch_stride, i64 bias_head_stride, i64 causal, float scale,
+                                        i64 q_batch_stride, i64 q_head_stride, i64 q_token_stride, i64 k_batch_stride,
+                                        i64 k_head_stride, i64 k_token_stride, i64 v_batch_stride, i64 v_head_stride,
+                                        i64 v_token_stride, i64 out_batch_stride, i64 out_head_stride,
+                                        i64 out_token_stride) {
+  using P = Policy;
+  using QTile = typename P::QTile;
+  using KTile = typename P::KTile;
+  using VTile = typename P::VTile;
+  constexpr int kD = P::kD, kBM = P::kBM, kBN = P::kBN, kNI = P::kNI, kDI = P::kDI;
+  if (blockDim.x != static_cast<unsigned>(P::kThreads) || blockDim.y != 1u || blockDim.z != 1u)
+    trap("rudnn::attention::flash_attention_wgmma: blockDim must be (Policy::kThreads, 1, 1)");
+  if (head_dim != kD || value_dim != kD)
+    trap("rudnn::attention::flash_attention_wgmma: head_dim and value_dim must equal Policy::kHeadDim");
+  if (v_batch_stride != k_batch_stride || v_head_stride != k_head_stride || v_token_stride != k_token_stride)
+    trap("rudnn::attention::flash_attention_wgmma: value strides must equal key strides");
+  if (q_len <= 0 || batch <= 0 || q_heads <= 0) return;
+  if (kv_heads < 1 || kv_heads > q_heads || q_heads >= (i64{1} << 31) ||
+      q_heads != flash_mma::div32(q_heads, kv_heads) * kv_heads)
+    trap("rudnn::attention::flash_attention_wgmma: q_heads must be a multiple of kv_heads");
+
+  T* const q_s = flash_wgmma::aligned(dynamic_shared<T>());
+  auto k_s = [&](int stage) { return q_s + QTile::kElems + stage * P::kStageElems; };
+  auto v_s = [&](int stage) { return k_s(stage) + KTile::kElems; };
+  const int tid = static_cast<int>(threadIdx.x);
+  const int lane = tid & 31;
+  const int group_row0 = 64 * (tid / 128);                   // this warpgroup's first row of the tile
+  const int warp_row0 = group_row0 + 16 * ((tid / 32) % 4);  // this warp's
+  const i64 group = flash_mma::div32(q_heads, kv_heads);
+  constexpr bool kHeadPanels = P::kPerHeadPanels;
+  const i64 q_step = q_len == 1 ? q_head_stride : q_token_stride;
+  const i64 out_step = q_len == 1 ? out_head_stride : out_token_stride;
+  if (!kHeadPanels && group > 1 && q_len > 1 &&
+      (q_head_stride != q_len * q_token_stride || out_head_stride != q_len * out_token_stride))
+    trap(
+        "rudnn::attention::flash_attention_wgmma: group panels need q and out heads Tq rows apart (else "
+        "kPerHeadPanels)");
+  const i64 panels_per_batch = kHeadPanels ? q_heads : kv_heads;
+  const i64 panel_rows = (kHeadPanels ? 1 : group) * q_len;
+  const i64 m_blocks = (panel_rows + kBM - 1) / kBM;
+  const i64 items = batch * panels_per_batch * m_blocks;
+  if (panel_rows >= (i64{1} << 31) || items >= (i64{1} << 31))
+    trap("rudnn::attention::flash_attention_wgmma: group·Tq and the work items must be < 2^31");
+  const u32 items32 = static_cast<u32>(items);
+  const i64 blocks = block_count();
+  const u32 step = static_cast<u32>(blocks < items ? blocks : items);
+  const i64 first = linear_block();
+  const float scale_log2 = scale * kLog2e;
+  const Variant<MB, BB> variant(mask, bias, mask_batch_stride, mask_head_stride, bias_batch_stride, bias_head_stride,
+                                q_len, kv_len, causal);
+
+  for (u32 w = first < items ? static_cast<u32>(first) : items32; w < items32; w += step) {
+    const int p = static_cast<int>(w / static_cast<u32>(m_blocks));
+    const int m0 = static_cast<int>(m_blocks - 1 - (w - p * m_blocks)) * kBM;  // heaviest (last) block first
+    const int rows = panel_rows - m0 < kBM ? static_cast<int>(panel_rows - m0) : kBM;
+    const i64 b = flash_mma::div32(p, panels_per_batch), panel = p - b * panels_per_batch;
+    const i64 kvh = kHeadPanels ? flash_mma::div32(panel, group) : panel;
+    const i64 head0 = kHeadPanels ? panel : panel * group;
+
+    const auto mods = variant.panel(b, head0);
+    const i64 key_end = mods.key_end(flash_mma::last_position(m0, m0 + rows, q_len));
+    const i64 key_end_all = mods.key_end(flash_mma::first_position(m0, m0 + rows, q_len));
+    const int n_tiles = key_end > 0 ? static_cast<int>((key_end + kBN - 1) / kBN) : 0;
+    const int whole_tiles = mods.elementwise() || key_end_all <= 0 ? 0 : static_cast<int>(key_end_all / kBN);
+    const i64 kv_offset = b * k_batch_stride + kvh * k_head_stride;
+    auto key_rows = [&](i64 n0) { return [=](int r) { return k + kv_offset + (n0 + r) * k_token_stride; }; };
+    auto value_rows = [&](i64 n0) { return [=](int r) { return v + kv_offset + (n0 + r) * k_token_stride; }; };
+    auto load_keys = [&](int stage, i64 n0) {
+      flash_wgmma::copy_rows<T, kBN, kD, P::kThreads, KTile>(k_s(stage), key_rows(n0), kv_len - n0);
+      flash_wgmma::copy_rows<T, kBN, kD, P::kThreads, VTile>(v_s(stage), value_rows(n0), kv_len - n0);
+    };
+
+    // ---- prologue
+    __syncthreads();  // every warpgroup is done with the previous item's shared memory
+    if (n_tiles > 0) {
+      const T* q_panel = q + b * q_batch_stride + head0 * q_head_stride;
+      flash_wgmma::copy_rows<T, kBM, kD, P::kThreads, QTile>(
+          q_s, [&](int r) { return q_panel + (m0 + r) * q_step; }, rows);
+      load_keys(0, 0);
+    }
+    cp_async_commit();
+
+    tile::Accumulator<1, kDI> o;
+    o.zero();
+    flash_mma::OnlineSoftmax<1> softmax;
+    softmax.init();
+    auto& o_regs = reinterpret_cast<float(&)[kD / 2]>(o.c);
+
+    // ---- main loop over key tiles
+    for (int t = 0; t < n_tiles; ++t) {
+      const int stage = t & 1;
+      cp_async_wait<0>();
+      fence_proxy_async_shared();
+      __syncthreads();
+      if (t + 1 < n_tiles) load_keys(stage ^ 1, static_cast<i64>(t + 1) * kBN);
+      cp_async_commit();
+
+      tile::Accumulator<1, kNI> s;
+      s.zero();
+      auto& s_regs = reinterpret_cast<float(&)[kBN / 2]>(s.c);
+      wgmma_fence();
+      RUDNN_UNROLL
+      for (int kk = 0; kk < kD; kk += 16)
+        tile::wgmma_ss<kBN>(q_s, s_regs, QTile::descriptor(q_s, group_row0, kk), KTile::descriptor(k_s(stage), 0, kk),
+                            true);
+      wgmma_commit();
+      wgmma_wait<0>();
+      wgmma_fence_operand(s_regs);
+
+      s.scale(scale_log2);
+      if (t >= whole_tiles)
+        flash_mma::apply_variant(mods, s, m0 + warp_row0 + (lane >> 2), static_cast<i64>(t) * kBN, panel_rows, lane);
+      softmax.update(s, o);
+
+      // P in T, kept live until the group that reads it is retired.
+      u32 a[kBN / 16][4];
+      RUDNN_UNROLL
+      for (int kk = 0; kk < kBN / 16; ++kk) tile::pack_a_from_accumulator<T>(a[kk], s.c, 0, kk);
+      wgmma_fence_operand(o_regs);
+      wgmma_fence();
+      RUDNN_UNROLL
+      for (int kk = 0; kk < kBN / 16; ++kk)
+        tile::wgmma_rs<kD, true>(q_s, o_regs, a[kk], VTile::descriptor(v_s(stage), 16 * kk, 0), true);
+      wgmma_commit();
+      wgmma_wait<0>();
+      wgmma_fence_operand(o_regs);
+    }
+
+    // ---- epilogue: O / ℓ as column pairs, rows past the panel not stored
+    float inv[1][2];
+    softmax.finish(inv);
+    T* const out_rows = out + b * out_batch_stride + head0 * out_head_stride + (m0 + warp_row0) * out_step;
+    RUDNN_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const int r = (lane >> 2) + 8 * h;
+      if (warp_row0 + r >= rows) continue;
+      T* row = out_rows + r * out_step + 2 * (lane & 3);
+      RUDNN_UNROLL
+      for (int d = 0; d < kDI; ++d) {
+        Vec<T, 2> pair;
+        pair.words[0] = pack2_from_float<T>(o.c[0][d][2 * h] * inv[0][h], o.c[0][d][2 * h + 1] * inv[0][h]);
+        store_vec<T, 2>(row + 8 * d, pair);
+      }
+    }
+  }
+}
+
+}  // namespace rudnn::attention
