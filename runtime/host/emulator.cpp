@@ -52,6 +52,9 @@ std::string dim(const rudnn_emu_dim3& d) { return fmt::format("({},{},{})", d.x,
 enum class Wait : std::uint8_t { None, Barrier, Warp };
 enum class Collective : std::uint8_t { SyncWarp, Shfl, Vote, Reduce, Mma, Ldmatrix, Wgmma, WgmmaWait };
 
+// Per thread, the landed copies a fence.proxy.async clears one by one (Thread::unfenced).
+constexpr std::size_t kUnfencedRanges = 256;
+
 struct AsyncCopy {
   void* dst;
   const void* src;
@@ -90,8 +93,11 @@ struct Thread {
   // wgmma: groups closed so far, and whether a wgmma.fence came after the last wait_group.
   std::uint64_t wgmma_committed = 0;
   bool wgmma_fenced = false;
-  // Shared memory (offset, bytes) its copies wrote since its last fence.proxy.async.
+  // Shared memory (offset, bytes) its copies wrote since its last fence.proxy.async; adjacent
+  // copies merge. Past kUnfencedRanges the list stops growing and the fence scans the whole arena
+  // (kernels that never fence, mma.sync ones, would otherwise grow it with every copy).
   std::vector<std::pair<std::size_t, std::size_t>> unfenced;
+  bool unfenced_overflow = false;
 };
 
 // A wgmma issued by a warp and not yet retired. Its operands are read at issue, as early as hardware
@@ -343,6 +349,7 @@ bool Worker::run_block(std::uint64_t b) {
     t.wgmma_committed = 0;
     t.wgmma_fenced = false;
     t.unfenced.clear();
+    t.unfenced_overflow = false;
     t.fiber.start(stacks_[i], &Worker::thread_main, &t);
   }
   // Per block, so that results do not depend on which worker runs which block.
@@ -852,7 +859,12 @@ void Worker::retire_copies(Thread& t, std::uint64_t below_group) {
       std::fill_n(unfenced_.begin() + static_cast<std::ptrdiff_t>(at), c.cp_size, 1);
       std::fill_n(unfenced_by_.begin() + static_cast<std::ptrdiff_t>(at), c.cp_size,
                   static_cast<std::uint16_t>(t.linear + 1));
-      t.unfenced.emplace_back(at, c.cp_size);
+      if (!t.unfenced.empty() && t.unfenced.back().first + t.unfenced.back().second == at)
+        t.unfenced.back().second += c.cp_size;
+      else if (t.unfenced.size() < kUnfencedRanges)
+        t.unfenced.emplace_back(at, c.cp_size);
+      else
+        t.unfenced_overflow = true;
     } else {
       t.copies[kept++] = c;
     }
@@ -862,10 +874,16 @@ void Worker::retire_copies(Thread& t, std::uint64_t below_group) {
 
 void Worker::fence_proxy_async(Thread& t) {
   const auto self = static_cast<std::uint16_t>(t.linear + 1);
-  for (const auto& [at, bytes] : t.unfenced)
+  auto clear = [&](std::size_t at, std::size_t bytes) {
     for (std::size_t i = at; i < at + bytes; ++i)
       if (unfenced_by_[i] == self) unfenced_[i] = unfenced_by_[i] = 0;  // a later writer's mark stays
+  };
+  if (t.unfenced_overflow)
+    clear(0, unfenced_by_.size());
+  else
+    for (const auto& [at, bytes] : t.unfenced) clear(at, bytes);
   t.unfenced.clear();
+  t.unfenced_overflow = false;
 }
 
 // --------------------------------------------------------------------------------------------------

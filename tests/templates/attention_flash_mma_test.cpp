@@ -287,6 +287,8 @@ std::vector<Case> shared_cases() {
   cs.push_back({"square-17", 2, 4, 4, 17, 17});
   cs.push_back({"short-q-causal-gqa8", 1, 8, 1, 17, 150, true});
   cs.push_back({"long-q-causal-gqa4", 1, 4, 1, 100, 17, true});
+  // Over 256 keys: three or more key tiles, so each K/V stage is refilled after it was read.
+  cs.push_back({"long-kv-causal-gqa2", 1, 2, 1, 20, 300, true});
   Case m{"mask-bias-heads", 2, 4, 2, 17, 33};
   m.mask = Extent::Full;
   m.bias = Extent::OverBatch;

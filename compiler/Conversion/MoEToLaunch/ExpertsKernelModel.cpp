@@ -46,6 +46,9 @@ moe_config::ExpertTile heuristicExpertTile(bool tensorCore, std::int64_t rowsPer
   std::vector<moe_config::ExpertTile> tiles;
   for (const auto& t : all)
     if (t.wgmma == useWgmma && fits(t)) tiles.push_back(t);
+  if (tiles.empty())  // a limit below every tile (a pass option, not a GPU): the select pass reports it
+    for (const auto& t : all)
+      if (!t.wgmma) tiles.push_back(t);
   if (rowsPerExpert < 0) return tiles[(tiles.size() - 1) / 2];  // a middle tile when the load is unknown
   const moe_config::ExpertTile* largest = &tiles.front();
   for (const auto& t : tiles) {
