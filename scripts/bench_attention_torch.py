@@ -96,6 +96,8 @@ def main():
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--budget-ms", type=int, default=300, help="rudnn-bench's cap per measurement")
     ap.add_argument("--timeout", type=int, default=300, help="seconds for rudnn-bench")
+    ap.add_argument("--tag", default="", help="names this run in the title and the CSV (e.g. wgmma, for a run "
+                    "under RUDNN_WGMMA=1, whose flash_mma strategy takes the warpgroup-MMA kernel for D = 64, 128)")
     args = ap.parse_args()
     seqs = args.seq or [512, 1024, 2048, 4096, 8192, 16384]
     kv_heads = args.kv_heads or [32, 8]
@@ -104,7 +106,8 @@ def main():
     strategies = [s for s in args.strategies.split(",") if s]
     Hq, N = args.q_heads, args.tokens
 
-    print(f"### Attention (issue 5): rudnn vs torch SDPA, bf16, B·T = {N} tokens, Hq = {Hq}\n")
+    tag = f" ({args.tag})" if args.tag else ""
+    print(f"### Attention (issue 5): rudnn vs torch SDPA, bf16, B·T = {N} tokens, Hq = {Hq}{tag}\n")
     torch = require_torch_cuda(NAME)
     if torch is None:
         return 0
@@ -119,7 +122,7 @@ def main():
     for flag, values in (("--seq", seqs), ("--kv-heads", kv_heads), ("--head-dim", head_dims), ("--causal", causals)):
         for v in values:
             cmd += [flag, str(v)]
-    rows, error = run_rudnn_bench(cmd, os.path.join(args.log, "rudnn-bench-attention.csv"), args.timeout)
+    rows, error = run_rudnn_bench(cmd, os.path.join(args.log, "rudnn-bench-attention" + (f"-{args.tag}" if args.tag else "") + ".csv"), args.timeout)
     rudnn = {(r["strategy"], int(r["kv_heads"]), int(r["seq"]), int(r["head_dim"]), int(r["causal"])):
              float(r["median_us"]) for r in rows}
 

@@ -84,7 +84,7 @@ Result<LoweredOp, RuntimeError> lower_attention(const AttentionRequest& request,
 }
 
 std::vector<KernelConfig> attention_variants(contracts::AttentionStrategy strategy, DType dtype, std::int64_t head_dim,
-                                             std::int64_t value_dim) {
+                                             std::int64_t value_dim, bool wgmma) {
   using dialect::attention_config::Kind;
   MLIRContext& ctx = threadContext();
   std::vector<Kind> kinds;
@@ -97,7 +97,7 @@ std::vector<KernelConfig> attention_variants(contracts::AttentionStrategy strate
   std::vector<KernelConfig> out;
   for (Kind kind : kinds)
     for (const auto& tile : dialect::attention_config::tilesFor(kind, dtype, head_dim, value_dim))
-      out.push_back(toKernelConfig(dialect::attentionTileConfig(&ctx, tile)));
+      if (wgmma || !tile.wgmma) out.push_back(toKernelConfig(dialect::attentionTileConfig(&ctx, tile)));
   return out;
 }
 

@@ -1,4 +1,5 @@
 // Attention (rudnn.attention) in the graph runner and rudnn-precompile.
+#include "contracts/arch.h"
 #include "family.h"
 #include "rudnn/Dialect/Rudnn/IR/RudnnOps.h"
 #include "rudnn/attention.h"
@@ -59,7 +60,8 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
   std::vector<std::optional<compiler::KernelConfig>> configs = {std::nullopt};
   if (with_candidates)
     for (auto& c :
-         compiler::attention_variants(request.strategy, sig.query.dtype, sig.query.shape[3], sig.value.shape[3]))
+         compiler::attention_variants(request.strategy, sig.query.dtype, sig.query.shape[3], sig.value.shape[3],
+                                      contracts::has_wgmma(target.arch, target.host_emulation)))
       configs.push_back(c);
   std::vector<compiler::LoweredOp> out;
   for (const auto& mask : variants(at.getMask()))

@@ -22,10 +22,15 @@ RUDNN_SHARED_MEMORY_FN long long flash_mma(long long block_m, long long block_n,
   return (block_m + 4 * block_n) * (head_dim + 8) * 2;
 }
 
+// Every kernel on Hopper's warpgroup MMA keeps its swizzled tiles at 1024-byte boundaries of the
+// shared window (the 128-byte swizzle's atom; tile::swizzle_aligned), wherever the dynamic shared
+// memory starts: it asks for this much more than its tiles take.
+inline constexpr long long kWgmmaAlignmentSlack = 1024;
+
 // flash_attention_wgmma (flash_wgmma.cuh): Q [BM] + 2 stages × (K, V) [BN] rows of D 16-bit elements
-// in the swizzled layouts (no padding), plus 1024 bytes to align the first tile.
+// in the swizzled layouts (no padding), plus the alignment slack.
 RUDNN_SHARED_MEMORY_FN long long flash_wgmma(long long block_m, long long block_n, long long head_dim) {
-  return (block_m + 4 * block_n) * head_dim * 2 + 1024;
+  return (block_m + 4 * block_n) * head_dim * 2 + kWgmmaAlignmentSlack;
 }
 
 // flash_attention_unit: Q [BM] and K [BN] rows of stride_qk(D) floats, P [BM][BN + 4], V [BN][Dv].
@@ -60,11 +65,10 @@ RUDNN_SHARED_MEMORY_FN long long block_gemm(long long stages, long long block_m,
 
 // ---- warpgroup-MMA block GEMM (gemm/wgmma_engine.cuh; WgmmaPolicy<BM, BN, BK, Stages>, sm_90a)
 // `stages` stages of an A and a B tile of 16-bit elements in the 128-byte-swizzled layouts (no
-// padding: the swizzle spreads the banks), plus 1024 bytes to align the first stage to a 1024-byte
-// boundary wherever the dynamic shared memory starts.
+// padding: the swizzle spreads the banks), plus the alignment slack (kWgmmaAlignmentSlack).
 RUDNN_SHARED_MEMORY_FN long long block_gemm_wgmma(long long stages, long long block_m, long long block_n,
                                                   long long block_k, long long element_bytes) {
-  return stages * (block_m + block_n) * block_k * element_bytes + 1024;
+  return stages * (block_m + block_n) * block_k * element_bytes + kWgmmaAlignmentSlack;
 }
 
 // ---- MoE (templates/rudnn/moe/)

@@ -47,3 +47,28 @@ func.func @tile_unregistered(%q: tensor<1x2x4x64xf16>, %k: tensor<1x2x8x64xf16>)
   %o = rudnn.attention %q, %k, %k {scale = 1.0 : f32, causal = false, strategy = "autotune", kernel_config = {strategy = 0, block_m = 64, block_n = 32}} : tensor<1x2x4x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16> -> tensor<1x2x4x64xf16>
   return
 }
+
+// -----
+
+func.func @wgmma_tile_for_d96(%q: tensor<1x2x4x96xbf16>, %k: tensor<1x2x8x96xbf16>) {
+  // expected-error @+1 {{kernel_config: flash_wgmma 128x128 is not a registered tile for bf16 head_dim 96 value_dim 96}}
+  %o = rudnn.attention %q, %k, %k {scale = 1.0 : f32, causal = false, strategy = "flash_mma", kernel_config = {strategy = 0, block_m = 128, block_n = 128, wgmma = 1}} : tensor<1x2x4x96xbf16>, tensor<1x2x8x96xbf16>, tensor<1x2x8x96xbf16> -> tensor<1x2x4x96xbf16>
+  return
+}
+
+// -----
+
+func.func @wgmma_key_not_a_flag(%q: tensor<1x2x4x64xf16>, %k: tensor<1x2x8x64xf16>) {
+  // expected-error @+1 {{kernel_config: expected 'strategy' (0 flash_mma, 1 flash_unit, 2 fallback) and its tile keys (flash_mma: wgmma = 1 on a wgmma tile, 0 or absent elsewhere), got {block_m = 128 : i64, block_n = 128 : i64, strategy = 0 : i64, wgmma = 2 : i64}}}
+  %o = rudnn.attention %q, %k, %k {scale = 1.0 : f32, causal = false, strategy = "flash_mma", kernel_config = {strategy = 0, block_m = 128, block_n = 128, wgmma = 2}} : tensor<1x2x4x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16> -> tensor<1x2x4x64xf16>
+  return
+}
+
+// -----
+
+// wgmma = 0 is the key's absent value: the mma.sync tile.
+func.func @wgmma_zero_is_mma(%q: tensor<1x2x4x64xf16>, %k: tensor<1x2x8x64xf16>) {
+  // expected-error @+1 {{kernel_config: flash_mma 128x128 is not a registered tile for f16 head_dim 64 value_dim 64}}
+  %o = rudnn.attention %q, %k, %k {scale = 1.0 : f32, causal = false, strategy = "flash_mma", kernel_config = {strategy = 0, block_m = 128, block_n = 128, wgmma = 0}} : tensor<1x2x4x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16> -> tensor<1x2x4x64xf16>
+  return
+}

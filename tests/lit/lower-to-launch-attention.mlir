@@ -41,6 +41,32 @@ func.func @flash_mma_head_panels(%q: tensor<?x32x?x64xf16>, %k: tensor<?x8x?x64x
   return %o : tensor<?x32x?x64xf16>
 }
 
+// flash_mma's wgmma tile (sm_90a): flash_attention_wgmma with the same arguments, two warpgroups
+// (256 threads) for 128 query rows, (128 + 4 · 128) · 128 · 2 + 1024 = 164864 bytes (no padding; the
+// alignment slack).
+// CHECK-LABEL: func.func @flash_wgmma
+// CHECK: rudnn.launch @rudnn_attention_flash_wgmma_bf16_mask_biasf32_d128_m128_n128(
+// CHECK-SAME: header "rudnn/attention/flash_wgmma.cuh" function "rudnn::attention::flash_attention_wgmma"
+// CHECK-SAME: args ["rudnn::bf16", "rudnn::u8", "float", "rudnn::attention::FlashWgmmaPolicy<128, 128, 128>"]
+// CHECK-SAME: grid [#rudnn.size<4 * dim(0, 2) ceildiv 128>, #rudnn.size<dim(0, 0) * 8>, #rudnn.size<1>] block [256, 1, 1] shared 164864
+// CHECK-LABEL: func.func @flash_wgmma_head_panels
+// CHECK: rudnn.launch @rudnn_attention_flash_wgmma_f16_nomask_nobias_d64_m128_n128_head_panels(
+// CHECK-SAME: args ["rudnn::f16", "void", "void", "rudnn::attention::FlashWgmmaPolicy<64, 128, 128, true>"]
+// CHECK-SAME: grid [#rudnn.size<1 * dim(0, 2) ceildiv 128>, #rudnn.size<dim(0, 0) * 32>, #rudnn.size<1>] block [256, 1, 1] shared 82944
+func.func @flash_wgmma(%q: tensor<?x32x?x128xbf16>, %k: tensor<?x8x?x128xbf16>, %v: tensor<?x8x?x128xbf16>,
+                       %m: tensor<?x32x?x?xui8>, %b: tensor<?x32x?x?xf32>) -> tensor<?x32x?x128xbf16> {
+  %o = rudnn.attention %q, %k, %v mask(%m : tensor<?x32x?x?xui8>) bias(%b : tensor<?x32x?x?xf32>) {scale = 0.125 : f32,
+         causal = true, strategy = "flash_mma", kernel_config = {strategy = 0, block_m = 128, block_n = 128, wgmma = 1}}
+      : tensor<?x32x?x128xbf16>, tensor<?x8x?x128xbf16>, tensor<?x8x?x128xbf16> -> tensor<?x32x?x128xbf16>
+  return %o : tensor<?x32x?x128xbf16>
+}
+func.func @flash_wgmma_head_panels(%q: tensor<?x32x?x64xf16>, %k: tensor<?x8x?x64xf16>, %v: tensor<?x8x?x64xf16>) -> tensor<?x32x?x64xf16> {
+  %o = rudnn.attention %q, %k, %v {scale = 0.125 : f32, causal = true, strategy = "flash_mma",
+         kernel_config = {strategy = 0, block_m = 128, block_n = 128, wgmma = 1}, rudnn.head_panels}
+      : tensor<?x32x?x64xf16>, tensor<?x8x?x64xf16>, tensor<?x8x?x64xf16> -> tensor<?x32x?x64xf16>
+  return %o : tensor<?x32x?x64xf16>
+}
+
 // A plain-core strategy ignores rudnn.head_panels (it places rows of any layout).
 // CHECK-LABEL: func.func @flash_unit_head_panels
 // CHECK: rudnn.launch @rudnn_attention_flash_unit_f32_nomask_nobias_m64_n32_t4_v64(

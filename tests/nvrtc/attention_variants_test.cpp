@@ -1,8 +1,9 @@
 // Every registered attention variant (compiler::attention_variants for each strategy: the tensor-core
 // flash kernel per head dim, FlashUnit's tiles, Fallback's three kernels) for f32/f16/bf16, without
 // and with a mask and an f32 bias, lowered by the compiler and compiled with NVRTC for sm_80 and
-// sm_90a: no spills, no stack, no static shared memory. The tensor-core kernel also with one head per
-// panel (rudnn.head_panels). Shared sources are compiled once.
+// sm_90a: no spills, no stack, no static shared memory. The tensor-core kernels also with one head
+// per panel (rudnn.head_panels); the warpgroup-MMA ones (flash_wgmma, D = 64 and 128) for sm_90a
+// alone, with no wgmma serialized by ptxas. Shared sources are compiled once.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -26,6 +27,7 @@ namespace {
 using Variant = rudnn::testing::KernelVariant;
 
 std::vector<Variant> attention_variants() {
+  const rudnn::testing::ScopedEnv opt_in("RUDNN_WGMMA", "1");  // the wgmma tiles lower on sm_90a
   std::vector<Variant> out;
   std::set<std::string> seen;
   auto add = [&](DType dtype, std::int64_t d, AttentionStrategy strategy, bool mods) {
@@ -46,7 +48,8 @@ std::vector<Variant> attention_variants() {
         EXPECT_TRUE(lowered.ok()) << (lowered.ok() ? "" : lowered.error().message());
         if (!lowered.ok()) continue;
         for (const auto& l : lowered->launches)
-          if (seen.insert(l.source).second) out.push_back({l.entry, l.source});
+          if (seen.insert(l.source).second)
+            out.push_back({l.entry, l.source, l.entry.find("_flash_wgmma_") != std::string::npos});
       }
   };
   for (bool mods : {false, true}) {
@@ -63,7 +66,12 @@ std::vector<Variant> attention_variants() {
 TEST(AttentionVariants, EveryRegisteredConfigLowers) {
   const auto variants = attention_variants();
   EXPECT_GE(variants.size(), 50u);
-  for (const auto& v : variants) EXPECT_NE(v.source.find(v.entry + "("), std::string::npos);
+  std::size_t wgmma = 0;
+  for (const auto& v : variants) {
+    EXPECT_NE(v.source.find(v.entry + "("), std::string::npos);
+    wgmma += v.sm90a_only;
+  }
+  EXPECT_EQ(wgmma, 16u) << "flash_wgmma for f16 and bf16, D = 64 and 128, without and with mods, both panel kinds";
 }
 
 TEST(AttentionVariants, CompileForSm80AndSm90aWithoutSpills) {

@@ -2,12 +2,15 @@
 // its tile).
 //   heuristic:    the first registered tile of the op's strategy; for "autotune" (no tuned answer)
 //                 the first strategy that fits in the order flash_mma (where the target has
-//                 mma.sync m16n8k16), flash_unit, fallback; an error when none serves the op.
+//                 mma.sync m16n8k16), flash_unit, fallback; an error when none serves the op. Where
+//                 the target has wgmma (sm_90a with the RUDNN_WGMMA=1 opt-in, contracts::has_wgmma),
+//                 flash_mma's wgmma tile first, unless the panels are known to be 64 rows or fewer.
 //   tuning query: operands {query, key, value, mask?, attn_bias?}, options {causal 0/1, mask 0/1,
 //                 attn_bias 0/1, AttentionStrategy::Autotune}; asked only for strategy "autotune"
 //                 (a concrete strategy runs its heuristic tile).
 //   config check: an attention tile (attentionTileOf) that serves (dtype, D, Dv) (checkTile);
-//                 flash_mma tiles use mma.sync m16n8k16.
+//                 flash_mma tiles use mma.sync m16n8k16, those with wgmma = 1 Hopper's warpgroup
+//                 MMA (the interface's default configUsesWgmma reads the key).
 #include <algorithm>
 
 #include "Conversion/AttentionToLaunch/AttentionToLaunch.h"
@@ -47,6 +50,17 @@ std::int64_t sharedBytesOf(const attention_config::Tile& t, std::int64_t d, std:
   return 0;
 }
 
+// A call whose panels are at most 64 rows (group·Tq, static: decode with a small group), which a
+// wgmma tile's two warpgroups of 64 rows would run half empty.
+bool fewPanelRows(dialect::AttentionOp op) {
+  auto q = cast<RankedTensorType>(op.getQuery().getType());
+  auto k = cast<RankedTensorType>(op.getKey().getType());
+  if (q.isDynamicDim(1) || q.isDynamicDim(2) || k.isDynamicDim(1) || k.getDimSize(1) <= 0) return false;
+  const std::int64_t panelRows =
+      (op->hasAttr(dialect::kHeadPanelsAttrName) ? 1 : q.getDimSize(1) / k.getDimSize(1)) * q.getDimSize(2);
+  return panelRows <= 64;
+}
+
 FailureOr<attention_config::Tile> heuristicAttentionTile(dialect::AttentionOp op, const dialect::KernelTarget& target) {
   const std::string& arch = target.arch;
   using attention_config::Kind;
@@ -59,11 +73,15 @@ FailureOr<attention_config::Tile> heuristicAttentionTile(dialect::AttentionOp op
   if (strategy == contracts::AttentionStrategy::FlashBlackboxAccelerated) order = {Kind::FlashMma};
   if (strategy == contracts::AttentionStrategy::FlashUnit) order = {Kind::FlashUnit};
   if (strategy == contracts::AttentionStrategy::Fallback) order = {Kind::Fallback};
+  const bool wgmma = !arch.empty() && contracts::has_wgmma(arch) && !fewPanelRows(op);
   for (Kind kind : order) {
     if (kind == Kind::FlashMma && !contracts::has_mma_m16n8k16(arch)) continue;  // no tensor cores to run it
-    // The first registered tile within the target's shared memory (each fits sm_86's 99 KiB today).
-    for (const attention_config::Tile& t : attention_config::tilesFor(kind, dtype, d, dv))
-      if (sharedBytesOf(t, d, dv) <= target.maxSharedBytes) return t;
+    // The first registered tile within the target's shared memory (each mma.sync one fits sm_86's
+    // 99 KiB), a wgmma tile first where the target has wgmma.
+    const std::vector<attention_config::Tile> tiles = attention_config::tilesFor(kind, dtype, d, dv);
+    for (bool onWgmma : {true, false})
+      for (const attention_config::Tile& t : tiles)
+        if (t.wgmma == onWgmma && (wgmma || !t.wgmma) && sharedBytesOf(t, d, dv) <= target.maxSharedBytes) return t;
   }
   return op.emitOpError() << "no attention strategy serves " << dtype_name(dtype) << " head_dim " << d << " value_dim "
                           << dv << " on " << arch << " within " << target.maxSharedBytes << " bytes of shared memory";

@@ -151,7 +151,7 @@ class AttentionLauncher {
 
 std::string tileName(const Tile& t) {
   switch (t.kind) {
-    case Kind::FlashMma: return fmt::format("d{}_m{}_n{}", t.headDim, t.blockM, t.blockN);
+    case Kind::FlashMma: return fmt::format("d{}_m{}_n{}", t.headDim, t.blockM, t.blockN);  // wgmma: in the entry
     case Kind::FlashUnit: return fmt::format("m{}_n{}_t{}_v{}", t.blockM, t.blockN, t.threadsPerRow, t.maxValueDim);
     case Kind::Fallback: return fmt::format("m{}_s{}", t.blockM, t.softmaxThreads);
   }
@@ -181,17 +181,18 @@ LogicalResult lowerAttentionOpToLaunch(RewriterBase& rewriter, dialect::Attentio
   const std::string mods = fmt::format("{}, {}", a.mb(), a.bb());
   if (tile->kind != Kind::Fallback) {
     const bool mma = tile->kind == Kind::FlashMma;
-    // Only the tensor-core kernel needs to know (the others place any row of any layout).
+    // Only the tensor-core kernels need to know (the others place any row of any layout).
     const bool headPanels = mma && op->hasAttr(dialect::kHeadPanelsAttrName);
-    const std::string policy = mma ? fmt::format("rudnn::attention::FlashMmaPolicy<{}, {}, {}{}>", s.d, tile->blockM,
-                                                 tile->blockN, headPanels ? ", true" : "")
-                                   : fmt::format("rudnn::attention::FlashUnitPolicy<{}, {}, {}, {}>", tile->blockM,
-                                                 tile->blockN, tile->threadsPerRow, tile->maxValueDim);
-    LaunchBuilder l(op,
-                    fmt::format("rudnn_attention_{}_{}{}", mma ? "flash_mma" : "flash_unit", suffix,
-                                headPanels ? "_head_panels" : ""),
-                    mma ? "rudnn/attention/flash_mma.cuh" : "rudnn/attention/flash_unit.cuh",
-                    mma ? "rudnn::attention::flash_attention_mma" : "rudnn::attention::flash_attention_unit");
+    // flash_mma's kernel: on mma.sync, or on Hopper's warpgroup MMA (same contract and arguments).
+    const std::string kernel = !mma ? "flash_unit" : tile->wgmma ? "flash_wgmma" : "flash_mma";
+    const std::string policy =
+        mma ? fmt::format("rudnn::attention::Flash{}Policy<{}, {}, {}{}>", tile->wgmma ? "Wgmma" : "Mma", s.d,
+                          tile->blockM, tile->blockN, headPanels ? ", true" : "")
+            : fmt::format("rudnn::attention::FlashUnitPolicy<{}, {}, {}, {}>", tile->blockM, tile->blockN,
+                          tile->threadsPerRow, tile->maxValueDim);
+    LaunchBuilder l(op, fmt::format("rudnn_attention_{}_{}{}", kernel, suffix, headPanels ? "_head_panels" : ""),
+                    fmt::format("rudnn/attention/{}.cuh", kernel),
+                    fmt::format("rudnn::attention::flash_attention_{}", kernel.substr(6)));
     l.templateArgs({t, a.mb(), a.bb(), policy})
         .config(op.getKernelConfigAttr())
         .operands(a.operands())

@@ -60,8 +60,10 @@ std::optional<attention_config::Tile> attentionTileOf(DictionaryAttr config, std
   switch (t.kind) {
     case Kind::FlashMma: {
       auto m = get(kBlockM), n = get(kBlockN);
-      if (!m || !n || config.size() != 3) return std::nullopt;
-      t.blockM = *m, t.blockN = *n, t.headDim = headDim;
+      auto wgmma = get(kWgmma);  // 1 on a wgmma tile; 0, or omitted, on mma.sync
+      if (wgmma && *wgmma != 0 && *wgmma != 1) return std::nullopt;
+      if (!m || !n || config.size() != (wgmma ? 4u : 3u)) return std::nullopt;
+      t.blockM = *m, t.blockN = *n, t.headDim = headDim, t.wgmma = wgmma == 1;
       return t;
     }
     case Kind::FlashUnit: {
@@ -88,6 +90,7 @@ DictionaryAttr attentionTileConfig(MLIRContext* ctx, const attention_config::Til
     case Kind::FlashMma:
       e.push_back(b.getNamedAttr(kBlockM, b.getI64IntegerAttr(t.blockM)));
       e.push_back(b.getNamedAttr(kBlockN, b.getI64IntegerAttr(t.blockN)));
+      if (t.wgmma) e.push_back(b.getNamedAttr(kWgmma, b.getI64IntegerAttr(1)));
       break;
     case Kind::FlashUnit:
       e.push_back(b.getNamedAttr(kBlockM, b.getI64IntegerAttr(t.blockM)));
@@ -127,7 +130,7 @@ LogicalResult AttentionOp::verify() {
     std::optional<attention_config::Tile> tile = attentionTileOf(config, d);
     if (!tile)
       return emitOpError() << "kernel_config: expected 'strategy' (0 flash_mma, 1 flash_unit, 2 fallback) and its "
-                              "tile keys, got "
+                              "tile keys (flash_mma: wgmma = 1 on a wgmma tile, 0 or absent elsewhere), got "
                            << config;
     if (auto why = attention_config::checkTile(*tile, *toDType(q.getElementType()), d, dv))
       return emitOpError() << "kernel_config: " << *why;

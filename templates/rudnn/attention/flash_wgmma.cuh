@@ -22,7 +22,7 @@
 //
 // Launch: block (Policy::kThreads = 128·BM/64, 1, 1), anything else traps; grid as
 // flash_attention_mma; dynamic shared memory Policy::kSharedBytes = shared_memory::flash_wgmma
-// (Q + two stages of K and V, plus 1024 bytes to align the first tile). Requirements as
+// (Q + two stages of K and V, plus the alignment slack). Requirements as
 // flash_attention_mma's.
 #include "rudnn/attention/flash_mma.cuh"
 #include "rudnn/gemm/gather_tile.cuh"
@@ -48,18 +48,11 @@ struct FlashWgmmaPolicy {
   using VTile = tile::SwizzledMNMajor<kBlockN, kHeadDim>;
   static constexpr int kStageElems = KTile::kElems + VTile::kElems;
   static constexpr int kSharedBytes = static_cast<int>(shared_memory::flash_wgmma(kBlockM, kBlockN, kHeadDim));
-  static_assert(kSharedBytes == (QTile::kElems + 2 * kStageElems) * 2 + 1024,
+  static_assert(kSharedBytes == (QTile::kElems + 2 * kStageElems) * 2 + shared_memory::kWgmmaAlignmentSlack,
                 "FlashWgmmaPolicy: the layout disagrees with shared_memory::flash_wgmma");
 };
 
 namespace flash_wgmma {
-
-// The tile's first byte at a 1024-byte boundary of the shared window (the swizzle's atoms).
-template <class T>
-RUDNN_DEVICE T* aligned(T* smem) {
-  const u32 at = shared_address(smem);
-  return smem + ((1024u - at % 1024u) % 1024u) / 2;
-}
 
 // Issues this thread's 16-byte copies of rows [0, kRows) × kD of a tile placed by Layout: row r
 // from row(r) when r < valid_rows, else zeros.
@@ -86,61 +79,28 @@ RUDNN_DEVICE void flash_attention_wgmma(const T* q, const T* k, const T* v, cons
   using KTile = typename P::KTile;
   using VTile = typename P::VTile;
   constexpr int kD = P::kD, kBM = P::kBM, kBN = P::kBN, kNI = P::kNI, kDI = P::kDI;
-  if (blockDim.x != static_cast<unsigned>(P::kThreads) || blockDim.y != 1u || blockDim.z != 1u)
-    trap("rudnn::attention::flash_attention_wgmma: blockDim must be (Policy::kThreads, 1, 1)");
-  if (head_dim != kD || value_dim != kD)
-    trap("rudnn::attention::flash_attention_wgmma: head_dim and value_dim must equal Policy::kHeadDim");
-  if (v_batch_stride != k_batch_stride || v_head_stride != k_head_stride || v_token_stride != k_token_stride)
-    trap("rudnn::attention::flash_attention_wgmma: value strides must equal key strides");
+  flash_mma::check_launch<P>(head_dim, value_dim, k_batch_stride, k_head_stride, k_token_stride, v_batch_stride,
+                             v_head_stride, v_token_stride);
   if (q_len <= 0 || batch <= 0 || q_heads <= 0) return;
-  if (kv_heads < 1 || kv_heads > q_heads || q_heads >= (i64{1} << 31) ||
-      q_heads != flash_mma::div32(q_heads, kv_heads) * kv_heads)
-    trap("rudnn::attention::flash_attention_wgmma: q_heads must be a multiple of kv_heads");
-
-  T* const q_s = flash_wgmma::aligned(dynamic_shared<T>());
+  const flash_mma::WorkPlan<P> plan(batch, q_heads, kv_heads, q_len, q_head_stride, q_token_stride, out_head_stride,
+                                    out_token_stride);
+  T* const q_s = tile::swizzle_aligned(dynamic_shared<T>());
   auto k_s = [&](int stage) { return q_s + QTile::kElems + stage * P::kStageElems; };
   auto v_s = [&](int stage) { return k_s(stage) + KTile::kElems; };
   const int tid = static_cast<int>(threadIdx.x);
   const int lane = tid & 31;
   const int group_row0 = 64 * (tid / 128);                   // this warpgroup's first row of the tile
   const int warp_row0 = group_row0 + 16 * ((tid / 32) % 4);  // this warp's
-  const i64 group = flash_mma::div32(q_heads, kv_heads);
-  constexpr bool kHeadPanels = P::kPerHeadPanels;
-  const i64 q_step = q_len == 1 ? q_head_stride : q_token_stride;
-  const i64 out_step = q_len == 1 ? out_head_stride : out_token_stride;
-  if (!kHeadPanels && group > 1 && q_len > 1 &&
-      (q_head_stride != q_len * q_token_stride || out_head_stride != q_len * out_token_stride))
-    trap(
-        "rudnn::attention::flash_attention_wgmma: group panels need q and out heads Tq rows apart (else "
-        "kPerHeadPanels)");
-  const i64 panels_per_batch = kHeadPanels ? q_heads : kv_heads;
-  const i64 panel_rows = (kHeadPanels ? 1 : group) * q_len;
-  const i64 m_blocks = (panel_rows + kBM - 1) / kBM;
-  const i64 items = batch * panels_per_batch * m_blocks;
-  if (panel_rows >= (i64{1} << 31) || items >= (i64{1} << 31))
-    trap("rudnn::attention::flash_attention_wgmma: group·Tq and the work items must be < 2^31");
-  const u32 items32 = static_cast<u32>(items);
-  const i64 blocks = block_count();
-  const u32 step = static_cast<u32>(blocks < items ? blocks : items);
-  const i64 first = linear_block();
   const float scale_log2 = scale * kLog2e;
   const Variant<MB, BB> variant(mask, bias, mask_batch_stride, mask_head_stride, bias_batch_stride, bias_head_stride,
                                 q_len, kv_len, causal);
 
-  for (u32 w = first < items ? static_cast<u32>(first) : items32; w < items32; w += step) {
-    const int p = static_cast<int>(w / static_cast<u32>(m_blocks));
-    const int m0 = static_cast<int>(m_blocks - 1 - (w - p * m_blocks)) * kBM;  // heaviest (last) block first
-    const int rows = panel_rows - m0 < kBM ? static_cast<int>(panel_rows - m0) : kBM;
-    const i64 b = flash_mma::div32(p, panels_per_batch), panel = p - b * panels_per_batch;
-    const i64 kvh = kHeadPanels ? flash_mma::div32(panel, group) : panel;
-    const i64 head0 = kHeadPanels ? panel : panel * group;
-
-    const auto mods = variant.panel(b, head0);
-    const i64 key_end = mods.key_end(flash_mma::last_position(m0, m0 + rows, q_len));
-    const i64 key_end_all = mods.key_end(flash_mma::first_position(m0, m0 + rows, q_len));
-    const int n_tiles = key_end > 0 ? static_cast<int>((key_end + kBN - 1) / kBN) : 0;
-    const int whole_tiles = mods.elementwise() || key_end_all <= 0 ? 0 : static_cast<int>(key_end_all / kBN);
-    const i64 kv_offset = b * k_batch_stride + kvh * k_head_stride;
+  for (u32 w = plan.first; w < plan.items; w += plan.step) {
+    const flash_mma::WorkItem it = plan.item(w);
+    const auto mods = variant.panel(it.b, it.head0);
+    const flash_mma::KeyTiles tiles = flash_mma::key_tiles<kBN>(mods, it, q_len);
+    const int n_tiles = tiles.count, whole_tiles = tiles.whole, m0 = it.m0, rows = it.rows;
+    const i64 kv_offset = it.b * k_batch_stride + it.kvh * k_head_stride;
     auto key_rows = [&](i64 n0) { return [=](int r) { return k + kv_offset + (n0 + r) * k_token_stride; }; };
     auto value_rows = [&](i64 n0) { return [=](int r) { return v + kv_offset + (n0 + r) * k_token_stride; }; };
     auto load_keys = [&](int stage, i64 n0) {
@@ -151,9 +111,9 @@ RUDNN_DEVICE void flash_attention_wgmma(const T* q, const T* k, const T* v, cons
     // ---- prologue
     __syncthreads();  // every warpgroup is done with the previous item's shared memory
     if (n_tiles > 0) {
-      const T* q_panel = q + b * q_batch_stride + head0 * q_head_stride;
+      const T* q_panel = q + it.b * q_batch_stride + it.head0 * q_head_stride;
       flash_wgmma::copy_rows<T, kBM, kD, P::kThreads, QTile>(
-          q_s, [&](int r) { return q_panel + (m0 + r) * q_step; }, rows);
+          q_s, [&](int r) { return q_panel + (m0 + r) * plan.q_step; }, rows);
       load_keys(0, 0);
     }
     cp_async_commit();
@@ -187,7 +147,8 @@ RUDNN_DEVICE void flash_attention_wgmma(const T* q, const T* k, const T* v, cons
 
       s.scale(scale_log2);
       if (t >= whole_tiles)
-        flash_mma::apply_variant(mods, s, m0 + warp_row0 + (lane >> 2), static_cast<i64>(t) * kBN, panel_rows, lane);
+        flash_mma::apply_variant(mods, s, m0 + warp_row0 + (lane >> 2), static_cast<i64>(t) * kBN, plan.panel_rows,
+                                 lane);
       softmax.update(s, o);
 
       // P in T, kept live until the group that reads it is retired.
@@ -207,7 +168,8 @@ RUDNN_DEVICE void flash_attention_wgmma(const T* q, const T* k, const T* v, cons
     // ---- epilogue: O / ℓ as column pairs, rows past the panel not stored
     float inv[1][2];
     softmax.finish(inv);
-    T* const out_rows = out + b * out_batch_stride + head0 * out_head_stride + (m0 + warp_row0) * out_step;
+    const i64 out_step = plan.out_step;
+    T* const out_rows = out + it.b * out_batch_stride + it.head0 * out_head_stride + (m0 + warp_row0) * out_step;
     RUDNN_UNROLL
     for (int h = 0; h < 2; ++h) {
       const int r = (lane >> 2) + 8 * h;

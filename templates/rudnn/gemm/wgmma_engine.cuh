@@ -16,7 +16,8 @@
 // pipeline's lag of one: the tensor cores run block kb's products while the warps issue block
 // kb + 1's, and the stage refilled is the one two blocks back), so the copies of the next
 // Stages − 2 K blocks overlap the products; otherwise each group is retired in its own step.
-// Shared memory: shared_memory::block_gemm_wgmma (1024 bytes of it align the first stage).
+// Shared memory: shared_memory::block_gemm_wgmma (its alignment slack puts the first stage at a
+// swizzle atom, tile::swizzle_aligned).
 // Sums: each accumulator adds its K blocks in order, each block's k16 steps in order; within a k16
 // step the tensor core's order is its own (the PTX ISA leaves it unspecified), the same on every run,
 // so results are deterministic and independent of the grid.
@@ -63,7 +64,8 @@ struct WgmmaEngine {
   static constexpr int kStageBColumns = kBOperands * kBN;  // a stage's B tiles together
   static constexpr int kSharedBytes = static_cast<int>(
       shared_memory::block_gemm_wgmma(P::kStages, kBM, kStageBColumns, kBK, static_cast<long long>(sizeof(T))));
-  static_assert(kSharedBytes == P::kStages * kStageElems * 2 + 1024, "WgmmaEngine and shared_memory disagree");
+  static_assert(kSharedBytes == P::kStages * kStageElems * 2 + shared_memory::kWgmmaAlignmentSlack,
+                "WgmmaEngine and shared_memory disagree");
 
   using Smem = T;
   struct Acc {
@@ -74,11 +76,8 @@ struct WgmmaEngine {
     }
   };
 
-  // The first stage: `smem` rounded up to a 1024-byte boundary of the shared window.
-  RUDNN_DEVICE static T* stages(T* smem) {
-    const u32 at = shared_address(smem);
-    return smem + ((1024u - at % 1024u) % 1024u) / 2;
-  }
+  // The first stage.
+  RUDNN_DEVICE static T* stages(T* smem) { return tile::swizzle_aligned(smem); }
 
   // acc = the product over k_blocks K blocks; load_a(tile, kb) / load_b(tile, kb) issue the copies of
   // K block kb into an A / B tile (through ALayout / BLayout). Ends with a barrier (smem free again).

@@ -42,6 +42,15 @@ RUDNN_DEVICE constexpr u64 wgmma_descriptor(u32 start_address, u32 leading_bytes
          u64{(stride_bytes & 0x3FFFFu) >> 4} << 32 | static_cast<u64>(swizzle) << 62;
 }
 
+// `smem` rounded up to the next 1024-byte boundary of the shared window (a swizzle atom), where a
+// kernel's first swizzled tile goes: the descriptors' base offset is then 0, the case the PTX ISA
+// describes. The kernel's shared memory holds shared_memory::kWgmmaAlignmentSlack bytes for it.
+template <class T>
+RUDNN_DEVICE T* swizzle_aligned(T* smem) {
+  const u32 at = shared_address(smem);
+  return smem + ((1024u - at % 1024u) % 1024u) / sizeof(T);
+}
+
 // The 128-byte swizzle on a shared-window address: 16-byte chunk bits 4-6 XOR line bits 7-9.
 RUDNN_DEVICE constexpr u32 swizzle128(u32 address) { return address ^ (((address >> 7) & 7u) << 4); }
 

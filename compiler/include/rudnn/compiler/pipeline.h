@@ -126,9 +126,10 @@ struct AttentionRequest {
 Result<LoweredOp, RuntimeError> lower_attention(const AttentionRequest& request, const Target& target);
 
 // Every registered attention config for (strategy, dtype, D, Dv): a concrete strategy's tiles, or for
-// Autotune those of every strategy that fits.
+// Autotune those of every strategy that fits; flash_mma's warpgroup-MMA tiles only when `wgmma` (as
+// expert_variants).
 std::vector<KernelConfig> attention_variants(contracts::AttentionStrategy strategy, DType dtype, std::int64_t head_dim,
-                                             std::int64_t value_dim);
+                                             std::int64_t value_dim, bool wgmma = true);
 
 // The registered configs of the recurrence (fitting key_dim) or of the chunked kernel (its tensor-core
 // tiles only for f16/bf16).
