@@ -1,9 +1,9 @@
 // rudnn.attention on Hopper's warpgroup MMA (AttentionConfig.cpp: flash_mma's wgmma tiles, 128x128 for
-// D = 64 and 128, FlashWgmmaPolicy): a config naming one is kept where the target has wgmma (sm_90a
+// D = 64 and 128, 128x32 for D = 256, FlashWgmmaPolicy): a config naming one is kept where the target has wgmma (sm_90a
 // with RUDNN_WGMMA=1, or the host emulation device reporting sm_90a) and refused elsewhere with the
 // requirement, as every family's wgmma configs (select-kernel-config-wgmma.mlir). Under the opt-in the
-// heuristic of flash_mma and of autotune takes the wgmma tile, unless the panels are known to hold 64
-// rows or fewer (static decode with a small group); D = 96 and 256 keep mma.sync. Without the opt-in,
+// heuristic of flash_mma and of autotune takes the wgmma tile (128x32 at D = 256), unless the panels
+// are known to hold 64 rows or fewer (static decode with a small group). Without the opt-in,
 // the mma.sync tiles (select-kernel-config-attention.mlir), the host emulation device included.
 // RUN: env RUDNN_WGMMA=1 rudnn-opt %s --rudnn-select-kernel-config="arch=sm_90a" | FileCheck %s --check-prefix=OPTIN
 // RUN: rudnn-opt %s --rudnn-select-kernel-config="arch=sm_90a host-emulation=1" | FileCheck %s --check-prefix=HOST
@@ -15,7 +15,7 @@
 // OPTIN: kernel_config = {block_m = 128 : i64, block_n = 128 : i64, strategy = 0 : i64, wgmma = 1 : i64}
 // OPTIN: kernel_config = {block_m = 128 : i64, block_n = 128 : i64, strategy = 0 : i64, wgmma = 1 : i64}
 // OPTIN: kernel_config = {block_m = 64 : i64, block_n = 64 : i64, strategy = 0 : i64}
-// OPTIN: kernel_config = {block_m = 64 : i64, block_n = 32 : i64, strategy = 0 : i64}
+// OPTIN: kernel_config = {block_m = 128 : i64, block_n = 32 : i64, strategy = 0 : i64, wgmma = 1 : i64}
 // HOST-LABEL: func.func @attention
 // HOST: kernel_config = {block_m = 128 : i64, block_n = 128 : i64, strategy = 0 : i64, wgmma = 1 : i64}
 // HOST: kernel_config = {block_m = 64 : i64, block_n = 64 : i64, strategy = 0 : i64}

@@ -2,7 +2,7 @@
 // flash kernel per head dim, FlashUnit's tiles, Fallback's three kernels) for f32/f16/bf16, without
 // and with a mask and an f32 bias, lowered by the compiler and compiled with NVRTC for sm_80 and
 // sm_90a: no spills, no stack, no static shared memory. The tensor-core kernels also with one head
-// per panel (rudnn.head_panels); the warpgroup-MMA ones (flash_wgmma, D = 64 and 128) for sm_90a
+// per panel (rudnn.head_panels); the warpgroup-MMA ones (flash_wgmma, D = 64, 128, 256) for sm_90a
 // alone, with no wgmma serialized by ptxas. Shared sources are compiled once.
 #include <gtest/gtest.h>
 
@@ -71,7 +71,7 @@ TEST(AttentionVariants, EveryRegisteredConfigLowers) {
     EXPECT_NE(v.source.find(v.entry + "("), std::string::npos);
     wgmma += v.sm90a_only;
   }
-  EXPECT_EQ(wgmma, 16u) << "flash_wgmma for f16 and bf16, D = 64 and 128, without and with mods, both panel kinds";
+  EXPECT_EQ(wgmma, 24u) << "flash_wgmma for f16 and bf16, D = 64, 128 and 256, without and with mods, both panel kinds";
 }
 
 TEST(AttentionVariants, CompileForSm80AndSm90aWithoutSpills) {

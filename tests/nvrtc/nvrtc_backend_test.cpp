@@ -130,6 +130,7 @@ RUDNN_KERNEL void RUDNN_LAUNCH_BOUNDS(128) wgmma_wrappers(const rudnn::u64* desc
   every_form<64>(descs, out + 4096);
   every_form<128>(descs, out + 8192);
   every_form<256>(descs, out + 16384);
+  every_form<32>(descs, out + 32768);
 }
 )";
 
@@ -138,7 +139,8 @@ TEST(NvrtcBackend, WgmmaWrappersCompileForSm90a) {
   auto k = nv::compile(kWgmmaKernel, "wgmma_wrappers", "sm_90a");
   ASSERT_TRUE(k.ok()) << k.error().message();
   for (const char* insn :
-       {"wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",
+       {"wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16", "wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16",
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16", "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",
         "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16", "wgmma.fence.sync.aligned",
         "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned 0", "fence.proxy.async.shared::cta"})
     EXPECT_NE(k->ptx.find(insn), std::string::npos) << insn;

@@ -1,5 +1,6 @@
 // Flash attention on Hopper's warpgroup MMA (attention/flash_wgmma.cuh; AttentionConfig.cpp registers
-// it as flash_mma's 128x128 tiles for D = 64 and 128, f16 and bf16) through the public entry: the
+// it as flash_mma's 128x128 tiles for D = 64 and 128 and 128x32 for D = 256, f16 and bf16) through
+// the public entry: the
 // heuristic's kernel of FlashBlackboxAccelerated where the target has wgmma (sm_90a with the
 // RUDNN_WGMMA=1 opt-in). The host emulation device reports sm_90a and emulates wgmma; on a GPU the
 // same check runs as *OnGpu (scripts/gpu-check step 1b). Against the FP64 oracle and against the
@@ -30,11 +31,11 @@ struct WgmmaCase {
 
 // Prefill with GQA over several row and key tiles (panel rows 4·130 = 520, 300 keys: 3 key tiles, the
 // last partial), causal with mask and bias at D = 128, decode rows of a group (Tq = 1), Tq > Tk causal
-// (early rows see nothing) and a one-key call.
+// (early rows see nothing), a one-key call, and D = 256 (32-key tiles) with GQA, causal and a mask.
 const WgmmaCase kCases[] = {
     {2, 8, 2, 130, 300, 64, true, false, false}, {1, 4, 4, 70, 70, 128, true, true, true},
     {3, 16, 2, 1, 200, 128, false, false, true}, {1, 2, 1, 150, 40, 64, true, false, true},
-    {1, 2, 2, 1, 1, 128, false, false, false},
+    {1, 2, 2, 1, 1, 128, false, false, false},   {1, 4, 2, 45, 77, 256, true, true, false},
 };
 
 // The call's output; `kernel`: the flash kernel the plan must have launched ("flash_wgmma" /
@@ -115,7 +116,7 @@ TEST(AttentionWgmma, OptInRunsTheWgmmaKernelOnGpu) {
 }
 
 // Without the opt-in the heuristic keeps the mma.sync kernel, on the host emulation device too; D = 96
-// and 256 have no wgmma tile and keep it under the opt-in.
+// has no wgmma tile and keeps it under the opt-in.
 TEST(AttentionWgmma, WithoutTheOptInOrTileTheMmaKernel) {
   auto entries = [](std::int64_t d) {
     contracts::AttentionSignature sig;
@@ -132,16 +133,14 @@ TEST(AttentionWgmma, WithoutTheOptInOrTileTheMmaKernel) {
     return out;
   };
   if (!testing::wgmma_opted_in())
-    for (std::int64_t d : {64, 128}) {
+    for (std::int64_t d : {64, 128, 256}) {
       const std::string e = entries(d);
       EXPECT_NE(e.find("flash_mma"), std::string::npos) << e;
     }
   const testing::WgmmaOptIn opt_in;
-  for (std::int64_t d : {64, 128}) EXPECT_NE(entries(d).find("flash_wgmma"), std::string::npos);
-  for (std::int64_t d : {96, 256}) {
-    const std::string e = entries(d);
-    EXPECT_NE(e.find("flash_mma"), std::string::npos) << e;
-  }
+  for (std::int64_t d : {64, 128, 256}) EXPECT_NE(entries(d).find("flash_wgmma"), std::string::npos);
+  const std::string e = entries(96);
+  EXPECT_NE(e.find("flash_mma"), std::string::npos) << e;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // rudnn::attention::flash_attention_mma (FlashBlackboxAccelerated: tensor-core flash attention) and
 // flash_attention_wgmma (the same on Hopper's warpgroup MMA, sm_90a) on the host emulation device
 // vs the FP64 oracle rudnn::reference::attention, for f16 and bf16 and every supported head dim
-// (mma.sync: 64, 96, 128, 256, each with its default policy; wgmma: 64, 128): decode (Tq = 1),
+// (mma.sync: 64, 96, 128, 256, each with its default policy; wgmma: 64, 128, 256): decode (Tq = 1),
 // Tq = Tk, Tq < Tk and Tq > Tk with causal (bottom-right), odd lengths (1, 17, 100–150), GQA
 // ratios 1/4/8, masks with fully masked rows, bias broadcast over batch / heads / none (float and
 // T), extreme logits (±1e4 before scale), grids smaller than the launch formula; forward and
@@ -37,10 +37,10 @@ using DefaultPolicy = typename rudnn::attention::FlashMmaDefault<kD>::type;
 template <int kD, bool kHeadPanels>
 using PolicyOf = rudnn::attention::FlashMmaPolicy<kD, DefaultPolicy<kD>::kBM, DefaultPolicy<kD>::kBN, kHeadPanels>;
 
-// The wgmma tile: two warpgroups of 64 query rows, 128-key tiles (shared memory 82944 bytes at
-// D = 64, 164864 at D = 128).
+// The registered wgmma tiles: two warpgroups of 64 query rows, 128-key tiles (shared memory 82944
+// bytes at D = 64, 164864 at D = 128), 32-key ones at D = 256 (132096 bytes).
 template <int kD, bool kHeadPanels>
-using WgmmaPolicyOf = rudnn::attention::FlashWgmmaPolicy<kD, 128, 128, kHeadPanels>;
+using WgmmaPolicyOf = rudnn::attention::FlashWgmmaPolicy<kD, 128, kD == 256 ? 32 : 128, kHeadPanels>;
 
 // The two kernels under test: one contract, the policy family of each, and its instantiation.
 struct MmaKernel {
@@ -355,6 +355,8 @@ TEST(AttentionFlashWgmmaTemplate, D64F16) { run_shared<rudnn::f16, 64, WgmmaKern
 TEST(AttentionFlashWgmmaTemplate, D64BF16) { run_shared<rudnn::bf16, 64, WgmmaKernel>("bf16"); }
 TEST(AttentionFlashWgmmaTemplate, D128F16) { run_shared<rudnn::f16, 128, WgmmaKernel>("f16"); }
 TEST(AttentionFlashWgmmaTemplate, D128BF16) { run_shared<rudnn::bf16, 128, WgmmaKernel>("bf16"); }
+TEST(AttentionFlashWgmmaTemplate, D256F16) { run_shared<rudnn::f16, 256, WgmmaKernel>("f16"); }
+TEST(AttentionFlashWgmmaTemplate, D256BF16) { run_shared<rudnn::bf16, 256, WgmmaKernel>("bf16"); }
 
 // A policy mismatch is a trap (reported by the emulator), not a wrong answer.
 TEST(AttentionFlashMmaTemplate, HeadDimMismatchTraps) {

@@ -12,14 +12,14 @@ namespace {
 // flash_mma tiles per head dim (each spill-free for sm_80 and sm_90a, shared memory within sm_80's
 // 163 KiB opt-in): D = 64 <128,64>, 96 <128,32> and <64,64>, 128 <64,64>, 256 <64,32> (flash_mma.cuh says
 // why D = 128 has no 128-row tile). Then the wgmma tiles (flash_wgmma.cuh, sm_90a: two warpgroups of
-// 64 query rows, 128-key tiles; D = 96 and 256 have none, the header says why): D = 64 82944 B and
-// D = 128 164864 B of shared memory, within sm_90's 227 KiB.
+// 64 query rows; 128-key tiles, 32-key ones at D = 256, whose O takes 128 registers; D = 96 has
+// none): D = 64 82944 B, D = 128 164864 B, D = 256 132096 B of shared memory, within sm_90's 227 KiB.
 struct MmaEntry {
   std::int64_t d, bm, bn;
   bool wgmma;
 };
-constexpr MmaEntry kMma[] = {{64, 128, 64, false}, {96, 128, 32, false}, {96, 64, 64, false},  {128, 64, 64, false},
-                             {256, 64, 32, false}, {64, 128, 128, true}, {128, 128, 128, true}};
+constexpr MmaEntry kMma[] = {{64, 128, 64, false}, {96, 128, 32, false}, {96, 64, 64, false},   {128, 64, 64, false},
+                             {256, 64, 32, false}, {64, 128, 128, true}, {128, 128, 128, true}, {256, 128, 32, true}};
 
 // flash_unit: {block_m, block_n, threads_per_row, max_value_dim}; serves D, Dv ≤ max_value_dim.
 constexpr std::int64_t kUnit[][4] = {{64, 32, 4, 64}, {32, 32, 8, 128}, {16, 32, 16, 256}};

@@ -1,9 +1,10 @@
 #pragma once
 // FlashBlackboxAccelerated (SPEC §5) on Hopper's warpgroup MMA (sm_90a): flash_attention_mma's
 // algorithm, contract and launch (attention/flash_mma.cuh: layouts, variants, panels, causal, the
-// work decomposition) with the two products on wgmma, for T ∈ {f16, bf16} and D = Dv ∈ {64, 128}
-// (whole 64-column swizzle panels; D = 96 stays on mma.sync, and so does D = 256, whose O alone is
-// 128 registers per thread: with S and P beside it ptxas spilled at 64-key tiles).
+// work decomposition) with the two products on wgmma, for T ∈ {f16, bf16} and D = Dv ∈ {64, 128,
+// 256} (whole 64-column swizzle panels; D = 96 stays on mma.sync). At D = 256 O alone is 128
+// registers per thread: with S and P of 64-key tiles beside it ptxas spilled, so D = 256 takes
+// 32-key tiles (m64n32 for S).
 //
 //   S = Q·Kᵀ   SS wgmma: Q a SwizzledKMajor<BM, D> tile (A: each warpgroup's 64 rows), K a
 //              SwizzledKMajor<BN, D> tile (B, N = BN); D / 16 wgmma per key tile
@@ -33,9 +34,9 @@ namespace rudnn::attention {
 
 template <int kHeadDim, int kBlockM, int kBlockN, bool kHeadPanels = false>
 struct FlashWgmmaPolicy {
-  static_assert(kHeadDim == 64 || kHeadDim == 128, "FlashWgmmaPolicy: D = 64 or 128 (see the header)");
+  static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "FlashWgmmaPolicy: D = 64, 128 or 256");
   static_assert(kBlockM == 64 || kBlockM == 128, "FlashWgmmaPolicy: one or two warpgroups of 64 query rows");
-  static_assert(kBlockN == 64 || kBlockN == 128, "FlashWgmmaPolicy: key tiles of 64 or 128");
+  static_assert(kBlockN == 32 || kBlockN == 64 || kBlockN == 128, "FlashWgmmaPolicy: key tiles of 32, 64 or 128");
   static constexpr int kD = kHeadDim;
   static constexpr bool kPerHeadPanels = kHeadPanels;
   static constexpr int kBM = kBlockM;

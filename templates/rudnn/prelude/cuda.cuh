@@ -27,7 +27,7 @@
 //   void wgmma_{f16,bf16}_ss(float (&d)[N/2], u64 a_desc, u64 b_desc, bool accumulate);
 //   template <int N, bool TransB = false>
 //   void wgmma_{f16,bf16}_rs(float (&d)[N/2], const u32 (&a)[4], u64 b_desc, bool accumulate);
-//        D (64 x N) = A (64 x 16) · B (16 x N) (+ D when accumulate); N ∈ {64, 128, 256}; d as the
+//        D (64 x N) = A (64 x 16) · B (16 x N) (+ D when accumulate); N ∈ {32, 64, 128, 256}; d as the
 //        PTX ISA's m64nNk16 D fragment (tile/wgmma.cuh); A, B by shared-memory descriptors
 //        (K-major, or MN-major with Trans), or A in registers as mma.m16n8k16's A fragment.
 //   void wgmma_fence(); void wgmma_commit(); template <int N> void wgmma_wait();
@@ -182,13 +182,15 @@ RUDNN_DEVICE u32 shared_address(const void* p) { return cuda_detail::shared_addr
 namespace rudnn {
 namespace cuda_detail {
 template <int N>
-inline constexpr bool wgmma_n = N == 64 || N == 128 || N == 256;
+inline constexpr bool wgmma_n = N == 32 || N == 64 || N == 128 || N == 256;
 
 template <bool BF16, int N, bool TransA, bool TransB>
 RUDNN_DEVICE void wgmma_ss(float (&d)[N / 2], u64 a_desc, u64 b_desc, bool accumulate) {
-  static_assert(wgmma_n<N>, "rudnn: wgmma N is 64, 128 or 256");
+  static_assert(wgmma_n<N>, "rudnn: wgmma N is 32, 64, 128 or 256");
 #if RUDNN_HAS_WGMMA
-  if constexpr (N == 64) {
+  if constexpr (N == 32) {
+    wgmma_ss_32<BF16, TransA, TransB>(d, a_desc, b_desc, accumulate);
+  } else if constexpr (N == 64) {
     wgmma_ss_64<BF16, TransA, TransB>(d, a_desc, b_desc, accumulate);
   } else if constexpr (N == 128) {
     wgmma_ss_128<BF16, TransA, TransB>(d, a_desc, b_desc, accumulate);
@@ -201,9 +203,11 @@ RUDNN_DEVICE void wgmma_ss(float (&d)[N / 2], u64 a_desc, u64 b_desc, bool accum
 }
 template <bool BF16, int N, bool TransB>
 RUDNN_DEVICE void wgmma_rs(float (&d)[N / 2], const u32 (&a)[4], u64 b_desc, bool accumulate) {
-  static_assert(wgmma_n<N>, "rudnn: wgmma N is 64, 128 or 256");
+  static_assert(wgmma_n<N>, "rudnn: wgmma N is 32, 64, 128 or 256");
 #if RUDNN_HAS_WGMMA
-  if constexpr (N == 64) {
+  if constexpr (N == 32) {
+    wgmma_rs_32<BF16, TransB>(d, a, b_desc, accumulate);
+  } else if constexpr (N == 64) {
     wgmma_rs_64<BF16, TransB>(d, a, b_desc, accumulate);
   } else if constexpr (N == 128) {
     wgmma_rs_128<BF16, TransB>(d, a, b_desc, accumulate);

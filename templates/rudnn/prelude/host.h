@@ -185,7 +185,7 @@ inline u32 shared_address(const void* p) {
 
 namespace emu_detail {
 template <int N>
-inline constexpr bool wgmma_n = N == 64 || N == 128 || N == 256;
+inline constexpr bool wgmma_n = N == 32 || N == 64 || N == 128 || N == 256;
 constexpr int wgmma_flags(bool accumulate, bool trans_a, bool trans_b) {
   return (accumulate ? RUDNN_EMU_WGMMA_ACCUMULATE : 0) | (trans_a ? RUDNN_EMU_WGMMA_TRANS_A : 0) |
          (trans_b ? RUDNN_EMU_WGMMA_TRANS_B : 0);
@@ -195,28 +195,28 @@ constexpr int wgmma_flags(bool accumulate, bool trans_a, bool trans_b) {
 template <int N, bool TransA = false, bool TransB = false>
 inline void wgmma_f16_ss(float (&d)[N / 2], u64 a_desc, u64 b_desc, bool accumulate,
                          const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
-  static_assert(emu_detail::wgmma_n<N>, "rudnn: wgmma N is 64, 128 or 256");
+  static_assert(emu_detail::wgmma_n<N>, "rudnn: wgmma N is 32, 64, 128 or 256");
   emu_detail::api->wgmma(RUDNN_EMU_MMA_F16, N, d, nullptr, a_desc, b_desc,
                          emu_detail::wgmma_flags(accumulate, TransA, TransB), file, line);
 }
 template <int N, bool TransA = false, bool TransB = false>
 inline void wgmma_bf16_ss(float (&d)[N / 2], u64 a_desc, u64 b_desc, bool accumulate,
                           const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
-  static_assert(emu_detail::wgmma_n<N>, "rudnn: wgmma N is 64, 128 or 256");
+  static_assert(emu_detail::wgmma_n<N>, "rudnn: wgmma N is 32, 64, 128 or 256");
   emu_detail::api->wgmma(RUDNN_EMU_MMA_BF16, N, d, nullptr, a_desc, b_desc,
                          emu_detail::wgmma_flags(accumulate, TransA, TransB), file, line);
 }
 template <int N, bool TransB = false>
 inline void wgmma_f16_rs(float (&d)[N / 2], const u32 (&a)[4], u64 b_desc, bool accumulate,
                          const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
-  static_assert(emu_detail::wgmma_n<N>, "rudnn: wgmma N is 64, 128 or 256");
+  static_assert(emu_detail::wgmma_n<N>, "rudnn: wgmma N is 32, 64, 128 or 256");
   emu_detail::api->wgmma(RUDNN_EMU_MMA_F16, N, d, a, 0, b_desc, emu_detail::wgmma_flags(accumulate, false, TransB),
                          file, line);
 }
 template <int N, bool TransB = false>
 inline void wgmma_bf16_rs(float (&d)[N / 2], const u32 (&a)[4], u64 b_desc, bool accumulate,
                           const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
-  static_assert(emu_detail::wgmma_n<N>, "rudnn: wgmma N is 64, 128 or 256");
+  static_assert(emu_detail::wgmma_n<N>, "rudnn: wgmma N is 32, 64, 128 or 256");
   emu_detail::api->wgmma(RUDNN_EMU_MMA_BF16, N, d, a, 0, b_desc, emu_detail::wgmma_flags(accumulate, false, TransB),
                          file, line);
 }
