@@ -161,6 +161,9 @@ Result<Prepared, AttentionSetupError> prepare(const Tensor& query, const Tensor&
   const contracts::AttentionStrategy requested = effective_strategy(asked, aligned, sig, arch);
   // Token-major prefill with grouped heads: the tensor-core kernel takes one head per panel.
   const bool head_panels = hq > hkv && !(heads_tq_rows_apart(query) && (!into || heads_tq_rows_apart(*into)));
+  // Decode with a small group: panels of 64 rows or fewer, which the heuristic keeps off the 128-row
+  // warpgroup-MMA tiles (Tq is dynamic in the plan, so the hint is part of its key).
+  const bool short_panels = (head_panels ? 1 : hq / hkv) * tq <= 64;
   const std::int64_t mode = ops::autotune_mode_word(requested == contracts::AttentionStrategy::Autotune);
   // With autotune the plan serves one (B, Tq, Tk) bucket: the tuned tile depends on it.
   const std::int64_t buckets = mode ? log2_bucket(b) | (log2_bucket(tq) << 8) | (log2_bucket(tk) << 16) : 0;
@@ -183,11 +186,13 @@ Result<Prepared, AttentionSetupError> prepare(const Tensor& query, const Tensor&
                                 .add(mode)
                                 .add(buckets)
                                 .add(head_panels)
+                                .add(short_panels)
                                 .key();
   auto plan =
       ops::cached_plan(pkey, query.queue(), ops::Tunable::Yes, mode != 0, [&](compiler::ConfigProvider* provider) {
         compiler::AttentionRequest request{sig, requested, std::nullopt, provider};
         request.head_panels = head_panels;
+        request.short_panels = short_panels;
         return compiler::lower_attention(request, ops::target_for(device));
       });
   if (!plan.ok()) return as<AttentionSetupError>(plan.error());

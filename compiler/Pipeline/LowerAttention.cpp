@@ -57,6 +57,7 @@ Result<LoweredOp, RuntimeError> lower_attention(const AttentionRequest& request,
   func::ReturnOp::create(b, b.getUnknownLoc(), op->getResults());
   if (request.config) op->setAttr(dialect::kKernelConfigAttrName, toDictionary(&ctx, *request.config));
   if (request.head_panels) op->setAttr(dialect::kHeadPanelsAttrName, b.getUnitAttr());
+  if (request.short_panels) op->setAttr(dialect::kShortPanelsAttrName, b.getUnitAttr());
 
   SlotMap slots;
   slots.argSlot = {0, 1, 2};

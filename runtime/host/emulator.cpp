@@ -90,9 +90,11 @@ struct Thread {
   // cp.async: copies not yet retired, in issue order; `committed` = groups closed so far.
   std::vector<AsyncCopy> copies;
   std::uint64_t committed = 0;
-  // wgmma: groups closed so far, and whether a wgmma.fence came after the last wait_group.
+  // wgmma: groups closed so far, and whether a wgmma.fence came after the last wait_group; the stack
+  // pointer of the code that called its pending wgmma.wait_group (null: unknown).
   std::uint64_t wgmma_committed = 0;
   bool wgmma_fenced = false;
+  const void* wait_stack_pointer = nullptr;
   // Shared memory (offset, bytes) its copies wrote since its last fence.proxy.async; adjacent
   // copies merge. Past kUnfencedRanges the list stops growing and the fence scans the whole arena
   // (kernels that never fence, mma.sync ones, would otherwise grow it with every copy).
@@ -227,7 +229,10 @@ class Worker {
   // fence.proxy.async by t: the async proxy (wgmma) may read what t's copies wrote.
   void fence_proxy_async(Thread& t);
   // Runs the warp's pending wgmma of groups below `below_group`, in issue order; false on a fault.
-  bool retire_wgmma(Thread& t, std::uint64_t below_group);
+  bool retire_wgmma(Thread* lanes, std::uint64_t below_group);
+  // Whether each lane's accumulators and A registers of `p` are still in scope at the wait; else a
+  // fault naming the first lane whose frame returned.
+  bool wgmma_registers_in_scope(Thread* lanes, const PendingWgmma& p);
   // Warp `rank`'s operands of `p` as shared memory (or A's registers) hold them now, into `out`; false
   // with *bad set when an element is outside the block's shared memory. Read at issue and at retirement.
   bool read_wgmma_operands(const PendingWgmma& p, int rank, std::vector<std::uint16_t>& out, std::uint32_t* bad) const {
@@ -621,7 +626,7 @@ void Worker::complete(Warp& w, const WarpOp& op, unsigned base) {
       // .sync.aligned: the warp's lanes wait together, so none of them sees a retirement early.
       const std::uint64_t committed = lanes[0].wgmma_committed, n = static_cast<std::uint64_t>(op.mode);
       if (!lanes_agree_on_groups(lanes)) return;
-      if (!retire_wgmma(lanes[0], committed > n ? committed - n : 0)) return;
+      if (!retire_wgmma(lanes, committed > n ? committed - n : 0)) return;
       for (unsigned l = 0; l < 32; ++l) lanes[l].wgmma_fenced = false;
       break;
     }
@@ -752,11 +757,42 @@ void Worker::issue_wgmma(Warp& w, const WarpOp& op, unsigned base) {
   w.wgmma.push_back(std::move(p));
 }
 
-bool Worker::retire_wgmma(Thread& t, std::uint64_t below_group) {
+// A wgmma's registers are live until the wait that retires it (the PTX ISA: accessing them before
+// is undefined), and on the host they are the lane's stack memory. An address in the lane's own
+// stack below the stack pointer of the code that waits belongs to a frame that has returned: the
+// retirement would write into it (the accumulators of a helper that issued, committed and
+// returned). Addresses elsewhere (ASan's fake stack, a null stack pointer) are not judged.
+bool Worker::wgmma_registers_in_scope(Thread* lanes, const PendingWgmma& p) {
+  for (unsigned l = 0; l < 32; ++l) {
+    const Thread& lane = lanes[l];
+    const FiberStack* stack = lane.fiber.stack();
+    const auto* sp = static_cast<const char*>(lane.wait_stack_pointer);
+    if (stack == nullptr || sp == nullptr) continue;
+    auto dead = [&](const void* at) {
+      const auto* c = static_cast<const char*>(at);
+      return c >= stack->base && c < sp && c < stack->base + stack->size;
+    };
+    const bool d_dead = dead(p.d[l]), a_dead = p.a_in_registers && dead(p.a_regs[l]);
+    if (!d_dead && !a_dead) continue;
+    set_fault(lanes[0], p.site, "wgmma registers out of scope before their wait",
+              "the accumulators (and an RS wgmma's A registers) of a wgmma alive until the wgmma.wait_group "
+              "that retires it",
+              fmt::format("thread {}'s {} at {} lie below its stack pointer {} at the wait (their frame returned)",
+                          lanes[0].linear + l, d_dead ? "accumulators" : "A registers",
+                          fmt::ptr(d_dead ? static_cast<const void*>(p.d[l]) : p.a_regs[l]),
+                          fmt::ptr(lane.wait_stack_pointer)));
+    return false;
+  }
+  return true;
+}
+
+bool Worker::retire_wgmma(Thread* lanes, std::uint64_t below_group) {
+  Thread& t = lanes[0];
   Warp& w = warps_[t.linear / 32];
   std::size_t retired = 0;
   for (; retired < w.wgmma.size() && w.wgmma[retired].group < below_group; ++retired) {
     const PendingWgmma& p = w.wgmma[retired];
+    if (!wgmma_registers_in_scope(lanes, p)) return false;
     const int rank = static_cast<int>(t.linear / 32 % 4);
     std::uint32_t bad = 0;
     std::vector<std::uint16_t> now;
@@ -1056,9 +1092,10 @@ void api_fence_proxy_async(const char*, int) {
   if (Thread* t = current_thread()) tl_worker->fence_proxy_async(*t);
 }
 
-void api_wgmma_wait(int pending, const char* file, int line) {
+void api_wgmma_wait(int pending, const void* stack_pointer, const char* file, int line) {
   Thread* t = current_thread();
   if (t == nullptr) return;
+  t->wait_stack_pointer = stack_pointer;
   if (pending < 0) {
     tl_worker->set_fault(*t, {file, line}, "invalid wgmma.wait_group", "N >= 0", fmt::format("{}", pending));
     tl_worker->abandon(*t);

@@ -327,6 +327,23 @@ TEST_F(EmulatorTest, WgmmaRetiresGroupsAtTheWait) {
 }
 
 // ---- Misuse. Each kernel takes a `fault` selector; 0 is the correct use.
+
+// Faults 13 and 14: a helper issues and commits a wgmma whose accumulators (13) or A registers (14,
+// the RS form) are its own locals, and returns before the caller's wait retires it. Not instrumented
+// by ASan, whose use-after-return mode would move the locals off the fiber's stack (where the
+// emulator judges them) and then report the retirement's write itself.
+[[gnu::noinline, gnu::no_sanitize_address]] void issue_with_own_registers(int fault, float (&caller_d)[32], u64 da,
+                                                                          u64 db) {
+  float own_d[32];
+  const u32 a[4] = {0x3C003C00u, 0x3C003C00u, 0x3C003C00u, 0x3C003C00u};
+  rudnn::wgmma_fence();
+  if (fault == 13)
+    rudnn::wgmma_f16_ss<64>(own_d, da, db, false);
+  else
+    rudnn::wgmma_f16_rs<64>(caller_d, a, db, false);
+  rudnn::wgmma_commit();
+}
+
 void misuse_kernel(void** args) {
   const int fault = arg<int>(args, 0);
   const auto* global = ptr<const std::uint16_t>(args, 1);  // fault 8: B's source
@@ -357,6 +374,11 @@ void misuse_kernel(void** args) {
     __syncthreads();
   }
   float d[32];
+  if (fault == 13 || fault == 14) {
+    issue_with_own_registers(fault, d, da, db);
+    rudnn::wgmma_wait<0>();
+    return;
+  }
   if (fault != 4) rudnn::wgmma_fence();
   if (fault != 5 || warp != 3) rudnn::wgmma_f16_ss<64>(d, da, db, false);
   rudnn::wgmma_commit();
@@ -442,6 +464,16 @@ TEST_F(EmulatorTest, WgmmaSeesCopiesOnlyAfterTheProxyFence) {
   expect_fault(run(misuse_kernel, {1, 1, 1}, {128, 1, 1}, 4096, kForward, &unfenced, b.data()),
                {"wgmma reads shared memory that a cp.async wrote without fence.proxy.async", "B element (38, k 0)",
                 "warp 0's share unfenced", "fence_proxy_async_shared"});
+}
+
+// The accumulators and A registers of a wgmma stay alive until the wait that retires it: on the host
+// the retirement would otherwise write into (or read from) a frame that has returned.
+TEST_F(EmulatorTest, WgmmaRegistersStayInScopeUntilTheWait) {
+  const int accumulators = 13, a_registers = 14;
+  expect_fault(run(misuse_kernel, {1, 1, 1}, {128, 1, 1}, 4096, kForward, &accumulators),
+               {"wgmma registers out of scope before their wait", "'s accumulators", "their frame returned"});
+  expect_fault(run(misuse_kernel, {1, 1, 1}, {128, 1, 1}, 4096, kForward, &a_registers),
+               {"wgmma registers out of scope before their wait", "'s A registers"});
 }
 
 TEST_F(EmulatorTest, WgmmaNeedsAWholeWarpgroup) {

@@ -32,6 +32,8 @@ struct WgmmaCase {
 // Prefill with GQA over several row and key tiles (panel rows 4·130 = 520, 300 keys: 3 key tiles, the
 // last partial), causal with mask and bias at D = 128, decode rows of a group (Tq = 1), Tq > Tk causal
 // (early rows see nothing), a one-key call, and D = 256 (32-key tiles) with GQA, causal and a mask.
+// Decode and the one-key call have panels of 64 rows or fewer, which keep the mma.sync kernel under
+// the opt-in (the rudnn.short_panels hint); the template test runs decode on the wgmma kernel.
 const WgmmaCase kCases[] = {
     {2, 8, 2, 130, 300, 64, true, false, false}, {1, 4, 4, 70, 70, 128, true, true, true},
     {3, 16, 2, 1, 200, 128, false, false, true}, {1, 2, 1, 150, 40, 64, true, false, true},
@@ -85,10 +87,11 @@ void check_wgmma_attention(const Device& device, DType dtype) {
     const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
     const auto want =
         reference::attention(q, k, v, {c.b, c.hq, c.hkv, c.tq, c.tk, c.d, c.d}, mask, bias, scale, c.causal);
+    const bool short_panels = c.hq / c.hkv * c.tq <= 64;
     std::vector<double> wgmma;
     {
       const testing::WgmmaOptIn opt_in;
-      wgmma = run(device, c, dtype, q, k, v, mask, bias, "flash_wgmma");
+      wgmma = run(device, c, dtype, q, k, v, mask, bias, short_panels ? "flash_mma" : "flash_wgmma");
     }
     const auto mma = run(device, c, dtype, q, k, v, mask, bias, "flash_mma");
     if (wgmma.empty() || mma.empty()) continue;
@@ -116,16 +119,17 @@ TEST(AttentionWgmma, OptInRunsTheWgmmaKernelOnGpu) {
 }
 
 // Without the opt-in the heuristic keeps the mma.sync kernel, on the host emulation device too; D = 96
-// has no wgmma tile and keeps it under the opt-in.
+// has no wgmma tile and keeps it under the opt-in, as do short panels (rudnn.short_panels).
 TEST(AttentionWgmma, WithoutTheOptInOrTileTheMmaKernel) {
-  auto entries = [](std::int64_t d) {
+  auto entries = [](std::int64_t d, bool short_panels = false) {
     contracts::AttentionSignature sig;
     sig.query = {{2, 8, 64, d}, DType::BF16, 0};
     sig.key = {{2, 2, 64, d}, DType::BF16, 0};
     sig.value = {{2, 2, 64, d}, DType::BF16, 0};
     sig.causal = true;
-    auto lowered = compiler::lower_attention({sig, contracts::AttentionStrategy::FlashBlackboxAccelerated, {}, nullptr},
-                                             ops::target_for(Device::host()));
+    compiler::AttentionRequest request{sig, contracts::AttentionStrategy::FlashBlackboxAccelerated, {}, nullptr};
+    request.short_panels = short_panels;
+    auto lowered = compiler::lower_attention(request, ops::target_for(Device::host()));
     EXPECT_TRUE(lowered.ok()) << lowered.error().message();
     std::string out;
     if (lowered.ok())
@@ -138,9 +142,11 @@ TEST(AttentionWgmma, WithoutTheOptInOrTileTheMmaKernel) {
       EXPECT_NE(e.find("flash_mma"), std::string::npos) << e;
     }
   const testing::WgmmaOptIn opt_in;
-  for (std::int64_t d : {64, 128, 256}) EXPECT_NE(entries(d).find("flash_wgmma"), std::string::npos);
-  const std::string e = entries(96);
-  EXPECT_NE(e.find("flash_mma"), std::string::npos) << e;
+  for (std::int64_t d : {64, 128, 256}) {
+    const std::string e = entries(d);
+    EXPECT_NE(e.find("flash_wgmma"), std::string::npos) << e;
+  }
+  for (const std::string& e : {entries(96), entries(128, true)}) EXPECT_NE(e.find("flash_mma"), std::string::npos) << e;
 }
 
 }  // namespace

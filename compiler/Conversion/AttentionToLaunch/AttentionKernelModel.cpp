@@ -4,7 +4,8 @@
 //                 the first strategy that fits in the order flash_mma (where the target has
 //                 mma.sync m16n8k16), flash_unit, fallback; an error when none serves the op. Where
 //                 the target has wgmma (sm_90a with the RUDNN_WGMMA=1 opt-in, contracts::has_wgmma),
-//                 flash_mma's wgmma tile first, unless the panels are known to be 64 rows or fewer.
+//                 flash_mma's wgmma tile first, unless the panels are known to be 64 rows or fewer
+//                 (static shapes, or the rudnn.short_panels hint).
 //   tuning query: operands {query, key, value, mask?, attn_bias?}, options {causal 0/1, mask 0/1,
 //                 attn_bias 0/1, AttentionStrategy::Autotune}; asked only for strategy "autotune"
 //                 (a concrete strategy runs its heuristic tile).
@@ -50,9 +51,11 @@ std::int64_t sharedBytesOf(const attention_config::Tile& t, std::int64_t d, std:
   return 0;
 }
 
-// A call whose panels are at most 64 rows (group·Tq, static: decode with a small group), which a
-// wgmma tile's two warpgroups of 64 rows would run half empty.
+// A call whose panels are at most 64 rows (group·Tq: decode with a small group), which a wgmma
+// tile's two warpgroups of 64 rows would run half empty: by its static shapes, or by the public
+// entry's rudnn.short_panels hint (its plans keep Tq dynamic).
 bool fewPanelRows(dialect::AttentionOp op) {
+  if (op->hasAttr(dialect::kShortPanelsAttrName)) return true;
   auto q = cast<RankedTensorType>(op.getQuery().getType());
   auto k = cast<RankedTensorType>(op.getKey().getType());
   if (q.isDynamicDim(1) || q.isDynamicDim(2) || k.isDynamicDim(1) || k.getDimSize(1) <= 0) return false;

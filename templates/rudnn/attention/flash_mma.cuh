@@ -212,7 +212,7 @@ struct WorkPlan {
     const u32 b = p / static_cast<u32>(panels_per_batch);
     const int panel = static_cast<int>(p - b * static_cast<u32>(panels_per_batch));
     it.b = b;
-    it.kvh = kHeadPanels ? panel / group : panel;
+    it.kvh = kHeadPanels ? static_cast<int>(static_cast<u32>(panel) / static_cast<u32>(group)) : panel;
     it.head0 = kHeadPanels ? panel : panel * group;
     return it;
   }

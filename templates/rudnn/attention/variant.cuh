@@ -1,9 +1,9 @@
 #pragma once
 // The attention score variant: everything that decides, per (query row, key), whether a key is kept
 // and what its logit is, between the product q·k and the softmax. One policy type with hooks, used
-// by all three attention kernels (flash_mma, flash_unit, the Fallback scores) — so a new score
-// modifier (sliding window, soft-cap, ALiBi, ...) is one edit here, after FlashInfer's variants.cuh
-// (LogitsTransform / LogitsMask).
+// by every attention kernel (flash_mma and flash_wgmma, flash_unit, the Fallback scores) — so a new
+// score modifier (sliding window, soft-cap, ALiBi, ...) is one edit here, after FlashInfer's
+// variants.cuh (LogitsTransform / LogitsMask).
 //
 // Hooks, in three levels (a kernel builds each level once where its loops allow):
 //   call   Variant(mask, bias, mask_batch_stride, mask_head_stride, bias_batch_stride,

@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-#define RUDNN_EMU_ABI_VERSION 1u
+#define RUDNN_EMU_ABI_VERSION 2u
 
 typedef struct rudnn_emu_dim3 {
   unsigned int x, y, z;
@@ -152,10 +152,13 @@ typedef struct rudnn_emu_api {
    * rudnn_emu_wgmma_flags. */
   void (*wgmma)(int type, int n, float* d, const uint32_t* a_regs, uint64_t a_desc, uint64_t b_desc, int flags,
                 const char* file, int line);
-  /* wgmma.fence.sync.aligned, wgmma.commit_group.sync.aligned, wgmma.wait_group.sync.aligned N. */
+  /* wgmma.fence.sync.aligned, wgmma.commit_group.sync.aligned, wgmma.wait_group.sync.aligned N.
+   * `stack_pointer` is the waiting code's own (null: unknown): a retired wgmma whose accumulators or
+   * A registers lie in the lane's stack below it belonged to a frame that returned before the wait,
+   * and faults. */
   void (*wgmma_fence)(const char* file, int line);
   void (*wgmma_commit)(const char* file, int line);
-  void (*wgmma_wait)(int pending, const char* file, int line);
+  void (*wgmma_wait)(int pending, const void* stack_pointer, const char* file, int line);
   /* fence.proxy.async.shared::cta: this thread's shared-memory writes so far (its landed cp.async
    * copies) become visible to the async proxy (wgmma). A wgmma that reads a byte whose cp.async's
    * thread has not fenced since the copy landed faults. */

@@ -190,6 +190,18 @@ constexpr int wgmma_flags(bool accumulate, bool trans_a, bool trans_b) {
   return (accumulate ? RUDNN_EMU_WGMMA_ACCUMULATE : 0) | (trans_a ? RUDNN_EMU_WGMMA_TRANS_A : 0) |
          (trans_b ? RUDNN_EMU_WGMMA_TRANS_B : 0);
 }
+// The stack pointer of the function this is inlined into (always: a call would report its own
+// frame, below the caller's locals), for the wait's scope check; null where the target has no
+// spelling for it here (the check is then skipped).
+[[gnu::always_inline]] inline const void* stack_pointer() {
+  const void* sp = nullptr;
+#if defined(__x86_64__)
+  asm volatile("mov %%rsp, %0" : "=r"(sp));
+#elif defined(__aarch64__)
+  asm volatile("mov %0, sp" : "=r"(sp));
+#endif
+  return sp;
+}
 }  // namespace emu_detail
 
 template <int N, bool TransA = false, bool TransB = false>
@@ -226,10 +238,12 @@ inline void wgmma_fence(const char* file = __builtin_FILE(), int line = __builti
 inline void wgmma_commit(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   emu_detail::api->wgmma_commit(file, line);
 }
+// Always inlined, so that the stack pointer it passes is its caller's: the emulator faults where a
+// retired wgmma's registers lie below it (their frame returned before the wait).
 template <int N>
-inline void wgmma_wait(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+[[gnu::always_inline]] inline void wgmma_wait(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
   static_assert(N >= 0 && N <= 7, "rudnn: wgmma.wait_group takes 0..7");
-  emu_detail::api->wgmma_wait(N, file, line);
+  emu_detail::api->wgmma_wait(N, emu_detail::stack_pointer(), file, line);
 }
 // A compiler-only ordering on a GPU; nothing to do here (the emulator reads operands at the wait).
 template <int K>

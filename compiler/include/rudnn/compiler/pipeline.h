@@ -122,6 +122,8 @@ struct AttentionRequest {
   // The query's or output's heads are not Tq rows apart (SPEC §13 views: token-major prefill with
   // Hq > Hkv): the op gets rudnn.head_panels, and the tensor-core kernel one query head per panel.
   bool head_panels = false;
+  // The call's panels hold 64 rows or fewer (group·Tq, or Tq with head panels): rudnn.short_panels.
+  bool short_panels = false;
 };
 Result<LoweredOp, RuntimeError> lower_attention(const AttentionRequest& request, const Target& target);
 

@@ -40,6 +40,10 @@ inline constexpr const char* kUnalignedAttrName = "rudnn.unaligned";
 // On rudnn.attention: the call's query or output heads are not Tq rows apart (token-major prefill
 // with grouped-query heads), so the tensor-core kernel takes one query head per panel.
 inline constexpr const char* kHeadPanelsAttrName = "rudnn.head_panels";
+// On rudnn.attention, a hint the public entry sets where the op's shapes do not say it (Tq is
+// dynamic there): the call's panels hold 64 rows or fewer (decode with a small group), which the
+// heuristic does not give a 128-row warpgroup-MMA tile.
+inline constexpr const char* kShortPanelsAttrName = "rudnn.short_panels";
 inline constexpr const char* kKernelConfigAttrName = "kernel_config";
 // Optional on rudnn.launch: the kernel's minimum resident blocks per SM (__launch_bounds__'s second
 // argument in the emitted wrapper).
