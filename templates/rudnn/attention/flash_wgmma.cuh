@@ -134,14 +134,14 @@ RUDNN_DEVICE void flash_attention_wgmma(const T* q, const T* k, const T* v, cons
       if (t + 1 < n_tiles) load_keys(stage ^ 1, static_cast<i64>(t + 1) * kBN);
       cp_async_commit();
 
+      // S is overwritten by the first k16 step (no accumulate), so it needs no zeroing.
       tile::Accumulator<1, kNI> s;
-      s.zero();
       auto& s_regs = reinterpret_cast<float(&)[kBN / 2]>(s.c);
       wgmma_fence();
       RUDNN_UNROLL
       for (int kk = 0; kk < kD; kk += 16)
         tile::wgmma_ss<kBN>(q_s, s_regs, QTile::descriptor(q_s, group_row0, kk), KTile::descriptor(k_s(stage), 0, kk),
-                            true);
+                            kk > 0);
       wgmma_commit();
       wgmma_wait<0>();
       wgmma_fence_operand(s_regs);
