@@ -63,17 +63,26 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
          compiler::attention_variants(request.strategy, sig.query.dtype, sig.query.shape[3], sig.value.shape[3],
                                       contracts::has_wgmma(target.arch, target.host_emulation)))
       configs.push_back(c);
+  // The entry's rudnn.short_panels hint (ops/attention.cpp: decode-like calls keep the mma.sync
+  // tiles where the heuristic would take a wgmma one) depends on Tq, which the graph leaves dynamic:
+  // the heuristic kernel is lowered both ways there.
+  const bool hinted = (request.strategy == contracts::AttentionStrategy::FlashBlackboxAccelerated ||
+                       request.strategy == contracts::AttentionStrategy::Autotune) &&
+                      contracts::has_wgmma(target.arch);
   std::vector<compiler::LoweredOp> out;
   for (const auto& mask : variants(at.getMask()))
     for (const auto& bias : variants(at.getAttnBias()))
-      for (const auto& config : configs) {
-        sig.mask = mask;
-        sig.bias = bias;
-        request.config = config;
-        auto lowered = compiler::lower_attention(request, target);
-        if (!lowered.ok()) return lowered.error();
-        out.push_back(std::move(lowered.value()));
-      }
+      for (const auto& config : configs)
+        for (bool short_panels : {false, true}) {
+          if (short_panels && (config || !hinted)) continue;
+          sig.mask = mask;
+          sig.bias = bias;
+          request.config = config;
+          request.short_panels = short_panels;
+          auto lowered = compiler::lower_attention(request, target);
+          if (!lowered.ok()) return lowered.error();
+          out.push_back(std::move(lowered.value()));
+        }
   return out;
 }
 

@@ -353,6 +353,7 @@ bool Worker::run_block(std::uint64_t b) {
     t.committed = 0;
     t.wgmma_committed = 0;
     t.wgmma_fenced = false;
+    t.wait_stack_pointer = nullptr;
     t.unfenced.clear();
     t.unfenced_overflow = false;
     t.fiber.start(stacks_[i], &Worker::thread_main, &t);
@@ -761,7 +762,9 @@ void Worker::issue_wgmma(Warp& w, const WarpOp& op, unsigned base) {
 // is undefined), and on the host they are the lane's stack memory. An address in the lane's own
 // stack below the stack pointer of the code that waits belongs to a frame that has returned: the
 // retirement would write into it (the accumulators of a helper that issued, committed and
-// returned). Addresses elsewhere (ASan's fake stack, a null stack pointer) are not judged.
+// returned). Addresses elsewhere (ASan's fake stack, a null stack pointer) are not judged. What this
+// cannot see: a frame that returned and whose memory a later frame of the waiting code reuses (an
+// issuing helper and a separate waiting helper), and a block scope closed inside one frame.
 bool Worker::wgmma_registers_in_scope(Thread* lanes, const PendingWgmma& p) {
   for (unsigned l = 0; l < 32; ++l) {
     const Thread& lane = lanes[l];
@@ -774,9 +777,9 @@ bool Worker::wgmma_registers_in_scope(Thread* lanes, const PendingWgmma& p) {
     };
     const bool d_dead = dead(p.d[l]), a_dead = p.a_in_registers && dead(p.a_regs[l]);
     if (!d_dead && !a_dead) continue;
-    set_fault(lanes[0], p.site, "wgmma registers out of scope before their wait",
+    set_fault(lanes[0], p.site, "wgmma registers in a frame that returned before their wait",
               "the accumulators (and an RS wgmma's A registers) of a wgmma alive until the wgmma.wait_group "
-              "that retires it",
+              "that retires it, in the waiting code's frame or its callers'",
               fmt::format("thread {}'s {} at {} lie below its stack pointer {} at the wait (their frame returned)",
                           lanes[0].linear + l, d_dead ? "accumulators" : "A registers",
                           fmt::ptr(d_dead ? static_cast<const void*>(p.d[l]) : p.a_regs[l]),

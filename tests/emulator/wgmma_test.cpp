@@ -227,6 +227,7 @@ TEST_F(EmulatorTest, WgmmaSwizzledTilesMatchReference) {
   check_swizzled<rudnn::f16, 64>(false, 2);
   check_swizzled<rudnn::bf16, 128>(true, 3);
   check_swizzled<rudnn::bf16, 256>(true, 4);
+  check_swizzled<rudnn::f16, 32>(false, 5);
 }
 
 // The other layouts, placed by the canonical formulas: A K-major without swizzle (SS) or in
@@ -335,7 +336,9 @@ TEST_F(EmulatorTest, WgmmaRetiresGroupsAtTheWait) {
 [[gnu::noinline, gnu::no_sanitize_address]] void issue_with_own_registers(int fault, float (&caller_d)[32], u64 da,
                                                                           u64 db) {
   float own_d[32];
-  const u32 a[4] = {0x3C003C00u, 0x3C003C00u, 0x3C003C00u, 0x3C003C00u};
+  // From an argument, so that the array is a stack local (constants could be merged into .rodata).
+  const u32 one = static_cast<u32>(db >> 62) == 0 ? 0x3C003C00u : 0u;
+  const u32 a[4] = {one, one, one, one};
   rudnn::wgmma_fence();
   if (fault == 13)
     rudnn::wgmma_f16_ss<64>(own_d, da, db, false);
@@ -470,10 +473,11 @@ TEST_F(EmulatorTest, WgmmaSeesCopiesOnlyAfterTheProxyFence) {
 // the retirement would otherwise write into (or read from) a frame that has returned.
 TEST_F(EmulatorTest, WgmmaRegistersStayInScopeUntilTheWait) {
   const int accumulators = 13, a_registers = 14;
-  expect_fault(run(misuse_kernel, {1, 1, 1}, {128, 1, 1}, 4096, kForward, &accumulators),
-               {"wgmma registers out of scope before their wait", "'s accumulators", "their frame returned"});
+  expect_fault(
+      run(misuse_kernel, {1, 1, 1}, {128, 1, 1}, 4096, kForward, &accumulators),
+      {"wgmma registers in a frame that returned before their wait", "'s accumulators", "their frame returned"});
   expect_fault(run(misuse_kernel, {1, 1, 1}, {128, 1, 1}, 4096, kForward, &a_registers),
-               {"wgmma registers out of scope before their wait", "'s A registers"});
+               {"wgmma registers in a frame that returned before their wait", "'s A registers"});
 }
 
 TEST_F(EmulatorTest, WgmmaNeedsAWholeWarpgroup) {

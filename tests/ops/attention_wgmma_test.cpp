@@ -46,6 +46,7 @@ std::vector<double> run(const Device& device, const WgmmaCase& c, DType dtype, c
                         const std::vector<double>& k, const std::vector<double>& v,
                         const reference::AttentionExtra& mask, const reference::AttentionExtra& bias,
                         const char* kernel) {
+  ops::PlanCache::instance().clear();  // kernel_entries below then names this call's kernels alone
   std::optional<Tensor> tm, tb;
   if (c.mask) tm = testing::upload({c.b, c.hq, c.tq, c.tk}, DType::U8, mask.values, device);
   if (c.bias) tb = testing::upload({c.b, c.hq, c.tq, c.tk}, DType::F32, bias.values, device);
@@ -57,7 +58,13 @@ std::vector<double> run(const Device& device, const WgmmaCase& c, DType dtype, c
   if (!out.ok()) return {};
   std::string entries;
   for (const std::string& entry : ops::PlanCache::instance().kernel_entries("rudnn.attention")) entries += entry + " ";
+  const std::string tile = std::string(kernel) == "flash_wgmma"
+                               ? fmt::format("_d{}_m128_n{}", c.d, c.d == 256 ? 32 : 128)
+                               : fmt::format("_d{}_m", c.d);
   EXPECT_NE(entries.find(fmt::format("rudnn_attention_{}_{}_", kernel, dtype_name(dtype))), std::string::npos)
+      << entries;
+  EXPECT_NE(entries.find(tile), std::string::npos) << entries;
+  EXPECT_EQ(entries.find(std::string(kernel) == "flash_wgmma" ? "_flash_mma_" : "_flash_wgmma_"), std::string::npos)
       << entries;
   return host_values(*out);
 }

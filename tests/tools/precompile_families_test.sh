@@ -52,6 +52,26 @@ for graph in "$EXAMPLES"/*.mlir; do
 done
 check "the examples were found ($examples)" "[ $examples -ge 7 ]"
 
+# Under the wgmma opt-in the entry runs decode-like calls (group·Tq ≤ 64) on the mma.sync tile and
+# others on the wgmma one (rudnn.short_panels): a pack made under it holds both, so decode runs from
+# it with JIT disabled.
+cat > "$WORK/decode_wgmma.mlir" <<'MLIR'
+func.func @main(%q: tensor<2x8x1x64xbf16>, %k: tensor<2x2x?x64xbf16>, %v: tensor<2x2x?x64xbf16>) -> tensor<2x8x1x64xbf16> {
+  %o = rudnn.attention %q, %k, %v {scale = 0.125 : f32, causal = false, strategy = "flash_mma"}
+      : tensor<2x8x1x64xbf16>, tensor<2x2x?x64xbf16>, tensor<2x2x?x64xbf16> -> tensor<2x8x1x64xbf16>
+  return %o : tensor<2x8x1x64xbf16>
+}
+MLIR
+env RUDNN_WGMMA=1 "$PRECOMPILE" "$WORK/decode_wgmma.mlir" --arch host --quiet -o "$WORK/decode_wgmma.pack" \
+  > "$WORK/decode_wgmma.precompile.txt" 2>&1; rc=$?
+check "decode under RUDNN_WGMMA=1: precompile succeeds" "[ $rc -eq 0 ]" || cat "$WORK/decode_wgmma.precompile.txt"
+mkdir -p "$WORK/decode_wgmma.empty-cache"
+env RUDNN_WGMMA=1 RUDNN_CACHE_DIR="$WORK/decode_wgmma.empty-cache" RUDNN_KERNEL_PACK="$WORK/decode_wgmma.pack" \
+  RUDNN_DISABLE_JIT=1 "$RUN" "$WORK/decode_wgmma.mlir" --random-inputs=5 --dynamic-dim 37 \
+  > "$WORK/decode_wgmma.run.txt" 2>&1; rc=$?
+check "... and runs from the pack with JIT disabled" "[ $rc -eq 0 ] && grep -q 'jit_compiles=0 ' $WORK/decode_wgmma.run.txt" ||
+  cat "$WORK/decode_wgmma.run.txt"
+
 # A graph whose kernels need a static extent the file leaves dynamic: a typed error naming it.
 cat > "$WORK/dynamic_hidden.mlir" <<'MLIR'
 func.func @main(%x: tensor<4x?xf32>, %g: tensor<?xf32>) -> tensor<4x?xf32> {
