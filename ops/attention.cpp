@@ -162,12 +162,10 @@ Result<Prepared, AttentionSetupError> prepare(const Tensor& query, const Tensor&
   const contracts::AttentionStrategy requested = effective_strategy(asked, aligned, sig, arch);
   // Token-major prefill with grouped heads: the tensor-core kernel takes one head per panel.
   const bool head_panels = hq > hkv && !(heads_tq_rows_apart(query) && (!into || heads_tq_rows_apart(*into)));
-  // Decode with a small group: panels of 64 rows or fewer, which the heuristic keeps off the 128-row
-  // warpgroup-MMA tiles (Tq is dynamic in the plan, so the hint is part of its key). Only where a
-  // heuristic could take those tiles, so that other targets and strategies keep one plan.
-  const bool short_panels = (requested == contracts::AttentionStrategy::FlashBlackboxAccelerated ||
-                             requested == contracts::AttentionStrategy::Autotune) &&
-                            contracts::has_wgmma(arch) && (head_panels ? 1 : hq / hkv) * tq <= 64;
+  // Decode with a small group: short panels, which the heuristic keeps off the 128-row warpgroup-MMA
+  // tiles (Tq is dynamic in the plan, so the hint is part of its key).
+  const bool short_panels = compiler::attention_hints_short_panels(requested, arch) &&
+                            (head_panels ? 1 : hq / hkv) * tq <= compiler::kShortPanelRows;
   const std::int64_t mode = ops::autotune_mode_word(requested == contracts::AttentionStrategy::Autotune);
   // With autotune the plan serves one (B, Tq, Tk) bucket: the tuned tile depends on it.
   const std::int64_t buckets = mode ? log2_bucket(b) | (log2_bucket(tq) << 8) | (log2_bucket(tk) << 16) : 0;

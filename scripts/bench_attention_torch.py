@@ -97,7 +97,7 @@ def main():
     ap.add_argument("--budget-ms", type=int, default=300, help="rudnn-bench's cap per measurement")
     ap.add_argument("--timeout", type=int, default=300, help="seconds for rudnn-bench")
     ap.add_argument("--tag", default="", help="names this run in the title and the CSV (e.g. wgmma, for a run "
-                    "under RUDNN_WGMMA=1, whose flash_mma strategy takes the warpgroup-MMA kernel for D = 64, 128)")
+                    "under RUDNN_WGMMA=1, whose flash_mma strategy takes the warpgroup-MMA kernel for D = 64, 128, 256)")
     args = ap.parse_args()
     seqs = args.seq or [512, 1024, 2048, 4096, 8192, 16384]
     kv_heads = args.kv_heads or [32, 8]

@@ -1,6 +1,7 @@
 // lower_attention: AttentionRequest → `func.func @main` with one rudnn.attention (batch and lengths
 // dynamic) → verify → [resolve strategy] → select kernel config → lower to launch → KernelLaunches.
 #include "Emitter/KernelSource.h"
+#include "contracts/arch.h"
 #include "Pipeline/Context.h"
 #include "Pipeline/LaunchExtraction.h"
 #include "Transforms/ResolveStrategy.h"
@@ -82,6 +83,12 @@ Result<LoweredOp, RuntimeError> lower_attention(const AttentionRequest& request,
   }
   return lowerModule(*module, "rudnn.attention", contracts::describe_call(sig), std::move(slots), target,
                      std::move(strategy));
+}
+
+bool attention_hints_short_panels(contracts::AttentionStrategy strategy, const std::string& arch) {
+  return (strategy == contracts::AttentionStrategy::FlashBlackboxAccelerated ||
+          strategy == contracts::AttentionStrategy::Autotune) &&
+         contracts::has_wgmma(arch, /*host_emulation=*/true);  // the arch's hardware, opted in or not
 }
 
 std::vector<KernelConfig> attention_variants(contracts::AttentionStrategy strategy, DType dtype, std::int64_t head_dim,

@@ -58,23 +58,21 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
     return out;
   };
   std::vector<std::optional<compiler::KernelConfig>> configs = {std::nullopt};
-  if (with_candidates)
+  if (with_candidates)  // those the target accepts (the host emulator takes wgmma ones without the opt-in)
     for (auto& c :
          compiler::attention_variants(request.strategy, sig.query.dtype, sig.query.shape[3], sig.value.shape[3],
                                       contracts::has_wgmma(target.arch, target.host_emulation)))
       configs.push_back(c);
   // The entry's rudnn.short_panels hint (ops/attention.cpp: decode-like calls keep the mma.sync
   // tiles where the heuristic would take a wgmma one) depends on Tq, which the graph leaves dynamic:
-  // the heuristic kernel is lowered both ways there.
-  const bool hinted = (request.strategy == contracts::AttentionStrategy::FlashBlackboxAccelerated ||
-                       request.strategy == contracts::AttentionStrategy::Autotune) &&
-                      contracts::has_wgmma(target.arch);
+  // where the entry may set it, the heuristic kernel is lowered both ways.
+  const bool entry_may_hint = compiler::attention_hints_short_panels(request.strategy, target.arch);
   std::vector<compiler::LoweredOp> out;
   for (const auto& mask : variants(at.getMask()))
     for (const auto& bias : variants(at.getAttnBias()))
       for (const auto& config : configs)
         for (bool short_panels : {false, true}) {
-          if (short_panels && (config || !hinted)) continue;
+          if (short_panels && (config || !entry_may_hint)) continue;
           sig.mask = mask;
           sig.bias = bias;
           request.config = config;

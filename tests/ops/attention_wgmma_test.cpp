@@ -1,10 +1,10 @@
 // Flash attention on Hopper's warpgroup MMA (attention/flash_wgmma.cuh; AttentionConfig.cpp registers
 // it as flash_mma's 128x128 tiles for D = 64 and 128 and 128x32 for D = 256, f16 and bf16) through
-// the public entry: the
-// heuristic's kernel of FlashBlackboxAccelerated where the target has wgmma (sm_90a with the
-// RUDNN_WGMMA=1 opt-in). The host emulation device reports sm_90a and emulates wgmma; on a GPU the
-// same check runs as *OnGpu (scripts/gpu-check step 1b). Against the FP64 oracle and against the
-// mma.sync kernel the same call runs without the opt-in; poisoned outputs, fresh seeds.
+// the public entry: the heuristic's kernel of FlashBlackboxAccelerated where the target has wgmma
+// (sm_90a with the RUDNN_WGMMA=1 opt-in). The host emulation device reports sm_90a and emulates
+// wgmma; on a GPU the same check runs as *OnGpu (scripts/gpu-check step 1b). Against the FP64 oracle
+// and against the mma.sync kernel the same call runs without the opt-in; poisoned outputs, fresh
+// seeds.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -94,7 +94,7 @@ void check_wgmma_attention(const Device& device, DType dtype) {
     const double scale = 1.0 / std::sqrt(static_cast<double>(c.d));
     const auto want =
         reference::attention(q, k, v, {c.b, c.hq, c.hkv, c.tq, c.tk, c.d, c.d}, mask, bias, scale, c.causal);
-    const bool short_panels = c.hq / c.hkv * c.tq <= 64;
+    const bool short_panels = c.hq / c.hkv * c.tq <= compiler::kShortPanelRows;
     std::vector<double> wgmma;
     {
       const testing::WgmmaOptIn opt_in;

@@ -20,6 +20,7 @@
 #include "rudnn/Dialect/Rudnn/IR/ElementTypes.h"
 #include "rudnn/Dialect/Rudnn/IR/KernelOpInterface.h"
 #include "rudnn/compiler/kernel_op_models.h"
+#include "rudnn/compiler/pipeline.h"
 
 using namespace mlir;
 
@@ -51,17 +52,17 @@ std::int64_t sharedBytesOf(const attention_config::Tile& t, std::int64_t d, std:
   return 0;
 }
 
-// A call whose panels are at most 64 rows (group·Tq: decode with a small group), which a wgmma
-// tile's two warpgroups of 64 rows would run half empty: by its static shapes, or by the public
-// entry's rudnn.short_panels hint (its plans keep Tq dynamic).
-bool fewPanelRows(dialect::AttentionOp op) {
+// A call whose panels hold kShortPanelRows or fewer (group·Tq: decode with a small group), which a
+// wgmma tile's two warpgroups of 64 rows would run mostly empty: by its static shapes, or by the
+// public entry's rudnn.short_panels hint (its plans keep Tq dynamic).
+bool shortPanels(dialect::AttentionOp op) {
   if (op->hasAttr(dialect::kShortPanelsAttrName)) return true;
   auto q = cast<RankedTensorType>(op.getQuery().getType());
   auto k = cast<RankedTensorType>(op.getKey().getType());
   if (q.isDynamicDim(1) || q.isDynamicDim(2) || k.isDynamicDim(1) || k.getDimSize(1) <= 0) return false;
   const std::int64_t panelRows =
       (op->hasAttr(dialect::kHeadPanelsAttrName) ? 1 : q.getDimSize(1) / k.getDimSize(1)) * q.getDimSize(2);
-  return panelRows <= 64;
+  return panelRows <= kShortPanelRows;
 }
 
 FailureOr<attention_config::Tile> heuristicAttentionTile(dialect::AttentionOp op, const dialect::KernelTarget& target) {
@@ -76,15 +77,19 @@ FailureOr<attention_config::Tile> heuristicAttentionTile(dialect::AttentionOp op
   if (strategy == contracts::AttentionStrategy::FlashBlackboxAccelerated) order = {Kind::FlashMma};
   if (strategy == contracts::AttentionStrategy::FlashUnit) order = {Kind::FlashUnit};
   if (strategy == contracts::AttentionStrategy::Fallback) order = {Kind::Fallback};
-  const bool wgmma = !arch.empty() && contracts::has_wgmma(arch) && !fewPanelRows(op);
+  const bool takeWgmma = !arch.empty() && contracts::has_wgmma(arch) && !shortPanels(op);
   for (Kind kind : order) {
     if (kind == Kind::FlashMma && !contracts::has_mma_m16n8k16(arch)) continue;  // no tensor cores to run it
     // The first registered tile within the target's shared memory (each mma.sync one fits sm_86's
-    // 99 KiB), a wgmma tile first where the target has wgmma.
+    // 99 KiB): a wgmma one where the heuristic takes them, else (or when none fits) an mma.sync one.
     const std::vector<attention_config::Tile> tiles = attention_config::tilesFor(kind, dtype, d, dv);
-    for (bool onWgmma : {true, false})
+    auto first = [&](bool wgmma) -> const attention_config::Tile* {
       for (const attention_config::Tile& t : tiles)
-        if (t.wgmma == onWgmma && (wgmma || !t.wgmma) && sharedBytesOf(t, d, dv) <= target.maxSharedBytes) return t;
+        if (t.wgmma == wgmma && sharedBytesOf(t, d, dv) <= target.maxSharedBytes) return &t;
+      return nullptr;
+    };
+    if (const attention_config::Tile* t = takeWgmma ? first(true) : nullptr) return *t;
+    if (const attention_config::Tile* t = first(false)) return *t;
   }
   return op.emitOpError() << "no attention strategy serves " << dtype_name(dtype) << " head_dim " << d << " value_dim "
                           << dv << " on " << arch << " within " << target.maxSharedBytes << " bytes of shared memory";

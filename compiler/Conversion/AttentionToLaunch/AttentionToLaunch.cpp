@@ -151,7 +151,8 @@ class AttentionLauncher {
 
 std::string tileName(const Tile& t) {
   switch (t.kind) {
-    case Kind::FlashMma: return fmt::format("d{}_m{}_n{}", t.headDim, t.blockM, t.blockN);  // wgmma: in the entry
+    // A wgmma tile's entry differs by its kernel part (flash_wgmma), not here.
+    case Kind::FlashMma: return fmt::format("d{}_m{}_n{}", t.headDim, t.blockM, t.blockN);
     case Kind::FlashUnit: return fmt::format("m{}_n{}_t{}_v{}", t.blockM, t.blockN, t.threadsPerRow, t.maxValueDim);
     case Kind::Fallback: return fmt::format("m{}_s{}", t.blockM, t.softmaxThreads);
   }
@@ -184,15 +185,15 @@ LogicalResult lowerAttentionOpToLaunch(RewriterBase& rewriter, dialect::Attentio
     // Only the tensor-core kernels need to know (the others place any row of any layout).
     const bool headPanels = mma && op->hasAttr(dialect::kHeadPanelsAttrName);
     // flash_mma's kernel: on mma.sync, or on Hopper's warpgroup MMA (same contract and arguments).
-    const std::string kernel = !mma ? "flash_unit" : tile->wgmma ? "flash_wgmma" : "flash_mma";
+    const char* const kernel = !mma ? "unit" : tile->wgmma ? "wgmma" : "mma";  // flash_<kernel>.cuh
     const std::string policy =
         mma ? fmt::format("rudnn::attention::Flash{}Policy<{}, {}, {}{}>", tile->wgmma ? "Wgmma" : "Mma", s.d,
                           tile->blockM, tile->blockN, headPanels ? ", true" : "")
             : fmt::format("rudnn::attention::FlashUnitPolicy<{}, {}, {}, {}>", tile->blockM, tile->blockN,
                           tile->threadsPerRow, tile->maxValueDim);
-    LaunchBuilder l(op, fmt::format("rudnn_attention_{}_{}{}", kernel, suffix, headPanels ? "_head_panels" : ""),
-                    fmt::format("rudnn/attention/{}.cuh", kernel),
-                    fmt::format("rudnn::attention::flash_attention_{}", kernel.substr(6)));
+    LaunchBuilder l(op, fmt::format("rudnn_attention_flash_{}_{}{}", kernel, suffix, headPanels ? "_head_panels" : ""),
+                    fmt::format("rudnn/attention/flash_{}.cuh", kernel),
+                    fmt::format("rudnn::attention::flash_attention_{}", kernel));
     l.templateArgs({t, a.mb(), a.bb(), policy})
         .config(op.getKernelConfigAttr())
         .operands(a.operands())

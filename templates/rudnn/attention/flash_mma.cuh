@@ -150,7 +150,7 @@ RUDNN_DEVICE void check_launch(i64 head_dim, i64 value_dim, i64 k_batch_stride, 
   if (blockDim.x != static_cast<unsigned>(Policy::kThreads) || blockDim.y != 1u || blockDim.z != 1u)
     trap("rudnn::attention::flash_attention_{mma,wgmma}: blockDim must be (Policy::kThreads, 1, 1)");
   if (head_dim != Policy::kD || value_dim != Policy::kD)
-    trap("rudnn::attention::flash_attention_{mma,wgmma}: head_dim and value_dim must equal Policy::kHeadDim");
+    trap("rudnn::attention::flash_attention_{mma,wgmma}: head_dim and value_dim must equal Policy::kD");
   if (v_batch_stride != k_batch_stride || v_head_stride != k_head_stride || v_token_stride != k_token_stride)
     trap("rudnn::attention::flash_attention_{mma,wgmma}: value strides must equal key strides");
 }

@@ -122,10 +122,21 @@ struct AttentionRequest {
   // The query's or output's heads are not Tq rows apart (SPEC §13 views: token-major prefill with
   // Hq > Hkv): the op gets rudnn.head_panels, and the tensor-core kernel one query head per panel.
   bool head_panels = false;
-  // The call's panels hold 64 rows or fewer (group·Tq, or Tq with head panels): rudnn.short_panels.
+  // The call's panels hold kShortPanelRows or fewer (group·Tq, or Tq with head panels), and the
+  // strategy and target are ones the hint is for (attention_hints_short_panels): rudnn.short_panels.
   bool short_panels = false;
 };
 Result<LoweredOp, RuntimeError> lower_attention(const AttentionRequest& request, const Target& target);
+
+// Panels of at most this many rows (decode with a small group) are short: the attention heuristic
+// keeps them off the 128-row warpgroup-MMA tiles, which they would run mostly empty.
+inline constexpr std::int64_t kShortPanelRows = 64;
+// Whether calls of `strategy` on `arch` carry the short-panels hint: where a heuristic could take a
+// wgmma tile (FlashBlackboxAccelerated or Autotune on an arch with wgmma). By the arch alone, not the
+// RUDNN_WGMMA opt-in, since the public entry asks on every call (no environment read there); on
+// sm_90a without the opt-in the hint only splits plans that pick the same kernel. rudnn-precompile
+// lowers both sides where this holds.
+bool attention_hints_short_panels(contracts::AttentionStrategy strategy, const std::string& arch);
 
 // Every registered attention config for (strategy, dtype, D, Dv): a concrete strategy's tiles, or for
 // Autotune those of every strategy that fits; flash_mma's warpgroup-MMA tiles only when `wgmma` (as
