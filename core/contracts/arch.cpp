@@ -23,4 +23,6 @@ bool has_wgmma(const std::string& arch, bool host_emulation) {
   return opt_in != nullptr && std::string(opt_in) == "1";
 }
 
+bool heuristics_take_wgmma(const std::string& arch) { return !arch.empty() && has_wgmma(arch); }
+
 }  // namespace rudnn::contracts

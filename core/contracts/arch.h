@@ -30,6 +30,11 @@ inline constexpr const char* kMmaRequirement = "a GPU with mma.sync m16n8k16 f16
 // kernel by its speed. A kernel_config that uses wgmma carries the key "wgmma" = 1 (every family
 // alike), and rudnn-select-kernel-config refuses it where this is false.
 bool has_wgmma(const std::string& arch, bool host_emulation = false);
+// Whether a heuristic (a config chosen without being asked for) may take a wgmma kernel on `arch`:
+// has_wgmma without the host flag, so the host emulation device needs the opt-in too and its tests
+// keep covering mma.sync by default, and never for an empty arch (no target known: the portable
+// choice). Forced configs and Autotune candidates ask has_wgmma itself.
+bool heuristics_take_wgmma(const std::string& arch);
 inline constexpr const char* kWgmmaRequirement =
     "a GPU with wgmma (sm_90a: H100, H200) and RUDNN_WGMMA=1 (opt-in until a GPU run verifies the wgmma kernels)";
 inline constexpr const char* kWgmmaConfigKey = "wgmma";

@@ -166,12 +166,13 @@ Operands random_operands(int n, int k, bool bf16, std::uint32_t seed) {
 // The first 1024-byte boundary of the shared window at or after `smem` (the block's dynamic shared
 // memory), and in *window its shared-window address. The emulator's window starts at
 // RUDNN_EMU_SHARED_WINDOW_BASE, which is no swizzle pattern's boundary (as a GPU's need not be), so a
-// swizzled tile is placed as gemm::WgmmaEngine places its stages; launches give 1024 bytes more.
+// swizzled tile is placed as the kernels place their first ones (tile::swizzle_aligned); launches
+// give 1024 bytes more.
 template <class T>
 T* pattern_aligned(T* smem, u32* window) {
-  const u32 at = rudnn::shared_address(smem), pad = (1024u - at % 1024u) % 1024u;
-  *window = at + pad;
-  return reinterpret_cast<T*>(reinterpret_cast<unsigned char*>(smem) + pad);
+  T* aligned = tile::swizzle_aligned(smem);
+  *window = rudnn::shared_address(aligned);
+  return aligned;
 }
 
 // Writes the accumulators through the tile's map into a 64 x N row-major output.

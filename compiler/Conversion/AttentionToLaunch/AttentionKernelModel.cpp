@@ -77,7 +77,7 @@ FailureOr<attention_config::Tile> heuristicAttentionTile(dialect::AttentionOp op
   if (strategy == contracts::AttentionStrategy::FlashBlackboxAccelerated) order = {Kind::FlashMma};
   if (strategy == contracts::AttentionStrategy::FlashUnit) order = {Kind::FlashUnit};
   if (strategy == contracts::AttentionStrategy::Fallback) order = {Kind::Fallback};
-  const bool takeWgmma = !arch.empty() && contracts::has_wgmma(arch) && !shortPanels(op);
+  const bool takeWgmma = contracts::heuristics_take_wgmma(arch) && !shortPanels(op);
   for (Kind kind : order) {
     if (kind == Kind::FlashMma && !contracts::has_mma_m16n8k16(arch)) continue;  // no tensor cores to run it
     // The first registered tile within the target's shared memory (each mma.sync one fits sm_86's

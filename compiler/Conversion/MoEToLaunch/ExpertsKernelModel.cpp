@@ -75,7 +75,7 @@ struct ExpertsKernelModel : dialect::KernelOpInterface::ExternalModel<ExpertsKer
     if (failed(tensorCore)) return failure();
     auto hint = op->getAttrOfType<IntegerAttr>(dialect::kRowsPerExpertAttrName);
     const std::int64_t rowsHint = hint ? hint.getInt() : -1;
-    const bool wgmma = *tensorCore && !target.arch.empty() && contracts::has_wgmma(target.arch);
+    const bool wgmma = *tensorCore && contracts::heuristics_take_wgmma(target.arch);
     return dialect::expertTileConfig(op->getContext(),
                                      heuristicExpertTile(*tensorCore, rowsHint, wgmma, target.maxSharedBytes));
   }

@@ -126,8 +126,8 @@ std::int64_t heuristicValue(Operation* op, const std::string& arch, std::int64_t
     const bool fits =
         maxSharedBytes <= 0 || shared_memory::experts_backward_hidden_wgmma(wgmma.stages, wgmma.blockM, wgmma.blockN,
                                                                             wgmma.blockK) <= maxSharedBytes;
-    return !arch.empty() && contracts::has_wgmma(arch) && fits ? moe_config::kBackwardWgmmaTile
-                                                               : moe_config::kBackwardTensorCoreTile;
+    return contracts::heuristics_take_wgmma(arch) && fits ? moe_config::kBackwardWgmmaTile
+                                                          : moe_config::kBackwardTensorCoreTile;
   }
   return router(op) ? 4 : 128;
 }
