@@ -141,9 +141,12 @@ def main():
     ap.add_argument("--budget-ms", type=int, default=100, help="rudnn-bench --budget-ms (caps each row's timing)")
     ap.add_argument("--timeout", type=int, default=300, help="seconds for rudnn-bench")
     ap.add_argument("--peer", choices=["auto", "flashinfer", "sdpa"], default="auto")
+    ap.add_argument("--tag", default="", help="names this run in the title and the CSV (e.g. wgmma, for a run "
+                    "under RUDNN_WGMMA=1)")
     args = ap.parse_args()
 
-    print("### Paged attention (issue 13): rudnn vs FlashInfer (else torch SDPA on dense K/V), bf16, causal\n")
+    tag = f" ({args.tag})" if args.tag else ""
+    print(f"### Paged attention (issue 13): rudnn vs FlashInfer (else torch SDPA on dense K/V), bf16, causal{tag}\n")
     torch = require_torch_cuda(NAME)
     if torch is None:
         return 0
@@ -164,7 +167,8 @@ def main():
     for opt, values in (("--batch", args.batch), ("--seq-len", args.seq_len), ("--page-size", args.page_size)):
         for v in values.split(","):
             cmd += [opt, v]
-    rows, error = run_rudnn_bench(cmd, os.path.join(args.log, "rudnn-bench-paged.csv"), args.timeout)
+    csv = "rudnn-bench-paged" + (f"-{args.tag}" if args.tag else "") + ".csv"
+    rows, error = run_rudnn_bench(cmd, os.path.join(args.log, csv), args.timeout)
     peer = Peer(torch, fi)
     bw = copy_bandwidth(torch, 1024**3)
     rudnn_bw = rows[0]["copy_gb_per_s"] if rows else "-"

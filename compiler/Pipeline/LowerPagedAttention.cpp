@@ -130,9 +130,10 @@ std::optional<RuntimeError> check_paged_tile_fits(const contracts::PagedAttentio
 }
 
 std::vector<KernelConfig> paged_variants(const contracts::PagedAttentionSignature& sig, bool tensor_cores,
-                                         std::int64_t max_shared_bytes) {
+                                         std::int64_t max_shared_bytes, bool wgmma) {
   std::vector<KernelConfig> out;
-  for (const auto& t : dialect::paged_config::candidates(dialect::pagedShapeOf(sig), tensor_cores, max_shared_bytes))
+  for (const auto& t :
+       dialect::paged_config::candidates(dialect::pagedShapeOf(sig), tensor_cores, max_shared_bytes, wgmma))
     out.push_back(KernelConfig{dialect::paged_config::valuesOf(t)});
   return out;
 }

@@ -176,7 +176,8 @@ Result<std::vector<compiler::LoweredOp>, RuntimeError> kernels(mlir::Operation& 
   return lower_configs(
       compiler::PagedAttentionRequest{*sig, std::nullopt},
       with_candidates ? compiler::paged_variants(*sig, contracts::has_mma_m16n8k16(target.arch),
-                                                 static_cast<std::int64_t>(target.limits.shared_memory_per_block_optin))
+                                                 static_cast<std::int64_t>(target.limits.shared_memory_per_block_optin),
+                                                 contracts::has_wgmma(target.arch, target.host_emulation))
                       : std::vector<compiler::KernelConfig>{},
       target, &compiler::lower_paged_attention);
 }

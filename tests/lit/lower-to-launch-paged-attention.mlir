@@ -92,6 +92,38 @@ func.func @tensor_cores(%q: tensor<?x32x128xbf16>, %k: tensor<?x?x8x128xbf16>, %
   return %o, %s : tensor<?x32x128xbf16>, tensor<?x32x128xbf16>
 }
 
+// Hopper's warpgroup MMA (wgmma = 1): paged_attention_wgmma with WgmmaPolicy<D, block_keys>, the
+// mma.sync kernel's parameters, 128 threads (one warpgroup), shared = (64 · D + 4 · BN · D) · 2 +
+// 1024 (Q and two stages of K and V in swizzled tiles, plus the 1024-byte alignment slack): GQA 32/8
+// at D = 128 unsplit (82944), and D = 256 split 4 ways with 32-key tiles (99328) then the merge.
+// CHECK-LABEL: func.func @wgmma
+// CHECK: rudnn.launch @rudnn_paged_attention_wgmma_bf16_d128_64x64(%arg0, %arg1, %arg2, %arg3, %arg4, %arg5, %arg6)
+// CHECK-SAME: header "rudnn/paged/wgmma.cuh" function "rudnn::paged::paged_attention_wgmma"
+// CHECK-SAME: args ["rudnn::bf16", "rudnn::paged::WgmmaPolicy<128, 64>"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0)>, #rudnn.size<8>, #rudnn.size<1>] block [128, 1, 1] shared 82944
+// CHECK-SAME: params [#rudnn.param<"q" : "const rudnn::bf16*" = buffer(0)>, #rudnn.param<"k" : "const rudnn::bf16*" = buffer(1)>, #rudnn.param<"v" : "const rudnn::bf16*" = buffer(2)>, #rudnn.param<"page_table" : "const rudnn::i32*" = buffer(3)>
+// CHECK-SAME: #rudnn.param<"head_dim" : "long long" = size(128)>, #rudnn.param<"value_dim" : "long long" = size(128)>
+// CHECK: %[[P:.*]] = rudnn.launch @rudnn_paged_attention_wgmma_f16_d256_64x32_split(
+// CHECK-SAME: header "rudnn/paged/wgmma.cuh" function "rudnn::paged::paged_attention_wgmma"
+// CHECK-SAME: args ["rudnn::f16", "rudnn::paged::WgmmaPolicy<256, 32>"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0)>, #rudnn.size<8>, #rudnn.size<1>] block [128, 1, 1] shared 99328
+// CHECK-SAME: #rudnn.param<"out" : "rudnn::f16*" = null>, #rudnn.param<"partial" : "float*" = buffer(7)>
+// CHECK: rudnn.launch @rudnn_paged_merge_f16({{.*}}, %[[P]])
+func.func @wgmma(%q: tensor<?x32x128xbf16>, %k: tensor<?x?x8x128xbf16>, %v: tensor<?x?x8x128xbf16>,
+                 %table: tensor<?x?xi32>, %lengths: tensor<?xi32>, %seq: tensor<?xi32>, %pos: tensor<?xi32>,
+                 %q256: tensor<?x8x256xf16>, %k256: tensor<?x?x2x256xf16>)
+    -> (tensor<?x32x128xbf16>, tensor<?x8x256xf16>) {
+  %o = rudnn.paged_attention %q, %k, %v, %table, %lengths, %seq, %pos {scale = 0.0883883461 : f32, causal = true, splits = 1,
+         kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 64, row_lanes = 0, max_value_dim = 128, wgmma = 1}}
+       : tensor<?x32x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?x8x128xbf16>, tensor<?x?xi32>, tensor<?xi32>,
+         tensor<?xi32>, tensor<?xi32> -> tensor<?x32x128xbf16>
+  %s = rudnn.paged_attention %q256, %k256, %k256, %table, %lengths, %seq, %pos {scale = 0.0625 : f32, causal = true, splits = 4,
+         kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 32, row_lanes = 0, max_value_dim = 256, wgmma = 1}}
+       : tensor<?x8x256xf16>, tensor<?x?x2x256xf16>, tensor<?x?x2x256xf16>, tensor<?x?xi32>, tensor<?xi32>,
+         tensor<?xi32>, tensor<?xi32> -> tensor<?x8x256xf16>
+  return %o, %s : tensor<?x32x128xbf16>, tensor<?x8x256xf16>
+}
+
 // Split 4 ways, GQA 64/8, D = 128 ≠ Dv = 64, f16, not causal: the unit writes 4 · Q · 64 · 65 floats
 // (grid Q × 8 · 4, shared 4 · (40 · 132 + 8 · 36 + 32 · 64) = 30464), the merge reads them (slot 7)
 // and writes the output (slot 8) over Q · 64 blocks.

@@ -500,6 +500,40 @@ func.func @config_tensor_core_lanes(%a0: tensor<?x32x128xbf16>, %a1: tensor<64x1
 
 // -----
 
+// wgmma 1 (paged/wgmma.cuh): tensor_core 1, attention in f16/bf16 with D = Dv in {64, 128, 256}, 64 rows, block_keys 32, 64 or 128, row_lanes 0, max_value_dim D.
+
+func.func @config_wgmma_head_dim(%a0: tensor<?x32x96xbf16>, %a1: tensor<64x16x8x96xbf16>, %a2: tensor<64x16x8x96xbf16>, %a3: tensor<?x?xi32>, %a4: tensor<?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>) {
+  // expected-error @+1 {{kernel_config: wgmma 1 needs attention in f16/bf16 with D = Dv in {64, 128, 256}; got key dim 96 value dim 96}}
+  %o = rudnn.paged_attention %a0, %a1, %a2, %a3, %a4, %a5, %a6 {scale = 0.125 : f32, causal = true, splits = 1, kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 64, row_lanes = 0, max_value_dim = 96, wgmma = 1}} : tensor<?x32x96xbf16>, tensor<64x16x8x96xbf16>, tensor<64x16x8x96xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x32x96xbf16>
+  return
+}
+
+// -----
+
+func.func @config_wgmma_plain(%a0: tensor<?x32x128xbf16>, %a1: tensor<64x16x8x128xbf16>, %a2: tensor<64x16x8x128xbf16>, %a3: tensor<?x?xi32>, %a4: tensor<?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>) {
+  // expected-error @+1 {{kernel_config: paged_unit 8x32 lanes16 dv128: wgmma 1 needs tensor_core 1}}
+  %o = rudnn.paged_attention %a0, %a1, %a2, %a3, %a4, %a5, %a6 {scale = 0.125 : f32, causal = true, splits = 1, kernel_config = {tensor_core = 0, block_rows = 8, block_keys = 32, row_lanes = 16, max_value_dim = 128, wgmma = 1}} : tensor<?x32x128xbf16>, tensor<64x16x8x128xbf16>, tensor<64x16x8x128xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x32x128xbf16>
+  return
+}
+
+// -----
+
+func.func @config_wgmma_rows(%a0: tensor<?x32x128xbf16>, %a1: tensor<64x16x8x128xbf16>, %a2: tensor<64x16x8x128xbf16>, %a3: tensor<?x?xi32>, %a4: tensor<?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>) {
+  // expected-error @+1 {{kernel_config: paged_wgmma 128x64 d128: expected block_rows 64, block_keys 32, 64 or 128, row_lanes 0, max_value_dim 128}}
+  %o = rudnn.paged_attention %a0, %a1, %a2, %a3, %a4, %a5, %a6 {scale = 0.125 : f32, causal = true, splits = 1, kernel_config = {tensor_core = 1, block_rows = 128, block_keys = 64, row_lanes = 0, max_value_dim = 128, wgmma = 1}} : tensor<?x32x128xbf16>, tensor<64x16x8x128xbf16>, tensor<64x16x8x128xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x32x128xbf16>
+  return
+}
+
+// -----
+
+func.func @config_wgmma_value(%a0: tensor<?x32x128xbf16>, %a1: tensor<64x16x8x128xbf16>, %a2: tensor<64x16x8x128xbf16>, %a3: tensor<?x?xi32>, %a4: tensor<?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>) {
+  // expected-error @+1 {{(docs/paged_attention.md), got {block_keys = 64 : i64, block_rows = 64 : i64, max_value_dim = 128 : i64, row_lanes = 0 : i64, tensor_core = 1 : i64, wgmma = 2 : i64}}}
+  %o = rudnn.paged_attention %a0, %a1, %a2, %a3, %a4, %a5, %a6 {scale = 0.125 : f32, causal = true, splits = 1, kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 64, row_lanes = 0, max_value_dim = 128, wgmma = 2}} : tensor<?x32x128xbf16>, tensor<64x16x8x128xbf16>, tensor<64x16x8x128xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x32x128xbf16>
+  return
+}
+
+// -----
+
 func.func @config_tensor_core_max_value_dim(%a0: tensor<?x32x128xbf16>, %a1: tensor<64x16x8x128xbf16>, %a2: tensor<64x16x8x128xbf16>, %a3: tensor<?x?xi32>, %a4: tensor<?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>) {
   // expected-error @+1 {{kernel_config: paged_mma 64x64 d256: expected block_rows 64 or 128, block_keys a multiple of 16 in 16..=128, row_lanes 0, max_value_dim 128}}
   %o = rudnn.paged_attention %a0, %a1, %a2, %a3, %a4, %a5, %a6 {scale = 0.125 : f32, causal = true, splits = 1, kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 64, row_lanes = 0, max_value_dim = 256}} : tensor<?x32x128xbf16>, tensor<64x16x8x128xbf16>, tensor<64x16x8x128xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x32x128xbf16>

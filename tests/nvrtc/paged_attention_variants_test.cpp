@@ -5,7 +5,8 @@
 // kernel per (dtype, tile, MLA or not) serves every shape; a sample of signatures reaches every
 // tile: decode GQA 32/8 at D = 128 (bf16, f16, f32), G = 1 and G = 8, D ≠ Dv, the tensor-core head
 // dims 64, 96 and 256, MLA at R = 512 / P = 64 with H = 16 and H = 128 (the tensor-core MLA tile and
-// the plain ones), and D = Dv = 1024; the backward's plain and tensor-core kernels. Each is
+// the plain ones), and D = Dv = 1024; the backward's plain and tensor-core kernels. The warpgroup-MMA
+// tile (paged_attention_wgmma, D = 64, 128, 256) for sm_90a alone, under the opt-in. Each is
 // also lowered split 4 ways with its heuristic tile (the split kernel and paged_merge), and the
 // append (paged_copy, paged_append) for every dtype. Each entry is compiled once.
 #include <gtest/gtest.h>
@@ -67,18 +68,21 @@ contracts::PagedAttentionSignature mla(DType t, std::int64_t h, std::int64_t r, 
 }
 
 std::vector<Variant> paged_attention_variants() {
+  // The wgmma tile lowers on sm_90a under the opt-in; the heuristic takes it for the split calls too.
+  const rudnn::testing::ScopedEnv opt_in("RUDNN_WGMMA", "1");
   std::vector<Variant> out;
   std::set<std::string> seen;
   auto collect = [&](const rudnn::Result<compiler::LoweredOp, rudnn::RuntimeError>& lowered) {
     EXPECT_TRUE(lowered.ok()) << (lowered.ok() ? "" : lowered.error().message());
     if (!lowered.ok()) return;
     for (const auto& l : lowered->launches)
-      if (seen.insert(l.entry).second) out.push_back({l.entry, l.source});
+      if (seen.insert(l.entry).second)
+        out.push_back({l.entry, l.source, l.entry.find("_attention_wgmma_") != std::string::npos});
   };
   auto add = [&](contracts::PagedAttentionSignature sig) {
     ASSERT_FALSE(contracts::check_paged_attention(sig).has_value()) << contracts::describe_call(sig);
     // Every registered tile, unsplit; the heuristic one split 4 ways (the split unit + the merge).
-    for (const auto& config : compiler::paged_variants(sig, true))
+    for (const auto& config : compiler::paged_variants(sig, true, rudnn::contracts::kLargestSharedBytes, true))
       collect(compiler::lower_paged_attention({sig, config}, compiler::Target{}));
     sig.splits = 4;
     collect(compiler::lower_paged_attention({sig, std::nullopt}, compiler::Target{}));
@@ -182,6 +186,15 @@ TEST(PagedAttentionVariants, EveryRegisteredConfigLowers) {
     EXPECT_TRUE(found) << prefix;
   }
   EXPECT_GE(variants.size(), 25u);
+  std::set<std::string> wgmma;
+  for (const auto& v : variants)
+    if (v.sm90a_only) wgmma.insert(v.entry);
+  // f16 and bf16 at D = 128 (and bf16 split), f16 at D = 64 and 256, bf16 at D = 64: unsplit and split.
+  for (const char* entry :
+       {"rudnn_paged_attention_wgmma_bf16_d128_64x64", "rudnn_paged_attention_wgmma_bf16_d128_64x64_split",
+        "rudnn_paged_attention_wgmma_f16_d128_64x64", "rudnn_paged_attention_wgmma_bf16_d64_64x64",
+        "rudnn_paged_attention_wgmma_f16_d256_64x32", "rudnn_paged_attention_wgmma_f16_d256_64x32_split"})
+    EXPECT_EQ(wgmma.count(entry), 1u) << entry;
 }
 
 TEST(PagedAttentionVariants, CompileForSm80AndSm90aWithoutSpills) {

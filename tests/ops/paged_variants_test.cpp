@@ -1,5 +1,5 @@
-// Every registered paged attention and MLA tile (compiler::paged_variants with tensor cores: the
-// tensor-core tile and each plain one that serves the call), and the backward's tensor-core and
+// Every registered paged attention and MLA tile (compiler::paged_variants with tensor cores and
+// wgmma: the tensor-core tiles and each plain one that serves the call), and the backward's tensor-core and
 // plain kernels, lowered with that config, built and run on the host emulation device — against
 // the FP64 oracle and against each other (DESIGN §5: equivalence between variants). The public
 // entries pick one tile per shape (the tensor-core one here); rudnn-precompile packs the others
@@ -124,7 +124,8 @@ TEST(PagedVariants, EveryForwardTileMatchesTheOracle) {
     sig.causal = true;
     ASSERT_FALSE(contracts::check_paged_attention(sig).has_value()) << contracts::describe_call(sig);
 
-    const auto configs = compiler::paged_variants(sig, true);
+    // The host emulation device has wgmma (sm_90a): the wgmma tile too, where it serves.
+    const auto configs = compiler::paged_variants(sig, true, contracts::kLargestSharedBytes, true);
     ASSERT_GE(configs.size(), 2u) << "the tensor-core tile and at least one plain one";
     std::optional<std::vector<double>> heuristic;
     for (const auto& config : configs) {

@@ -1,7 +1,11 @@
 // KernelOpInterface model of the paged ops. rudnn.paged_attention and rudnn.paged_mla: their
 // kernel_config is the paged_unit tile (PagedAttentionConfig.h); rudnn.paged_append has one kernel
 // and an empty config.
-//   heuristic:    paged_config::heuristicTile: the tensor-core kernels for f16/bf16 with D = Dv ∈
+//   heuristic:    paged_config::heuristicTile: where the target has wgmma (sm_90a with the
+//                 RUDNN_WGMMA=1 opt-in, contracts::heuristics_take_wgmma), the wgmma kernel for
+//                 f16/bf16 attention with D = Dv ∈ {64, 128, 256}, for every batch (the kernel is a
+//                 function of the shapes and the target, never of the schedule: batch invariance);
+//                 else the tensor-core kernels for f16/bf16 with D = Dv ∈
 //                 {64, 96, 128, 256}, and for MLA with R a multiple of 128 up to 512 and Pr a
 //                 multiple of 16, where the target has mma.sync m16n8k16 and the shared memory
 //                 they need (sm_86/sm_89: 99 KiB, too little for MLA's); else the
@@ -36,7 +40,8 @@ struct PagedKernelModel : dialect::KernelOpInterface::ExternalModel<PagedKernelM
     if (!sig) return op->emitOpError() << "is not a paged attention op";
     const dialect::paged_config::Shape shape = dialect::pagedShapeOf(*sig);
     const auto tile =
-        dialect::paged_config::heuristicTile(shape, contracts::has_mma_m16n8k16(target.arch), target.maxSharedBytes);
+        dialect::paged_config::heuristicTile(shape, contracts::has_mma_m16n8k16(target.arch), target.maxSharedBytes,
+                                             contracts::heuristics_take_wgmma(target.arch));
     if (!tile)
       return op->emitOpError() << "has no tile for key dim " << shape.keyDim << " value dim " << shape.valueDim
                                << " within the target's " << target.maxSharedBytes << " bytes of shared memory";

@@ -57,12 +57,14 @@ LogicalResult lowerPagedAttentionOpToLaunch(RewriterBase& rewriter, Operation* o
   const Slots s = slotsOf(mla);
   const std::string elem = dialect::cTypeName(sig->query.dtype), in = "const " + elem + "*";
   const bool split = sig->splits > 1;
-  // Three kernels: attention on tensor cores (mma.cuh, no rope operands), MLA on tensor cores
-  // (mla_mma.cuh) and the plain one (unit.cuh); the last two share the plain kernel's parameters.
+  // Four kernels: attention on tensor cores (mma.cuh, or wgmma.cuh on Hopper's warpgroup MMA, with
+  // the same parameters: no rope operands), MLA on tensor cores (mla_mma.cuh) and the plain one
+  // (unit.cuh); the last two share the plain kernel's parameters.
   const bool mma = tile->tensorCore && !mla, mla_mma = tile->tensorCore && mla;
+  const char* const mmaKind = tile->wgmma ? "wgmma" : "mma";
   const std::string dtype = std::string(dtype_name(sig->query.dtype));
   const std::string name =
-      mma ? fmt::format("attention_mma_{}_d{}_{}x{}", dtype, d.head_dim, tile->blockRows, tile->blockKeys)
+      mma ? fmt::format("attention_{}_{}_d{}_{}x{}", mmaKind, dtype, d.head_dim, tile->blockRows, tile->blockKeys)
       : mla_mma
           ? fmt::format("mla_mma_{}_r{}_p{}_{}x{}", dtype, d.head_dim, d.rope_dim, tile->blockRows, tile->blockKeys)
           : fmt::format("{}_{}_{}x{}_l{}_v{}", mla ? "mla" : "attention", dtype, tile->blockRows, tile->blockKeys,
@@ -73,16 +75,17 @@ LogicalResult lowerPagedAttentionOpToLaunch(RewriterBase& rewriter, Operation* o
   auto workspaceType = RankedTensorType::get({ShapedType::kDynamic}, Float32Type::get(ctx));
 
   LaunchBuilder unit(op, fmt::format("rudnn_paged_{}{}", name, split ? "_split" : ""),
-                     mma       ? "rudnn/paged/mma.cuh"
+                     mma       ? fmt::format("rudnn/paged/{}.cuh", mmaKind)
                      : mla_mma ? "rudnn/paged/mla_mma.cuh"
                                : "rudnn/paged/unit.cuh",
-                     mma       ? "rudnn::paged::paged_attention_mma"
+                     mma       ? fmt::format("rudnn::paged::paged_attention_{}", mmaKind)
                      : mla_mma ? "rudnn::paged::paged_mla_mma"
                                : "rudnn::paged::paged_attention_unit");
   unit.templateArgs(
-          {elem, mma ? fmt::format("rudnn::paged::MmaPolicy<{}, {}, {}>", d.head_dim, tile->blockRows, tile->blockKeys)
-                 : mla_mma
-                     ? fmt::format("rudnn::paged::MlaMmaPolicy<{}, {}, {}>", d.head_dim, d.rope_dim, tile->blockKeys)
+          {elem,
+           mma && tile->wgmma ? fmt::format("rudnn::paged::WgmmaPolicy<{}, {}>", d.head_dim, tile->blockKeys)
+           : mma     ? fmt::format("rudnn::paged::MmaPolicy<{}, {}, {}>", d.head_dim, tile->blockRows, tile->blockKeys)
+           : mla_mma ? fmt::format("rudnn::paged::MlaMmaPolicy<{}, {}, {}>", d.head_dim, d.rope_dim, tile->blockKeys)
                      : fmt::format("rudnn::paged::UnitPolicy<{}, {}, {}, {}, {}>", tile->blockRows, tile->blockKeys,
                                    tile->rowLanes, tile->maxValueDim, mla ? "true" : "false")})
       .config(config)

@@ -50,6 +50,17 @@ Tile mmaTile(const Shape& s) {
   if (s.valueFromKey) return {true, 64, 32, 0, s.valueDim};
   return {true, 64, s.keyDim == 256 ? 32 : 64, 0, s.keyDim};
 }
+// The wgmma kernel (paged/wgmma.cuh): attention with D = Dv in whole 64-column swizzle panels, one
+// warpgroup of 64 panel rows, the mma.sync tile's key tiles (at D = 256 O alone is 128 registers).
+bool wgmmaServes(const Shape& s) {
+  return s.halfPrecision && !s.valueFromKey && s.keyDim == s.valueDim &&
+         (s.keyDim == 64 || s.keyDim == 128 || s.keyDim == 256);
+}
+Tile wgmmaTile(const Shape& s) {
+  Tile t = mmaTile(s);
+  t.wgmma = true;
+  return t;
+}
 
 }  // namespace
 
@@ -70,11 +81,13 @@ std::int64_t backwardMmaSharedBytes(const Shape& s) {
 
 std::int64_t sharedBytes(const Tile& t, const Shape& s) {
   if (t.tensorCore && s.valueFromKey) return shared_memory::paged_mla_mma(t.blockKeys, s.valueDim, ropeDim(s));
+  if (t.wgmma) return shared_memory::flash_wgmma(t.blockRows, t.blockKeys, s.keyDim);
   if (t.tensorCore) return shared_memory::flash_mma(t.blockRows, t.blockKeys, s.keyDim);
   return shared_memory::paged_unit(t.blockRows, t.blockKeys, s.keyDim, 0, s.valueDim, s.valueFromKey);
 }
 
-std::optional<Tile> heuristicTile(const Shape& s, bool tensorCores, std::int64_t maxSharedBytes) {
+std::optional<Tile> heuristicTile(const Shape& s, bool tensorCores, std::int64_t maxSharedBytes, bool wgmma) {
+  if (wgmma && wgmmaServes(s) && sharedBytes(wgmmaTile(s), s) <= maxSharedBytes) return wgmmaTile(s);
   if (tensorCores && mmaServes(s) && sharedBytes(mmaTile(s), s) <= maxSharedBytes) return mmaTile(s);
   const std::int64_t rows = std::clamp<std::int64_t>(nextPowerOfTwo(s.group), 4, 16);
   std::int64_t lanes = 128 / rows;
@@ -88,14 +101,17 @@ std::optional<Tile> heuristicTile(const Shape& s, bool tensorCores, std::int64_t
   return std::nullopt;
 }
 
-std::vector<Tile> candidates(const Shape& s, bool tensorCores, std::int64_t maxSharedBytes) {
+std::vector<Tile> candidates(const Shape& s, bool tensorCores, std::int64_t maxSharedBytes, bool wgmma) {
   std::vector<Tile> out;
-  if (auto t = heuristicTile(s, tensorCores, maxSharedBytes)) out.push_back(*t);
+  if (auto t = heuristicTile(s, tensorCores, maxSharedBytes, wgmma)) out.push_back(*t);
   // Tensor cores: the 64-row tile only (every 128-row tile spills: S and O of 2 m16 tiles per warp
   // exceed 255 registers with the gather addresses live).
   if (tensorCores && mmaServes(s) && sharedBytes(mmaTile(s), s) <= maxSharedBytes &&
       std::find(out.begin(), out.end(), mmaTile(s)) == out.end())
     out.push_back(mmaTile(s));
+  if (wgmma && wgmmaServes(s) && sharedBytes(wgmmaTile(s), s) <= maxSharedBytes &&
+      std::find(out.begin(), out.end(), wgmmaTile(s)) == out.end())
+    out.push_back(wgmmaTile(s));
   const std::int64_t shapes[][3] = {{4, 32, 32}, {8, 32, 16}, {16, 32, 8}, {16, 32, 32}, {32, 32, 4}, {4, 16, 16}};
   for (const auto& c : shapes) {
     const Tile t = fitted(c[0], c[1], c[2], s);
@@ -106,6 +122,22 @@ std::vector<Tile> candidates(const Shape& s, bool tensorCores, std::int64_t maxS
 }
 
 std::optional<std::string> checkTile(const Tile& t, const Shape& s) {
+  if (t.wgmma) {
+    if (!t.tensorCore) return fmt::format("{}: wgmma 1 needs tensor_core 1", describe(t));
+    if (!wgmmaServes(s))
+      return fmt::format(
+          "wgmma 1 needs attention in f16/bf16 with D = Dv in {{64, 128, 256}}; got key dim {} value "
+          "dim {}{}",
+          s.keyDim, s.valueDim, s.valueFromKey ? " (MLA)" : "");
+    if (t.blockRows != 64 || (t.blockKeys != 32 && t.blockKeys != 64 && t.blockKeys != 128) || t.rowLanes != 0 ||
+        t.maxValueDim != s.keyDim)
+      return fmt::format("{}: expected block_rows 64, block_keys 32, 64 or 128, row_lanes 0, max_value_dim {}",
+                         describe(t), s.keyDim);
+    if (sharedBytes(t, s) > kMaxSharedBytes)
+      return fmt::format("{} needs {} bytes of shared memory (at most {})", describe(t), sharedBytes(t, s),
+                         kMaxSharedBytes);
+    return std::nullopt;
+  }
   if (t.tensorCore && s.valueFromKey) {
     if (!mmaServes(s))
       return fmt::format(
@@ -155,11 +187,13 @@ std::optional<std::string> checkTile(const Tile& t, const Shape& s) {
 }
 
 std::vector<std::pair<std::string, std::int64_t>> valuesOf(const Tile& t) {
-  return {{kTensorCore, t.tensorCore ? 1 : 0},
-          {kBlockRows, t.blockRows},
-          {kBlockKeys, t.blockKeys},
-          {kRowLanes, t.rowLanes},
-          {kMaxValueDim, t.maxValueDim}};
+  std::vector<std::pair<std::string, std::int64_t>> out = {{kTensorCore, t.tensorCore ? 1 : 0},
+                                                           {kBlockRows, t.blockRows},
+                                                           {kBlockKeys, t.blockKeys},
+                                                           {kRowLanes, t.rowLanes},
+                                                           {kMaxValueDim, t.maxValueDim}};
+  if (t.wgmma) out.emplace_back(kWgmma, 1);
+  return out;
 }
 
 std::optional<Tile> tileOf(const std::vector<std::pair<std::string, std::int64_t>>& values) {
@@ -175,16 +209,19 @@ std::optional<Tile> tileOf(const std::vector<std::pair<std::string, std::int64_t
       *field = v;
     else if (k == kTensorCore && (v == 0 || v == 1))
       t.tensorCore = v == 1;
+    else if (k == kWgmma && (v == 0 || v == 1))  // 0 parses as absent
+      t.wgmma = v == 1;
     else
       return std::nullopt;
-    ++seen;
+    if (k != kWgmma) ++seen;
   }
   if (seen != 5) return std::nullopt;
   return t;
 }
 
 std::string describe(const Tile& t) {
-  if (t.tensorCore) return fmt::format("paged_mma {}x{} d{}", t.blockRows, t.blockKeys, t.maxValueDim);
+  if (t.tensorCore)
+    return fmt::format("paged_{} {}x{} d{}", t.wgmma ? "wgmma" : "mma", t.blockRows, t.blockKeys, t.maxValueDim);
   return fmt::format("paged_unit {}x{} lanes{} dv{}", t.blockRows, t.blockKeys, t.rowLanes, t.maxValueDim);
 }
 

@@ -199,7 +199,7 @@ std::optional<std::string> checkPagedConfig(Operation* op, DictionaryAttr config
   if (!tile) {
     std::string why;
     llvm::raw_string_ostream(why) << "expected {tensor_core, block_rows, block_keys, row_lanes, max_value_dim} "
-                                     "(docs/paged_attention.md), got "
+                                     "and optionally wgmma 0 or 1 (docs/paged_attention.md), got "
                                   << config;
     return why;
   }

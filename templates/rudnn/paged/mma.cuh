@@ -36,6 +36,88 @@ namespace rudnn::paged {
 template <int kHeadDim, int kBlockM, int kBlockN>
 struct MmaPolicy : attention::FlashMmaPolicy<kHeadDim, kBlockM, kBlockN> {};
 
+// What the tensor-core kernels (this one and paged/wgmma.cuh) share around their products: the
+// panel of a query tile, each lane's visible key ends, the mask and the epilogue. Lane rows are
+// mma.sync's C-fragment rows (16·mi + 8·h + lane/4 of the warp's tile), which are also a
+// warpgroup MMA accumulator's rows.
+namespace rows {
+
+// The panel of a query tile: its row m is query row run0 + m / group, head kv_head·group + m % group.
+struct Panel {
+  i64 run0, group, q_heads, kv_head;
+  RUDNN_DEVICE i64 q_row(i64 m) const { return (run0 + div32(m, group)) * q_heads + kv_head * group + mod32(m, group); }
+};
+
+// One past the last key each of this lane's rows sees (rows at or past `rows` of the chunk at m0
+// see none: range.lo).
+template <int kMI>
+RUDNN_DEVICE void visible_ends(i64 (&row_end)[kMI][2], const Schedule& sched, const QueryTile& work, const Panel& panel,
+                               i64 m0, i64 rows, int warp_row0, int lane, i64 causal) {
+  RUDNN_UNROLL
+  for (int mi = 0; mi < kMI; ++mi) RUDNN_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    const i64 m = warp_row0 + 16 * mi + 8 * h + (lane >> 2);
+    row_end[mi][h] = m >= rows ? work.keys.lo
+                     : causal  ? min_i64(work.keys.hi, sched.position(panel.run0 + div32(m0 + m, panel.group)) + 1)
+                               : work.keys.hi;
+  }
+}
+
+// Keys past each row's visible end (and the key tile's zero-filled tail) get no weight: s is the
+// tile of keys from key0.
+template <int kMI, int kNI>
+RUDNN_DEVICE void mask_past_ends(tile::Accumulator<kMI, kNI>& s, const i64 (&row_end)[kMI][2], i64 key0, int lane) {
+  RUDNN_UNROLL
+  for (int mi = 0; mi < kMI; ++mi) RUDNN_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    const i64 visible = row_end[mi][h] - key0;
+    RUDNN_UNROLL
+    for (int j = 0; j < kNI; ++j) RUDNN_UNROLL
+    for (int e = 0; e < 2; ++e)
+      if (8 * j + 2 * (lane & 3) + e >= visible) s.c[mi][j][2 * h + e] = negative_infinity();
+  }
+}
+
+// Epilogue: each lane writes its two columns of every n8 tile of its rows of the chunk at m0, as
+// O / ℓ to `out` or, split, as FP32 partials and the log2-sum-exp.
+template <class T, int kMI, int kDI>
+RUDNN_DEVICE void store(const tile::Accumulator<kMI, kDI>& o, const attention::flash_mma::OnlineSoftmax<kMI>& softmax,
+                        const Panel& panel, i64 m0, i64 rows, int warp_row0, int lane, T* out,
+                        const SplitPartials& parts, i64 split) {
+  constexpr int kD = 8 * kDI;
+  RUDNN_UNROLL
+  for (int mi = 0; mi < kMI; ++mi) RUDNN_UNROLL
+  for (int h = 0; h < 2; ++h) {
+    const i64 m = warp_row0 + 16 * mi + 8 * h + (lane >> 2);
+    const float l = tile::quad_sum(softmax.sum_[mi][h]);
+    if (m >= rows) continue;
+    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+    const i64 qr = panel.q_row(m0 + m);  // query row · Hq + head
+    const i64 row = div32(qr, panel.q_heads), head = mod32(qr, panel.q_heads);
+    const int col0 = 2 * (lane & 3);
+    if (parts.base) {
+      float* orow = parts.output(split, row, head);
+      RUDNN_UNROLL
+      for (int d = 0; d < kDI; ++d) {
+        orow[8 * d + col0] = o.c[mi][d][2 * h] * inv;
+        orow[8 * d + col0 + 1] = o.c[mi][d][2 * h + 1] * inv;
+      }
+      if ((lane & 3) == 0)
+        *parts.lse(split, row, head) = l > 0.0f ? softmax.max_[mi][h] + log2f(l) : negative_infinity();
+    } else {
+      T* orow = out + qr * kD;
+      RUDNN_UNROLL
+      for (int d = 0; d < kDI; ++d) {
+        Vec<T, 2> pair;
+        pair.words[0] = pack2_from_float<T>(o.c[mi][d][2 * h] * inv, o.c[mi][d][2 * h + 1] * inv);
+        store_vec<T, 2>(orow + 8 * d + col0, pair);
+      }
+    }
+  }
+}
+
+}  // namespace rows
+
 template <class T, class P>
 RUDNN_DEVICE void paged_attention_mma(const T* q, const T* k, const T* v, const i32* page_table, const i32* lengths,
                                       const i32* sequence_ids, const i32* positions, T* out, float* partial,
@@ -62,33 +144,23 @@ RUDNN_DEVICE void paged_attention_mma(const T* q, const T* k, const T* v, const 
   for (i64 item = linear_block(); item < items; item += block_count()) {
     QueryTile work;
     if (!sched.query_tile(item, queries, kv_heads, splits, rows_per_tile, causal, work)) continue;  // uniform
-    const i64 split = work.split, kvh = work.kv_head, run0 = work.run0, run1 = work.run1, seq = work.sequence;
-    const i64 stop = work.stop;
+    const i64 kvh = work.kv_head, seq = work.sequence, stop = work.stop;
     const KeyRange& range = work.keys;
     const int n_tiles = stop > range.lo ? static_cast<int>((stop - range.lo + kBN - 1) / kBN) : 0;
-    const i64 panel = (run1 - run0) * group;
+    const rows::Panel panel{work.run0, group, q_heads, kvh};
+    const i64 panel_rows = (work.run1 - work.run0) * group;
     const i64 k_row_stride = kv_heads * kD;  // elements between consecutive cache rows
-    // The panel row m of the tile: query row run0 + m / group, head kvh·group + m % group.
-    auto q_row = [&](i64 m) { return (run0 + div32(m, group)) * q_heads + kvh * group + mod32(m, group); };
     auto key_src = [&](const T* cache, i64 key) { return cache + sched.cache_row(seq, key) * k_row_stride + kvh * kD; };
 
-    for (i64 m0 = 0; m0 < panel; m0 += kBM) {
-      const i64 rows = min_i64(kBM, panel - m0);
-      // This lane's rows (16·mi + 8·h + lane/4 of its warp's tile): their visible end.
+    for (i64 m0 = 0; m0 < panel_rows; m0 += kBM) {
+      const i64 rows = min_i64(kBM, panel_rows - m0);
       i64 row_end[kMI][2];
-      RUDNN_UNROLL
-      for (int mi = 0; mi < kMI; ++mi) RUDNN_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        const i64 m = warp_row0 + 16 * mi + 8 * h + (lane >> 2);
-        row_end[mi][h] = m >= rows ? range.lo
-                         : causal  ? min_i64(range.hi, sched.position(run0 + div32(m0 + m, group)) + 1)
-                                   : range.hi;
-      }
+      rows::visible_ends(row_end, sched, work, panel, m0, rows, warp_row0, lane, causal);
 
       __syncthreads();  // every warp is done with the previous chunk's shared memory
       if (n_tiles > 0) {
         gather_rows_async<T, kBM, kD, kLd, P::kThreads>(Smem::q(smem), rows, tid, q,
-                                                        [&](int r) { return q + q_row(m0 + r) * kD; });
+                                                        [&](int r) { return q + panel.q_row(m0 + r) * kD; });
         const i64 keys0 = min_i64(kBN, stop - range.lo);
         gather_rows_async<T, kBN, kD, kLd, P::kThreads>(Smem::k(smem, 0), keys0, tid, k,
                                                         [&](int r) { return key_src(k, range.lo + r); });
@@ -125,51 +197,12 @@ RUDNN_DEVICE void paged_attention_mma(const T* q, const T* k, const T* v, const 
         tile::Accumulator<kMI, kNI> s;
         attention::flash_mma::warp_scores<T, kMI, kNI, kD, kLd>(s, q_lane, Smem::k(smem, stage) + lo.b_nt);
         s.scale(scale_log2);
-        // Keys past each row's visible end (and the tile's zero-filled tail) get no weight.
-        const i64 key0 = range.lo + static_cast<i64>(t) * kBN;
-        RUDNN_UNROLL
-        for (int mi = 0; mi < kMI; ++mi) RUDNN_UNROLL
-        for (int h = 0; h < 2; ++h) {
-          const i64 visible = row_end[mi][h] - key0;
-          RUDNN_UNROLL
-          for (int j = 0; j < kNI; ++j) RUDNN_UNROLL
-          for (int e = 0; e < 2; ++e)
-            if (8 * j + 2 * (lane & 3) + e >= visible) s.c[mi][j][2 * h + e] = negative_infinity();
-        }
+        rows::mask_past_ends(s, row_end, range.lo + static_cast<i64>(t) * kBN, lane);
         softmax.update(s, o);
         attention::flash_mma::warp_accumulate<T, kMI, kNI, kDI, kLd>(o, s, Smem::v(smem, stage) + lo.b_kn);
       }
 
-      // Epilogue: each lane writes its two columns of every n8 tile of its rows.
-      RUDNN_UNROLL
-      for (int mi = 0; mi < kMI; ++mi) RUDNN_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        const i64 m = warp_row0 + 16 * mi + 8 * h + (lane >> 2);
-        const float l = tile::quad_sum(softmax.sum_[mi][h]);
-        if (m >= rows) continue;
-        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-        const i64 qr = q_row(m0 + m);  // query row · Hq + head
-        const i64 row = div32(qr, q_heads), head = mod32(qr, q_heads);
-        const int col0 = 2 * (lane & 3);
-        if (partial) {
-          float* orow = parts.output(split, row, head);
-          RUDNN_UNROLL
-          for (int d = 0; d < kDI; ++d) {
-            orow[8 * d + col0] = o.c[mi][d][2 * h] * inv;
-            orow[8 * d + col0 + 1] = o.c[mi][d][2 * h + 1] * inv;
-          }
-          if ((lane & 3) == 0)
-            *parts.lse(split, row, head) = l > 0.0f ? softmax.max_[mi][h] + log2f(l) : negative_infinity();
-        } else {
-          T* orow = out + qr * kD;
-          RUDNN_UNROLL
-          for (int d = 0; d < kDI; ++d) {
-            Vec<T, 2> pair;
-            pair.words[0] = pack2_from_float<T>(o.c[mi][d][2 * h] * inv, o.c[mi][d][2 * h + 1] * inv);
-            store_vec<T, 2>(orow + 8 * d + col0, pair);
-          }
-        }
-      }
+      rows::store<T>(o, softmax, panel, m0, rows, warp_row0, lane, out, parts, work.split);
     }
   }
 }

@@ -58,8 +58,10 @@ std::optional<RuntimeError> check_paged_tile_fits(const contracts::PagedAttentio
 
 // Every registered tile that serves the call within `max_shared_bytes` of dynamic shared memory (the
 // target's opt-in limit) (the variant test, rudnn-precompile --with-autotune-candidates);
-// tensor-core ones only when `tensor_cores`.
+// tensor-core ones only when `tensor_cores`, the warpgroup-MMA one only when `wgmma`
+// (contracts::has_wgmma).
 std::vector<KernelConfig> paged_variants(const contracts::PagedAttentionSignature& sig, bool tensor_cores,
-                                         std::int64_t max_shared_bytes = contracts::kLargestSharedBytes);
+                                         std::int64_t max_shared_bytes = contracts::kLargestSharedBytes,
+                                         bool wgmma = false);
 
 }  // namespace rudnn::compiler

@@ -5,7 +5,10 @@
 //                  row_lanes, max_value_dim, value_from_key>: every dtype and dim, MLA
 //   tensor_core 1  attention: templates/rudnn/paged/mma.cuh, paged::MmaPolicy<D, block_rows,
 //                  block_keys> (4 warps, mma.sync m16n8k16): f16/bf16, D = Dv ∈ {64, 96, 128, 256};
-//                  row_lanes 0, max_value_dim = D.
+//                  row_lanes 0, max_value_dim = D. With wgmma = 1 (the key omitted when 0):
+//                  templates/rudnn/paged/wgmma.cuh, paged::WgmmaPolicy<D, block_keys> on Hopper's
+//                  warpgroup MMA (sm_90a only, contracts::has_wgmma): D = Dv ∈ {64, 128, 256},
+//                  block_rows 64, block_keys 64 (32 at D = 256).
 //                  MLA: templates/rudnn/paged/mla_mma.cuh, paged::MlaMmaPolicy<R, Pr, block_keys>
 //                  (8 warps): f16/bf16, R a multiple of 128 up to 512, Pr a multiple of 16 in
 //                  16..=256; block_rows 64, block_keys 32 or 64, row_lanes 0, max_value_dim = R
@@ -24,6 +27,7 @@ inline constexpr const char* kBlockRows = "block_rows";
 inline constexpr const char* kBlockKeys = "block_keys";
 inline constexpr const char* kRowLanes = "row_lanes";
 inline constexpr const char* kMaxValueDim = "max_value_dim";
+inline constexpr const char* kWgmma = contracts::kWgmmaConfigKey;
 
 // The largest dynamic shared memory a tile may take (the H100/H200 opt-in limit, 227 KiB): the
 // verifier's bound. The heuristic picks within its target's own limit.
@@ -32,6 +36,7 @@ inline constexpr std::int64_t kMaxSharedBytes = contracts::kLargestSharedBytes;
 struct Tile {
   bool tensorCore = false;
   std::int64_t blockRows = 0, blockKeys = 0, rowLanes = 0, maxValueDim = 0;
+  bool wgmma = false;  // tensor_core: paged_attention_wgmma (paged::WgmmaPolicy)
   bool operator==(const Tile&) const = default;
 };
 
@@ -51,17 +56,19 @@ std::int64_t sharedBytes(const Tile& t, const Shape& s);
 std::int64_t mmaSharedBytes(const Shape& s);
 std::int64_t backwardMmaSharedBytes(const Shape& s);
 
-// The heuristic, within `maxSharedBytes` (the target's opt-in limit): the tensor-core tile where it
-// serves `s`, fits, and the target has mma.sync m16n8k16 (64 panel rows; 64-key tiles, 32 for
-// D = 256 and for MLA); else the plain one: block_rows covers the group (4..16 rows: decode fills
+// The heuristic, within `maxSharedBytes` (the target's opt-in limit): with `wgmma` (the caller's
+// contracts::heuristics_take_wgmma) the wgmma tile where it serves `s` and fits; else the
+// tensor-core tile where it serves `s`, fits, and the target has mma.sync m16n8k16 (64 panel rows;
+// 64-key tiles, 32 for D = 256 and for MLA); else the plain one: block_rows covers the group (4..16 rows: decode fills
 // the block with the heads that share a K/V tile), lanes per row so that a block has 128 threads or
 // each lane holds at most 32 value columns, 32-key tiles; where that does not fit, 16-key tiles of
 // the same rows, then of 4 rows, then of 2. Nothing when no tile fits (D = Dv = 1024 on sm_86's
 // 99 KiB): the ops layer reports that as Unsupported before lowering.
-std::optional<Tile> heuristicTile(const Shape& s, bool tensorCores, std::int64_t maxSharedBytes);
+std::optional<Tile> heuristicTile(const Shape& s, bool tensorCores, std::int64_t maxSharedBytes, bool wgmma = false);
 // The registered tiles that serve `s` within `maxSharedBytes` (the variant test compiles each),
-// heuristic first; tensor-core ones only with `tensorCores`.
-std::vector<Tile> candidates(const Shape& s, bool tensorCores, std::int64_t maxSharedBytes);
+// heuristic first; tensor-core ones only with `tensorCores`, the wgmma tile only with `wgmma` (the
+// target has it: contracts::has_wgmma).
+std::vector<Tile> candidates(const Shape& s, bool tensorCores, std::int64_t maxSharedBytes, bool wgmma = false);
 // Why `t` cannot serve `s`, or nothing.
 std::optional<std::string> checkTile(const Tile& t, const Shape& s);
 
