@@ -219,6 +219,26 @@ func.func @mla_tensor_cores(%q: tensor<?x128x512xf16>, %qp: tensor<?x128x64xf16>
   return %o : tensor<?x128x512xf16>
 }
 
+// MLA on Hopper's warpgroup MMA (wgmma = 1; R = 512, P = 64, H = 128, bf16): paged_mla_wgmma with
+// MlaWgmmaPolicy<R, P>, the plain kernel's parameters, 256 threads (two warpgroups), shared
+// (64 + 2 · 64) · 576 · 2 + 64 · 64 · 2 + 3 · 64 · 4 + 1024 = 231168.
+// CHECK-LABEL: func.func @mla_wgmma
+// CHECK: rudnn.launch @rudnn_paged_mla_wgmma_bf16_r512_p64_64x64(
+// CHECK-SAME: header "rudnn/paged/mla_wgmma.cuh" function "rudnn::paged::paged_mla_wgmma" args ["rudnn::bf16", "rudnn::paged::MlaWgmmaPolicy<512, 64>"]
+// CHECK-SAME: grid [#rudnn.size<dim(0, 0)>, #rudnn.size<1>, #rudnn.size<1>] block [256, 1, 1] shared 231168
+// CHECK-SAME: #rudnn.param<"q_rope" : "const rudnn::bf16*" = buffer(1)>
+// CHECK-SAME: #rudnn.param<"rope_dim" : "long long" = size(64)>
+// CHECK-NOT: rudnn.launch
+func.func @mla_wgmma(%q: tensor<?x128x512xbf16>, %qp: tensor<?x128x64xbf16>, %latent: tensor<?x?x1x512xbf16>,
+                     %kp: tensor<?x?x1x64xbf16>, %table: tensor<?x?xi32>, %lengths: tensor<?xi32>, %seq: tensor<?xi32>,
+                     %pos: tensor<?xi32>) -> tensor<?x128x512xbf16> {
+  %o = rudnn.paged_mla %q, %qp, %latent, %kp, %table, %lengths, %seq, %pos {scale = 0.0721687824 : f32, causal = true, splits = 1,
+         kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 64, row_lanes = 0, max_value_dim = 512, wgmma = 1}}
+       : tensor<?x128x512xbf16>, tensor<?x128x64xbf16>, tensor<?x?x1x512xbf16>, tensor<?x?x1x64xbf16>, tensor<?x?xi32>,
+         tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x128x512xbf16>
+  return %o : tensor<?x128x512xbf16>
+}
+
 // Append (Hkv 8, D = 128, Dv = 64, bf16): copy key_cache (slot 2) → new_key_cache (slot 8) and
 // value_cache (slot 3) → new_value_cache (slot 9) over pages · page_size · Hkv · D elements (a fixed
 // grid of 1024 blocks of 256 threads, 16-byte copies), then the

@@ -500,7 +500,7 @@ func.func @config_tensor_core_lanes(%a0: tensor<?x32x128xbf16>, %a1: tensor<64x1
 
 // -----
 
-// wgmma 1 (paged/wgmma.cuh): tensor_core 1, attention in f16/bf16 with D = Dv in {64, 128, 256}, 64 rows, block_keys 32, 64 or 128, row_lanes 0, max_value_dim D.
+// wgmma 1 (paged/wgmma.cuh, paged/mla_wgmma.cuh): tensor_core 1; attention in f16/bf16 with D = Dv in {64, 128, 256}, 64 rows, block_keys 64 (32 at D = 256), row_lanes 0, max_value_dim D; MLA with R in {128, 256, 512}, R + Pr whole 64-column panels, 64 rows, 64 keys, max_value_dim R.
 
 func.func @config_wgmma_head_dim(%a0: tensor<?x32x96xbf16>, %a1: tensor<64x16x8x96xbf16>, %a2: tensor<64x16x8x96xbf16>, %a3: tensor<?x?xi32>, %a4: tensor<?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>) {
   // expected-error @+1 {{kernel_config: wgmma 1 needs attention in f16/bf16 with D = Dv in {64, 128, 256}; got key dim 96 value dim 96}}
@@ -519,7 +519,7 @@ func.func @config_wgmma_plain(%a0: tensor<?x32x128xbf16>, %a1: tensor<64x16x8x12
 // -----
 
 func.func @config_wgmma_rows(%a0: tensor<?x32x128xbf16>, %a1: tensor<64x16x8x128xbf16>, %a2: tensor<64x16x8x128xbf16>, %a3: tensor<?x?xi32>, %a4: tensor<?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>) {
-  // expected-error @+1 {{kernel_config: paged_wgmma 128x64 d128: expected block_rows 64, block_keys 32, 64 or 128, row_lanes 0, max_value_dim 128}}
+  // expected-error @+1 {{kernel_config: paged_wgmma 128x64 d128: expected block_rows 64, block_keys 64, row_lanes 0, max_value_dim 128}}
   %o = rudnn.paged_attention %a0, %a1, %a2, %a3, %a4, %a5, %a6 {scale = 0.125 : f32, causal = true, splits = 1, kernel_config = {tensor_core = 1, block_rows = 128, block_keys = 64, row_lanes = 0, max_value_dim = 128, wgmma = 1}} : tensor<?x32x128xbf16>, tensor<64x16x8x128xbf16>, tensor<64x16x8x128xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x32x128xbf16>
   return
 }
@@ -529,6 +529,30 @@ func.func @config_wgmma_rows(%a0: tensor<?x32x128xbf16>, %a1: tensor<64x16x8x128
 func.func @config_wgmma_value(%a0: tensor<?x32x128xbf16>, %a1: tensor<64x16x8x128xbf16>, %a2: tensor<64x16x8x128xbf16>, %a3: tensor<?x?xi32>, %a4: tensor<?xi32>, %a5: tensor<?xi32>, %a6: tensor<?xi32>) {
   // expected-error @+1 {{(docs/paged_attention.md), got {block_keys = 64 : i64, block_rows = 64 : i64, max_value_dim = 128 : i64, row_lanes = 0 : i64, tensor_core = 1 : i64, wgmma = 2 : i64}}}
   %o = rudnn.paged_attention %a0, %a1, %a2, %a3, %a4, %a5, %a6 {scale = 0.125 : f32, causal = true, splits = 1, kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 64, row_lanes = 0, max_value_dim = 128, wgmma = 2}} : tensor<?x32x128xbf16>, tensor<64x16x8x128xbf16>, tensor<64x16x8x128xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x32x128xbf16>
+  return
+}
+
+// -----
+
+func.func @config_mla_wgmma_panels(%q: tensor<?x16x128xbf16>, %qp: tensor<?x16x16xbf16>, %c: tensor<64x16x1x128xbf16>, %kp: tensor<64x16x1x16xbf16>, %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{kernel_config: wgmma 1 for MLA needs f16/bf16, R in {128, 256, 512}, Pr a multiple of 16 in 16..=256, R + Pr a multiple of 64 and the 64-key tile within 232448 bytes of shared memory; got R 128 Pr 16}}
+  %o = rudnn.paged_mla %q, %qp, %c, %kp, %t, %l, %s, %p {scale = 0.0721687824 : f32, causal = true, splits = 1, kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 64, row_lanes = 0, max_value_dim = 128, wgmma = 1}} : tensor<?x16x128xbf16>, tensor<?x16x16xbf16>, tensor<64x16x1x128xbf16>, tensor<64x16x1x16xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16x128xbf16>
+  return
+}
+
+// -----
+
+func.func @config_mla_wgmma_shared(%q: tensor<?x16x512xbf16>, %qp: tensor<?x16x128xbf16>, %c: tensor<64x16x1x512xbf16>, %kp: tensor<64x16x1x128xbf16>, %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{kernel_config: wgmma 1 for MLA needs f16/bf16, R in {128, 256, 512}, Pr a multiple of 16 in 16..=256, R + Pr a multiple of 64 and the 64-key tile within 232448 bytes of shared memory; got R 512 Pr 128}}
+  %o = rudnn.paged_mla %q, %qp, %c, %kp, %t, %l, %s, %p {scale = 0.0721687824 : f32, causal = true, splits = 1, kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 64, row_lanes = 0, max_value_dim = 512, wgmma = 1}} : tensor<?x16x512xbf16>, tensor<?x16x128xbf16>, tensor<64x16x1x512xbf16>, tensor<64x16x1x128xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16x512xbf16>
+  return
+}
+
+// -----
+
+func.func @config_mla_wgmma_keys(%q: tensor<?x16x512xbf16>, %qp: tensor<?x16x64xbf16>, %c: tensor<64x16x1x512xbf16>, %kp: tensor<64x16x1x64xbf16>, %t: tensor<?x?xi32>, %l: tensor<?xi32>, %s: tensor<?xi32>, %p: tensor<?xi32>) {
+  // expected-error @+1 {{kernel_config: paged_wgmma 64x32 d512: expected block_rows 64, block_keys 64, row_lanes 0, max_value_dim 512 (R)}}
+  %o = rudnn.paged_mla %q, %qp, %c, %kp, %t, %l, %s, %p {scale = 0.0721687824 : f32, causal = true, splits = 1, kernel_config = {tensor_core = 1, block_rows = 64, block_keys = 32, row_lanes = 0, max_value_dim = 512, wgmma = 1}} : tensor<?x16x512xbf16>, tensor<?x16x64xbf16>, tensor<64x16x1x512xbf16>, tensor<64x16x1x64xbf16>, tensor<?x?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32> -> tensor<?x16x512xbf16>
   return
 }
 

@@ -6,7 +6,8 @@
 // tile: decode GQA 32/8 at D = 128 (bf16, f16, f32), G = 1 and G = 8, D ≠ Dv, the tensor-core head
 // dims 64, 96 and 256, MLA at R = 512 / P = 64 with H = 16 and H = 128 (the tensor-core MLA tile and
 // the plain ones), and D = Dv = 1024; the backward's plain and tensor-core kernels. The warpgroup-MMA
-// tile (paged_attention_wgmma, D = 64, 128, 256) for sm_90a alone, under the opt-in. Each is
+// tiles (paged_attention_wgmma at D = 64, 128, 256; paged_mla_wgmma at R = 512 / Pr = 64, 128 / 64
+// and 256 / 128) for sm_90a alone, under the opt-in. Each is
 // also lowered split 4 ways with its heuristic tile (the split kernel and paged_merge), and the
 // append (paged_copy, paged_append) for every dtype. Each entry is compiled once.
 #include <gtest/gtest.h>
@@ -76,8 +77,7 @@ std::vector<Variant> paged_attention_variants() {
     EXPECT_TRUE(lowered.ok()) << (lowered.ok() ? "" : lowered.error().message());
     if (!lowered.ok()) return;
     for (const auto& l : lowered->launches)
-      if (seen.insert(l.entry).second)
-        out.push_back({l.entry, l.source, l.entry.find("_attention_wgmma_") != std::string::npos});
+      if (seen.insert(l.entry).second) out.push_back({l.entry, l.source, l.entry.find("_wgmma_") != std::string::npos});
   };
   auto add = [&](contracts::PagedAttentionSignature sig) {
     ASSERT_FALSE(contracts::check_paged_attention(sig).has_value()) << contracts::describe_call(sig);
@@ -97,7 +97,9 @@ std::vector<Variant> paged_attention_variants() {
   add(attention(DType::F16, 8, 2, 256, 256));                                                // D = 256
   add(mla(DType::BF16, 16, 512, 64));                                                        // MLA H = 16
   add(mla(DType::BF16, 128, 512, 64));                                                       // MLA H = 128
-  add(attention(DType::F32, 8, 2, 1024, 1024));                                              // D = Dv = 1024
+  add(mla(DType::F16, 8, 128, 64));              // MLA on wgmma at R = 128 (and mma.sync, plain)
+  add(mla(DType::BF16, 16, 256, 128));           // and at R = 256 with Pr = 128
+  add(attention(DType::F32, 8, 2, 1024, 1024));  // D = Dv = 1024
   add(attention(DType::BF16, 8, 2, 1024, 1024));
   // The backward (atomic path): every dtype, every warps config at one shape, and every column
   // width per lane (D + Pr, Dv from 32 to 1280), MLA at R = 512 / P = 64.
@@ -189,11 +191,14 @@ TEST(PagedAttentionVariants, EveryRegisteredConfigLowers) {
   std::set<std::string> wgmma;
   for (const auto& v : variants)
     if (v.sm90a_only) wgmma.insert(v.entry);
-  // f16 and bf16 at D = 128 (and bf16 split), f16 at D = 64 and 256, bf16 at D = 64: unsplit and split.
+  // Attention: f16 and bf16 at D = 128, bf16 at D = 64, f16 at D = 256, unsplit and split; MLA at
+  // R = 512 / Pr = 64 (DeepSeek's), unsplit and split, R = 128 / Pr = 64 and R = 256 / Pr = 128.
   for (const char* entry :
        {"rudnn_paged_attention_wgmma_bf16_d128_64x64", "rudnn_paged_attention_wgmma_bf16_d128_64x64_split",
         "rudnn_paged_attention_wgmma_f16_d128_64x64", "rudnn_paged_attention_wgmma_bf16_d64_64x64",
-        "rudnn_paged_attention_wgmma_f16_d256_64x32", "rudnn_paged_attention_wgmma_f16_d256_64x32_split"})
+        "rudnn_paged_attention_wgmma_f16_d256_64x32", "rudnn_paged_attention_wgmma_f16_d256_64x32_split",
+        "rudnn_paged_mla_wgmma_bf16_r512_p64_64x64", "rudnn_paged_mla_wgmma_bf16_r512_p64_64x64_split",
+        "rudnn_paged_mla_wgmma_f16_r128_p64_64x64", "rudnn_paged_mla_wgmma_bf16_r256_p128_64x64"})
     EXPECT_EQ(wgmma.count(entry), 1u) << entry;
 }
 

@@ -72,7 +72,7 @@ void run(const Request& request, Lower lower, std::initializer_list<const Tensor
 
 std::string describe(const compiler::KernelConfig& c) { return c.to_string(); }
 
-// Attention (GQA 32/8 at D = 128, and 8/2 at D = 64) and MLA (R = 128, P = 16, H = 8): decode rows,
+// Attention (GQA 32/8 at D = 128, and 8/2 at D = 64) and MLA (R = 128, P = 16 and 64, H = 8): decode rows,
 // a chunked prefill and a run of a few rows, causal; every registered tile ≈ the oracle and ≈ the
 // heuristic tile.
 TEST(PagedVariants, EveryForwardTileMatchesTheOracle) {
@@ -85,7 +85,8 @@ TEST(PagedVariants, EveryForwardTileMatchesTheOracle) {
   };
   const Case kCases[] = {{contracts::PagedKind::Attention, 32, 8, 128, 128, DType::BF16},
                          {contracts::PagedKind::Attention, 8, 2, 64, 64, DType::F16},
-                         {contracts::PagedKind::Mla, 8, 1, 144, 128, DType::BF16}};
+                         {contracts::PagedKind::Mla, 8, 1, 144, 128, DType::BF16},
+                         {contracts::PagedKind::Mla, 8, 1, 192, 128, DType::F16}};
   for (const Case& c : kCases) {
     const std::uint64_t seed = fresh_seed();
     const bool mla = c.kind == contracts::PagedKind::Mla;

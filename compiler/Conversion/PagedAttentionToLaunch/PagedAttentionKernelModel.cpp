@@ -13,7 +13,9 @@
 //                 value columns, 32-key tiles; where the target's shared memory needs them, 16-key
 //                 tiles of the same rows, then of 4, then of 2; an error when none fits); append: {}.
 //   tuning query: none (the paged ops have no Autotune strategy).
-//   config check: paged_config::checkTile (tensor_core = 1 uses mma.sync m16n8k16); append: an
+//   config check: paged_config::checkTile (tensor_core = 1 uses mma.sync m16n8k16; wgmma = 1
+//                 Hopper's warpgroup MMA, which select-kernel-config allows only where
+//                 contracts::has_wgmma holds: the interface's default configUsesWgmma); append: an
 //                 empty config.
 // rudnn.paged_attention_backward / rudnn.paged_mla_backward: {warps, tensor_core}, heuristic 4
 // warps, on tensor cores for attention in f16/bf16 with D = Dv ∈ {64, 96, 128} and for MLA in

@@ -57,18 +57,18 @@ LogicalResult lowerPagedAttentionOpToLaunch(RewriterBase& rewriter, Operation* o
   const Slots s = slotsOf(mla);
   const std::string elem = dialect::cTypeName(sig->query.dtype), in = "const " + elem + "*";
   const bool split = sig->splits > 1;
-  // Four kernels: attention on tensor cores (mma.cuh, or wgmma.cuh on Hopper's warpgroup MMA, with
-  // the same parameters: no rope operands), MLA on tensor cores (mla_mma.cuh) and the plain one
-  // (unit.cuh); the last two share the plain kernel's parameters.
+  // Five kernels: attention on tensor cores (mma.cuh, or wgmma.cuh on Hopper's warpgroup MMA, with
+  // the same parameters: no rope operands), MLA on tensor cores (mla_mma.cuh, or mla_wgmma.cuh) and
+  // the plain one (unit.cuh); the MLA and plain kernels share the plain kernel's parameters.
   const bool mma = tile->tensorCore && !mla, mla_mma = tile->tensorCore && mla;
   const char* const mmaKind = tile->wgmma ? "wgmma" : "mma";
   const std::string dtype = std::string(dtype_name(sig->query.dtype));
   const std::string name =
-      mma ? fmt::format("attention_{}_{}_d{}_{}x{}", mmaKind, dtype, d.head_dim, tile->blockRows, tile->blockKeys)
-      : mla_mma
-          ? fmt::format("mla_mma_{}_r{}_p{}_{}x{}", dtype, d.head_dim, d.rope_dim, tile->blockRows, tile->blockKeys)
-          : fmt::format("{}_{}_{}x{}_l{}_v{}", mla ? "mla" : "attention", dtype, tile->blockRows, tile->blockKeys,
-                        tile->rowLanes, tile->maxValueDim);
+      mma       ? fmt::format("attention_{}_{}_d{}_{}x{}", mmaKind, dtype, d.head_dim, tile->blockRows, tile->blockKeys)
+      : mla_mma ? fmt::format("mla_{}_{}_r{}_p{}_{}x{}", mmaKind, dtype, d.head_dim, d.rope_dim, tile->blockRows,
+                              tile->blockKeys)
+                : fmt::format("{}_{}_{}x{}_l{}_v{}", mla ? "mla" : "attention", dtype, tile->blockRows, tile->blockKeys,
+                              tile->rowLanes, tile->maxValueDim);
   MLIRContext* ctx = op->getContext();
   auto config = op->getAttrOfType<DictionaryAttr>(dialect::kKernelConfigAttrName);
   Type outType = op->getResult(0).getType();
@@ -76,20 +76,24 @@ LogicalResult lowerPagedAttentionOpToLaunch(RewriterBase& rewriter, Operation* o
 
   LaunchBuilder unit(op, fmt::format("rudnn_paged_{}{}", name, split ? "_split" : ""),
                      mma       ? fmt::format("rudnn/paged/{}.cuh", mmaKind)
-                     : mla_mma ? "rudnn/paged/mla_mma.cuh"
+                     : mla_mma ? fmt::format("rudnn/paged/mla_{}.cuh", mmaKind)
                                : "rudnn/paged/unit.cuh",
                      mma       ? fmt::format("rudnn::paged::paged_attention_{}", mmaKind)
-                     : mla_mma ? "rudnn::paged::paged_mla_mma"
+                     : mla_mma ? fmt::format("rudnn::paged::paged_mla_{}", mmaKind)
                                : "rudnn::paged::paged_attention_unit");
-  unit.templateArgs(
-          {elem,
-           mma && tile->wgmma ? fmt::format("rudnn::paged::WgmmaPolicy<{}, {}>", d.head_dim, tile->blockKeys)
-           : mma     ? fmt::format("rudnn::paged::MmaPolicy<{}, {}, {}>", d.head_dim, tile->blockRows, tile->blockKeys)
-           : mla_mma ? fmt::format("rudnn::paged::MlaMmaPolicy<{}, {}, {}>", d.head_dim, d.rope_dim, tile->blockKeys)
-                     : fmt::format("rudnn::paged::UnitPolicy<{}, {}, {}, {}, {}>", tile->blockRows, tile->blockKeys,
-                                   tile->rowLanes, tile->maxValueDim, mla ? "true" : "false")})
-      .config(config)
-      .operands(op->getOperands());
+  std::string policy;
+  if (mma && tile->wgmma)
+    policy = fmt::format("rudnn::paged::WgmmaPolicy<{}, {}>", d.head_dim, tile->blockKeys);
+  else if (mma)
+    policy = fmt::format("rudnn::paged::MmaPolicy<{}, {}, {}>", d.head_dim, tile->blockRows, tile->blockKeys);
+  else if (mla_mma && tile->wgmma)
+    policy = fmt::format("rudnn::paged::MlaWgmmaPolicy<{}, {}>", d.head_dim, d.rope_dim);
+  else if (mla_mma)
+    policy = fmt::format("rudnn::paged::MlaMmaPolicy<{}, {}, {}>", d.head_dim, d.rope_dim, tile->blockKeys);
+  else
+    policy = fmt::format("rudnn::paged::UnitPolicy<{}, {}, {}, {}, {}>", tile->blockRows, tile->blockKeys,
+                         tile->rowLanes, tile->maxValueDim, mla ? "true" : "false");
+  unit.templateArgs({elem, policy}).config(config).operands(op->getOperands());
   // The result: the output (unsplit), or the workspace of splits · Q · Hq · (Dv + 1) floats.
   if (split)
     unit.results({workspaceType}, {unit.size({SizeFactor::constant(sig->splits), SizeFactor::dimOf(s.q, 0),

@@ -50,14 +50,23 @@ Tile mmaTile(const Shape& s) {
   if (s.valueFromKey) return {true, 64, 32, 0, s.valueDim};
   return {true, 64, s.keyDim == 256 ? 32 : 64, 0, s.keyDim};
 }
-// The wgmma kernel (paged/wgmma.cuh): attention with D = Dv in whole 64-column swizzle panels, one
+// The wgmma kernels. Attention (paged/wgmma.cuh): D = Dv in whole 64-column swizzle panels, one
 // warpgroup of 64 panel rows, the mma.sync tile's key tiles (at D = 256 O alone is 128 registers).
+// MLA (paged/mla_wgmma.cuh): two warpgroups of R / 2 output columns each (the wrappers' N: 64, 128
+// or 256), R + Pr whole swizzle panels, 64-key tiles within the largest shared memory (R = 512:
+// Pr = 64 only, DeepSeek's).
+bool mlaWgmmaServes(const Shape& s) {
+  const std::int64_t rope = ropeDim(s);
+  return (s.valueDim == 128 || s.valueDim == 256 || s.valueDim == 512) && rope % 16 == 0 && rope >= 16 && rope <= 256 &&
+         s.keyDim % 64 == 0 && shared_memory::paged_mla_wgmma(s.valueDim, rope) <= kMaxSharedBytes;
+}
 bool wgmmaServes(const Shape& s) {
-  return s.halfPrecision && !s.valueFromKey && s.keyDim == s.valueDim &&
-         (s.keyDim == 64 || s.keyDim == 128 || s.keyDim == 256);
+  if (!s.halfPrecision) return false;
+  if (s.valueFromKey) return mlaWgmmaServes(s);
+  return s.keyDim == s.valueDim && (s.keyDim == 64 || s.keyDim == 128 || s.keyDim == 256);
 }
 Tile wgmmaTile(const Shape& s) {
-  Tile t = mmaTile(s);
+  Tile t = s.valueFromKey ? Tile{true, 64, 64, 0, s.valueDim} : mmaTile(s);
   t.wgmma = true;
   return t;
 }
@@ -80,8 +89,9 @@ std::int64_t backwardMmaSharedBytes(const Shape& s) {
 }
 
 std::int64_t sharedBytes(const Tile& t, const Shape& s) {
-  if (t.tensorCore && s.valueFromKey) return shared_memory::paged_mla_mma(t.blockKeys, s.valueDim, ropeDim(s));
+  if (t.wgmma && s.valueFromKey) return shared_memory::paged_mla_wgmma(s.valueDim, ropeDim(s));
   if (t.wgmma) return shared_memory::flash_wgmma(t.blockRows, t.blockKeys, s.keyDim);
+  if (t.tensorCore && s.valueFromKey) return shared_memory::paged_mla_mma(t.blockKeys, s.valueDim, ropeDim(s));
   if (t.tensorCore) return shared_memory::flash_mma(t.blockRows, t.blockKeys, s.keyDim);
   return shared_memory::paged_unit(t.blockRows, t.blockKeys, s.keyDim, 0, s.valueDim, s.valueFromKey);
 }
@@ -124,15 +134,25 @@ std::vector<Tile> candidates(const Shape& s, bool tensorCores, std::int64_t maxS
 std::optional<std::string> checkTile(const Tile& t, const Shape& s) {
   if (t.wgmma) {
     if (!t.tensorCore) return fmt::format("{}: wgmma 1 needs tensor_core 1", describe(t));
+    if (s.valueFromKey && !wgmmaServes(s))
+      return fmt::format(
+          "wgmma 1 for MLA needs f16/bf16, R in {{128, 256, 512}}, Pr a multiple of 16 in 16..=256, R + Pr a "
+          "multiple of 64 and the 64-key tile within {} bytes of shared memory; got R {} Pr {}",
+          kMaxSharedBytes, s.valueDim, ropeDim(s));
     if (!wgmmaServes(s))
       return fmt::format(
           "wgmma 1 needs attention in f16/bf16 with D = Dv in {{64, 128, 256}}; got key dim {} value "
-          "dim {}{}",
-          s.keyDim, s.valueDim, s.valueFromKey ? " (MLA)" : "");
-    if (t.blockRows != 64 || (t.blockKeys != 32 && t.blockKeys != 64 && t.blockKeys != 128) || t.rowLanes != 0 ||
-        t.maxValueDim != s.keyDim)
-      return fmt::format("{}: expected block_rows 64, block_keys 32, 64 or 128, row_lanes 0, max_value_dim {}",
-                         describe(t), s.keyDim);
+          "dim {}",
+          s.keyDim, s.valueDim);
+    if (s.valueFromKey && (t.blockRows != 64 || t.blockKeys != 64 || t.rowLanes != 0 || t.maxValueDim != s.valueDim))
+      return fmt::format("{}: expected block_rows 64, block_keys 64, row_lanes 0, max_value_dim {} (R)", describe(t),
+                         s.valueDim);
+    // The registered key tiles only (ptxas spilled wider ones at D = 256 in the flash kernel; others are
+    // neither compiled nor tested).
+    if (!s.valueFromKey &&
+        (t.blockRows != 64 || t.blockKeys != wgmmaTile(s).blockKeys || t.rowLanes != 0 || t.maxValueDim != s.keyDim))
+      return fmt::format("{}: expected block_rows 64, block_keys {}, row_lanes 0, max_value_dim {}", describe(t),
+                         wgmmaTile(s).blockKeys, s.keyDim);
     if (sharedBytes(t, s) > kMaxSharedBytes)
       return fmt::format("{} needs {} bytes of shared memory (at most {})", describe(t), sharedBytes(t, s),
                          kMaxSharedBytes);

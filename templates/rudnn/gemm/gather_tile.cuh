@@ -97,6 +97,15 @@ struct GatherTile {
     }
   }
 
+  // load() one chunk at a time whatever kVec: for kernels whose accumulators leave no registers for
+  // every chunk's address at once (paged/mla_wgmma.cuh: O alone is 128 per thread).
+  template <class Addr>
+  RUDNN_DEVICE static void load_rolled(T* tile, const T* fallback, const Addr& addr) {
+    const int tid = static_cast<int>(threadIdx.x);
+    RUDNN_ROLLED
+    for (int i = 0; i < kPerThread; ++i) chunk(tile, fallback, addr, tid + i * kThreads);
+  }
+
  private:
   template <class Addr>
   RUDNN_DEVICE static void chunk(T* tile, const T* fallback, const Addr& addr, int c) {

@@ -21,6 +21,13 @@ RUDNN_SHARED_MEMORY_FN long long paged_mla_mma(long long block_n, long long late
   return (64 + 2 * block_n) * (latent_dim + rope_dim + 8) * 2 + 64 * (block_n + 8) * 2 + 3 * 64 * 4;
 }
 
+// paged_mla_wgmma (paged/mla_wgmma.cuh): Q [64] and 2 stages × K [64] rows of R + Pr 16-bit
+// elements in the swizzled layout (no padding), P [64][64] 16-bit swizzled, and 3 × 64 floats (the
+// two key halves' row maxima or sums, and the rows' rescale factors), plus the alignment slack.
+RUDNN_SHARED_MEMORY_FN long long paged_mla_wgmma(long long latent_dim, long long rope_dim) {
+  return (64 + 2 * 64) * (latent_dim + rope_dim) * 2 + 64 * 64 * 2 + 3 * 64 * 4 + kWgmmaAlignmentSlack;
+}
+
 // paged_attention_backward_mma (paged/backward_mma.cuh): Q and dO [64] rows, 2 stages × (K, V)
 // [BN] rows, all of D + 8 16-bit elements; P and dS [64][BN + 8] 16-bit.
 RUDNN_SHARED_MEMORY_FN long long paged_backward_mma(long long block_n, long long head_dim) {

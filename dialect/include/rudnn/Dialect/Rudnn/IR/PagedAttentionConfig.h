@@ -11,7 +11,10 @@
 //                  block_rows 64, block_keys 64 (32 at D = 256).
 //                  MLA: templates/rudnn/paged/mla_mma.cuh, paged::MlaMmaPolicy<R, Pr, block_keys>
 //                  (8 warps): f16/bf16, R a multiple of 128 up to 512, Pr a multiple of 16 in
-//                  16..=256; block_rows 64, block_keys 32 or 64, row_lanes 0, max_value_dim = R
+//                  16..=256; block_rows 64, block_keys 32 or 64, row_lanes 0, max_value_dim = R. With
+//                  wgmma = 1: templates/rudnn/paged/mla_wgmma.cuh, paged::MlaWgmmaPolicy<R, Pr>
+//                  (two warpgroups, sm_90a only): R ∈ {128, 256, 512}, R + Pr a multiple of 64,
+//                  the tile within 227 KiB (R = 512: Pr = 64); block_rows 64, block_keys 64
 // The verifier, rudnn-select-kernel-config, the lowering and the NVRTC variant test share it.
 #include "contracts/arch.h"
 #include <cstdint>
@@ -36,7 +39,7 @@ inline constexpr std::int64_t kMaxSharedBytes = contracts::kLargestSharedBytes;
 struct Tile {
   bool tensorCore = false;
   std::int64_t blockRows = 0, blockKeys = 0, rowLanes = 0, maxValueDim = 0;
-  bool wgmma = false;  // tensor_core: paged_attention_wgmma (paged::WgmmaPolicy)
+  bool wgmma = false;  // tensor_core: paged_attention_wgmma / paged_mla_wgmma (Hopper's warpgroup MMA)
   bool operator==(const Tile&) const = default;
 };
 
@@ -66,8 +69,8 @@ std::int64_t backwardMmaSharedBytes(const Shape& s);
 // 99 KiB): the ops layer reports that as Unsupported before lowering.
 std::optional<Tile> heuristicTile(const Shape& s, bool tensorCores, std::int64_t maxSharedBytes, bool wgmma = false);
 // The registered tiles that serve `s` within `maxSharedBytes` (the variant test compiles each),
-// heuristic first; tensor-core ones only with `tensorCores`, the wgmma tile only with `wgmma` (the
-// target has it: contracts::has_wgmma).
+// heuristic first (with `wgmma`, the opted-in heuristic's); tensor-core ones only with
+// `tensorCores`, the wgmma tile only with `wgmma` (the target has it: contracts::has_wgmma).
 std::vector<Tile> candidates(const Shape& s, bool tensorCores, std::int64_t maxSharedBytes, bool wgmma = false);
 // Why `t` cannot serve `s`, or nothing.
 std::optional<std::string> checkTile(const Tile& t, const Shape& s);
