@@ -128,6 +128,12 @@ TEST(PagedVariants, EveryForwardTileMatchesTheOracle) {
     // The host emulation device has wgmma (sm_90a): the wgmma tile too, where it serves.
     const auto configs = compiler::paged_variants(sig, true, contracts::kLargestSharedBytes, true);
     ASSERT_GE(configs.size(), 2u) << "the tensor-core tile and at least one plain one";
+    // Every case but MLA at R + Pr = 144 (not whole 64-column panels) has a wgmma tile.
+    const bool wgmma_serves = !(mla && c.d == 144);
+    EXPECT_EQ(std::ranges::count_if(
+                  configs,
+                  [](const compiler::KernelConfig& k) { return k.to_string().find("wgmma=1") != std::string::npos; }),
+              wgmma_serves ? 1 : 0);
     std::optional<std::vector<double>> heuristic;
     for (const auto& config : configs) {
       SCOPED_TRACE(describe(config));

@@ -120,8 +120,9 @@ void check_wgmma_paged(const Device& device, DType dtype) {
                              c.mla() ? "MLA" : "attention", c.hq, c.hkv, c.d, c.rope, c.page_size, c.causal, c.shuffle,
                              dtype_name(dtype), seed));
     std::mt19937_64 rng(seed);
-    Layout l = make_layout(
-        rng, c.page_size, {{150, Rows::Chunk, 70}, {41, Rows::Decode}, {97, Rows::Random, 3}, {1, Rows::Decode}}, true);
+    Layout l =
+        make_layout(rng, c.page_size,
+                    {{150, Rows::Chunk, 70}, {41, Rows::Decode}, {97, Rows::Random, 3}, {1, Rows::Decode}}, c.shuffle);
     const std::int64_t rows = l.pages * l.page_size, kv_heads = c.mla() ? 1 : c.hkv;
     auto values = [&](std::int64_t n) { return testing::random_values(sz(n), dtype, rng, -1, 1); };
     const auto q = values(l.queries() * c.hq * c.d), qp = values(l.queries() * c.hq * c.rope);

@@ -64,6 +64,39 @@ RUDNN_DEVICE void copy_rows(T* tile, const RowOf& row, i64 valid_rows) {
       tile, first, [&](int r, int c) -> const T* { return r < valid_rows ? row(r) + c : nullptr; });
 }
 
+// S = Q·Kᵀ of this warpgroup's 64 rows (from row q_row0 of the Q tile) and the key tile, retired.
+// S is overwritten by the first k16 step (no accumulate), so it needs no zeroing.
+template <class QTile, class KTile, int kD, int kBN, class T>
+RUDNN_DEVICE void scores(tile::Accumulator<1, kBN / 8>& s, const T* q_tile, int q_row0, const T* k_tile) {
+  auto& s_regs = reinterpret_cast<float(&)[kBN / 2]>(s.c);
+  wgmma_fence();
+  RUDNN_UNROLL
+  for (int kk = 0; kk < kD; kk += 16)
+    tile::wgmma_ss<kBN>(q_tile, s_regs, QTile::descriptor(q_tile, q_row0, kk), KTile::descriptor(k_tile, 0, kk),
+                        kk > 0);
+  wgmma_commit();
+  wgmma_wait<0>();
+  wgmma_fence_operand(s_regs);
+}
+
+// O += P·V with P (in T) packed from the probabilities in s and V the value tile (MN-major), retired:
+// P stays live until the group that reads it is.
+template <class VTile, int kD, int kBN, class T>
+RUDNN_DEVICE void accumulate(tile::Accumulator<1, kD / 8>& o, const tile::Accumulator<1, kBN / 8>& s, const T* v_tile) {
+  auto& o_regs = reinterpret_cast<float(&)[kD / 2]>(o.c);
+  u32 a[kBN / 16][4];
+  RUDNN_UNROLL
+  for (int kk = 0; kk < kBN / 16; ++kk) tile::pack_a_from_accumulator<T>(a[kk], s.c, 0, kk);
+  wgmma_fence_operand(o_regs);
+  wgmma_fence();
+  RUDNN_UNROLL
+  for (int kk = 0; kk < kBN / 16; ++kk)
+    tile::wgmma_rs<kD, true>(v_tile, o_regs, a[kk], VTile::descriptor(v_tile, 16 * kk, 0), true);
+  wgmma_commit();
+  wgmma_wait<0>();
+  wgmma_fence_operand(o_regs);
+}
+
 }  // namespace flash_wgmma
 
 template <class T, class MB, class BB, class Policy, template <class, class> class Variant = DefaultVariant>
@@ -123,7 +156,6 @@ RUDNN_DEVICE void flash_attention_wgmma(const T* q, const T* k, const T* v, cons
     o.zero();
     flash_mma::OnlineSoftmax<1> softmax;
     softmax.init();
-    auto& o_regs = reinterpret_cast<float(&)[kD / 2]>(o.c);
 
     // ---- main loop over key tiles
     for (int t = 0; t < n_tiles; ++t) {
@@ -134,36 +166,14 @@ RUDNN_DEVICE void flash_attention_wgmma(const T* q, const T* k, const T* v, cons
       if (t + 1 < n_tiles) load_keys(stage ^ 1, static_cast<i64>(t + 1) * kBN);
       cp_async_commit();
 
-      // S is overwritten by the first k16 step (no accumulate), so it needs no zeroing.
       tile::Accumulator<1, kNI> s;
-      auto& s_regs = reinterpret_cast<float(&)[kBN / 2]>(s.c);
-      wgmma_fence();
-      RUDNN_UNROLL
-      for (int kk = 0; kk < kD; kk += 16)
-        tile::wgmma_ss<kBN>(q_s, s_regs, QTile::descriptor(q_s, group_row0, kk), KTile::descriptor(k_s(stage), 0, kk),
-                            kk > 0);
-      wgmma_commit();
-      wgmma_wait<0>();
-      wgmma_fence_operand(s_regs);
-
+      flash_wgmma::scores<QTile, KTile, kD, kBN>(s, q_s, group_row0, k_s(stage));
       s.scale(scale_log2);
       if (t >= whole_tiles)
         flash_mma::apply_variant(mods, s, m0 + warp_row0 + (lane >> 2), static_cast<i64>(t) * kBN, plan.panel_rows,
                                  lane);
       softmax.update(s, o);
-
-      // P in T, kept live until the group that reads it is retired.
-      u32 a[kBN / 16][4];
-      RUDNN_UNROLL
-      for (int kk = 0; kk < kBN / 16; ++kk) tile::pack_a_from_accumulator<T>(a[kk], s.c, 0, kk);
-      wgmma_fence_operand(o_regs);
-      wgmma_fence();
-      RUDNN_UNROLL
-      for (int kk = 0; kk < kBN / 16; ++kk)
-        tile::wgmma_rs<kD, true>(q_s, o_regs, a[kk], VTile::descriptor(v_s(stage), 16 * kk, 0), true);
-      wgmma_commit();
-      wgmma_wait<0>();
-      wgmma_fence_operand(o_regs);
+      flash_wgmma::accumulate<VTile, kD, kBN>(o, s, v_s(stage));
     }
 
     // ---- epilogue: O / ℓ as column pairs, rows past the panel not stored

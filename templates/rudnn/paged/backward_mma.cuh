@@ -129,8 +129,8 @@ RUDNN_DEVICE void paged_attention_backward_mma(const T* q, const T* /*q_rope*/, 
     if (!sched.query_tile(item, queries, kv_heads, 1, rows_per_tile, causal, work)) continue;  // uniform
     const i64 kvh = work.kv_head, run0 = work.run0, seq = work.sequence, stop = work.stop;
     const KeyRange& range = work.keys;  // [0, length): unsplit
-    const int n_tiles = stop > range.lo ? static_cast<int>((stop - range.lo + kBN - 1) / kBN) : 0;
-    const i64 panel = (work.run1 - run0) * group;
+    const int n_tiles = work.key_tiles(kBN);
+    const i64 panel = work.panel_rows(group);
     auto q_row = [&](i64 m) { return (run0 + div32(m, group)) * q_heads + kvh * group + mod32(m, group); };
     auto cache_row = [&](i64 key) { return sched.cache_row(seq, key) * kv_heads + kvh; };  // row of [·, Hkv, D]
     // Both passes start the K/V pipeline over: tile 0 into stage 0 (the caller has synchronized).

@@ -199,9 +199,9 @@ RUDNN_DEVICE void paged_mla_backward_mma(const T* q, const T* q_rope, const T* k
     if (!sched.query_tile(item, queries, 1, 1, rows_per_tile, causal, work)) continue;  // uniform
     const i64 seq = work.sequence, stop = work.stop;
     const KeyRange& range = work.keys;  // [0, length): unsplit
-    const int n_tiles = stop > range.lo ? static_cast<int>((stop - range.lo + kBN - 1) / kBN) : 0;
+    const int n_tiles = work.key_tiles(kBN);
     // kv_heads = 1: panel row m is row run0·H + m of the [queries·H] query matrix.
-    const i64 panel = (work.run1 - work.run0) * q_heads;
+    const i64 panel = work.panel_rows(q_heads);
     auto latent_row = [&](i64 key) { return k + sched.cache_row(seq, key) * kR; };
     auto rope_row = [&](i64 key) { return k_rope + sched.cache_row(seq, key) * kPr; };
     // Both passes start the key pipeline over: tile 0 into stage 0 (the caller has synchronized).

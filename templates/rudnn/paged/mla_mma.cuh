@@ -28,6 +28,7 @@
 // 16-byte aligned; head_dim = value_dim = kLatent, rope_dim = kRope, kv_heads = 1 (else trap).
 #include "rudnn/attention/flash_mma_warp.cuh"
 #include "rudnn/paged/gather.cuh"
+#include "rudnn/paged/mla_rows.cuh"
 #include "rudnn/paged/schedule.cuh"
 #include "rudnn/paged/shared_memory.h"
 #include "rudnn/prelude.cuh"
@@ -81,29 +82,24 @@ RUDNN_DEVICE void paged_mla_mma(const T* q, const T* q_rope, const T* k, const T
   const float scale_log2 = scale * kLog2e;
   const tile::LaneOffsets lo = tile::lane_offsets<kLd>(lane);
   const tile::LaneOffsets lo_p = tile::lane_offsets<kLdP>(lane);
+  static_assert(kBM == mla::kRows, "paged_mla_mma: 64-row chunks (mla_rows.cuh)");
+  mla::HalfSoftmax softmax(s_half, s_alpha, score_row0, key_half, lane);
 
   for (i64 item = linear_block(); item < items; item += block_count()) {
     QueryTile work;
     if (!sched.query_tile(item, queries, 1, splits, rows_per_tile, causal, work)) continue;  // uniform
     const i64 split = work.split, seq = work.sequence, stop = work.stop;
     const KeyRange& range = work.keys;
-    const int n_tiles = stop > range.lo ? static_cast<int>((stop - range.lo + kBN - 1) / kBN) : 0;
+    const int n_tiles = work.key_tiles(kBN);
     // kv_heads = 1: panel row m is row run0·H + m of the [queries·H] query matrix.
-    const i64 panel = (work.run1 - work.run0) * q_heads;
+    const i64 panel = work.panel_rows(q_heads);
     auto latent_row = [&](i64 key) { return k + sched.cache_row(seq, key) * kR; };
     auto rope_row = [&](i64 key) { return k_rope + sched.cache_row(seq, key) * kPr; };
 
     for (i64 m0 = 0; m0 < panel; m0 += kBM) {
       const i64 rows = min_i64(kBM, panel - m0), g0 = work.run0 * q_heads + m0;
-      // The scores role's two rows (score_row0 + 8h + lane/4): their visible end.
-      i64 row_end[2];
-      RUDNN_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        const i64 m = score_row0 + 8 * h + (lane >> 2);
-        row_end[h] = m >= rows ? range.lo
-                     : causal  ? min_i64(range.hi, sched.position(div32(g0 + m, q_heads)) + 1)
-                               : range.hi;
-      }
+      i64 row_end[2];  // the scores role's two rows (score_row0 + 8h + lane/4): their visible end
+      softmax.start(row_end, sched, range, g0, rows, q_heads, causal);
 
       __syncthreads();  // every warp is done with the previous chunk's shared memory
       if (n_tiles > 0) {
@@ -117,12 +113,6 @@ RUDNN_DEVICE void paged_mla_mma(const T* q, const T* q_rope, const T* k, const T
 
       tile::Accumulator<P::kRowBlocks, P::kValueTiles> o;
       o.zero();
-      float row_max[2], half_sum[2];  // the scores role's rows: running max (log2) and this half's sum
-      RUDNN_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        row_max[h] = negative_infinity();
-        half_sum[h] = 0.0f;
-      }
 
       for (int t = 0; t < n_tiles; ++t) {
         const int stage = t & 1;
@@ -136,44 +126,14 @@ RUDNN_DEVICE void paged_mla_mma(const T* q, const T* q_rope, const T* k, const T
         }
         cp_async_commit();
 
-        // Scores of this warp's 16 rows × kHalfKeys keys; −inf past each row's visible end (and in
-        // the tile's zero-filled tail, which lies past every row's end).
+        // Scores of this warp's 16 rows × kHalfKeys keys.
         tile::Accumulator<1, P::kScoreTiles> s;
         attention::flash_mma::warp_scores<T, 1, P::kScoreTiles, P::kKeyDim, kLd>(
             s, sq + score_row0 * kLd + lo.a, stage_k(stage) + key_half * P::kHalfKeys * kLd + lo.b_nt);
         s.scale(scale_log2);
-        const i64 key0 = range.lo + static_cast<i64>(t) * kBN + key_half * P::kHalfKeys;
-        RUDNN_UNROLL
-        for (int h = 0; h < 2; ++h) {
-          const i64 visible = row_end[h] - key0;
-          RUDNN_UNROLL
-          for (int j = 0; j < P::kScoreTiles; ++j) RUDNN_UNROLL
-          for (int e = 0; e < 2; ++e)
-            if (8 * j + 2 * (lane & 3) + e >= visible) s.c[0][j][2 * h + e] = negative_infinity();
-          const float m = s.row_max(0, h, negative_infinity());
-          if ((lane & 3) == 0) s_half[key_half * kBM + score_row0 + 8 * h + (lane >> 2)] = m;
-        }
+        softmax.mask_and_publish_max(s, row_end, range.lo + static_cast<i64>(t) * kBN + key_half * P::kHalfKeys);
         __syncthreads();  // both halves' maxima
-
-        RUDNN_UNROLL
-        for (int h = 0; h < 2; ++h) {
-          const int r = score_row0 + 8 * h + (lane >> 2);
-          const float mx = fmaxf(row_max[h], fmaxf(s_half[r], s_half[kBM + r]));
-          const float base = mx == negative_infinity() ? 0.0f : mx;
-          const float alpha = exp2f(row_max[h] - base);  // 0 while the row kept nothing
-          row_max[h] = mx;
-          float sum = 0.0f;
-          RUDNN_UNROLL
-          for (int j = 0; j < P::kScoreTiles; ++j) {
-            const float p0 = exp2f(s.c[0][j][2 * h] - base), p1 = exp2f(s.c[0][j][2 * h + 1] - base);
-            sum += p0 + p1;
-            Vec<T, 2> pair;
-            pair.words[0] = pack2_from_float<T>(p0, p1);
-            store_vec<T, 2>(sp + r * kLdP + key_half * P::kHalfKeys + 8 * j + 2 * (lane & 3), pair);
-          }
-          half_sum[h] = half_sum[h] * alpha + tile::quad_sum(sum);
-          if (key_half == 0 && (lane & 3) == 0) s_alpha[r] = alpha;
-        }
+        softmax.exponentiate<T>(s, [&](int r, int c) { return sp + r * kLdP + key_half * P::kHalfKeys + c; });
         __syncthreads();  // P and α of every row
 
         // O = O·α + P·V over this warp's latent columns.
@@ -198,44 +158,11 @@ RUDNN_DEVICE void paged_mla_mma(const T* q, const T* q_rope, const T* k, const T
 
       // Epilogue: row sum = the two halves' sums (in that order), max from the scores role.
       __syncthreads();  // every warp is past the last tile's reads of s_half and s_alpha
-      RUDNN_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        const int r = score_row0 + 8 * h + (lane >> 2);
-        if ((lane & 3) == 0) {
-          s_half[key_half * kBM + r] = half_sum[h];
-          if (key_half == 0) s_alpha[r] = row_max[h];
-        }
-      }
+      softmax.publish_totals();
       __syncthreads();
-      RUDNN_UNROLL
-      for (int mi = 0; mi < P::kRowBlocks; ++mi) RUDNN_UNROLL
-      for (int h = 0; h < 2; ++h) {
-        const int m = 16 * mi + 8 * h + (lane >> 2);
-        if (m >= rows) continue;
-        const float l = s_half[m] + s_half[kBM + m];
-        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-        const i64 g = g0 + m;  // query row · H + head
-        const int col0 = value_col0 + 2 * (lane & 3);
-        if (partial) {
-          const i64 row = div32(g, q_heads), head = mod32(g, q_heads);
-          float* orow = parts.output(split, row, head);
-          RUDNN_UNROLL
-          for (int d = 0; d < P::kValueTiles; ++d) {
-            orow[col0 + 8 * d] = o.c[mi][d][2 * h] * inv;
-            orow[col0 + 8 * d + 1] = o.c[mi][d][2 * h + 1] * inv;
-          }
-          if (warp == 0 && (lane & 3) == 0)
-            *parts.lse(split, row, head) = l > 0.0f ? s_alpha[m] + log2f(l) : negative_infinity();
-        } else {
-          T* orow = out + g * kR;
-          RUDNN_UNROLL
-          for (int d = 0; d < P::kValueTiles; ++d) {
-            Vec<T, 2> pair;
-            pair.words[0] = pack2_from_float<T>(o.c[mi][d][2 * h] * inv, o.c[mi][d][2 * h + 1] * inv);
-            store_vec<T, 2>(orow + col0 + 8 * d, pair);
-          }
-        }
-      }
+      mla::store<T>(
+          o, [&](int mi, int h) { return 16 * mi + 8 * h + (lane >> 2); }, s_half, s_alpha, rows, g0, q_heads, kR,
+          value_col0 + 2 * (lane & 3), warp == 0 && (lane & 3) == 0, out, parts, split);
     }
   }
 }

@@ -146,9 +146,9 @@ RUDNN_DEVICE void paged_attention_mma(const T* q, const T* k, const T* v, const 
     if (!sched.query_tile(item, queries, kv_heads, splits, rows_per_tile, causal, work)) continue;  // uniform
     const i64 kvh = work.kv_head, seq = work.sequence, stop = work.stop;
     const KeyRange& range = work.keys;
-    const int n_tiles = stop > range.lo ? static_cast<int>((stop - range.lo + kBN - 1) / kBN) : 0;
+    const int n_tiles = work.key_tiles(kBN);
     const rows::Panel panel{work.run0, group, q_heads, kvh};
-    const i64 panel_rows = (work.run1 - work.run0) * group;
+    const i64 panel_rows = work.panel_rows(group);
     const i64 k_row_stride = kv_heads * kD;  // elements between consecutive cache rows
     auto key_src = [&](const T* cache, i64 key) { return cache + sched.cache_row(seq, key) * k_row_stride + kvh * kD; };
 

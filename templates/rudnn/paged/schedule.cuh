@@ -82,6 +82,13 @@ struct QueryTile {
   i64 split, kv_head, run0, run1, sequence;
   KeyRange keys;
   i64 stop;
+
+  // Its key tiles of `block_keys` keys from keys.lo to stop (none when it sees no key).
+  RUDNN_DEVICE int key_tiles(int block_keys) const {
+    return stop > keys.lo ? static_cast<int>((stop - keys.lo + block_keys - 1) / block_keys) : 0;
+  }
+  // Its panel rows: (row, query head) for the `group` query heads that share the tile's K/V rows.
+  RUDNN_DEVICE i64 panel_rows(i64 group) const { return (run1 - run0) * group; }
 };
 
 RUDNN_DEVICE bool Schedule::query_tile(i64 item, i64 queries, i64 kv_heads, i64 splits, i64 rows_per_tile, i64 causal,

@@ -81,9 +81,9 @@ RUDNN_DEVICE void paged_attention_wgmma(const T* q, const T* k, const T* v, cons
     if (!sched.query_tile(item, queries, kv_heads, splits, rows_per_tile, causal, work)) continue;  // uniform
     const i64 kvh = work.kv_head, seq = work.sequence, stop = work.stop;
     const KeyRange& range = work.keys;
-    const int n_tiles = stop > range.lo ? static_cast<int>((stop - range.lo + kBN - 1) / kBN) : 0;
+    const int n_tiles = work.key_tiles(kBN);
     const rows::Panel panel{work.run0, group, q_heads, kvh};
-    const i64 panel_rows = (work.run1 - work.run0) * group;
+    const i64 panel_rows = work.panel_rows(group);
     const i64 k_row_stride = kv_heads * kD;  // elements between consecutive cache rows
     auto cache_rows = [&](const T* cache, i64 key0) {
       return [=](int r) { return cache + sched.cache_row(seq, key0 + r) * k_row_stride + kvh * kD; };
@@ -111,7 +111,6 @@ RUDNN_DEVICE void paged_attention_wgmma(const T* q, const T* k, const T* v, cons
       o.zero();
       attention::flash_mma::OnlineSoftmax<1> softmax;
       softmax.init();
-      auto& o_regs = reinterpret_cast<float(&)[kD / 2]>(o.c);
       // A warp whose rows all lie past the chunk's issues the products (they are the warpgroup's)
       // but skips the mask, the softmax and the stores; its P is S (zero rows), never stored.
       const bool idle = warp_row0 >= rows;
@@ -124,35 +123,14 @@ RUDNN_DEVICE void paged_attention_wgmma(const T* q, const T* k, const T* v, cons
         if (t + 1 < n_tiles) load_keys(stage ^ 1, range.lo + static_cast<i64>(t + 1) * kBN);
         cp_async_commit();
 
-        // S is overwritten by the first k16 step (no accumulate), so it needs no zeroing.
         tile::Accumulator<1, kNI> s;
-        auto& s_regs = reinterpret_cast<float(&)[kBN / 2]>(s.c);
-        wgmma_fence();
-        RUDNN_UNROLL
-        for (int kk = 0; kk < kD; kk += 16)
-          tile::wgmma_ss<kBN>(q_s, s_regs, QTile::descriptor(q_s, 0, kk), KTile::descriptor(k_s(stage), 0, kk), kk > 0);
-        wgmma_commit();
-        wgmma_wait<0>();
-        wgmma_fence_operand(s_regs);
-
+        attention::flash_wgmma::scores<QTile, KTile, kD, kBN>(s, q_s, 0, k_s(stage));
         if (!idle) {  // warp-uniform
           s.scale(scale_log2);
           rows::mask_past_ends(s, row_end, range.lo + static_cast<i64>(t) * kBN, lane);
           softmax.update(s, o);
         }
-
-        // P in T, kept live until the group that reads it is retired.
-        u32 a[kBN / 16][4];
-        RUDNN_UNROLL
-        for (int kk = 0; kk < kBN / 16; ++kk) tile::pack_a_from_accumulator<T>(a[kk], s.c, 0, kk);
-        wgmma_fence_operand(o_regs);
-        wgmma_fence();
-        RUDNN_UNROLL
-        for (int kk = 0; kk < kBN / 16; ++kk)
-          tile::wgmma_rs<kD, true>(q_s, o_regs, a[kk], VTile::descriptor(v_s(stage), 16 * kk, 0), true);
-        wgmma_commit();
-        wgmma_wait<0>();
-        wgmma_fence_operand(o_regs);
+        attention::flash_wgmma::accumulate<VTile, kD, kBN>(o, s, v_s(stage));
       }
 
       rows::store<T>(o, softmax, panel, m0, rows, warp_row0, lane, out, parts, work.split);
