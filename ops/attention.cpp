@@ -165,7 +165,7 @@ Result<Prepared, AttentionSetupError> prepare(const Tensor& query, const Tensor&
   // Decode with a small group: short panels, which the heuristic keeps off the 128-row warpgroup-MMA
   // tiles (Tq is dynamic in the plan, so the hint is part of its key).
   const bool short_panels = compiler::attention_hints_short_panels(requested, arch) &&
-                            (head_panels ? 1 : hq / hkv) * tq <= compiler::kShortPanelRows;
+                            compiler::attention_panels_short(hq, hkv, tq, head_panels);
   const std::int64_t mode = ops::autotune_mode_word(requested == contracts::AttentionStrategy::Autotune);
   // With autotune the plan serves one (B, Tq, Tk) bucket: the tuned tile depends on it.
   const std::int64_t buckets = mode ? log2_bucket(b) | (log2_bucket(tq) << 8) | (log2_bucket(tk) << 16) : 0;

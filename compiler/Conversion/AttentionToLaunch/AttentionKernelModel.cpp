@@ -60,9 +60,8 @@ bool shortPanels(dialect::AttentionOp op) {
   auto q = cast<RankedTensorType>(op.getQuery().getType());
   auto k = cast<RankedTensorType>(op.getKey().getType());
   if (q.isDynamicDim(1) || q.isDynamicDim(2) || k.isDynamicDim(1) || k.getDimSize(1) <= 0) return false;
-  const std::int64_t panelRows =
-      (op->hasAttr(dialect::kHeadPanelsAttrName) ? 1 : q.getDimSize(1) / k.getDimSize(1)) * q.getDimSize(2);
-  return panelRows <= kShortPanelRows;
+  return attention_panels_short(q.getDimSize(1), k.getDimSize(1), q.getDimSize(2),
+                                op->hasAttr(dialect::kHeadPanelsAttrName));
 }
 
 FailureOr<attention_config::Tile> heuristicAttentionTile(dialect::AttentionOp op, const dialect::KernelTarget& target) {

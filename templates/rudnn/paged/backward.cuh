@@ -168,7 +168,7 @@ RUDNN_DEVICE void paged_attention_backward_unit(const T* q, const T* q_rope, con
     float qv[kK], go[kV], acc[kK];  // acc: O (its first kV columns) in pass 1, dq in pass 2
     load_row(qv, q + qi * head_dim, head_dim, q_rope ? q_rope + qi * rope_dim : nullptr, rope_dim, lane);
     load_row(go, grad_out + qi * value_dim, value_dim, static_cast<const T*>(nullptr), 0, lane);
-    auto key_of = [&](i64 j) { return sched.cache_row(seq, j) * kv_heads + kvh; };
+    auto key_of = [&](i64 j) { return sched.head_row(seq, j, kv_heads, kvh); };
     auto value_of = [&](i64 cache) -> const T* {
       return P::kValueIsKey ? k + cache * head_dim : v + cache * value_dim;
     };

@@ -132,7 +132,7 @@ RUDNN_DEVICE void paged_attention_backward_mma(const T* q, const T* /*q_rope*/, 
     const int n_tiles = work.key_tiles(kBN);
     const i64 panel = work.panel_rows(group);
     auto q_row = [&](i64 m) { return (run0 + div32(m, group)) * q_heads + kvh * group + mod32(m, group); };
-    auto cache_row = [&](i64 key) { return sched.cache_row(seq, key) * kv_heads + kvh; };  // row of [·, Hkv, D]
+    auto cache_row = [&](i64 key) { return sched.head_row(seq, key, kv_heads, kvh); };  // row of [·, Hkv, D]
     // Both passes start the K/V pipeline over: tile 0 into stage 0 (the caller has synchronized).
     auto load_tile = [&](int t, int stage) {
       const i64 key0 = range.lo + static_cast<i64>(t) * kBN, keys = min_i64(kBN, stop - key0);

@@ -149,8 +149,7 @@ RUDNN_DEVICE void paged_attention_mma(const T* q, const T* k, const T* v, const 
     const int n_tiles = work.key_tiles(kBN);
     const rows::Panel panel{work.run0, group, q_heads, kvh};
     const i64 panel_rows = work.panel_rows(group);
-    const i64 k_row_stride = kv_heads * kD;  // elements between consecutive cache rows
-    auto key_src = [&](const T* cache, i64 key) { return cache + sched.cache_row(seq, key) * k_row_stride + kvh * kD; };
+    auto key_src = [&](const T* cache, i64 key) { return cache + sched.head_row(seq, key, kv_heads, kvh) * kD; };
 
     for (i64 m0 = 0; m0 < panel_rows; m0 += kBM) {
       const i64 rows = min_i64(kBM, panel_rows - m0);

@@ -35,6 +35,10 @@ struct Schedule {
     const i64 page = div32(j, page_size);
     return static_cast<i64>(page_table[s * table_stride + page]) * page_size + (j - page * page_size);
   }
+  // The row of key `j` of sequence `s`, kv head `kv_head`, in a [pages·page_size, kv_heads, ·] cache.
+  RUDNN_DEVICE i64 head_row(i64 s, i64 j, i64 kv_heads, i64 kv_head) const {
+    return cache_row(s, j) * kv_heads + kv_head;
+  }
   RUDNN_DEVICE i64 sequence(i64 row) const { return sequence_ids[row]; }
   RUDNN_DEVICE i64 position(i64 row) const { return positions[row]; }
   RUDNN_DEVICE i64 length(i64 s) const { return lengths[s]; }

@@ -144,12 +144,12 @@ RUDNN_DEVICE void paged_attention_unit(const T* q, const T* q_rope, const T* k, 
           const i64 keys = min_i64(P::kBN, stop - key0);
           __syncthreads();  // sk, sv and sp of the previous key tile have been read
           unit_detail::stage<P::kBN, P::kThreads, T>(sk, ds, keys, D, Pr, dk_padded, tid, [&](int r) {
-            const i64 cache_row = sched.cache_row(seq, key0 + r) * kv_heads + kvh;
+            const i64 cache_row = sched.head_row(seq, key0 + r, kv_heads, kvh);
             return RowSource<T>{k + cache_row * D, Pr ? k_rope + cache_row * Pr : nullptr};
           });
           if (!P::kValueIsKey)
             unit_detail::stage<P::kBN, P::kThreads, T>(sv, Dv, keys, Dv, 0, Dv, tid, [&](int r) {
-              const i64 cache_row = sched.cache_row(seq, key0 + r) * kv_heads + kvh;
+              const i64 cache_row = sched.head_row(seq, key0 + r, kv_heads, kvh);
               return RowSource<T>{v + cache_row * Dv, nullptr};
             });
           __syncthreads();

@@ -31,24 +31,10 @@
 
 namespace rudnn::paged {
 
+// One warpgroup of 64 panel rows: the flash kernel's policy at BM = 64 (its tiles, stages, shared
+// memory and thread count), as MmaPolicy is the mma.sync flash policy's.
 template <int kHeadDim, int kBlockN>
-struct WgmmaPolicy {
-  static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "paged::WgmmaPolicy: D = 64, 128 or 256");
-  static_assert(kBlockN == 32 || kBlockN == 64 || kBlockN == 128, "paged::WgmmaPolicy: key tiles of 32, 64 or 128");
-  static constexpr int kD = kHeadDim;
-  static constexpr int kBM = 64;  // one warpgroup
-  static constexpr int kBN = kBlockN;
-  static constexpr int kThreads = 128;
-  static constexpr int kNI = kBlockN / 8;   // n8 key tiles of S
-  static constexpr int kDI = kHeadDim / 8;  // n8 value tiles of O
-  using QTile = tile::SwizzledKMajor<kBM, kHeadDim>;
-  using KTile = tile::SwizzledKMajor<kBlockN, kHeadDim>;
-  using VTile = tile::SwizzledMNMajor<kBlockN, kHeadDim>;
-  static constexpr int kStageElems = KTile::kElems + VTile::kElems;
-  static constexpr int kSharedBytes = static_cast<int>(shared_memory::flash_wgmma(kBM, kBlockN, kHeadDim));
-  static_assert(kSharedBytes == (QTile::kElems + 2 * kStageElems) * 2 + shared_memory::kWgmmaAlignmentSlack,
-                "paged::WgmmaPolicy: the layout disagrees with shared_memory::flash_wgmma");
-};
+struct WgmmaPolicy : attention::FlashWgmmaPolicy<kHeadDim, 64, kBlockN> {};
 
 template <class T, class P>
 RUDNN_DEVICE void paged_attention_wgmma(const T* q, const T* k, const T* v, const i32* page_table, const i32* lengths,
@@ -84,9 +70,8 @@ RUDNN_DEVICE void paged_attention_wgmma(const T* q, const T* k, const T* v, cons
     const int n_tiles = work.key_tiles(kBN);
     const rows::Panel panel{work.run0, group, q_heads, kvh};
     const i64 panel_rows = work.panel_rows(group);
-    const i64 k_row_stride = kv_heads * kD;  // elements between consecutive cache rows
     auto cache_rows = [&](const T* cache, i64 key0) {
-      return [=](int r) { return cache + sched.cache_row(seq, key0 + r) * k_row_stride + kvh * kD; };
+      return [=](int r) { return cache + sched.head_row(seq, key0 + r, kv_heads, kvh) * kD; };
     };
     auto load_keys = [&](int stage, i64 key0) {
       const i64 keys = min_i64(kBN, stop - key0);

@@ -131,6 +131,10 @@ Result<LoweredOp, RuntimeError> lower_attention(const AttentionRequest& request,
 // Panels of at most this many rows (decode with a small group) are short: the attention heuristic
 // keeps them off the 128-row warpgroup-MMA tiles, which they would run mostly empty.
 inline constexpr std::int64_t kShortPanelRows = 64;
+// Whether a call's panels are short: group·Tq rows, or Tq with head panels (one query head each).
+inline bool attention_panels_short(std::int64_t q_heads, std::int64_t kv_heads, std::int64_t q_len, bool head_panels) {
+  return (head_panels ? 1 : q_heads / kv_heads) * q_len <= kShortPanelRows;
+}
 // Whether calls of `strategy` on `arch` carry the short-panels hint: where a heuristic could take a
 // wgmma tile (FlashBlackboxAccelerated or Autotune on an arch with wgmma). By the arch alone, not the
 // RUDNN_WGMMA opt-in, since the public entry asks on every call (no environment read there); on
